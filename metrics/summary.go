@@ -1,0 +1,324 @@
+package metrics
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Options selects what a Summary reports beyond the fixed totals.
+type Options struct {
+	// Percentiles are the --metric-percentiles, in percent (default 99).
+	Percentiles []float64
+	// Goodput holds the --goodput SLOs in milliseconds, keyed "ttft",
+	// "tpot", "e2el". A request is good iff every given SLO holds.
+	Goodput map[string]float64
+}
+
+// Summary is the run-level result, with vLLM's definitions.
+type Summary struct {
+	Completed int
+	Failed    int
+	// Duration is the benchmark duration: for bench, from just before the
+	// first dispatch until every request returned (failures and stragglers
+	// included); for sim, the virtual time span.
+	Duration    time.Duration
+	TotalInput  int64 // Σ prompt_len over successful requests
+	TotalOutput int64 // Σ output_len over successful requests
+
+	RequestThroughput    float64
+	OutputThroughput     float64
+	TotalTokenThroughput float64
+	// RequestGoodput is nil when no --goodput SLO was given.
+	RequestGoodput *float64
+	GoodRequests   int
+
+	// MaxOutputTokensPerS is the busiest one-second bin of output tokens
+	// (bins counted from the earliest successful start). Tokens, not
+	// chunks: a chunk carrying k tokens counts k.
+	MaxOutputTokensPerS float64
+	// MaxConcurrentRequests is the most successful requests in flight at
+	// once, by a sweep over [start, start+latency) with departures before
+	// arrivals on ties.
+	MaxConcurrentRequests int
+
+	TTFT          Distribution
+	TPOT          Distribution
+	ITL           Distribution
+	E2EL          Distribution
+	ClientQueue   Distribution // vLLM's client_queue_time
+	E2ELWithQueue Distribution // vLLM's e2el_including_client_queue
+	// SendLag is how late requests left against the open-loop schedule,
+	// over every request sent (so a slow client can never hide).
+	SendLag Distribution
+	// TokensPerSecond is each successful request's output_len / E2EL, the
+	// per-user speed load-test scripts report.
+	TokensPerSecond Distribution
+
+	// OutputLenSources counts where output token counts came from
+	// ("usage", "tokenizer", "chunks").
+	OutputLenSources map[string]int
+	// Errors counts failed requests by reason.
+	Errors map[string]int
+}
+
+// Accumulator builds a Summary from records streamed one at a time, so a
+// long run or simulation never has to hold every record.
+type Accumulator struct {
+	opts Options
+
+	ttft, tpot, e2el, queue, e2elQueue, lag, tokPerSec sample
+	itl                                                multiset // ns, pooled per token
+	tokenTimes                                         multiset // ns offsets of each output token
+	intervals                                          [][2]int64
+
+	completed, failed, good int
+	totalIn, totalOut       int64
+	minStart                int64
+	sources, errors         map[string]int
+}
+
+// NewAccumulator returns an empty Accumulator for opts. With no
+// percentiles given it uses vLLM's default, 99.
+func NewAccumulator(opts Options) *Accumulator {
+	if len(opts.Percentiles) == 0 {
+		opts.Percentiles = []float64{99}
+	}
+	return &Accumulator{
+		opts:     opts,
+		minStart: math.MaxInt64,
+		sources:  map[string]int{},
+		errors:   map[string]int{},
+	}
+}
+
+// Add folds one record into the summary. Warmup records are ignored.
+func (a *Accumulator) Add(r *Record) {
+	if r.Warmup {
+		return
+	}
+	a.lag = append(a.lag, ms(r.SendLag()))
+	if !r.Success {
+		a.failed++
+		reason := r.Error
+		if reason == "" {
+			reason = "unknown error"
+		}
+		a.errors[reason]++
+		return
+	}
+	a.completed++
+	a.totalIn += int64(r.PromptLen)
+	a.totalOut += int64(r.OutputLen)
+	if r.OutputLenSource != "" {
+		a.sources[r.OutputLenSource]++
+	}
+	a.ttft = append(a.ttft, ms(r.TTFT))
+	a.e2el = append(a.e2el, ms(r.Latency))
+	a.queue = append(a.queue, ms(r.QueueTime()))
+	a.e2elQueue = append(a.e2elQueue, ms(r.QueueTime()+r.Latency))
+	if r.Latency > 0 {
+		a.tokPerSec = append(a.tokPerSec, float64(r.OutputLen)/r.Latency.Seconds())
+	}
+	tpot, hasTPOT := r.TPOT()
+	if hasTPOT {
+		a.tpot = append(a.tpot, ms(tpot))
+	}
+	for _, gap := range r.ITL {
+		a.itl.add(int64(gap))
+	}
+
+	start := int64(r.Start)
+	a.minStart = min(a.minStart, start)
+	a.intervals = append(a.intervals, [2]int64{start, start + int64(r.Latency)})
+	t := start + int64(r.TTFT)
+	a.tokenTimes.addN(t, int64(max(r.FirstChunkTokens, 1)))
+	for _, gap := range r.ITL {
+		t += int64(gap)
+		a.tokenTimes.add(t)
+	}
+
+	if len(a.opts.Goodput) > 0 && a.isGood(r, tpot) {
+		a.good++
+	}
+}
+
+func (a *Accumulator) isGood(r *Record, tpot time.Duration) bool {
+	// vLLM counts TPOT as 0 for requests with at most one output token,
+	// which is what tpot holds for them.
+	for key, slo := range a.opts.Goodput {
+		var v float64
+		switch key {
+		case "ttft":
+			v = ms(r.TTFT)
+		case "tpot":
+			v = ms(tpot)
+		case "e2el":
+			v = ms(r.Latency)
+		}
+		if v > slo {
+			return false
+		}
+	}
+	return true
+}
+
+// Summary computes the summary for a run of the given duration.
+func (a *Accumulator) Summary(duration time.Duration) Summary {
+	p := a.opts.Percentiles
+	s := Summary{
+		Completed:        a.completed,
+		Failed:           a.failed,
+		Duration:         duration,
+		TotalInput:       a.totalIn,
+		TotalOutput:      a.totalOut,
+		TTFT:             a.ttft.distribution(p),
+		TPOT:             a.tpot.distribution(p),
+		ITL:              a.itl.distribution(p, 1e-6),
+		E2EL:             a.e2el.distribution(p),
+		ClientQueue:      a.queue.distribution(p),
+		E2ELWithQueue:    a.e2elQueue.distribution(p),
+		SendLag:          a.lag.distribution(uniquePercentiles(append([]float64{50, 99}, p...))),
+		TokensPerSecond:  a.tokPerSec.distribution(p),
+		OutputLenSources: a.sources,
+		Errors:           a.errors,
+		GoodRequests:     a.good,
+	}
+	if secs := duration.Seconds(); secs > 0 {
+		s.RequestThroughput = float64(a.completed) / secs
+		s.OutputThroughput = float64(a.totalOut) / secs
+		s.TotalTokenThroughput = float64(a.totalIn+a.totalOut) / secs
+		if len(a.opts.Goodput) > 0 {
+			g := float64(a.good) / secs
+			s.RequestGoodput = &g
+		}
+	} else if len(a.opts.Goodput) > 0 {
+		g := 0.0
+		s.RequestGoodput = &g
+	}
+	s.MaxOutputTokensPerS = a.peakTokensPerSecond()
+	s.MaxConcurrentRequests = peakConcurrency(a.intervals)
+	return s
+}
+
+func (a *Accumulator) peakTokensPerSecond() float64 {
+	if a.completed == 0 {
+		return 0
+	}
+	var peak, count, bin int64 = 0, 0, -1
+	a.tokenTimes.each(func(t, n int64) {
+		b := (t - a.minStart) / int64(time.Second)
+		if b != bin {
+			bin, count = b, 0
+		}
+		count += n
+		peak = max(peak, count)
+	})
+	return float64(peak)
+}
+
+func peakConcurrency(intervals [][2]int64) int {
+	type event struct {
+		t     int64
+		delta int
+	}
+	events := make([]event, 0, 2*len(intervals))
+	for _, iv := range intervals {
+		events = append(events, event{iv[0], +1}, event{iv[1], -1})
+	}
+	// Departures before arrivals at the same instant: [start, end) intervals.
+	sort.Slice(events, func(i, j int) bool {
+		if events[i].t != events[j].t {
+			return events[i].t < events[j].t
+		}
+		return events[i].delta < events[j].delta
+	})
+	cur, peak := 0, 0
+	for _, e := range events {
+		cur += e.delta
+		peak = max(peak, cur)
+	}
+	return peak
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func uniquePercentiles(ps []float64) []float64 {
+	out := slices.Clone(ps)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// GoodputKeys are the SLO names vLLM's --goodput accepts.
+var GoodputKeys = []string{"ttft", "tpot", "e2el"}
+
+// ParseGoodput parses vLLM's --goodput arguments ("ttft:500", "tpot:50"),
+// values in milliseconds.
+func ParseGoodput(args []string) (map[string]float64, error) {
+	out := map[string]float64{}
+	for _, arg := range args {
+		for _, item := range strings.Fields(strings.ReplaceAll(arg, ",", " ")) {
+			key, val, ok := strings.Cut(item, ":")
+			if !ok {
+				return nil, fmt.Errorf("--goodput %q: expected KEY:VALUE_MS with KEY one of %s", item, strings.Join(GoodputKeys, ", "))
+			}
+			if !slices.Contains(GoodputKeys, key) {
+				return nil, fmt.Errorf("--goodput %q: invalid metric name %q; the service level objective name should be one of %s", item, key, strings.Join(GoodputKeys, ", "))
+			}
+			v, err := strconv.ParseFloat(val, 64)
+			if err != nil || v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("--goodput %q: invalid value %q; the service level objective value should be a non-negative number of milliseconds", item, val)
+			}
+			out[key] = v
+		}
+	}
+	return out, nil
+}
+
+// ParsePercentiles parses --metric-percentiles ("25,50,99").
+func ParsePercentiles(s string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		p, err := strconv.ParseFloat(f, 64)
+		if err != nil || p < 0 || p > 100 || math.IsNaN(p) {
+			return nil, fmt.Errorf("--metric-percentiles %q: %q is not a percentile between 0 and 100", s, f)
+		}
+		out = append(out, p)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--metric-percentiles %q: give at least one percentile, e.g. 50,90,99", s)
+	}
+	return out, nil
+}
+
+// PercentileMetrics are the names --percentile-metrics accepts.
+var PercentileMetrics = []string{"ttft", "tpot", "itl", "e2el", "client_queue_time", "e2el_including_client_queue"}
+
+// ParsePercentileMetrics parses --percentile-metrics ("ttft,tpot,itl").
+func ParsePercentileMetrics(s string) ([]string, error) {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if !slices.Contains(PercentileMetrics, f) {
+			return nil, fmt.Errorf("--percentile-metrics %q: unknown metric %q; choose from %s", s, f, strings.Join(PercentileMetrics, ", "))
+		}
+		if !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--percentile-metrics %q: give at least one of %s", s, strings.Join(PercentileMetrics, ", "))
+	}
+	return out, nil
+}

@@ -1,0 +1,39 @@
+// Package perf holds the hardware and model catalog and the step-time
+// models: how long one engine step of a given shape takes on a given
+// deployment (model, GPU, parallelism).
+package perf
+
+import "time"
+
+// StepShape is everything a step-time model needs to know about one engine
+// step. The engine fills it; it knows nothing about time.
+type StepShape struct {
+	// PrefillTokens is the number of new prompt tokens computed this step
+	// (Σ p_i over prefill chunks).
+	PrefillTokens int
+	// Prefills is the number of prefill chunks; PrefillsDone of them finish
+	// their prompt this step (and so sample a token).
+	Prefills     int
+	PrefillsDone int
+	// Decodes is the number of sequences decoding one token this step.
+	Decodes int
+	// AttnPairs is the number of causal (query, key) pairs attention
+	// computes: Σ_i (p_i·c_i + p_i(p_i+1)/2) + Σ_j ℓ_j, where c_i is the
+	// context already cached before chunk i and ℓ_j a decode's context.
+	AttnPairs int64
+	// KVTokens is the number of KV entries read or written:
+	// Σ_i (c_i+p_i) + Σ_j (ℓ_j+1).
+	KVTokens int64
+	// SwapInBlocks and SwapOutBlocks are KV blocks copied between GPU and
+	// CPU this step (V0 swap preemption).
+	SwapInBlocks  int
+	SwapOutBlocks int
+}
+
+// Tokens is the number of tokens the forward pass processes.
+func (s StepShape) Tokens() int { return s.PrefillTokens + s.Decodes }
+
+// StepModel predicts the duration of one engine step.
+type StepModel interface {
+	StepTime(s StepShape) time.Duration
+}
