@@ -1,6 +1,3 @@
-// Package perf holds the hardware and model catalog and the step-time
-// models: how long one engine step of a given shape takes on a given
-// deployment (model, GPU, parallelism).
 package perf
 
 import "time"

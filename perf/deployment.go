@@ -1,0 +1,420 @@
+package perf
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Deployment is one vLLM server: a model on tensor- × pipeline-parallel
+// GPUs with vLLM's engine flags. Zero values mean vLLM's default
+// (TP/PP 1, KVCacheDType "auto", GPUMemoryUtilization 0.9, BlockSize 16,
+// MaxModelLen from the model, MaxNumBatchedTokens and MaxNumSeqs as in
+// Resolve, EngineVersion "v1"), except SwapSpaceGiB, where 0 means no swap
+// space: start from DefaultDeployment for vLLM's 4 GiB.
+type Deployment struct {
+	Model                            Model
+	GPU                              GPU
+	TensorParallel, PipelineParallel int
+	// Link carries TP all-reduces and PP sends; the zero Link means NVLink
+	// when the GPU has it, PCIe otherwise.
+	Link                 Link
+	KVCacheDType         string // "auto" | "fp8" (also fp8_e4m3, fp8_e5m2)
+	EnforceEager         bool
+	GPUMemoryUtilization float64
+	SwapSpaceGiB         float64
+	BlockSize            int
+	MaxNumBatchedTokens  int
+	MaxNumSeqs           int
+	MaxModelLen          int
+	EngineVersion        string // "v0" | "v1"
+}
+
+// DefaultDeployment is m on one g with vLLM's defaults, including the
+// 4 GiB swap space.
+func DefaultDeployment(m Model, g GPU) Deployment {
+	return Deployment{
+		Model: m, GPU: g, TensorParallel: 1, PipelineParallel: 1,
+		KVCacheDType: "auto", GPUMemoryUtilization: 0.9, SwapSpaceGiB: 4,
+		BlockSize: 16, EngineVersion: "v1",
+	}
+}
+
+// StartupReason classifies a StartupError so that tuners can learn which
+// constraint a configuration broke.
+type StartupReason string
+
+const (
+	ReasonNoCacheMemory           StartupReason = "no_cache_memory"
+	ReasonMaxModelLenExceedsCache StartupReason = "max_model_len_exceeds_kv_cache"
+	ReasonMaxModelLenExceedsModel StartupReason = "max_model_len_exceeds_model"
+	ReasonGPUMemoryUtilization    StartupReason = "gpu_memory_utilization"
+	ReasonTensorParallel          StartupReason = "tensor_parallel"
+	ReasonPipelineParallel        StartupReason = "pipeline_parallel"
+	ReasonKVCacheDType            StartupReason = "kv_cache_dtype"
+)
+
+// StartupError is a configuration vLLM refuses at startup. Error() is
+// vLLM's own text, so that emulated logs and HTTP errors read like vLLM's.
+type StartupError struct {
+	Reason  StartupReason
+	Message string
+}
+
+func (e *StartupError) Error() string { return e.Message }
+
+func startupError(r StartupReason, format string, args ...any) error {
+	return &StartupError{Reason: r, Message: fmt.Sprintf(format, args...)}
+}
+
+const (
+	// vLLM 0.8.5's EngineArgs pick larger batches on GPUs with ≥ 70 GiB.
+	largeGPUBytes = 70 * gib
+	// V0 enables chunked prefill by itself above this max_model_len.
+	autoChunkedPrefillLen = 32768
+)
+
+// Resolve fills vLLM's defaults and checks what vLLM checks before it
+// profiles memory: parallel sizes against the model, kv-cache dtype,
+// gpu_memory_utilization and max_model_len. It does not apply V0's
+// scheduler checks (max_num_batched_tokens vs max_model_len and
+// max_num_seqs) because those depend on chunked prefill, an engine flag.
+//
+// Defaults when zero: MaxModelLen = the model's derived length;
+// MaxNumBatchedTokens: V1 8192 on GPUs with ≥ 70 GiB else 2048 (0.8.5's
+// API-server values), V0 512 when MaxModelLen > 32768 (chunked prefill
+// turns on) else max(MaxModelLen, 2048); MaxNumSeqs: V1 1024 on ≥ 70 GiB
+// else 256, V0 256. A caller that enables V0 chunked prefill below 32K
+// must set MaxNumBatchedTokens itself (vLLM 0.5.4's default there is 512).
+func (d Deployment) Resolve() (Deployment, error) {
+	m := d.Model
+	if m.Layers == 0 {
+		return d, fmt.Errorf("perf: deployment has no model; set Deployment.Model (from LookupModel)")
+	}
+	if err := m.validate(); err != nil {
+		return d, fmt.Errorf("perf: model %s: %w", m.Name, err)
+	}
+	if d.GPU.MemoryBytes <= 0 || d.GPU.MemoryBandwidth <= 0 || d.GPU.BF16FLOPS <= 0 {
+		return d, fmt.Errorf("perf: deployment has no GPU (or one with zero memory, bandwidth or FLOP/s); set Deployment.GPU (from LookupGPU or LoadGPUFile)")
+	}
+	switch v := strings.ToLower(d.EngineVersion); v {
+	case "":
+		d.EngineVersion = "v1"
+	case "v0", "v1":
+		d.EngineVersion = v
+	default:
+		return d, fmt.Errorf("perf: engine version %q is unknown; use v0 or v1", d.EngineVersion)
+	}
+
+	if d.TensorParallel == 0 {
+		d.TensorParallel = 1
+	}
+	if d.PipelineParallel == 0 {
+		d.PipelineParallel = 1
+	}
+	t, p := d.TensorParallel, d.PipelineParallel
+	if t < 0 || t > 1024 || p < 0 || p > 1024 {
+		return d, fmt.Errorf("perf: tensor parallel size %d and pipeline parallel size %d must be between 1 and 1024", t, p)
+	}
+	if m.Heads%t != 0 {
+		return d, startupError(ReasonTensorParallel,
+			"Total number of attention heads (%d) must be divisible by tensor parallel size (%d).", m.Heads, t)
+	}
+	// vLLM's QKVParallelLinear splits KV heads across ranks, or replicates
+	// them when there are fewer heads than ranks; either way each rank must
+	// hold whole heads.
+	if (m.KVHeads >= t && m.KVHeads%t != 0) || (m.KVHeads < t && t%m.KVHeads != 0) {
+		return d, startupError(ReasonTensorParallel,
+			"Total number of KV heads (%d) and tensor parallel size (%d) must divide one another so each rank holds whole KV heads.", m.KVHeads, t)
+	}
+	if d.EngineVersion == "v0" && m.Layers%p != 0 {
+		return d, startupError(ReasonPipelineParallel,
+			"Total number of hidden layers (%d) must be divisible by pipeline parallel size (%d).", m.Layers, p)
+	}
+	if p > m.Layers {
+		return d, startupError(ReasonPipelineParallel,
+			"Pipeline parallel size (%d) is larger than the number of hidden layers (%d).", p, m.Layers)
+	}
+
+	switch kv := strings.ToLower(d.KVCacheDType); kv {
+	case "", "auto":
+		d.KVCacheDType = "auto"
+	case "fp8", "fp8_e4m3", "fp8_e5m2":
+		d.KVCacheDType = kv
+	default:
+		return d, startupError(ReasonKVCacheDType, "Unknown kv cache dtype: %s", d.KVCacheDType)
+	}
+
+	u := d.GPUMemoryUtilization
+	switch {
+	case math.IsNaN(u) || math.IsInf(u, 0):
+		return d, fmt.Errorf("perf: gpu_memory_utilization is %v; give a fraction such as 0.9", u)
+	case u == 0:
+		d.GPUMemoryUtilization = 0.9
+	case u > 1.0:
+		return d, startupError(ReasonGPUMemoryUtilization, "GPU memory utilization must be less than 1.0. Got %s.", pyFloat(u))
+	}
+	if s := d.SwapSpaceGiB; s < 0 || s > 1<<20 || math.IsNaN(s) {
+		return d, fmt.Errorf("perf: swap space is %v GiB; give 0 or more (vLLM's default is 4)", s)
+	}
+	if d.BlockSize == 0 {
+		d.BlockSize = 16
+	}
+	if d.BlockSize < 0 || d.BlockSize > 1<<16 {
+		return d, fmt.Errorf("perf: block size %d is out of range; vLLM uses 8, 16 or 32 (16 by default)", d.BlockSize)
+	}
+
+	derived := m.DerivedMaxModelLen()
+	switch {
+	case d.MaxModelLen < 0:
+		return d, fmt.Errorf("perf: max_model_len is %d; give a positive length or 0 for the model's own", d.MaxModelLen)
+	case d.MaxModelLen == 0:
+		d.MaxModelLen = derived
+	case d.MaxModelLen > derived && (m.modelMaxLength == 0 || d.MaxModelLen > m.modelMaxLength):
+		mml := "None"
+		if m.modelMaxLength > 0 {
+			mml = fmt.Sprint(m.modelMaxLength)
+		}
+		key := m.maxLenKey
+		if key == "" {
+			key = "max_position_embeddings"
+		}
+		return d, startupError(ReasonMaxModelLenExceedsModel,
+			"User-specified max_model_len (%d) is greater than the derived max_model_len (%s=%s or model_max_length=%s in model's config.json). This may lead to incorrect model outputs or CUDA errors. To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1",
+			d.MaxModelLen, key, m.derivedMaxLenText(), mml)
+	}
+
+	large := d.GPU.MemoryBytes >= largeGPUBytes
+	if d.MaxNumBatchedTokens < 0 || d.MaxNumSeqs < 0 {
+		return d, fmt.Errorf("perf: max_num_batched_tokens (%d) and max_num_seqs (%d) must not be negative", d.MaxNumBatchedTokens, d.MaxNumSeqs)
+	}
+	if d.MaxNumBatchedTokens == 0 {
+		switch {
+		case d.EngineVersion == "v1" && large:
+			d.MaxNumBatchedTokens = 8192
+		case d.EngineVersion == "v1":
+			d.MaxNumBatchedTokens = 2048
+		case d.MaxModelLen > autoChunkedPrefillLen:
+			d.MaxNumBatchedTokens = 512
+		default:
+			d.MaxNumBatchedTokens = max(d.MaxModelLen, 2048)
+		}
+	}
+	if d.MaxNumSeqs == 0 {
+		d.MaxNumSeqs = 256
+		if d.EngineVersion == "v1" && large {
+			d.MaxNumSeqs = 1024
+		}
+	}
+
+	if t*p > 1 {
+		if d.Link.Name == "" {
+			d.Link = links[1] // pcie
+			if d.GPU.NVLinkBandwidth > 0 {
+				d.Link = links[0]
+			}
+		}
+		if d.Link.Name == "nvlink" {
+			if d.GPU.NVLinkBandwidth <= 0 {
+				return d, fmt.Errorf("perf: GPU %s has no NVLink; use link pcie within a node, or infiniband or ethernet across nodes", d.GPU.Name)
+			}
+			d.Link.Bandwidth = math.Min(d.Link.Bandwidth, d.GPU.NVLinkBandwidth)
+		}
+		if !(d.Link.Bandwidth > 0) || d.Link.Latency < 0 {
+			return d, fmt.Errorf("perf: link %q needs a positive bandwidth and a non-negative latency", d.Link.Name)
+		}
+	}
+	return d, nil
+}
+
+// Capacity is the KV cache vLLM allocates for a deployment, per GPU, and
+// the memory accounting behind it.
+type Capacity struct {
+	EngineVersion string
+	// GPUBlocks and CPUBlocks are vLLM's "# GPU blocks" and "# CPU blocks";
+	// CPUBlocks is 0 on V1, which has no swap space.
+	GPUBlocks, CPUBlocks int
+	BlockSize            int
+	// BlockBytes is one block on one GPU: its share of KV heads over its
+	// pipeline stage's layers.
+	BlockBytes int64
+	// WeightBytes, ActivationBytes and NonTorchBytes are the profile-run
+	// peak vLLM subtracts on the busiest GPU; KVCacheBytes what is left for
+	// the cache (before rounding down to whole blocks).
+	WeightBytes, ActivationBytes, NonTorchBytes, KVCacheBytes int64
+	// The resolved engine limits the capacity was computed for.
+	MaxModelLen, MaxNumBatchedTokens, MaxNumSeqs int
+}
+
+// Tokens is the number of tokens the GPU KV cache holds:
+// GPUBlocks·BlockSize, V1's "GPU KV cache size".
+func (c Capacity) Tokens() int { return c.GPUBlocks * c.BlockSize }
+
+// MaxConcurrency is how many requests of tokensPerRequest tokens fit in the
+// cache at once, as vLLM logs it ("Maximum concurrency for X tokens per
+// request: Y.YYx"): Tokens()/tokensPerRequest.
+func (c Capacity) MaxConcurrency(tokensPerRequest int) float64 {
+	if tokensPerRequest <= 0 {
+		return 0
+	}
+	return float64(c.Tokens()) / float64(tokensPerRequest)
+}
+
+// LogLines are the startup lines vLLM prints about the cache it allocated:
+// V0 "# GPU blocks: N, # CPU blocks: M" and the concurrency line; V1
+// "GPU KV cache size: N tokens" and the concurrency line, numbers with
+// thousands separators as V1 prints them.
+func (c Capacity) LogLines() []string {
+	conc := c.MaxConcurrency(c.MaxModelLen)
+	if c.EngineVersion == "v0" {
+		return []string{
+			fmt.Sprintf("# GPU blocks: %d, # CPU blocks: %d", c.GPUBlocks, c.CPUBlocks),
+			fmt.Sprintf("Maximum concurrency for %d tokens per request: %.2fx", c.MaxModelLen, conc),
+		}
+	}
+	return []string{
+		fmt.Sprintf("GPU KV cache size: %s tokens", thousands(int64(c.Tokens()))),
+		fmt.Sprintf("Maximum concurrency for %s tokens per request: %.2fx", thousands(int64(c.MaxModelLen)), conc),
+	}
+}
+
+// thousands formats n as Python's f"{n:,}".
+func thousands(n int64) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// Memory the profile run sees besides weights and activations (doc.go):
+// CUDA context, cuBLAS and attention workspaces; NCCL and custom
+// all-reduce buffers once there is more than one GPU.
+const (
+	nonTorchBytesSingleGPU = 1.25 * gib
+	nonTorchBytesMultiGPU  = 3.0 * gib
+)
+
+// stageLayers is the layer count of the busiest pipeline stage.
+func (d Deployment) stageLayers() int {
+	return (d.Model.Layers + d.PipelineParallel - 1) / d.PipelineParallel
+}
+
+// kvHeadsPerRank is max(1, H_kv/t): heads split across ranks, replicated
+// when there are fewer heads than ranks.
+func (d Deployment) kvHeadsPerRank() int {
+	return max(1, d.Model.KVHeads/d.TensorParallel)
+}
+
+func isFP8KVCache(dtype string) bool { return strings.HasPrefix(strings.ToLower(dtype), "fp8") }
+
+// kvBytesPerTokenPerGPU is one token's K and V on one GPU of the busiest stage.
+func (d Deployment) kvBytesPerTokenPerGPU() int64 {
+	b := int64(activationBytes)
+	if isFP8KVCache(d.KVCacheDType) {
+		b = 1
+	}
+	return 2 * int64(d.stageLayers()) * int64(d.kvHeadsPerRank()) * int64(d.Model.HeadDim) * b
+}
+
+// weightBytesPerGPU is the weights on one GPU of the busiest stage: its
+// layers' linear weights split over TP ranks, plus the vocab-parallel
+// embedding and lm_head shards. With PP the first stage holds the
+// embedding and the last the lm_head (a separate copy even when tied).
+func (d Deployment) weightBytesPerGPU() int64 {
+	m := d.Model
+	t := float64(d.TensorParallel)
+	linear := float64(m.linearParamsPerLayer()) * float64(d.stageLayers()) * m.linearBytesPerParam()
+	vocab := float64(m.embeddingAndHeadBytes())
+	if d.PipelineParallel > 1 {
+		vocab = float64(m.EmbeddingParams() * activationBytes)
+	}
+	return int64(math.Round((linear + vocab) / t))
+}
+
+// activationPeakBytes is the profile run's activation peak: a dummy batch
+// of max_num_batched_tokens through one layer (SwiGLU gate/up and product
+// plus a few hidden-sized buffers) and fp32 logits for max_num_seqs rows.
+func (d Deployment) activationPeakBytes() int64 {
+	m := d.Model
+	tokens := float64(d.MaxNumBatchedTokens)
+	perToken := activationBytes * (3*float64(m.Intermediate)/float64(d.TensorParallel) + 4*float64(m.Hidden))
+	rows := float64(min(d.MaxNumSeqs, d.MaxNumBatchedTokens))
+	return int64(tokens*perToken + rows*float64(m.Vocab)*4)
+}
+
+func (d Deployment) nonTorchBytes() int64 {
+	if d.TensorParallel*d.PipelineParallel > 1 {
+		return nonTorchBytesMultiGPU
+	}
+	return nonTorchBytesSingleGPU
+}
+
+// Capacity computes the KV cache vLLM would allocate, or the error vLLM
+// would stop with. Every GPU runs the same profile, and vLLM keeps the
+// smallest block count, so the busiest stage decides.
+//
+//	blocks = floor((memory·utilization − weights − activation peak − non-torch) / block bytes)
+func (d Deployment) Capacity() (Capacity, error) {
+	r, err := d.Resolve()
+	if err != nil {
+		return Capacity{}, err
+	}
+	c := Capacity{
+		EngineVersion:       r.EngineVersion,
+		BlockSize:           r.BlockSize,
+		BlockBytes:          int64(r.BlockSize) * r.kvBytesPerTokenPerGPU(),
+		WeightBytes:         r.weightBytesPerGPU(),
+		ActivationBytes:     r.activationPeakBytes(),
+		NonTorchBytes:       r.nonTorchBytes(),
+		MaxModelLen:         r.MaxModelLen,
+		MaxNumBatchedTokens: r.MaxNumBatchedTokens,
+		MaxNumSeqs:          r.MaxNumSeqs,
+	}
+	budget := float64(r.GPU.MemoryBytes) * r.GPUMemoryUtilization
+	available := budget - float64(c.WeightBytes+c.ActivationBytes+c.NonTorchBytes)
+	c.KVCacheBytes = int64(available)
+	blocks := math.Floor(available / float64(c.BlockBytes))
+
+	noMemory := startupError(ReasonNoCacheMemory,
+		"No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.")
+	if r.EngineVersion == "v0" {
+		if blocks <= 0 {
+			return c, noMemory
+		}
+		c.GPUBlocks = int(blocks)
+		c.CPUBlocks = int(math.Floor(r.SwapSpaceGiB * gib / float64(c.BlockBytes)))
+		if r.MaxModelLen > c.Tokens() {
+			return c, startupError(ReasonMaxModelLenExceedsCache,
+				"The model's max seq len (%d) is larger than the maximum number of tokens that can be stored in KV cache (%d). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
+				r.MaxModelLen, c.Tokens())
+		}
+		return c, nil
+	}
+
+	if available <= 0 {
+		return c, noMemory
+	}
+	blocksPerRequest := (r.MaxModelLen + r.BlockSize - 1) / r.BlockSize
+	needed := float64(blocksPerRequest) * float64(c.BlockBytes)
+	if needed > available {
+		estimate := ""
+		if fit := int64(blocks) * int64(r.BlockSize); fit > 0 {
+			estimate = fmt.Sprintf(" Based on the available memory, the estimated maximum model length is %d.", fit)
+		}
+		return c, startupError(ReasonMaxModelLenExceedsCache,
+			"To serve at least one request with the models's max seq len (%d), (%.2f GiB KV cache is needed, which is larger than the available KV cache memory (%.2f GiB).%s Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
+			r.MaxModelLen, needed/gib, available/gib, estimate)
+	}
+	c.GPUBlocks = int(blocks)
+	return c, nil
+}

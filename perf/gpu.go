@@ -1,0 +1,276 @@
+package perf
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+const (
+	gib = 1 << 30
+	gb  = 1e9
+	tf  = 1e12
+)
+
+// GPU is one accelerator: memory, bandwidths, dense peak FLOP/s per dtype
+// and the efficiencies the roofline applies to them. Rates are per second.
+type GPU struct {
+	Name string
+	// MemoryBytes is the device memory torch reports (slightly under the
+	// marketing size: an "80 GB" H100 shows 79.1 GiB).
+	MemoryBytes int64
+	// MemoryBandwidth is peak HBM/GDDR bandwidth in bytes/s.
+	MemoryBandwidth float64
+	// Dense (non-sparse) tensor-core peaks in FLOP/s; 0 means the GPU has
+	// no such mode (no FP8 before Ada/Hopper).
+	BF16FLOPS, FP8FLOPS, INT8FLOPS float64
+	// MFUPrefill and MFUDecode are the fractions of peak FLOP/s that GEMMs
+	// reach on prefill rows and on decode rows; MBU the fraction of peak
+	// bandwidth reached when streaming weights and KV.
+	MFUPrefill, MFUDecode, MBU float64
+	// PCIeBandwidth is the effective host<->device copy rate (KV swap).
+	PCIeBandwidth float64
+	// NVLinkBandwidth is the effective per-direction NVLink rate; 0 for
+	// GPUs without NVLink.
+	NVLinkBandwidth float64
+}
+
+type catalogGPU struct {
+	gpu     GPU
+	aliases []string
+}
+
+// gpuCatalog: memory as torch reports it, bandwidth and dense peaks from the
+// vendor data sheets (reference D table), efficiencies as argued in doc.go.
+var gpuCatalog = []catalogGPU{
+	{GPU{Name: "A10", MemoryBytes: 22 * gib, MemoryBandwidth: 600 * gb,
+		BF16FLOPS: 125 * tf, INT8FLOPS: 250 * tf,
+		MFUPrefill: 0.50, MFUDecode: 0.45, MBU: 0.75, PCIeBandwidth: 25 * gb},
+		[]string{"a10-24gb", "a10-pcie"}},
+	{GPU{Name: "L4", MemoryBytes: 22 * gib, MemoryBandwidth: 300 * gb,
+		BF16FLOPS: 121 * tf, FP8FLOPS: 242 * tf, INT8FLOPS: 242 * tf,
+		MFUPrefill: 0.45, MFUDecode: 0.40, MBU: 0.75, PCIeBandwidth: 25 * gb},
+		[]string{"l4-24gb"}},
+	{GPU{Name: "L40S", MemoryBytes: gibf(44.52), MemoryBandwidth: 864 * gb,
+		BF16FLOPS: 362 * tf, FP8FLOPS: 733 * tf, INT8FLOPS: 733 * tf,
+		MFUPrefill: 0.45, MFUDecode: 0.40, MBU: 0.75, PCIeBandwidth: 25 * gb},
+		[]string{"l40s-48gb"}},
+	{GPU{Name: "A100-40GB", MemoryBytes: gibf(39.39), MemoryBandwidth: 1555 * gb,
+		BF16FLOPS: 312 * tf, INT8FLOPS: 624 * tf,
+		MFUPrefill: 0.55, MFUDecode: 0.50, MBU: 0.80, PCIeBandwidth: 25 * gb, NVLinkBandwidth: 300 * gb},
+		[]string{"a100-40g", "a100-sxm4-40gb", "a100-sxm-40gb", "a100-40"}},
+	{GPU{Name: "A100-80GB", MemoryBytes: gibf(79.15), MemoryBandwidth: 2039 * gb,
+		BF16FLOPS: 312 * tf, INT8FLOPS: 624 * tf,
+		MFUPrefill: 0.55, MFUDecode: 0.50, MBU: 0.80, PCIeBandwidth: 25 * gb, NVLinkBandwidth: 300 * gb},
+		[]string{"a100", "a100-80g", "a100-sxm", "a100-sxm4-80gb", "a100-sxm-80gb", "a100-80"}},
+	{GPU{Name: "H100-SXM", MemoryBytes: gibf(79.11), MemoryBandwidth: 3350 * gb,
+		BF16FLOPS: 989.5 * tf, FP8FLOPS: 1979 * tf, INT8FLOPS: 1979 * tf,
+		MFUPrefill: 0.50, MFUDecode: 0.45, MBU: 0.80, PCIeBandwidth: 50 * gb, NVLinkBandwidth: 450 * gb},
+		[]string{"h100", "h100-80gb", "h100-sxm5", "h100-sxm5-80gb", "h100-80gb-hbm3", "h100-sxm-80gb"}},
+	{GPU{Name: "H200", MemoryBytes: gibf(139.8), MemoryBandwidth: 4800 * gb,
+		BF16FLOPS: 989.5 * tf, FP8FLOPS: 1979 * tf, INT8FLOPS: 1979 * tf,
+		MFUPrefill: 0.50, MFUDecode: 0.45, MBU: 0.80, PCIeBandwidth: 50 * gb, NVLinkBandwidth: 450 * gb},
+		[]string{"h200-sxm", "h200-141gb"}},
+	{GPU{Name: "RTX-4090", MemoryBytes: gibf(23.65), MemoryBandwidth: 1008 * gb,
+		BF16FLOPS: 165 * tf, FP8FLOPS: 330 * tf, INT8FLOPS: 660 * tf,
+		MFUPrefill: 0.55, MFUDecode: 0.50, MBU: 0.75, PCIeBandwidth: 25 * gb},
+		[]string{"4090", "rtx4090", "geforce-rtx-4090"}},
+}
+
+func gibf(x float64) int64 { return int64(x * gib) }
+
+// GPUs lists the catalog's GPU names.
+func GPUs() []string {
+	names := make([]string, len(gpuCatalog))
+	for i, c := range gpuCatalog {
+		names[i] = c.gpu.Name
+	}
+	return names
+}
+
+func normalizeGPUName(s string) string {
+	s = strings.ToLower(strings.TrimSpace(s))
+	s = strings.NewReplacer(" ", "-", "_", "-").Replace(s)
+	s = strings.TrimPrefix(s, "nvidia-")
+	return s
+}
+
+// LookupGPU returns a catalog GPU by name, case-insensitively; nvidia-smi
+// spellings such as "NVIDIA H100 80GB HBM3" are accepted.
+func LookupGPU(name string) (GPU, error) {
+	key := normalizeGPUName(name)
+	for _, c := range gpuCatalog {
+		if normalizeGPUName(c.gpu.Name) == key {
+			return c.gpu, nil
+		}
+		for _, a := range c.aliases {
+			if a == key {
+				return c.gpu, nil
+			}
+		}
+	}
+	return GPU{}, fmt.Errorf("perf: unknown GPU %q; known GPUs: %s; or describe it in a YAML file (name, memory_gib, bandwidth_gbps, tflops: {bf16, fp8, int8})",
+		name, strings.Join(GPUs(), ", "))
+}
+
+// Default efficiencies for a GPU file that gives none (see doc.go).
+const (
+	defaultMFUPrefill = 0.50
+	defaultMFUDecode  = 0.45
+	defaultMBU        = 0.75
+	defaultPCIeGBps   = 25
+)
+
+// gpuFile is the YAML a user writes for a GPU the catalog lacks.
+type gpuFile struct {
+	Name          string      `yaml:"name"`
+	MemoryGiB     float64     `yaml:"memory_gib"`
+	BandwidthGBps float64     `yaml:"bandwidth_gbps"`
+	TFLOPS        gpuFileRate `yaml:"tflops"`
+	MFU           *mfuSetting `yaml:"mfu"`
+	MBU           *float64    `yaml:"mbu"`
+	PCIeGBps      *float64    `yaml:"pcie_gbps"`
+	NVLinkGBps    *float64    `yaml:"nvlink_gbps"`
+}
+
+type gpuFileRate struct {
+	BF16 float64 `yaml:"bf16"`
+	FP8  float64 `yaml:"fp8"`
+	INT8 float64 `yaml:"int8"`
+}
+
+// mfuSetting accepts "mfu: 0.5" (both phases) or
+// "mfu: {prefill: 0.5, decode: 0.4}".
+type mfuSetting struct {
+	Prefill, Decode float64
+}
+
+func (s *mfuSetting) UnmarshalYAML(node *yaml.Node) error {
+	if node.Kind == yaml.ScalarNode {
+		var v float64
+		if err := node.Decode(&v); err != nil {
+			return fmt.Errorf("line %d: mfu must be a number or {prefill, decode}", node.Line)
+		}
+		s.Prefill, s.Decode = v, v
+		return nil
+	}
+	if node.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: mfu must be a number or {prefill, decode}", node.Line)
+	}
+	for i := 0; i+1 < len(node.Content); i += 2 {
+		key, val := node.Content[i], node.Content[i+1]
+		var dst *float64
+		switch key.Value {
+		case "prefill":
+			dst = &s.Prefill
+		case "decode":
+			dst = &s.Decode
+		default:
+			return fmt.Errorf("line %d: field %s not found in mfu (want prefill, decode)", key.Line, key.Value)
+		}
+		if err := val.Decode(dst); err != nil {
+			return fmt.Errorf("line %d: mfu.%s must be a number", val.Line, key.Value)
+		}
+	}
+	if s.Prefill == 0 || s.Decode == 0 {
+		return fmt.Errorf("line %d: mfu needs both prefill and decode", node.Line)
+	}
+	return nil
+}
+
+// LoadGPUFile reads a GPU description from YAML:
+//
+//	name: MI300X-like
+//	memory_gib: 191.5
+//	bandwidth_gbps: 5300      # GB/s
+//	tflops: {bf16: 1307, fp8: 2615, int8: 2615}
+//	mfu: {prefill: 0.4, decode: 0.35}   # optional
+//	mbu: 0.7                            # optional
+//	pcie_gbps: 50                       # optional, KV swap
+//	nvlink_gbps: 400                    # optional, 0/absent = none
+func LoadGPUFile(path string) (GPU, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return GPU{}, fmt.Errorf("perf: read GPU file: %w", err)
+	}
+	return ParseGPUFile(data, path)
+}
+
+// ParseGPUFile parses the YAML LoadGPUFile reads; name appears in errors.
+func ParseGPUFile(data []byte, name string) (GPU, error) {
+	fail := func(format string, args ...any) (GPU, error) {
+		return GPU{}, fmt.Errorf("perf: GPU file %s: %s", name, fmt.Sprintf(format, args...))
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var f gpuFile
+	if err := dec.Decode(&f); err != nil {
+		if errors.Is(err, io.EOF) {
+			return fail("empty; expected name, memory_gib, bandwidth_gbps, tflops")
+		}
+		return fail("%v", strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return fail("holds more than one YAML document; describe one GPU per file")
+	}
+	g := GPU{
+		Name:            strings.TrimSpace(f.Name),
+		MemoryBytes:     int64(f.MemoryGiB * gib),
+		MemoryBandwidth: f.BandwidthGBps * gb,
+		BF16FLOPS:       f.TFLOPS.BF16 * tf,
+		FP8FLOPS:        f.TFLOPS.FP8 * tf,
+		INT8FLOPS:       f.TFLOPS.INT8 * tf,
+		MFUPrefill:      defaultMFUPrefill,
+		MFUDecode:       defaultMFUDecode,
+		MBU:             defaultMBU,
+		PCIeBandwidth:   defaultPCIeGBps * gb,
+	}
+	if f.MFU != nil {
+		g.MFUPrefill, g.MFUDecode = f.MFU.Prefill, f.MFU.Decode
+	}
+	if f.MBU != nil {
+		g.MBU = *f.MBU
+	}
+	if f.PCIeGBps != nil {
+		g.PCIeBandwidth = *f.PCIeGBps * gb
+	}
+	if f.NVLinkGBps != nil {
+		g.NVLinkBandwidth = *f.NVLinkGBps * gb
+	}
+	if g.Name == "" {
+		return fail("name is missing")
+	}
+	ranges := []struct {
+		v        float64
+		lo, hi   float64
+		field    string
+		optional bool
+	}{
+		{f.MemoryGiB, 0, 1 << 16, "memory_gib", false},
+		{f.BandwidthGBps, 0, 1e6, "bandwidth_gbps", false},
+		{f.TFLOPS.BF16, 0, 1e6, "tflops.bf16", false},
+		{f.TFLOPS.FP8, 0, 1e6, "tflops.fp8", true},
+		{f.TFLOPS.INT8, 0, 1e6, "tflops.int8", true},
+		{g.MFUPrefill, 0, 1, "mfu.prefill", false},
+		{g.MFUDecode, 0, 1, "mfu.decode", false},
+		{g.MBU, 0, 1, "mbu", false},
+		{g.PCIeBandwidth / gb, 0, 1e4, "pcie_gbps", false},
+		{g.NVLinkBandwidth / gb, 0, 1e5, "nvlink_gbps", true},
+	}
+	for _, r := range ranges {
+		if math.IsNaN(r.v) || r.v > r.hi || r.v < r.lo || (r.v == r.lo && !r.optional) {
+			if r.optional {
+				return fail("%s is %v; it must be between %v and %v (0 or absent = unsupported)", r.field, r.v, r.lo, r.hi)
+			}
+			return fail("%s is %v; it must be above %v and at most %v", r.field, r.v, r.lo, r.hi)
+		}
+	}
+	return g, nil
+}

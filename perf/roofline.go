@@ -1,0 +1,268 @@
+package perf
+
+import (
+	"math"
+	"time"
+)
+
+// Per-step costs outside the forward pass (doc.go explains each value).
+const (
+	// stepOverheadV1/V0: scheduling, input preparation, sampling and output
+	// processing once per step; V1 overlaps more of it with the GPU.
+	stepOverheadV1 = 400 * time.Microsecond
+	stepOverheadV0 = 1000 * time.Microsecond
+	// perSequenceOverheadV1/V0: the per-request share of that work.
+	perSequenceOverheadV1 = 2 * time.Microsecond
+	perSequenceOverheadV0 = 10 * time.Microsecond
+	// eagerGapPerLayer: GPU idle time between a layer's small kernels when
+	// they are launched one by one instead of replayed from a CUDA graph.
+	eagerGapPerLayer = 25 * time.Microsecond
+	// swapCopyOverhead: vLLM swaps one cudaMemcpyAsync per block, per
+	// layer, for K and for V.
+	swapCopyOverhead = 2 * time.Microsecond
+	// CUDA-graph coverage: V0 captures decode-only batches up to 256
+	// sequences; V1 (0.8.5 piecewise graphs) batches up to 512 tokens.
+	v0GraphMaxDecodes = 256
+	v1GraphMaxTokens  = 512
+)
+
+// Roofline is the analytic step-time model of reference D: per pipeline
+// stage, max(FLOPs/(peak·MFU), bytes/(bandwidth·MBU)), plus tensor-parallel
+// all-reduces, pipeline sends, KV swap copies and a per-step CPU overhead.
+// All coefficients are precomputed so StepTime is a few multiply-adds.
+type Roofline struct {
+	d Deployment
+
+	stages float64 // pipeline stages, traversed one after another
+
+	// Seconds, per GPU of one stage.
+	prefillTokenCompute float64 // linear-layer GEMMs per prefill token
+	decodeTokenCompute  float64 // linear-layer GEMMs per decode token
+	attnPairCompute     float64 // per causal (query, key) pair
+	sampleCompute       float64 // lm_head GEMM per sampled row (last stage)
+	layerWeightMemory   float64 // streaming the stage's layer weights
+	headMemory          float64 // streaming the lm_head shard (last stage)
+	kvTokenMemory       float64 // reading or writing one token's K and V
+	actTokenMemory      float64 // activation traffic per token
+
+	// TP all-reduces and PP sends: a fixed part and a part per token.
+	commFixed, commPerToken float64
+	// TP gather of vocab-parallel logits, when any sequence samples.
+	gatherLatency, gatherPerSample float64
+
+	fixedOverhead  float64
+	perSequence    float64
+	eagerGap       float64
+	enforceEager   bool
+	v0             bool
+	swapBlockCost  float64
+	graphMaxDecode int
+	graphMaxTokens int
+}
+
+var _ StepModel = (*Roofline)(nil)
+
+// NewRoofline builds the roofline model for a deployment (defaults filled
+// as in Deployment.Resolve). It does not need the deployment to fit in
+// memory; Capacity answers that.
+func NewRoofline(d Deployment) (*Roofline, error) {
+	d, err := d.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	m, g := d.Model, d.GPU
+	t := float64(d.TensorParallel)
+	layers := float64(d.stageLayers())
+
+	gemmPeak := g.BF16FLOPS
+	if m.Quantization.Method == "fp8" && g.FP8FLOPS > 0 {
+		gemmPeak = g.FP8FLOPS // W8A8; without FP8 units vLLM runs W8A16 at the bf16 rate
+	}
+	bandwidth := g.MemoryBandwidth * g.MBU
+	hidden, inter := float64(m.Hidden), float64(m.Intermediate)
+	headDim := float64(m.HeadDim)
+	heads, kvHeads := float64(m.Heads), float64(m.KVHeads)
+	vocabRow := float64(m.Vocab) * hidden / t
+
+	gemmFlops := 2 * float64(m.linearParamsPerLayer()) * layers / t
+	r := &Roofline{
+		d:                   d,
+		stages:              float64(d.PipelineParallel),
+		prefillTokenCompute: gemmFlops / (gemmPeak * g.MFUPrefill),
+		decodeTokenCompute:  gemmFlops / (gemmPeak * g.MFUDecode),
+		attnPairCompute:     4 * layers * heads / t * headDim / (g.BF16FLOPS * g.MFUPrefill),
+		sampleCompute:       2 * vocabRow / (g.BF16FLOPS * g.MFUDecode),
+		layerWeightMemory:   float64(m.linearParamsPerLayer()) * layers * m.linearBytesPerParam() / t / bandwidth,
+		headMemory:          vocabRow * activationBytes / bandwidth,
+		kvTokenMemory:       float64(d.kvBytesPerTokenPerGPU()) / bandwidth,
+		actTokenMemory: layers * activationBytes *
+			(6*hidden + (2*heads+2*kvHeads)*headDim/t + 3*inter/t) / bandwidth,
+		enforceEager:   d.EnforceEager,
+		v0:             d.EngineVersion == "v0",
+		graphMaxDecode: v0GraphMaxDecodes,
+		graphMaxTokens: v1GraphMaxTokens,
+		eagerGap:       eagerGapPerLayer.Seconds() * float64(m.Layers),
+		swapBlockCost: float64(int64(d.BlockSize)*d.kvBytesPerTokenPerGPU())/g.PCIeBandwidth +
+			2*layers*swapCopyOverhead.Seconds(),
+	}
+	if r.v0 {
+		r.fixedOverhead, r.perSequence = stepOverheadV0.Seconds(), perSequenceOverheadV0.Seconds()
+	} else {
+		r.fixedOverhead, r.perSequence = stepOverheadV1.Seconds(), perSequenceOverheadV1.Seconds()
+	}
+	if d.TensorParallel > 1 {
+		tp := d.TensorParallel
+		// Two all-reduces per layer (attention output, MLP output) plus one
+		// for the vocab-parallel embedding.
+		allReduces := 2*float64(m.Layers) + 1
+		latency := d.Link.allReduceTime(tp, 0)
+		r.commFixed += allReduces * latency
+		r.commPerToken += allReduces * (d.Link.allReduceTime(tp, hidden*activationBytes) - latency)
+		r.gatherLatency = d.Link.Latency.Seconds()
+		r.gatherPerSample = (t - 1) / t * float64(m.Vocab) * activationBytes / d.Link.Bandwidth
+	}
+	if d.PipelineParallel > 1 {
+		// Each stage boundary sends hidden states and the residual.
+		sends := float64(d.PipelineParallel - 1)
+		r.commFixed += sends * d.Link.Latency.Seconds()
+		r.commPerToken += sends * 2 * hidden * activationBytes / d.Link.Bandwidth
+	}
+	return r, nil
+}
+
+// Deployment is the resolved deployment the model was built for.
+func (r *Roofline) Deployment() Deployment { return r.d }
+
+// StepBreakdown splits one step's predicted time.
+type StepBreakdown struct {
+	// Compute and Memory are the FLOP time and byte time summed over
+	// pipeline stages; GPU is Σ over stages of max(compute, memory).
+	Compute, Memory, GPU time.Duration
+	// Communication is TP all-reduces and gathers plus PP sends.
+	Communication time.Duration
+	// Overhead is CPU-side per-step work and, without CUDA graphs, the
+	// launch gaps between kernels.
+	Overhead time.Duration
+	// Swap is V0 swap-in/out copies over PCIe.
+	Swap  time.Duration
+	Total time.Duration
+}
+
+// ComputeBound reports whether FLOPs rather than bytes set the GPU time.
+func (b StepBreakdown) ComputeBound() bool { return b.Compute > b.Memory }
+
+type stepSeconds struct {
+	compute, memory, gpu, comm, overhead, swap float64
+}
+
+func (p stepSeconds) total() float64 { return p.gpu + p.comm + p.overhead + p.swap }
+
+func nonNegative(v int) float64 { return float64(max(v, 0)) }
+
+func nonNegative64(v int64) float64 { return float64(max(v, 0)) }
+
+// larger is max for values known not to be NaN, without the builtin's
+// NaN and signed-zero handling on this hot path.
+func larger(a, b float64) float64 {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// seconds splits a step into its parts for Breakdown. StepTime computes
+// the same sum without the parts (total); a test keeps the two equal.
+func (r *Roofline) seconds(s StepShape) stepSeconds {
+	var out stepSeconds
+	out.swap = float64(max(s.SwapInBlocks, 0)+max(s.SwapOutBlocks, 0)) * r.swapBlockCost
+	prefill, decode := nonNegative(s.PrefillTokens), nonNegative(s.Decodes)
+	tokens := prefill + decode
+	if tokens == 0 {
+		return out
+	}
+	sampled := decode + nonNegative(s.PrefillsDone)
+	kv, pairs := nonNegative64(s.KVTokens), nonNegative64(s.AttnPairs)
+
+	layerCompute := prefill*r.prefillTokenCompute + decode*r.decodeTokenCompute + pairs*r.attnPairCompute
+	layerMemory := r.layerWeightMemory + kv*r.kvTokenMemory + tokens*r.actTokenMemory
+	headCompute, headMemory := 0.0, 0.0
+	out.comm = r.commFixed + tokens*r.commPerToken
+	if sampled > 0 {
+		headCompute, headMemory = sampled*r.sampleCompute, r.headMemory
+		out.comm += r.gatherLatency + sampled*r.gatherPerSample
+	}
+	out.compute = r.stages*layerCompute + headCompute
+	out.memory = r.stages*layerMemory + headMemory
+	out.gpu = (r.stages-1)*larger(layerCompute, layerMemory) + larger(layerCompute+headCompute, layerMemory+headMemory)
+	out.overhead = r.fixedOverhead + r.perSequence*(decode+nonNegative(s.Prefills))
+	if r.enforceEager || !r.graphed(s) {
+		out.overhead += r.eagerGap
+	}
+	return out
+}
+
+// total is seconds(s).total() computed in scalars: returning the parts
+// through a struct costs more than the arithmetic on this hot path.
+func (r *Roofline) total(s StepShape) float64 {
+	swap := float64(max(s.SwapInBlocks, 0)+max(s.SwapOutBlocks, 0)) * r.swapBlockCost
+	prefill, decode := nonNegative(s.PrefillTokens), nonNegative(s.Decodes)
+	tokens := prefill + decode
+	if tokens == 0 {
+		return swap
+	}
+	sampled := decode + nonNegative(s.PrefillsDone)
+	kv, pairs := nonNegative64(s.KVTokens), nonNegative64(s.AttnPairs)
+
+	layerCompute := prefill*r.prefillTokenCompute + decode*r.decodeTokenCompute + pairs*r.attnPairCompute
+	layerMemory := r.layerWeightMemory + kv*r.kvTokenMemory + tokens*r.actTokenMemory
+	headCompute, headMemory := 0.0, 0.0
+	comm := r.commFixed + tokens*r.commPerToken
+	if sampled > 0 {
+		headCompute, headMemory = sampled*r.sampleCompute, r.headMemory
+		comm += r.gatherLatency + sampled*r.gatherPerSample
+	}
+	gpu := (r.stages-1)*larger(layerCompute, layerMemory) + larger(layerCompute+headCompute, layerMemory+headMemory)
+	overhead := r.fixedOverhead + r.perSequence*(decode+nonNegative(s.Prefills))
+	if r.enforceEager || !r.graphed(s) {
+		overhead += r.eagerGap
+	}
+	return gpu + comm + overhead + swap
+}
+
+// graphed reports whether vLLM would replay this step from a CUDA graph.
+func (r *Roofline) graphed(s StepShape) bool {
+	if r.v0 {
+		return s.PrefillTokens == 0 && s.Decodes <= r.graphMaxDecode
+	}
+	return s.PrefillTokens+s.Decodes <= r.graphMaxTokens
+}
+
+// StepTime predicts one engine step; an empty step takes no time.
+func (r *Roofline) StepTime(s StepShape) time.Duration {
+	return toDuration(r.total(s))
+}
+
+// toDuration converts seconds, saturating instead of overflowing for
+// absurd shapes (a float-to-int conversion out of range is undefined).
+func toDuration(sec float64) time.Duration {
+	const maxSeconds = float64(math.MaxInt64) / float64(time.Second)
+	switch {
+	case sec >= maxSeconds:
+		return math.MaxInt64
+	case sec > 0:
+		return time.Duration(sec * float64(time.Second))
+	default:
+		return 0
+	}
+}
+
+// Breakdown is StepTime split into its parts.
+func (r *Roofline) Breakdown(s StepShape) StepBreakdown {
+	p := r.seconds(s)
+	d := toDuration
+	return StepBreakdown{
+		Compute: d(p.compute), Memory: d(p.memory), GPU: d(p.gpu),
+		Communication: d(p.comm), Overhead: d(p.overhead), Swap: d(p.swap),
+		Total: d(p.total()),
+	}
+}

@@ -1,0 +1,359 @@
+package perf
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+func roofline(t testing.TB, model, gpu string, edit func(*Deployment)) *Roofline {
+	t.Helper()
+	r, err := NewRoofline(deployment(t, model, gpu, edit))
+	if err != nil {
+		t.Fatalf("NewRoofline(%s on %s): %v", model, gpu, err)
+	}
+	return r
+}
+
+// decodeStep is b sequences decoding one token each with ctx tokens cached.
+func decodeStep(b, ctx int) StepShape {
+	return StepShape{Decodes: b, AttnPairs: int64(b * ctx), KVTokens: int64(b * (ctx + 1))}
+}
+
+// prefillStep is one whole prompt of p tokens with nothing cached.
+func prefillStep(p int) StepShape {
+	return StepShape{PrefillTokens: p, Prefills: 1, PrefillsDone: 1,
+		AttnPairs: int64(p) * int64(p+1) / 2, KVTokens: int64(p)}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func TestDecodeBatchOneQwen2_7BOnH100(t *testing.T) {
+	m := mustModel(t, "Qwen2-7B")
+	floor := float64(m.WeightBytes()) / mustGPU(t, "H100").MemoryBandwidth
+	if floor < 4.4e-3 || floor > 4.7e-3 {
+		t.Errorf("weight-read floor %.2f ms, want ≈ 4.5 ms", floor*1e3)
+	}
+	for _, v := range []string{"v0", "v1"} {
+		r := roofline(t, "Qwen2-7B", "H100", func(d *Deployment) { d.EngineVersion = v })
+		b := r.Breakdown(decodeStep(1, 512))
+		if got := ms(b.Total); got < 4.5 || got > 7 {
+			t.Errorf("%s: batch-1 decode %.2f ms, want 4.5–7 ms", v, got)
+		}
+		if b.Total.Seconds() < floor || b.ComputeBound() {
+			t.Errorf("%s: %+v: want memory-bound and above the %.2f ms floor", v, b, floor*1e3)
+		}
+	}
+}
+
+// Decode reads the weights once per step whatever the batch, so the step
+// time barely moves until the GEMMs become compute-bound.
+func TestDecodeTurnsComputeBoundWithBatch(t *testing.T) {
+	tests := []struct {
+		gpu  string
+		knee int // reference D: ~150 on A100, ~300 on H100
+	}{{"A100-80GB", 150}, {"H100", 300}}
+	for _, tt := range tests {
+		t.Run(tt.gpu, func(t *testing.T) {
+			r := roofline(t, "Qwen2-7B", tt.gpu, nil)
+			one := r.StepTime(decodeStep(1, 128))
+			prev := time.Duration(0)
+			for b := 1; b <= 4*tt.knee; b++ {
+				s := decodeStep(b, 128)
+				step := r.StepTime(s)
+				if step < prev {
+					t.Fatalf("batch %d: %v is faster than batch %d: %v", b, step, b-1, prev)
+				}
+				prev = step
+				if b <= tt.knee/2 && r.Breakdown(s).ComputeBound() {
+					t.Errorf("batch %d is compute-bound; want memory-bound below %d", b, tt.knee/2)
+				}
+			}
+			atKnee := r.StepTime(decodeStep(tt.knee, 128))
+			if ratio := float64(atKnee) / float64(one); ratio > 2 {
+				t.Errorf("batch %d takes %.2f× batch 1; want ≤ 2× (%d× the tokens)", tt.knee, ratio, tt.knee)
+			}
+			far := decodeStep(4*tt.knee, 128)
+			if !r.Breakdown(far).ComputeBound() {
+				t.Errorf("batch %d is memory-bound; want compute-bound", 4*tt.knee)
+			}
+			if ratio := float64(r.StepTime(far)) / float64(one); ratio < 3 {
+				t.Errorf("batch %d takes only %.2f× batch 1; want ≥ 3×", 4*tt.knee, ratio)
+			}
+		})
+	}
+}
+
+func TestPrefillIsComputeBound(t *testing.T) {
+	for _, gpu := range []string{"H100", "A100-80GB", "L4"} {
+		r := roofline(t, "Qwen2-7B", gpu, nil)
+		b := r.Breakdown(prefillStep(2048))
+		if !b.ComputeBound() || b.Compute < 2*b.Memory {
+			t.Errorf("%s: 2048-token prefill %+v: want compute ≥ 2× memory", gpu, b)
+		}
+	}
+	// 2·2048·7.6e9 FLOPs at 50% of 989.5 TF ≈ 63 ms.
+	r := roofline(t, "Qwen2-7B", "H100", nil)
+	if got := ms(r.StepTime(prefillStep(2048))); got < 40 || got > 90 {
+		t.Errorf("Qwen2-7B 2048-token prefill on H100 %.1f ms, want 40–90 ms", got)
+	}
+}
+
+func TestAttentionCostGrowsWithContext(t *testing.T) {
+	r := roofline(t, "Llama-3-8B", "H100", nil)
+	prev := time.Duration(0)
+	for _, ctx := range []int{0, 256, 1024, 4096, 8000} {
+		step := r.StepTime(decodeStep(64, ctx))
+		if step <= prev {
+			t.Errorf("decode of 64 at context %d: %v, not slower than at a shorter context (%v)", ctx, step, prev)
+		}
+		prev = step
+	}
+	// A 512-token chunk costs more the more context it attends to.
+	prev = 0
+	for _, cached := range []int{0, 2048, 8192, 32768} {
+		s := StepShape{PrefillTokens: 512, Prefills: 1, PrefillsDone: 1,
+			AttnPairs: int64(512*cached + 512*513/2), KVTokens: int64(cached + 512)}
+		step := r.StepTime(s)
+		if step <= prev {
+			t.Errorf("512-token chunk after %d cached: %v, not slower than %v", cached, step, prev)
+		}
+		prev = step
+	}
+}
+
+// Two nodes over 100 GbE versus one NVLink node.
+func TestTensorParallelOverEthernetIsSlow(t *testing.T) {
+	withLink := func(name string) *Roofline {
+		l, err := LookupLink(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return roofline(t, "Llama-3-8B", "H100", func(d *Deployment) { d.TensorParallel = 2; d.Link = l })
+	}
+	nvlink, ib, ethernet := withLink("nvlink"), withLink("infiniband"), withLink("ethernet")
+	for _, b := range []int{1, 8, 32, 128, 256} {
+		s := decodeStep(b, 512)
+		ratio := float64(ethernet.StepTime(s)) / float64(nvlink.StepTime(s))
+		if ratio < 3 {
+			t.Errorf("batch %d: ethernet/NVLink = %.2f×, want ≥ 3×", b, ratio)
+		}
+		if !(nvlink.StepTime(s) < ib.StepTime(s) && ib.StepTime(s) < ethernet.StepTime(s)) {
+			t.Errorf("batch %d: want NVLink < InfiniBand < ethernet, got %v %v %v", b, nvlink.StepTime(s), ib.StepTime(s), ethernet.StepTime(s))
+		}
+	}
+	single := roofline(t, "Llama-3-8B", "H100", nil)
+	if tp2 := nvlink.StepTime(decodeStep(1, 512)); tp2 >= single.StepTime(decodeStep(1, 512)) {
+		t.Errorf("TP=2 over NVLink (%v) is not faster than one GPU at batch 1", tp2)
+	}
+}
+
+func TestQuantizedDecodeIsFaster(t *testing.T) {
+	for _, gpu := range []string{"H100", "A100-80GB", "L4"} {
+		bf16 := roofline(t, "Qwen2.5-7B-Instruct", gpu, nil)
+		gptq := roofline(t, "Qwen2.5-7B-Instruct-GPTQ-Int4", gpu, nil)
+		for _, b := range []int{1, 16, 64} {
+			s := decodeStep(b, 1024)
+			if q, f := gptq.StepTime(s), bf16.StepTime(s); q >= f {
+				t.Errorf("%s batch %d: GPTQ-Int4 %v not faster than bf16 %v", gpu, b, q, f)
+			}
+		}
+		// W4A16 kernels compute in 16 bits: prefill gains little.
+		p := prefillStep(2048)
+		if q, f := gptq.StepTime(p), bf16.StepTime(p); float64(q) < 0.9*float64(f) || q > f {
+			t.Errorf("%s prefill: GPTQ %v vs bf16 %v, want within 10%% and not slower", gpu, q, f)
+		}
+	}
+	// An FP8 checkpoint uses FP8 tensor cores where they exist.
+	fp8 := func(d *Deployment) { d.Model.Quantization = Quantization{Method: "fp8"} }
+	h100, h100fp8 := roofline(t, "Llama-3-8B", "H100", nil), roofline(t, "Llama-3-8B", "H100", fp8)
+	if a, b := h100fp8.Breakdown(prefillStep(4096)).Compute, h100.Breakdown(prefillStep(4096)).Compute; float64(a) > 0.6*float64(b) {
+		t.Errorf("H100 FP8 prefill compute %v, want well under bf16's %v", a, b)
+	}
+	a100, a100fp8 := roofline(t, "Llama-3-8B", "A100-80GB", nil), roofline(t, "Llama-3-8B", "A100-80GB", fp8)
+	if a, b := a100fp8.Breakdown(prefillStep(4096)).Compute, a100.Breakdown(prefillStep(4096)).Compute; math.Abs(float64(a-b)) > 0.01*float64(b) {
+		t.Errorf("A100 (no FP8 units) FP8 prefill compute %v, want bf16's %v", a, b)
+	}
+}
+
+func TestEnforceEagerIsSlower(t *testing.T) {
+	for _, v := range []string{"v0", "v1"} {
+		graphs := roofline(t, "Qwen2-7B", "H100", func(d *Deployment) { d.EngineVersion = v })
+		eager := roofline(t, "Qwen2-7B", "H100", func(d *Deployment) { d.EngineVersion = v; d.EnforceEager = true })
+		for _, b := range []int{1, 32, 128} {
+			s := decodeStep(b, 512)
+			if e, g := eager.StepTime(s), graphs.StepTime(s); e <= g {
+				t.Errorf("%s batch %d: eager %v not slower than CUDA graphs %v", v, b, e, g)
+			}
+		}
+		// Steps too big for a graph run eagerly either way.
+		p := prefillStep(2048)
+		if e, g := eager.StepTime(p), graphs.StepTime(p); e != g {
+			t.Errorf("%s 2048-token prefill: eager %v, graphs %v; want equal", v, e, g)
+		}
+	}
+	v0 := roofline(t, "Qwen2-7B", "H100", func(d *Deployment) { d.EngineVersion = "v0" })
+	v1 := roofline(t, "Qwen2-7B", "H100", nil)
+	if a, b := v0.StepTime(decodeStep(64, 512)), v1.StepTime(decodeStep(64, 512)); a <= b {
+		t.Errorf("V0 step %v not slower than V1 %v", a, b)
+	}
+}
+
+func TestFasterGPUsAreFaster(t *testing.T) {
+	shapes := map[string]StepShape{"decode 1": decodeStep(1, 512), "decode 64": decodeStep(64, 1024), "prefill 2048": prefillStep(2048)}
+	for name, s := range shapes {
+		h200 := roofline(t, "Qwen2-7B", "H200", nil).StepTime(s)
+		h100 := roofline(t, "Qwen2-7B", "H100", nil).StepTime(s)
+		a100 := roofline(t, "Qwen2-7B", "A100-80GB", nil).StepTime(s)
+		a10 := roofline(t, "Qwen2-7B", "A10", nil).StepTime(s)
+		if !(h200 <= h100 && h100 < a100 && a100 < a10) {
+			t.Errorf("%s: H200 %v, H100 %v, A100 %v, A10 %v; want each faster than the next", name, h200, h100, a100, a10)
+		}
+	}
+}
+
+func TestPipelineParallel(t *testing.T) {
+	tp4 := roofline(t, "Llama-3-70B", "H100", func(d *Deployment) { d.TensorParallel = 4 })
+	pp2 := roofline(t, "Llama-3-70B", "H100", func(d *Deployment) { d.TensorParallel = 4; d.PipelineParallel = 2 })
+	for _, s := range []StepShape{decodeStep(1, 512), decodeStep(128, 2048), prefillStep(4096)} {
+		a, b := pp2.Breakdown(s), tp4.Breakdown(s)
+		// One batch crosses the stages one after another: the same layers
+		// on the same GPUs, plus the sends between stages.
+		if a.Total <= b.Total || float64(a.Total) > 1.1*float64(b.Total) {
+			t.Errorf("%+v: PP=2 %v vs PP=1 %v; want slightly slower (stage sends)", s, a.Total, b.Total)
+		}
+		if a.Communication <= b.Communication {
+			t.Errorf("PP=2 communication %v not above PP=1 %v", a.Communication, b.Communication)
+		}
+	}
+}
+
+func TestSwapAndEmptySteps(t *testing.T) {
+	r := roofline(t, "Qwen2-7B", "A100-80GB", func(d *Deployment) { d.EngineVersion = "v0" })
+	if got := r.StepTime(StepShape{}); got != 0 {
+		t.Errorf("empty step = %v, want 0", got)
+	}
+	one := r.StepTime(StepShape{SwapOutBlocks: 1})
+	// 896 KiB over 25 GB/s plus 56 copies of 2 µs.
+	want := toDuration(896*1024/25e9 + 56*2e-6)
+	if d := one - want; d < -time.Microsecond || d > time.Microsecond {
+		t.Errorf("one swapped block = %v, want %v", one, want)
+	}
+	if got := r.StepTime(StepShape{SwapInBlocks: 30, SwapOutBlocks: 70}); got < 99*one || got > 101*one {
+		t.Errorf("100 swapped blocks = %v, want 100 × %v", got, one)
+	}
+	s := decodeStep(32, 512)
+	with := s
+	with.SwapInBlocks = 10
+	if got := r.StepTime(with) - r.StepTime(s); got < 9*one || got > 11*one {
+		t.Errorf("10 swap-ins add %v to a decode step, want ≈ %v", got, 10*one)
+	}
+}
+
+func TestBreakdownAddsUp(t *testing.T) {
+	r := roofline(t, "Llama-3-70B", "A100-80GB", func(d *Deployment) {
+		d.TensorParallel, d.PipelineParallel, d.EngineVersion = 4, 2, "v0"
+	})
+	shapes := []StepShape{
+		decodeStep(1, 100), decodeStep(200, 3000), prefillStep(4096),
+		{PrefillTokens: 300, Prefills: 2, PrefillsDone: 1, Decodes: 40, AttnPairs: 900000, KVTokens: 50000, SwapInBlocks: 3},
+	}
+	for _, s := range shapes {
+		b := r.Breakdown(s)
+		sum := b.GPU + b.Communication + b.Overhead + b.Swap
+		if d := b.Total - sum; d < -4 || d > 4 {
+			t.Errorf("%+v: parts sum to %v, total %v", s, sum, b.Total)
+		}
+		if st := r.StepTime(s); st != b.Total {
+			t.Errorf("StepTime %v != Breakdown.Total %v", st, b.Total)
+		}
+		if b.GPU < max(b.Compute, b.Memory)/2 || b.GPU > b.Compute+b.Memory {
+			t.Errorf("%+v: GPU %v outside [max/stages, compute+memory]", s, b)
+		}
+	}
+}
+
+// StepTime takes a scalar fast path; Breakdown must agree with it exactly.
+func TestStepTimeMatchesBreakdown(t *testing.T) {
+	models := []*Roofline{
+		roofline(t, "Qwen2-0.5B", "L4", nil),
+		roofline(t, "Qwen2-7B", "H100", func(d *Deployment) { d.EngineVersion = "v0"; d.EnforceEager = true }),
+		roofline(t, "Llama-3-70B", "A100-80GB", func(d *Deployment) { d.TensorParallel, d.PipelineParallel = 4, 2 }),
+		roofline(t, "Qwen2.5-7B-Instruct-GPTQ-Int4", "RTX-4090", func(d *Deployment) { d.TensorParallel = 2 }),
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 4000; i++ {
+		s := StepShape{
+			PrefillTokens: rng.IntN(3) * rng.IntN(4096),
+			Prefills:      rng.IntN(4),
+			PrefillsDone:  rng.IntN(3),
+			Decodes:       rng.IntN(3) * rng.IntN(600),
+			AttnPairs:     rng.Int64N(1 << 32),
+			KVTokens:      rng.Int64N(1 << 22),
+			SwapInBlocks:  rng.IntN(2) * rng.IntN(50),
+			SwapOutBlocks: rng.IntN(2) * rng.IntN(50),
+		}
+		r := models[i%len(models)]
+		if a, b := r.StepTime(s), r.Breakdown(s).Total; a != b {
+			t.Fatalf("%+v on %s: StepTime %v, Breakdown.Total %v", s, r.Deployment().Model.Name, a, b)
+		}
+	}
+}
+
+func TestStepTimeHostileShapes(t *testing.T) {
+	r := roofline(t, "Qwen2-0.5B", "H100", nil)
+	shapes := []StepShape{
+		{PrefillTokens: -5, Decodes: -1, AttnPairs: -9, KVTokens: -9, SwapInBlocks: -3},
+		{Decodes: 1, AttnPairs: math.MaxInt64, KVTokens: math.MaxInt64},
+		{PrefillTokens: math.MaxInt, Decodes: math.MaxInt},
+	}
+	for _, s := range shapes {
+		got := r.StepTime(s)
+		if got < 0 {
+			t.Errorf("%+v: negative step %v", s, got)
+		}
+	}
+	if got := r.StepTime(shapes[0]); got != 0 {
+		t.Errorf("all-negative shape = %v, want 0", got)
+	}
+	if got := r.StepTime(shapes[1]); got != math.MaxInt64 {
+		t.Errorf("absurd shape = %v, want saturation at the largest Duration", got)
+	}
+}
+
+func TestStepTimeDoesNotAllocate(t *testing.T) {
+	r := roofline(t, "Llama-3-70B", "H100", func(d *Deployment) { d.TensorParallel = 4; d.PipelineParallel = 2 })
+	s := StepShape{PrefillTokens: 300, Prefills: 2, PrefillsDone: 1, Decodes: 40, AttnPairs: 900000, KVTokens: 50000}
+	var sink time.Duration
+	if allocs := testing.AllocsPerRun(100, func() { sink += r.StepTime(s) }); allocs != 0 {
+		t.Errorf("StepTime allocates %v times per call", allocs)
+	}
+	_ = sink
+}
+
+func BenchmarkStepTime(b *testing.B) {
+	r := roofline(b, "Llama-3-70B", "H100", func(d *Deployment) { d.TensorParallel = 4 })
+	shapes := []StepShape{
+		decodeStep(128, 1500),
+		prefillStep(2048),
+		{PrefillTokens: 300, Prefills: 2, PrefillsDone: 1, Decodes: 40, AttnPairs: 900000, KVTokens: 50000},
+		{Decodes: 7, AttnPairs: 7000, KVTokens: 7007, SwapInBlocks: 2},
+	}
+	var sink time.Duration
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		sink += r.StepTime(shapes[i&3])
+	}
+	_ = sink
+}
+
+func BenchmarkNewRoofline(b *testing.B) {
+	d := deployment(b, "Llama-3-8B", "H100", nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := NewRoofline(d); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
