@@ -1,0 +1,195 @@
+package workload
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/servebench/servebench/tokenizer"
+)
+
+// PCG stream selectors: the dataset and the arrival schedule draw from
+// independent streams of the same seed, so changing the arrival options never
+// changes the prompts.
+const (
+	datasetStream uint64 = 0x9e3779b97f4a7c15
+	arrivalStream uint64 = 0xbf58476d1ce4e5b9
+)
+
+// maxConvergeRetries is vLLM's max_retry for gen_prompt_decode_to_target_len.
+const maxConvergeRetries = 10
+
+func newRand(seed int64, stream uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(uint64(seed), stream))
+}
+
+// SpecialTokenCounter is implemented by tokenizers that know how many special
+// tokens (BOS, ...) the model adds to every prompt, HF's
+// num_special_tokens_to_add(). Build uses it as vLLM does: random prompts are
+// shortened by that many tokens, and text prompts' counts include them.
+type SpecialTokenCounter interface {
+	NumSpecialTokensToAdd() int
+}
+
+// Build makes s.NumPrompts requests (prompt and OutputLen; Arrival is left 0)
+// following vLLM's rules for the chosen dataset. tok may be nil: random and
+// prefix_repetition prompts are then token-ID arrays over [0, s.VocabSize),
+// and text datasets estimate their lengths (see the package documentation).
+//
+// Build returns fewer than NumPrompts requests only where vLLM does:
+// prefix_repetition makes NumPrompts/NumPrefixes prompts per prefix, and
+// sharegpt and custom with NoOversample return only what the file offers.
+func Build(ctx context.Context, s Spec, tok tokenizer.Tokenizer) ([]Request, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	b := &builder{ctx: ctx, spec: s, tok: tok, rng: newRand(s.Seed, datasetStream)}
+	if c, ok := tok.(SpecialTokenCounter); ok {
+		b.numSpecial = max(0, c.NumSpecialTokensToAdd())
+	}
+	var (
+		reqs []Request
+		err  error
+	)
+	switch s.dataset() {
+	case DatasetRandom:
+		reqs, err = b.random()
+	case DatasetSonnet:
+		reqs, err = b.sonnet()
+	case DatasetShareGPT:
+		reqs, err = b.shareGPT()
+	case DatasetCustom:
+		reqs, err = b.custom()
+	case DatasetPrefixRepetition:
+		reqs, err = b.prefixRepetition()
+	}
+	if err != nil {
+		return nil, err
+	}
+	for i := range reqs {
+		reqs[i].Index = i
+	}
+	return reqs, nil
+}
+
+type builder struct {
+	ctx        context.Context
+	spec       Spec
+	tok        tokenizer.Tokenizer
+	rng        *rand.Rand
+	numSpecial int
+}
+
+func (b *builder) tokenizerName() string {
+	if b.tok == nil {
+		return "(none)"
+	}
+	return b.tok.Name()
+}
+
+func (b *builder) canceled() error {
+	if err := b.ctx.Err(); err != nil {
+		return fmt.Errorf("building the %s workload: %w", b.spec.dataset(), err)
+	}
+	return nil
+}
+
+// vocabulary returns the vocabulary size and the IDs random prompts may use:
+// every ID below it except the tokenizer's special IDs, ascending.
+func (b *builder) vocabulary() (int, []int, error) {
+	vocab := b.spec.VocabSize
+	var special []int
+	if b.tok != nil {
+		vocab = b.tok.VocabSize()
+		special = b.tok.SpecialIDs()
+	}
+	if vocab < 1 {
+		return 0, nil, fmt.Errorf("tokenizer %s: vocabulary size %d: random prompts need at least one token ID", b.tokenizerName(), vocab)
+	}
+	banned := make(map[int]bool, len(special))
+	for _, id := range special {
+		banned[id] = true
+	}
+	allowed := make([]int, 0, vocab)
+	for id := range vocab {
+		if !banned[id] {
+			allowed = append(allowed, id)
+		}
+	}
+	if len(allowed) == 0 {
+		return 0, nil, fmt.Errorf("tokenizer %s: all %d token IDs are special; random prompts need at least one ordinary ID", b.tokenizerName(), vocab)
+	}
+	return vocab, allowed, nil
+}
+
+// countTokens counts text's tokens as vLLM's tokenizer(text).input_ids does
+// (special tokens included when the tokenizer reports them), or estimates the
+// count without a tokenizer.
+func (b *builder) countTokens(text string) (n int, estimated bool, err error) {
+	if b.tok == nil {
+		return estimateTokens(text), true, nil
+	}
+	ids, err := b.tok.Encode(b.ctx, text)
+	if err != nil {
+		return 0, false, fmt.Errorf("tokenizer %s: encode: %w", b.tok.Name(), err)
+	}
+	return len(ids) + b.numSpecial, false, nil
+}
+
+// estimateTokens is ceil(UTF-8 bytes / 4): about right for English with
+// BPE vocabularies, an overestimate for code, an underestimate for CJK.
+func estimateTokens(text string) int {
+	return (len(text) + 3) / 4
+}
+
+// randomIDs draws n IDs uniformly from allowed.
+func (b *builder) randomIDs(dst []int, allowed []int) {
+	for i := range dst {
+		dst[i] = allowed[b.rng.IntN(len(allowed))]
+	}
+}
+
+// converge is vLLM's gen_prompt_decode_to_target_len: decode the IDs,
+// re-encode the text, and pad with random allowed IDs or truncate until the
+// text encodes to exactly target tokens, at most maxConvergeRetries times.
+// The returned IDs are the encoding of the returned text, so their length is
+// the prompt's true length even when the retries run out.
+func (b *builder) converge(seq []int, target int, allowed []int) (string, []int, error) {
+	for retries := maxConvergeRetries; ; retries-- {
+		text, err := b.tok.Decode(b.ctx, seq)
+		if err != nil {
+			return "", nil, fmt.Errorf("tokenizer %s: decode: %w", b.tok.Name(), err)
+		}
+		ids, err := b.tok.Encode(b.ctx, text)
+		if err != nil {
+			return "", nil, fmt.Errorf("tokenizer %s: encode: %w", b.tok.Name(), err)
+		}
+		if retries <= 0 || len(ids) == target {
+			return text, ids, nil
+		}
+		if len(ids) > target {
+			seq = ids[:target]
+			continue
+		}
+		// The full slice expression makes append copy, so a tokenizer that
+		// hands out shared slices is never written to.
+		have := len(ids)
+		seq = append(ids[:have:have], make([]int, target-have)...)
+		b.randomIDs(seq[have:], allowed)
+	}
+}
+
+// oversample appends copies of randomly chosen requests until there are n,
+// like vLLM's maybe_oversample_requests.
+func (b *builder) oversample(reqs []Request, n int) []Request {
+	base := len(reqs)
+	if base == 0 || base >= n {
+		return reqs
+	}
+	reqs = slices.Grow(reqs, n-base)
+	for len(reqs) < n {
+		reqs = append(reqs, reqs[b.rng.IntN(base)])
+	}
+	return reqs
+}

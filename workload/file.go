@@ -1,0 +1,45 @@
+package workload
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+)
+
+// datasetError carries a message written for the user while keeping the
+// underlying error reachable through errors.Is/As.
+type datasetError struct {
+	msg string
+	err error
+}
+
+func (e *datasetError) Error() string { return e.msg }
+func (e *datasetError) Unwrap() error { return e.err }
+
+// openDataset opens a dataset file, turning the usual mistakes into one-line
+// errors that say what to pass instead.
+func openDataset(path string) (*os.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, &datasetError{fmt.Sprintf("dataset file %q: no such file (pass --dataset-path)", path), err}
+		}
+		cause := err
+		var pathErr *fs.PathError
+		if errors.As(err, &pathErr) {
+			cause = pathErr.Err
+		}
+		return nil, &datasetError{fmt.Sprintf("dataset file %q: %v", path, cause), err}
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, &datasetError{fmt.Sprintf("dataset file %q: %v", path, err), err}
+	}
+	if info.IsDir() {
+		f.Close()
+		return nil, &datasetError{fmt.Sprintf("dataset file %q: is a directory (pass a file to --dataset-path)", path), fs.ErrInvalid}
+	}
+	return f, nil
+}

@@ -1,0 +1,91 @@
+package workload
+
+import "math"
+
+// random is vLLM's RandomDataset: lengths uniform around the wanted ones, one
+// shared random prefix, and a body of consecutive allowed IDs starting at a
+// random offset, so prompts differ without costing a draw per token.
+func (b *builder) random() ([]Request, error) {
+	o := b.spec.Random
+	if err := o.checkMinInput(b.numSpecial); err != nil {
+		return nil, err
+	}
+	vocab, allowed, err := b.vocabulary()
+	if err != nil {
+		return nil, err
+	}
+	n := b.spec.NumPrompts
+	r := o.RangeRatio
+	real := max(0, o.InputLen-b.numSpecial)
+	inLow := int(math.Floor(float64(real) * (1 - r)))
+	inHigh := int(math.Ceil(float64(real) * (1 + r)))
+	outLow := max(1, int(math.Floor(float64(o.OutputLen)*(1-r))))
+	outHigh := max(1, int(math.Ceil(float64(o.OutputLen)*(1+r))))
+
+	// Drawn in vLLM's order: all input lengths, all output lengths, all
+	// offsets, then the prefix.
+	inputLens := make([]int, n)
+	for i := range inputLens {
+		inputLens[i] = inLow + b.rng.IntN(inHigh-inLow+1)
+	}
+	outputLens := make([]int, n)
+	for i := range outputLens {
+		outputLens[i] = outLow + b.rng.IntN(outHigh-outLow+1)
+	}
+	offsets := make([]int, n)
+	for i := range offsets {
+		offsets[i] = b.rng.IntN(vocab)
+	}
+	prefix := make([]int, o.PrefixLen)
+	b.randomIDs(prefix, allowed)
+
+	reqs := make([]Request, n)
+	if b.tok == nil {
+		// One backing array for every prompt: one allocation instead of n.
+		total := 0
+		for _, l := range inputLens {
+			total += o.PrefixLen + l
+		}
+		slab := make([]int, total)
+		for i := range reqs {
+			if err := b.canceled(); err != nil {
+				return nil, err
+			}
+			size := o.PrefixLen + inputLens[i]
+			ids := slab[:size:size]
+			slab = slab[size:]
+			copy(ids, prefix)
+			fillSequential(ids[o.PrefixLen:], allowed, offsets[i]+i)
+			reqs[i] = Request{PromptIDs: ids, PromptLen: size, OutputLen: outputLens[i]}
+		}
+		return reqs, nil
+	}
+
+	var seq []int
+	for i := range reqs {
+		if err := b.canceled(); err != nil {
+			return nil, err
+		}
+		target := o.PrefixLen + inputLens[i]
+		seq = append(seq[:0], prefix...)
+		seq = append(seq, make([]int, inputLens[i])...)
+		fillSequential(seq[o.PrefixLen:], allowed, offsets[i]+i)
+		text, ids, err := b.converge(seq, target, allowed)
+		if err != nil {
+			return nil, err
+		}
+		reqs[i] = Request{Prompt: text, PromptLen: len(ids), OutputLen: outputLens[i]}
+	}
+	return reqs, nil
+}
+
+// fillSequential sets dst[k] = allowed[(start+k) % len(allowed)], copying
+// whole runs of allowed rather than indexing token by token.
+func fillSequential(dst, allowed []int, start int) {
+	from := start % len(allowed)
+	for len(dst) > 0 {
+		n := copy(dst, allowed[from:])
+		dst = dst[n:]
+		from = 0
+	}
+}

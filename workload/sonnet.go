@@ -1,0 +1,105 @@
+package workload
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+)
+
+// sonnetBasePrompt is vLLM's sonnet instruction.
+const sonnetBasePrompt = "Pick as many lines as you can from these poem lines:\n"
+
+// sonnet is vLLM's (deprecated) SonnetDataset: the base prompt, the first
+// lines of the poem as a prefix shared by every prompt, then lines drawn with
+// replacement, with line counts derived from the average line length; prompts
+// longer than InputLen tokens are drawn again.
+//
+// vLLM measures (and, on the completions endpoint, sends) the prompt wrapped
+// in the model's chat template. servebench has no chat templates, so it sends
+// and measures the raw text; prompts are therefore a few template tokens
+// longer in lines than vLLM's for the same --sonnet-input-len.
+func (b *builder) sonnet() ([]Request, error) {
+	o := b.spec.Sonnet
+	path := b.spec.Path
+	lines, err := readLines(path)
+	if err != nil {
+		return nil, err
+	}
+	total := 0
+	for _, line := range lines {
+		n, _, err := b.countTokens(line)
+		if err != nil {
+			return nil, err
+		}
+		total += n
+	}
+	avg := float64(total) / float64(len(lines))
+	if avg <= 0 {
+		return nil, fmt.Errorf("dataset file %q: its lines have no tokens; pass a text file to --dataset-path", path)
+	}
+	baseLen, _, err := b.countTokens(sonnetBasePrompt)
+	if err != nil {
+		return nil, err
+	}
+	if o.InputLen <= baseLen {
+		return nil, fmt.Errorf("--sonnet-input-len %d: must be greater than the base prompt's %d tokens", o.InputLen, baseLen)
+	}
+	// Python's round() rounds half to even.
+	numInputLines := int(math.RoundToEven(float64(o.InputLen-baseLen) / avg))
+	numPrefixLines := max(int(math.RoundToEven(float64(o.PrefixLen-baseLen)/avg)), 0)
+	prefix := sonnetBasePrompt + strings.Join(lines[:min(numPrefixLines, len(lines))], "")
+	numDrawn := max(0, numInputLines-numPrefixLines)
+
+	n := b.spec.NumPrompts
+	// vLLM redraws forever; a bound turns an impossible length into an error.
+	maxDraws := 1000 + 50*n
+	reqs := make([]Request, 0, n)
+	var sb strings.Builder
+	for draws := 0; len(reqs) < n; draws++ {
+		if draws == maxDraws {
+			return nil, fmt.Errorf("dataset file %q: only %d of %d sonnet prompts fit --sonnet-input-len %d in %d draws "+
+				"(base prompt, %d prefix lines and %d drawn lines of ~%.1f tokens each); raise --sonnet-input-len or lower --sonnet-prefix-len",
+				path, len(reqs), n, o.InputLen, draws, numPrefixLines, numDrawn, avg)
+		}
+		if err := b.canceled(); err != nil {
+			return nil, err
+		}
+		sb.Reset()
+		sb.WriteString(prefix)
+		for range numDrawn {
+			sb.WriteString(lines[b.rng.IntN(len(lines))])
+		}
+		prompt := sb.String()
+		promptLen, estimated, err := b.countTokens(prompt)
+		if err != nil {
+			return nil, err
+		}
+		if promptLen <= o.InputLen {
+			reqs = append(reqs, Request{Prompt: prompt, PromptLen: promptLen, PromptLenEstimated: estimated, OutputLen: o.OutputLen})
+		}
+	}
+	return reqs, nil
+}
+
+// readLines reads a text file as Python's readlines() does: every line keeps
+// its "\n".
+func readLines(path string) ([]string, error) {
+	f, err := openDataset(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, &datasetError{fmt.Sprintf("dataset file %q: %v", path, err), err}
+	}
+	if len(data) == 0 {
+		return nil, fmt.Errorf("dataset file %q: empty; the sonnet dataset needs lines of text", path)
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	return lines, nil
+}

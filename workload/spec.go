@@ -1,0 +1,216 @@
+package workload
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Dataset names accepted in Spec.Dataset (vLLM's --dataset-name values).
+const (
+	DatasetRandom           = "random"
+	DatasetSonnet           = "sonnet"
+	DatasetShareGPT         = "sharegpt"
+	DatasetCustom           = "custom"
+	DatasetPrefixRepetition = "prefix_repetition"
+)
+
+// datasetNames lists the accepted dataset names, the default first.
+func datasetNames() []string {
+	return []string{DatasetRandom, DatasetSonnet, DatasetShareGPT, DatasetCustom, DatasetPrefixRepetition}
+}
+
+// Defaults, as in vLLM's `vllm bench serve`.
+const (
+	DefaultNumPrompts = 1000
+	// DefaultVocabSize is the vocabulary assumed for token-ID prompts when no
+	// tokenizer is given (Llama-2's).
+	DefaultVocabSize = 32000
+)
+
+// RandomOptions are the --random-* flags.
+type RandomOptions struct {
+	InputLen   int     // --random-input-len
+	OutputLen  int     // --random-output-len
+	RangeRatio float64 // --random-range-ratio, in [0, 1)
+	PrefixLen  int     // --random-prefix-len: one shared prefix for all prompts
+}
+
+// SonnetOptions are the --sonnet-* flags.
+type SonnetOptions struct {
+	InputLen  int // --sonnet-input-len
+	OutputLen int // --sonnet-output-len
+	PrefixLen int // --sonnet-prefix-len
+}
+
+// ShareGPTOptions are the ShareGPT flags.
+type ShareGPTOptions struct {
+	// OutputLen (--sharegpt-output-len) overrides each conversation's reply
+	// length; 0 takes the reply's own token count.
+	OutputLen      int
+	NoOversample   bool // --no-oversample
+	DisableShuffle bool // --disable-shuffle
+}
+
+// CustomOptions are the custom JSONL dataset flags.
+type CustomOptions struct {
+	// OutputLen (--custom-output-len) is max_tokens for lines that do not set
+	// their own "output_tokens" or "max_tokens".
+	OutputLen      int
+	NoOversample   bool // --no-oversample
+	DisableShuffle bool // --disable-shuffle
+}
+
+// PrefixRepetitionOptions are the --prefix-repetition-* flags.
+type PrefixRepetitionOptions struct {
+	PrefixLen   int
+	SuffixLen   int
+	NumPrefixes int
+	OutputLen   int
+}
+
+// Spec says which prompts to build. Only the options of the selected
+// dataset are read.
+type Spec struct {
+	Dataset    string // --dataset-name; "" means random
+	Path       string // --dataset-path
+	NumPrompts int    // --num-prompts
+	Seed       int64  // --seed
+	// VocabSize (--vocab-size) is the vocabulary token-ID prompts are drawn
+	// from when no tokenizer is given; set it to the served model's.
+	VocabSize int
+
+	Random           RandomOptions
+	Sonnet           SonnetOptions
+	ShareGPT         ShareGPTOptions
+	Custom           CustomOptions
+	PrefixRepetition PrefixRepetitionOptions
+}
+
+// DefaultSpec returns vLLM's defaults: 1000 random prompts of 1024 input and
+// 128 output tokens, seed 0.
+func DefaultSpec() Spec {
+	return Spec{
+		Dataset:          DatasetRandom,
+		NumPrompts:       DefaultNumPrompts,
+		VocabSize:        DefaultVocabSize,
+		Random:           RandomOptions{InputLen: 1024, OutputLen: 128},
+		Sonnet:           SonnetOptions{InputLen: 550, OutputLen: 150, PrefixLen: 200},
+		Custom:           CustomOptions{OutputLen: 256},
+		PrefixRepetition: PrefixRepetitionOptions{PrefixLen: 256, SuffixLen: 256, NumPrefixes: 10, OutputLen: 128},
+	}
+}
+
+func (s Spec) dataset() string {
+	if s.Dataset == "" {
+		return DatasetRandom
+	}
+	return s.Dataset
+}
+
+// Validate reports the first invalid or contradictory option as a one-line
+// error naming its flag. Checks that need the tokenizer (special-token
+// counts, the sonnet base prompt's length) happen in Build.
+func (s Spec) Validate() error {
+	name := s.dataset()
+	known := false
+	for _, n := range datasetNames() {
+		known = known || n == name
+	}
+	if !known {
+		return fmt.Errorf("--dataset-name %q: unknown dataset (want one of %s)", s.Dataset, strings.Join(datasetNames(), ", "))
+	}
+	if s.NumPrompts < 1 {
+		return fmt.Errorf("--num-prompts %d: must be at least 1", s.NumPrompts)
+	}
+	if s.VocabSize < 1 {
+		return fmt.Errorf("--vocab-size %d: must be at least 1", s.VocabSize)
+	}
+	switch name {
+	case DatasetRandom, DatasetPrefixRepetition:
+		if s.Path != "" {
+			return fmt.Errorf("--dataset-path %q: the %s dataset reads no file (pass --dataset-name sharegpt, custom or sonnet)", s.Path, name)
+		}
+	default:
+		if s.Path == "" {
+			return fmt.Errorf("--dataset-path is required for --dataset-name %s", name)
+		}
+	}
+	switch name {
+	case DatasetRandom:
+		return s.Random.validate()
+	case DatasetSonnet:
+		return s.Sonnet.validate()
+	case DatasetShareGPT:
+		if s.ShareGPT.OutputLen < 0 {
+			return fmt.Errorf("--sharegpt-output-len %d: must be >= 1 (or 0 to use each reply's length)", s.ShareGPT.OutputLen)
+		}
+	case DatasetCustom:
+		if s.Custom.OutputLen < 1 {
+			return fmt.Errorf("--custom-output-len %d: must be at least 1", s.Custom.OutputLen)
+		}
+	case DatasetPrefixRepetition:
+		return s.PrefixRepetition.validate(s.NumPrompts)
+	}
+	return nil
+}
+
+func (o RandomOptions) validate() error {
+	r := o.RangeRatio
+	switch {
+	case math.IsNaN(r) || r < 0 || r >= 1:
+		return fmt.Errorf("--random-range-ratio %g: must be in [0, 1)", r)
+	case o.InputLen < 0:
+		return fmt.Errorf("--random-input-len %d: must be >= 0", o.InputLen)
+	case o.PrefixLen < 0:
+		return fmt.Errorf("--random-prefix-len %d: must be >= 0", o.PrefixLen)
+	case o.OutputLen < 1:
+		return fmt.Errorf("--random-output-len %d: must be at least 1", o.OutputLen)
+	}
+	return o.checkMinInput(0)
+}
+
+// checkMinInput is vLLM's guard that even the shortest sampled prompt has a
+// token.
+func (o RandomOptions) checkMinInput(numSpecial int) error {
+	real := max(0, o.InputLen-numSpecial)
+	minTotal := o.PrefixLen + int(math.Floor(float64(real)*(1-o.RangeRatio)))
+	if minTotal < 1 {
+		return fmt.Errorf("--random-input-len %d: too small, the shortest prompt would have %d tokens "+
+			"(%d special tokens, --random-range-ratio %g); raise --random-input-len or --random-prefix-len, or lower --random-range-ratio",
+			o.InputLen, minTotal, numSpecial, o.RangeRatio)
+	}
+	return nil
+}
+
+func (o SonnetOptions) validate() error {
+	switch {
+	case o.InputLen < 1:
+		return fmt.Errorf("--sonnet-input-len %d: must be at least 1", o.InputLen)
+	case o.OutputLen < 1:
+		return fmt.Errorf("--sonnet-output-len %d: must be at least 1", o.OutputLen)
+	case o.PrefixLen < 0:
+		return fmt.Errorf("--sonnet-prefix-len %d: must be >= 0", o.PrefixLen)
+	case o.PrefixLen > o.InputLen:
+		return fmt.Errorf("--sonnet-prefix-len %d: must not exceed --sonnet-input-len %d", o.PrefixLen, o.InputLen)
+	}
+	return nil
+}
+
+func (o PrefixRepetitionOptions) validate(numPrompts int) error {
+	switch {
+	case o.PrefixLen < 0:
+		return fmt.Errorf("--prefix-repetition-prefix-len %d: must be >= 0", o.PrefixLen)
+	case o.SuffixLen < 0:
+		return fmt.Errorf("--prefix-repetition-suffix-len %d: must be >= 0", o.SuffixLen)
+	case o.PrefixLen+o.SuffixLen < 1:
+		return fmt.Errorf("--prefix-repetition-prefix-len 0 and --prefix-repetition-suffix-len 0: prompts would be empty; set either to at least 1")
+	case o.NumPrefixes < 1:
+		return fmt.Errorf("--prefix-repetition-num-prefixes %d: must be at least 1", o.NumPrefixes)
+	case o.OutputLen < 1:
+		return fmt.Errorf("--prefix-repetition-output-len %d: must be at least 1", o.OutputLen)
+	case numPrompts < o.NumPrefixes:
+		return fmt.Errorf("--num-prompts %d: must be >= --prefix-repetition-num-prefixes %d (each prefix gets num-prompts/num-prefixes prompts)", numPrompts, o.NumPrefixes)
+	}
+	return nil
+}
