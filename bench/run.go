@@ -1,0 +1,327 @@
+// Package bench runs a benchmark against an OpenAI-compatible endpoint: it
+// releases requests on an open-loop schedule computed up front, caps
+// concurrency, runs warmups, streams each finished request's record to disk
+// as it arrives, scrapes the server's /metrics, and stops cleanly on
+// cancellation. Sending and parsing one request is package client's job.
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/servebench/servebench/metrics"
+	"github.com/servebench/servebench/tokenizer"
+	"github.com/servebench/servebench/workload"
+)
+
+// Doer sends one request and fills the record; *client.Client is one.
+// Do must not return before the request is finished or has failed, and
+// records failures in rec rather than returning them.
+type Doer interface {
+	Do(ctx context.Context, req *workload.Request, requestID string, base time.Time, rec *metrics.Record)
+}
+
+// Config is one benchmark run.
+type Config struct {
+	Client Doer
+	// Requests in schedule order; Arrival offsets are from the run start.
+	Requests []workload.Request
+	// MaxConcurrency caps requests in flight (0: no cap). Arrivals never
+	// wait for it: a request due while the cap is full waits in the client
+	// queue and the wait is recorded as its queue time.
+	MaxConcurrency int
+	// Warmups sends this many copies of the first request, through the
+	// concurrency cap, before the measured run; their results are discarded.
+	Warmups int
+	// ReadyCheckTimeout, when positive, retries the first request until it
+	// succeeds or the timeout passes, before anything is measured.
+	ReadyCheckTimeout time.Duration
+	// RequestIDPrefix prefixes each request's x-request-id (index appended).
+	RequestIDPrefix string
+
+	// Summary selects percentiles and goodput SLOs.
+	Summary metrics.Options
+	// Tokenizer counts output tokens for responses that carry no usage.
+	Tokenizer tokenizer.Tokenizer
+	// Records receives every finished request's record as one JSON line,
+	// written as soon as the request finishes, so an interrupted or crashed
+	// run keeps what it measured. May be nil.
+	Records io.Writer
+	// KeepRecords keeps every record (with ITL and text) in the Result, for
+	// --save-detailed; without it the Result keeps only light copies.
+	KeepRecords bool
+	// GracePeriod is how long in-flight requests may finish after ctx is
+	// canceled before they are cut off (default 5 s).
+	GracePeriod time.Duration
+	// Scraper, if set, scrapes the server's /metrics during the run.
+	Scraper *Scraper
+	// OnRecord is called after each measured record is accounted for.
+	OnRecord func(done, total int)
+	Logger   *slog.Logger
+}
+
+// Result is what a run measured.
+type Result struct {
+	Summary metrics.Summary
+	// Records holds every measured record (warmups excluded), in completion
+	// order; ITL and text are dropped unless Config.KeepRecords.
+	Records []metrics.Record
+	// Interrupted is true when ctx was canceled before every request ran.
+	Interrupted bool
+	// NotSent counts requests never sent because the run was interrupted.
+	NotSent       int
+	ServerSamples []ServerSample
+	Server        *ServerSummary
+}
+
+// ErrNotReady is returned when the ready check never got a successful
+// response.
+var ErrNotReady = errors.New("server not ready")
+
+// Run executes the benchmark. It returns an error only when nothing could be
+// measured (bad config, ready check failed, records file unwritable);
+// per-request failures are records. When ctx is canceled it stops sending,
+// lets in-flight requests finish for GracePeriod, and returns the partial
+// result marked Interrupted.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("bench: no client configured")
+	}
+	if len(cfg.Requests) == 0 {
+		return nil, errors.New("bench: no requests to send (check --num-prompts and the dataset)")
+	}
+	if cfg.GracePeriod <= 0 {
+		cfg.GracePeriod = 5 * time.Second
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+
+	if cfg.ReadyCheckTimeout > 0 {
+		if err := readyCheck(ctx, cfg); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Warmups > 0 {
+		warmup(ctx, cfg)
+		if ctx.Err() != nil {
+			return &Result{Interrupted: true, NotSent: len(cfg.Requests), Summary: metrics.NewAccumulator(cfg.Summary).Summary(0)}, nil
+		}
+	}
+	return measure(ctx, cfg, log)
+}
+
+func readyCheck(ctx context.Context, cfg Config) error {
+	deadline := time.Now().Add(cfg.ReadyCheckTimeout)
+	var last metrics.Record
+	for attempt := 0; ; attempt++ {
+		last = metrics.Record{}
+		cfg.Client.Do(ctx, &cfg.Requests[0], cfg.RequestIDPrefix+"ready-"+strconv.Itoa(attempt), time.Now(), &last)
+		if last.Success {
+			return nil
+		}
+		if ctx.Err() != nil || time.Now().Add(time.Second).After(deadline) {
+			return fmt.Errorf("%w after %s: last attempt: %s (raise --ready-check-timeout-sec or check the server)", ErrNotReady, cfg.ReadyCheckTimeout, last.Error)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func warmup(ctx context.Context, cfg Config) {
+	sem := newSemaphore(cfg.MaxConcurrency)
+	var wg sync.WaitGroup
+	base := time.Now()
+	for i := range cfg.Warmups {
+		if err := sem.acquire(ctx); err != nil {
+			break
+		}
+		wg.Go(func() {
+			defer sem.release()
+			var rec metrics.Record
+			cfg.Client.Do(ctx, &cfg.Requests[0], cfg.RequestIDPrefix+"warmup-"+strconv.Itoa(i), base, &rec)
+		})
+	}
+	wg.Wait()
+}
+
+// semaphore is a counting semaphore; a nil one never blocks.
+type semaphore chan struct{}
+
+func newSemaphore(n int) semaphore {
+	if n <= 0 {
+		return nil
+	}
+	return make(semaphore, n)
+}
+
+func (s semaphore) acquire(ctx context.Context) error {
+	if s == nil {
+		return nil
+	}
+	select {
+	case s <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s semaphore) release() {
+	if s != nil {
+		<-s
+	}
+}
+
+func measure(ctx context.Context, cfg Config, log *slog.Logger) (*Result, error) {
+	// In-flight requests outlive ctx by the grace period: they run on their
+	// own context, canceled GracePeriod after ctx is.
+	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRequests()
+	stopGrace := context.AfterFunc(ctx, func() {
+		t := time.NewTimer(cfg.GracePeriod)
+		select {
+		case <-t.C:
+			cancelRequests()
+		case <-reqCtx.Done():
+			t.Stop()
+		}
+	})
+	defer stopGrace()
+
+	done := make(chan *metrics.Record, 256)
+	collected := make(chan collectResult, 1)
+	go func() { collected <- collect(cfg, done, log) }()
+
+	var scrapeWG sync.WaitGroup
+	scrapeCtx, stopScrape := context.WithCancel(ctx)
+	base := time.Now()
+	if cfg.Scraper != nil {
+		scrapeWG.Go(func() { cfg.Scraper.Run(scrapeCtx, base) })
+	}
+
+	sem := newSemaphore(cfg.MaxConcurrency)
+	var inflight sync.WaitGroup
+	var neverSent atomic.Int64
+	sent := 0
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+dispatch:
+	for i := range cfg.Requests {
+		req := &cfg.Requests[i]
+		if wait := time.Until(base.Add(req.Arrival)); wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				break dispatch
+			case <-timer.C:
+			}
+		} else if ctx.Err() != nil {
+			break dispatch
+		}
+		dispatched := time.Since(base)
+		sent++
+		inflight.Go(func() {
+			rec := &metrics.Record{Index: req.Index, Scheduled: req.Arrival, Dispatched: dispatched}
+			if err := sem.acquire(ctx); err != nil {
+				// Interrupted while waiting for a slot: it never reached
+				// the server, so it is neither a success nor a failure.
+				neverSent.Add(1)
+				return
+			}
+			defer sem.release()
+			id := ""
+			if cfg.RequestIDPrefix != "" {
+				id = cfg.RequestIDPrefix + strconv.Itoa(req.Index)
+			}
+			cfg.Client.Do(reqCtx, req, id, base, rec)
+			rec.Index, rec.Scheduled, rec.Dispatched = req.Index, req.Arrival, dispatched
+			done <- rec
+		})
+	}
+	inflight.Wait()
+	duration := time.Since(base)
+	close(done)
+	stopScrape()
+	scrapeWG.Wait()
+	col := <-collected
+	if col.err != nil {
+		return nil, col.err
+	}
+
+	res := &Result{
+		Summary:     col.acc.Summary(duration),
+		Records:     col.records,
+		Interrupted: ctx.Err() != nil,
+		NotSent:     len(cfg.Requests) - sent + int(neverSent.Load()),
+	}
+	if cfg.Scraper != nil {
+		res.ServerSamples = cfg.Scraper.Samples()
+		if len(res.ServerSamples) > 0 {
+			s := SummarizeServer(res.ServerSamples)
+			res.Server = &s
+		}
+	}
+	return res, nil
+}
+
+type collectResult struct {
+	acc     *metrics.Accumulator
+	records []metrics.Record
+	err     error
+}
+
+// collect is the single consumer of finished records: it fills in output
+// token counts that need the tokenizer (off the requests' path), writes each
+// record to the records file at once, and folds it into the summary.
+func collect(cfg Config, done <-chan *metrics.Record, log *slog.Logger) collectResult {
+	res := collectResult{acc: metrics.NewAccumulator(cfg.Summary)}
+	var w *bufio.Writer
+	var enc *json.Encoder
+	if cfg.Records != nil {
+		w = bufio.NewWriterSize(cfg.Records, 64<<10)
+		enc = json.NewEncoder(w)
+	}
+	n := 0
+	for rec := range done {
+		if rec.Success && rec.OutputLenSource == "chunks" && cfg.Tokenizer != nil {
+			if count, err := tokenizer.Count(context.Background(), cfg.Tokenizer, rec.GeneratedText); err == nil {
+				rec.OutputLen, rec.OutputLenSource = count, "tokenizer"
+			} else {
+				log.Warn("counting output tokens failed; keeping the chunk count", "request", rec.Index, "err", err)
+			}
+		}
+		if enc != nil && res.err == nil {
+			// Flushed per record: a crash or Ctrl-C keeps everything written.
+			if err := enc.Encode(rec); err != nil {
+				res.err = fmt.Errorf("write records file: %w", err)
+			} else if err := w.Flush(); err != nil {
+				res.err = fmt.Errorf("write records file: %w", err)
+			}
+		}
+		res.acc.Add(rec)
+		light := *rec
+		if !cfg.KeepRecords {
+			light.ITL, light.GeneratedText = nil, ""
+		}
+		res.records = append(res.records, light)
+		n++
+		if cfg.OnRecord != nil {
+			cfg.OnRecord(n, len(cfg.Requests))
+		}
+	}
+	return res
+}

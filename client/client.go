@@ -1,0 +1,413 @@
+// Package client sends one OpenAI-compatible completion or chat request,
+// streams its server-sent events and turns them into a metrics.Record with
+// per-chunk timestamps, exactly as vLLM's benchmark client measures them
+// (TTFT at the first chunk with choices, E2EL at the last one, one ITL gap
+// per chunk) with two corrections: reasoning text counts as output, and a
+// chunk that carries k tokens (known from continuous usage stats) adds k
+// equal ITL gaps instead of one.
+//
+// The hot path (SSE framing, JSON field extraction, timestamping) does not
+// allocate per chunk, so one process can drive tens of thousands of streams
+// without the client becoming the bottleneck it is in Python tools.
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/servebench/servebench/metrics"
+	"github.com/servebench/servebench/workload"
+)
+
+// Config describes the target and the shape of every request.
+type Config struct {
+	// BaseURL is the server's scheme://host:port, e.g. "http://127.0.0.1:8000".
+	BaseURL string
+	// Endpoint is "/v1/completions" (the default) or "/v1/chat/completions";
+	// a path ending in "chat/completions" selects the chat body.
+	Endpoint string
+	// Model is sent as "model"; empty omits the key (llama.cpp needs none).
+	Model string
+	// Header holds extra headers, e.g. Authorization. It is sent, never
+	// logged or copied into results.
+	Header http.Header
+	// NoStream sends "stream":false: TTFT equals Latency, no ITL, and the
+	// output length comes from usage.
+	NoStream bool
+	// IgnoreEOS adds "ignore_eos":true so outputs run to max_tokens.
+	IgnoreEOS bool
+	// ExtraBody is merged into the JSON body last (sampling parameters,
+	// --extra-body); a key the client also writes is replaced, not repeated.
+	ExtraBody map[string]any
+	// Timeout limits a whole request including a stalled stream; 0 = none.
+	Timeout time.Duration
+	// ContinuousUsage also asks for stream_options.continuous_usage_stats,
+	// whose per-chunk usage gives the tokens in each chunk.
+	ContinuousUsage bool
+	// InsecureSkipVerify disables TLS certificate checks of the default
+	// transport (--insecure); ignored when Transport is set.
+	InsecureSkipVerify bool
+	// Transport replaces the default tuned *http.Transport.
+	Transport http.RoundTripper
+}
+
+// Client sends requests to one endpoint. It is safe for concurrent use.
+type Client struct {
+	endpoint  *url.URL
+	modelsURL string
+	body      *bodyTemplate
+	header    http.Header
+	noStream  bool
+	timeout   time.Duration
+	http      *http.Client
+	streams   sync.Pool // *streamState, so buffers outlive one request
+}
+
+// New validates cfg and builds a client. Errors are one line naming the
+// flag at fault and how to fix it.
+func New(cfg Config) (*Client, error) {
+	if strings.TrimSpace(cfg.BaseURL) == "" {
+		return nil, errors.New("--base-url is empty: give the server's address, e.g. --base-url http://127.0.0.1:8000")
+	}
+	if lower := strings.ToLower(cfg.BaseURL); !strings.HasPrefix(lower, "http://") && !strings.HasPrefix(lower, "https://") {
+		return nil, fmt.Errorf("--base-url %q must start with http:// or https://, e.g. http://127.0.0.1:8000", cfg.BaseURL)
+	}
+	base, err := url.Parse(cfg.BaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("--base-url %q is not a valid URL (%w): use e.g. http://127.0.0.1:8000", cfg.BaseURL, err)
+	}
+	if base.Scheme != "http" && base.Scheme != "https" {
+		return nil, fmt.Errorf("--base-url %q must start with http:// or https://, e.g. http://127.0.0.1:8000", cfg.BaseURL)
+	}
+	if base.Host == "" {
+		return nil, fmt.Errorf("--base-url %q has no host: use e.g. http://127.0.0.1:8000", cfg.BaseURL)
+	}
+	if base.RawQuery != "" || base.Fragment != "" {
+		return nil, fmt.Errorf("--base-url %q has a query or fragment: give only scheme://host:port", cfg.BaseURL)
+	}
+	prefix := strings.TrimRight(base.Path, "/")
+	if strings.HasSuffix(prefix, "/v1") || strings.Contains(prefix, "completions") {
+		return nil, fmt.Errorf("--base-url %q includes the API path %q: give only scheme://host:port and put the path in --endpoint (e.g. /v1/completions)", cfg.BaseURL, base.Path)
+	}
+	endpoint := cfg.Endpoint
+	if endpoint == "" {
+		endpoint = "/v1/completions"
+	}
+	if !strings.HasPrefix(endpoint, "/") {
+		return nil, fmt.Errorf("--endpoint %q must be a path starting with '/', e.g. /v1/completions or /v1/chat/completions", cfg.Endpoint)
+	}
+	full, err := url.Parse(base.Scheme + "://" + base.Host + prefix + endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("--endpoint %q does not form a valid URL with --base-url (%w): use e.g. /v1/completions", cfg.Endpoint, err)
+	}
+	full.User = base.User
+	if cfg.Timeout < 0 {
+		return nil, fmt.Errorf("--timeout %v is negative: use 0 for no limit or a positive duration such as 10m", cfg.Timeout)
+	}
+	header := make(http.Header, len(cfg.Header)+3)
+	header["Content-Type"] = []string{"application/json"}
+	header["User-Agent"] = []string{"servebench"}
+	for k, vs := range cfg.Header {
+		if !validHeaderName(k) {
+			return nil, fmt.Errorf("--header name %q is not a valid HTTP header name: use name=value with letters, digits and '-'", k)
+		}
+		ck := http.CanonicalHeaderKey(k)
+		if _, set := cfg.Header[ck]; set && ck != k {
+			continue // both spellings given; the canonical one wins
+		}
+		header[ck] = append([]string(nil), vs...)
+	}
+	chat := strings.HasSuffix(strings.TrimRight(endpoint, "/"), "chat/completions")
+	body, err := newBodyTemplate(&cfg, chat)
+	if err != nil {
+		return nil, err
+	}
+	transport := cfg.Transport
+	if transport == nil {
+		transport = newTransport(cfg.InsecureSkipVerify)
+	}
+	modelsPath := prefix + "/v1/models"
+	if i := strings.LastIndex(endpoint, "/v1/"); i >= 0 {
+		modelsPath = prefix + endpoint[:i] + "/v1/models"
+	}
+	c := &Client{
+		endpoint:  full,
+		modelsURL: base.Scheme + "://" + base.Host + modelsPath,
+		body:      body,
+		header:    header,
+		noStream:  cfg.NoStream,
+		timeout:   cfg.Timeout,
+		http:      &http.Client{Transport: transport},
+	}
+	c.streams.New = func() any { return newStreamState() }
+	return c, nil
+}
+
+func validHeaderName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// newTransport is tuned for many long-lived streams to one host: the
+// standard library keeps only 2 idle connections per host, which would make
+// every request past the second dial anew; compression would hide chunk
+// arrival behind a decoder.
+func newTransport(insecure bool) *http.Transport {
+	t := &http.Transport{
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: (&net.Dialer{
+			Timeout:   30 * time.Second,
+			KeepAlive: 30 * time.Second,
+		}).DialContext,
+		MaxIdleConns:        0,
+		MaxIdleConnsPerHost: 1 << 16,
+		IdleConnTimeout:     90 * time.Second,
+		TLSHandshakeTimeout: 10 * time.Second,
+		DisableCompression:  true,
+	}
+	if insecure {
+		t.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // the user asked for --insecure
+	}
+	return t
+}
+
+// CloseIdleConnections closes kept-alive connections, e.g. between runs.
+func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
+
+// StatusError is a non-200 answer from the server.
+type StatusError struct {
+	Code int
+	// Body is the start of the response body on one line.
+	Body string
+}
+
+func (e *StatusError) Error() string {
+	if e.Body == "" {
+		return fmt.Sprintf("HTTP %d %s", e.Code, http.StatusText(e.Code))
+	}
+	return fmt.Sprintf("HTTP %d: %s", e.Code, e.Body)
+}
+
+// errorBodyBytes is how much of an error body is kept: enough for the
+// server's message, short enough for a one-line error.
+const errorBodyBytes = 300
+
+func readStatusError(resp *http.Response) *StatusError {
+	buf := make([]byte, errorBodyBytes)
+	n, _ := io.ReadFull(resp.Body, buf)
+	// Drain a little more so the connection can be reused.
+	_, _ = io.CopyN(io.Discard, resp.Body, 64<<10)
+	return &StatusError{Code: resp.StatusCode, Body: oneLine(buf[:n])}
+}
+
+// oneLine makes b safe for a one-line error: valid UTF-8, no control
+// characters, no runs of blanks.
+func oneLine(b []byte) string {
+	var sb strings.Builder
+	space := false
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		b = b[size:]
+		if r == utf8.RuneError && size == 1 {
+			continue // a cut at the byte limit may split the last rune
+		}
+		if r < ' ' || r == 0x7f || r == ' ' {
+			space = sb.Len() > 0
+			continue
+		}
+		if space {
+			sb.WriteByte(' ')
+			space = false
+		}
+		sb.WriteRune(r)
+	}
+	return sb.String()
+}
+
+// Models lists the model ids at /v1/models, for a default --model.
+func (c *Client) Models(ctx context.Context) ([]string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.modelsURL, nil)
+	if err != nil {
+		return nil, fmt.Errorf("list models: %w", err)
+	}
+	for k, vs := range c.header {
+		if k != "Content-Type" {
+			req.Header[k] = vs
+		}
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("list models at %s: %w", c.modelsURL, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("list models at %s: %w", c.modelsURL, readStatusError(resp))
+	}
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&list); err != nil {
+		return nil, fmt.Errorf("list models at %s: response is not a model list (%w): pass --model explicitly", c.modelsURL, err)
+	}
+	ids := make([]string, 0, len(list.Data))
+	for _, m := range list.Data {
+		if m.ID != "" {
+			ids = append(ids, m.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("list models at %s: the server lists no models: pass --model explicitly", c.modelsURL)
+	}
+	return ids, nil
+}
+
+// newRequest builds the POST without re-parsing the URL per request.
+func (c *Client) newRequest(ctx context.Context, body []byte, requestID string) *http.Request {
+	h := make(http.Header, len(c.header)+1)
+	for k, vs := range c.header {
+		h[k] = vs // shared read-only slices: the transport never writes them
+	}
+	if requestID != "" {
+		h["X-Request-Id"] = []string{requestID}
+	}
+	r := &http.Request{
+		Method:        http.MethodPost,
+		URL:           c.endpoint,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        h,
+		Body:          io.NopCloser(bytes.NewReader(body)),
+		ContentLength: int64(len(body)),
+		Host:          c.endpoint.Host,
+		GetBody: func() (io.ReadCloser, error) {
+			return io.NopCloser(bytes.NewReader(body)), nil
+		},
+	}
+	return r.WithContext(ctx)
+}
+
+// Do sends one request and fills rec. base is the run's zero instant:
+// rec.Start = time.Since(base) just before the request is written. Do never
+// returns an error: a failure leaves rec.Success false with a one-line
+// rec.Error and the HTTP status in rec.Status. Cancelling ctx fails the
+// request with "canceled".
+func (c *Client) Do(ctx context.Context, req *workload.Request, requestID string, base time.Time, rec *metrics.Record) {
+	if rec == nil {
+		return
+	}
+	rec.RequestID = requestID
+	rec.Start, rec.TTFT, rec.Latency, rec.ITL, rec.FirstChunkTokens = time.Since(base), 0, 0, nil, 0
+	rec.OutputLen, rec.CachedTokens, rec.OutputLenSource = 0, 0, ""
+	rec.Success, rec.Error, rec.Status, rec.GeneratedText = false, "", 0, ""
+	if req == nil {
+		rec.Error = "no request given"
+		return
+	}
+	rec.Index, rec.PromptLen, rec.MaxTokens = req.Index, req.PromptLen, req.OutputLen
+
+	body, err := c.body.appendBody(make([]byte, 0, len(req.Prompt)+8*len(req.PromptIDs)+len(c.body.modelField)+len(c.body.tail)+64), req)
+	if err != nil {
+		rec.Error = err.Error()
+		return
+	}
+	reqCtx := ctx
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		reqCtx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	httpReq := c.newRequest(reqCtx, body, requestID)
+
+	rec.Start = time.Since(base)
+	resp, err := c.http.Do(httpReq)
+	if err != nil {
+		rec.Latency = time.Since(base) - rec.Start
+		rec.Error = c.describe(ctx, reqCtx, err, "while waiting for the response")
+		return
+	}
+	defer resp.Body.Close()
+	rec.Status = resp.StatusCode
+	if resp.StatusCode != http.StatusOK {
+		rec.Error = readStatusError(resp).Error()
+		rec.Latency = time.Since(base) - rec.Start
+		return
+	}
+	st := c.streams.Get().(*streamState)
+	defer c.putStream(st)
+	st.begin(resp.Body, base, rec)
+	ct := resp.Header.Get("Content-Type")
+	asJSON := false
+	switch {
+	case strings.HasPrefix(ct, "text/event-stream"):
+	case strings.Contains(ct, "json"):
+		asJSON = true
+	default: // no usable type: an SSE stream starts with a field, JSON with '{'
+		first, ok, err := st.framer.firstByte()
+		if err != nil {
+			st.failRead(err, c, ctx, reqCtx)
+			return
+		}
+		asJSON = ok && first == '{'
+	}
+	if asJSON {
+		st.readJSON(c, ctx, reqCtx)
+	} else {
+		st.readSSE(c, ctx, reqCtx)
+	}
+}
+
+func (c *Client) putStream(st *streamState) {
+	st.release()
+	c.streams.Put(st)
+}
+
+// describe turns a transport error into a one-line reason. ctx is the
+// caller's context, reqCtx the one carrying the per-request timeout.
+func (c *Client) describe(ctx, reqCtx context.Context, err error, where string) string {
+	if ctx.Err() != nil {
+		return "canceled"
+	}
+	if c.timeout > 0 && errors.Is(reqCtx.Err(), context.DeadlineExceeded) {
+		return fmt.Sprintf("timeout after %v %s", c.timeout, where)
+	}
+	var dnsErr *net.DNSError
+	switch {
+	case errors.As(err, &dnsErr):
+		return fmt.Sprintf("DNS lookup of %q failed (%s): check the host in --base-url", dnsErr.Name, dnsErr.Err)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Sprintf("connection refused by %s: is the server running and listening there?", c.endpoint.Host)
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset by the server " + where
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return "server closed the connection " + where
+	}
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		err = urlErr.Err // the URL is known to the user and only adds noise
+	}
+	return oneLine([]byte(err.Error() + " " + where))
+}

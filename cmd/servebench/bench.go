@@ -1,0 +1,523 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/servebench/servebench/bench"
+	"github.com/servebench/servebench/client"
+	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/tokenizer"
+	"github.com/servebench/servebench/workload"
+)
+
+// benchFlags are `servebench bench`'s flags beyond the shared workload ones.
+type benchFlags struct {
+	workload workloadFlags
+
+	backend, baseURL, host, endpoint string
+	port                             int
+	headers                          []string
+	insecure                         bool
+
+	model, servedModelName, tokenizer string
+	skipTokenizerInit                 bool
+
+	maxConcurrency   int
+	numWarmups       int
+	readyCheckSec    float64
+	requestTimeout   time.Duration
+	requestIDPrefix  string
+	disableStream    bool
+	continuousUsage  bool
+	ignoreEOS        bool
+	extraBody        string
+	logprobs         int
+	topP, minP, temp float64
+	topK             int
+	freqPenalty      float64
+	presencePenalty  float64
+	repPenalty       float64
+
+	saveResult, saveDetailed, appendResult bool
+	metadata                               []string
+	resultDir, resultFilename, label       string
+	recordsPath                            string
+	summaryJSON                            string
+	disableTqdm                            bool
+	scrapeInterval                         time.Duration
+	emulatedModel, emulatedGPU             string
+	grace                                  time.Duration
+}
+
+func newBenchCmd() *cobra.Command {
+	f := &benchFlags{}
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Load-test an OpenAI-compatible endpoint (vLLM benchmark_serving.py flags and output)",
+		Long: `Load-test an OpenAI-compatible endpoint and report TTFT, TPOT, ITL, E2EL, throughput and
+goodput exactly as vLLM's benchmark_serving.py does. Without --base-url, --host or --port it
+starts the built-in emulated vLLM server on a free loopback port and benchmarks that.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runBench(cmd.Context(), cmd, f)
+		},
+	}
+	fs := cmd.Flags()
+	f.workload.register(fs)
+	fs.StringVar(&f.backend, "backend", "openai", "API flavour: openai, vllm, sglang, lmdeploy, llama.cpp (completions) or openai-chat, vllm-chat, sglang-chat, tgi (chat)")
+	fs.StringVar(&f.baseURL, "base-url", "", "server base URL, e.g. http://127.0.0.1:8000 (overrides --host/--port)")
+	fs.StringVar(&f.host, "host", "127.0.0.1", "server host")
+	fs.IntVar(&f.port, "port", 8000, "server port")
+	fs.StringVar(&f.endpoint, "endpoint", "", "API path (default /v1/completions, or /v1/chat/completions for chat backends)")
+	fs.StringArrayVar(&f.headers, "header", nil, "extra request header KEY=VALUE (repeatable)")
+	fs.BoolVar(&f.insecure, "insecure", false, "skip TLS certificate verification")
+	fs.StringVar(&f.model, "model", "", "model name sent in requests (default: the first model the server lists)")
+	fs.StringVar(&f.servedModelName, "served-model-name", "", "model name to send if it differs from --model")
+	fs.StringVar(&f.tokenizer, "tokenizer", "", `token counter: "server" (the target's /tokenize), a built-in (cl100k_base, o200k_base, p50k_base, r50k_base, gpt2), or a tokenizer.json path; default: the server's if it has /tokenize, else none`)
+	fs.String("tokenizer-mode", "auto", "accepted for vLLM compatibility")
+	fs.Bool("trust-remote-code", false, "accepted for vLLM compatibility")
+	fs.BoolVar(&f.skipTokenizerInit, "skip-tokenizer-init", false, "use no tokenizer: output tokens come from usage or chunk counts")
+
+	fs.IntVar(&f.maxConcurrency, "max-concurrency", 0, "maximum requests in flight (arrivals past it wait in the client queue, which is measured)")
+	fs.IntVar(&f.numWarmups, "num-warmups", 0, "warmup requests before the measured run (results discarded)")
+	fs.Float64Var(&f.readyCheckSec, "ready-check-timeout-sec", 0, "retry the first request up to this many seconds until the server answers")
+	fs.DurationVar(&f.requestTimeout, "request-timeout", 0, "per-request time limit including a stalled stream, e.g. 60s (0: none)")
+	fs.StringVar(&f.requestIDPrefix, "request-id-prefix", "", "x-request-id prefix (default bench-<random>-)")
+	fs.BoolVar(&f.disableStream, "disable-stream", false, "send non-streaming requests (TTFT then equals E2EL)")
+	fs.BoolVar(&f.continuousUsage, "continuous-usage-stats", false, "ask for usage on every chunk so multi-token chunks split ITL exactly")
+	fs.BoolVar(&f.ignoreEOS, "ignore-eos", false, "ask the server to ignore EOS (always on for the random dataset, as in vLLM)")
+	fs.StringVar(&f.extraBody, "extra-body", "", `JSON object merged into every request body, e.g. '{"top_k": 5}'`)
+	fs.IntVar(&f.logprobs, "logprobs", -1, "logprobs per token to request")
+	fs.Float64Var(&f.topP, "top-p", math.NaN(), "sampling top_p")
+	fs.IntVar(&f.topK, "top-k", -2, "sampling top_k")
+	fs.Float64Var(&f.minP, "min-p", math.NaN(), "sampling min_p")
+	fs.Float64Var(&f.temp, "temperature", math.NaN(), "sampling temperature (not forced, as in current vLLM)")
+	fs.Float64Var(&f.freqPenalty, "frequency-penalty", math.NaN(), "sampling frequency_penalty")
+	fs.Float64Var(&f.presencePenalty, "presence-penalty", math.NaN(), "sampling presence_penalty")
+	fs.Float64Var(&f.repPenalty, "repetition-penalty", math.NaN(), "sampling repetition_penalty")
+
+	fs.BoolVar(&f.saveResult, "save-result", false, "save the result JSON (vLLM's keys)")
+	fs.BoolVar(&f.saveDetailed, "save-detailed", false, "include per-request lists (ttfts, itls, texts, errors) in the result JSON")
+	fs.BoolVar(&f.appendResult, "append-result", false, "append the result as one JSON line to the result file")
+	fs.StringArrayVar(&f.metadata, "metadata", nil, "KEY=VALUE pairs stored in the result JSON (repeatable)")
+	fs.StringVar(&f.resultDir, "result-dir", "", "directory for the result JSON and records (default: current directory)")
+	fs.StringVar(&f.resultFilename, "result-filename", "", "result file name (default: vLLM's {label|backend}-{rate}qps-{model}-{date}.json)")
+	fs.StringVar(&f.label, "label", "", "label for the run (result file prefix and comparisons)")
+	fs.StringVar(&f.recordsPath, "records", "", `per-request JSONL records file, written as requests finish (default: beside the result file; "none" disables)`)
+	fs.StringVar(&f.summaryJSON, "summary-json", "", `write a load-test style summary JSON to this path ("-" for stdout)`)
+	fs.BoolVar(&f.disableTqdm, "disable-tqdm", false, "no progress bar")
+	fs.DurationVar(&f.scrapeInterval, "server-metrics-interval", 5*time.Second, "scrape the server's /metrics this often during the run (0 disables)")
+	fs.StringVar(&f.emulatedModel, "emulated-model", defaultEmbeddedModel, "model the built-in emulated server imitates when no target is given")
+	fs.StringVar(&f.emulatedGPU, "emulated-gpu", defaultEmbeddedGPU, "GPU the built-in emulated server imitates when no target is given")
+	fs.DurationVar(&f.grace, "interrupt-grace", 5*time.Second, "on Ctrl-C, how long in-flight requests may finish before they are cut off")
+	return cmd
+}
+
+var chatBackends = map[string]bool{"openai-chat": true, "vllm-chat": true, "sglang-chat": true, "sglang-oai-chat": true, "lmdeploy-chat": true, "tgi": true}
+var completionBackends = map[string]bool{"openai": true, "vllm": true, "sglang": true, "sglang-oai": true, "lmdeploy": true, "llama.cpp": true, "scalellm": true}
+
+func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
+	changed := cmd.Flags().Changed
+	out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	spec, arrivals, sumOpts, pctMetrics, pcts, err := f.workload.resolve(changed)
+	if err != nil {
+		return err
+	}
+	if !chatBackends[f.backend] && !completionBackends[f.backend] {
+		return fmt.Errorf("--backend %q: not supported; use one of openai, vllm, sglang, lmdeploy, llama.cpp, openai-chat, vllm-chat, sglang-chat, tgi", f.backend)
+	}
+	endpoint := f.endpoint
+	if endpoint == "" {
+		endpoint = "/v1/completions"
+		if chatBackends[f.backend] {
+			endpoint = "/v1/chat/completions"
+		}
+	}
+	if f.maxConcurrency < 0 {
+		return fmt.Errorf("--max-concurrency %d: must be positive (or omitted for no cap)", f.maxConcurrency)
+	}
+	if f.numWarmups < 0 {
+		return fmt.Errorf("--num-warmups %d: must be 0 or more", f.numWarmups)
+	}
+	if f.saveDetailed && !f.saveResult {
+		return errors.New("--save-detailed needs --save-result")
+	}
+	if f.appendResult && !f.saveResult {
+		return errors.New("--append-result needs --save-result")
+	}
+	metadata, err := parseKeyValues("--metadata", f.metadata)
+	if err != nil {
+		return err
+	}
+	headerPairs, err := parseKeyValues("--header", f.headers)
+	if err != nil {
+		return err
+	}
+	extra, err := f.requestExtras()
+	if err != nil {
+		return err
+	}
+
+	// Target: an explicit server, or the embedded emulator.
+	baseURL := strings.TrimRight(f.baseURL, "/")
+	embedded := baseURL == "" && !changed("host") && !changed("port")
+	if embedded {
+		target, err := startEmbeddedTarget(ctx, errw, f.emulatedModel, f.emulatedGPU)
+		if err != nil {
+			return fmt.Errorf("start the embedded server: %w", err)
+		}
+		defer target.stop()
+		baseURL = target.url
+		if f.model == "" {
+			f.model = target.model
+		}
+	} else if baseURL == "" {
+		baseURL = "http://" + net.JoinHostPort(f.host, strconv.Itoa(f.port))
+	}
+	if u, err := url.Parse(baseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--base-url %q: expected http://HOST:PORT or https://HOST:PORT", f.baseURL)
+	}
+
+	header := http.Header{}
+	for _, kv := range headerPairs {
+		header.Add(kv[0], kv[1])
+	}
+	if key := os.Getenv("OPENAI_API_KEY"); key != "" && header.Get("Authorization") == "" {
+		header.Set("Authorization", "Bearer "+key)
+	}
+	httpClient := &http.Client{Timeout: 30 * time.Second}
+	if f.insecure {
+		httpClient.Transport = insecureTransport()
+	}
+
+	// The random dataset always ignores EOS against OpenAI-style backends, as
+	// in vLLM, so output lengths are what was asked for.
+	ignoreEOS := f.ignoreEOS || spec.Dataset == workload.DatasetRandom || spec.Dataset == ""
+	clientCfg := client.Config{
+		BaseURL: baseURL, Endpoint: endpoint, Header: header, NoStream: f.disableStream,
+		IgnoreEOS: ignoreEOS, ExtraBody: extra, Timeout: f.requestTimeout, ContinuousUsage: f.continuousUsage,
+		InsecureSkipVerify: f.insecure,
+	}
+	modelID := f.model
+	if modelID == "" {
+		lister, err := client.New(clientCfg)
+		if err != nil {
+			return err
+		}
+		models, err := lister.Models(ctx)
+		lister.CloseIdleConnections()
+		if err != nil || len(models) == 0 {
+			return fmt.Errorf("no --model given and %s/v1/models did not list one (%v); pass --model", baseURL, oneLineErr(err))
+		}
+		modelID = models[0]
+	}
+	sendModel := modelID
+	if f.servedModelName != "" {
+		sendModel = f.servedModelName
+	}
+	clientCfg.Model = sendModel
+	cl, err := client.New(clientCfg)
+	if err != nil {
+		return err
+	}
+	defer cl.CloseIdleConnections()
+
+	tok, tokName, err := resolveBenchTokenizer(ctx, f, baseURL, sendModel, header, httpClient, errw)
+	if err != nil {
+		return err
+	}
+	if tok != nil && tok.VocabSize() > 0 && !changed("vocab-size") {
+		spec.VocabSize = tok.VocabSize()
+	}
+
+	reqs, err := workload.Build(ctx, spec, tok)
+	if err != nil {
+		return err
+	}
+	workload.Assign(reqs, workload.Schedule(len(reqs), arrivals))
+
+	start := time.Now()
+	info := report.RunInfo{
+		Date: start, Backend: f.backend, EndpointType: f.backend, Label: f.label, ModelID: modelID,
+		TokenizerID: tokName, NumPrompts: spec.NumPrompts, RequestRate: arrivals.Rate, Burstiness: arrivals.Burstiness,
+		MaxConcurrency: f.maxConcurrency, Metadata: metadata, PercentileMetrics: pctMetrics, Percentiles: pcts,
+		Goodput: len(sumOpts.Goodput) > 0,
+	}
+	if f.workload.rampUp != "" {
+		info.RampUp = &report.RampUp{Strategy: f.workload.rampUp, StartRPS: f.workload.rampStart, EndRPS: f.workload.rampEnd}
+	}
+	resultPath := ""
+	if f.saveResult || f.recordsPath == "" {
+		name := f.resultFilename
+		if name == "" {
+			name = report.ResultFilename(&info)
+		}
+		resultPath = filepath.Join(f.resultDir, name)
+	}
+	recordsPath := f.recordsPath
+	if recordsPath == "" {
+		recordsPath = report.RecordsFilename(resultPath)
+	}
+	var recordsFile *os.File
+	if recordsPath != "none" {
+		if dir := filepath.Dir(recordsPath); dir != "." {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return fmt.Errorf("create records directory: %w", err)
+			}
+		}
+		recordsFile, err = os.Create(recordsPath)
+		if err != nil {
+			return fmt.Errorf("--records %q: %w", recordsPath, err)
+		}
+		defer recordsFile.Close()
+	}
+
+	printPreamble(out, arrivals.Rate, arrivals.Burstiness, f.maxConcurrency)
+
+	var scraper *bench.Scraper
+	if f.scrapeInterval > 0 {
+		s := bench.NewScraper(baseURL+"/metrics", httpClient, f.scrapeInterval)
+		probeCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if err := s.Probe(probeCtx); err == nil {
+			scraper = s
+		}
+		cancel()
+	}
+
+	prefix := f.requestIDPrefix
+	if prefix == "" {
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		prefix = "bench-" + hex.EncodeToString(b[:]) + "-"
+	}
+	bar := newProgress(errw, len(reqs), f.disableTqdm)
+	cfg := bench.Config{
+		Client: cl, Requests: reqs, MaxConcurrency: f.maxConcurrency, Warmups: f.numWarmups,
+		ReadyCheckTimeout: time.Duration(f.readyCheckSec * float64(time.Second)), RequestIDPrefix: prefix,
+		Summary: sumOpts, Tokenizer: tok, KeepRecords: f.saveDetailed, GracePeriod: f.grace,
+		Scraper: scraper, OnRecord: bar.update,
+	}
+	if recordsFile != nil {
+		cfg.Records = recordsFile
+	}
+	res, err := bench.Run(ctx, cfg)
+	bar.finish()
+	if err != nil {
+		return err
+	}
+	info.Interrupted = res.Interrupted
+	result := &report.Result{Info: info, Summary: res.Summary, Records: res.Records}
+	if res.Server != nil {
+		result.Extra = append(result.Extra, report.Section{Key: "server_metrics", Value: serverMetricsJSON(res)})
+	}
+	if err := report.WriteText(out, result); err != nil {
+		return err
+	}
+	if res.Server != nil {
+		writeServerSection(out, res.Server)
+	}
+	if f.saveResult {
+		if err := saveResult(resultPath, result, f.saveDetailed, f.appendResult); err != nil {
+			return err
+		}
+		fmt.Fprintf(errw, "Saved result to %s\n", resultPath)
+	}
+	if recordsFile != nil {
+		fmt.Fprintf(errw, "Per-request records: %s\n", recordsPath)
+	}
+	if f.summaryJSON != "" {
+		js, err := report.SummaryJSON(result)
+		if err != nil {
+			return err
+		}
+		js = append(js, '\n')
+		if f.summaryJSON == "-" {
+			_, err = out.Write(js)
+		} else {
+			err = os.WriteFile(f.summaryJSON, js, 0o644)
+		}
+		if err != nil {
+			return fmt.Errorf("--summary-json: %w", err)
+		}
+	}
+	if res.Interrupted {
+		return exitCodeError{code: 130, err: fmt.Errorf("interrupted: partial results printed and saved (%d requests never sent)", res.NotSent)}
+	}
+	return nil
+}
+
+func (f *benchFlags) requestExtras() (map[string]any, error) {
+	extra := map[string]any{}
+	if f.logprobs >= 0 {
+		extra["logprobs"] = f.logprobs
+	}
+	setFloat := func(key string, v float64) {
+		if !math.IsNaN(v) {
+			extra[key] = v
+		}
+	}
+	setFloat("top_p", f.topP)
+	setFloat("min_p", f.minP)
+	setFloat("temperature", f.temp)
+	setFloat("frequency_penalty", f.freqPenalty)
+	setFloat("presence_penalty", f.presencePenalty)
+	setFloat("repetition_penalty", f.repPenalty)
+	if f.topK != -2 {
+		extra["top_k"] = f.topK
+	}
+	if f.extraBody != "" {
+		var body map[string]any
+		if err := json.Unmarshal([]byte(f.extraBody), &body); err != nil {
+			return nil, fmt.Errorf("--extra-body: not a JSON object: %v", err)
+		}
+		for k, v := range body {
+			extra[k] = v
+		}
+	}
+	return extra, nil
+}
+
+func resolveBenchTokenizer(ctx context.Context, f *benchFlags, baseURL, model string, header http.Header, hc *http.Client, errw io.Writer) (tokenizer.Tokenizer, string, error) {
+	if f.skipTokenizerInit {
+		return nil, "", nil
+	}
+	// Servers do not report their vocabulary size; random prompt IDs are
+	// drawn below --vocab-size, which every common model's vocabulary covers.
+	opts := tokenizer.Options{BaseURL: baseURL, Model: model, HTTPClient: hc, Header: header, VocabSize: f.workload.spec.VocabSize}
+	if f.tokenizer != "" {
+		tok, err := tokenizer.New(ctx, f.tokenizer, opts)
+		if err != nil {
+			return nil, "", err
+		}
+		if tok == nil {
+			return nil, "", nil
+		}
+		return tok, tok.Name(), nil
+	}
+	// Default: the target's own tokenizer when it has /tokenize, so prompt
+	// lengths are exact for the served model; otherwise none.
+	tok, err := tokenizer.New(ctx, "server", opts)
+	if err == nil {
+		probeCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if _, err = tok.Encode(probeCtx, "hello"); err == nil {
+			return tok, tok.Name(), nil
+		}
+	}
+	fmt.Fprintf(errw, "No --tokenizer and the server has no usable /tokenize (%v): random prompts go as token IDs, output tokens come from usage.\n", oneLineErr(err))
+	return nil, "", nil
+}
+
+func oneLineErr(err error) string {
+	if err == nil {
+		return "no error"
+	}
+	return oneLine(err.Error())
+}
+
+// printPreamble prints what vLLM prints before its result block.
+func printPreamble(w io.Writer, rate, burstiness float64, maxConcurrency int) {
+	fmt.Fprintf(w, "Traffic request rate: %s\n", pyFloat(rate))
+	dist := "Gamma distribution"
+	if burstiness == 1 {
+		dist = "Poisson process"
+	}
+	fmt.Fprintf(w, "Burstiness factor: %s (%s)\n", pyFloat(burstiness), dist)
+	if maxConcurrency > 0 {
+		fmt.Fprintf(w, "Maximum request concurrency: %d\n", maxConcurrency)
+	} else {
+		fmt.Fprintln(w, "Maximum request concurrency: None")
+	}
+}
+
+func pyFloat(v float64) string {
+	if math.IsInf(v, 1) {
+		return "inf"
+	}
+	s := strconv.FormatFloat(v, 'f', -1, 64)
+	if !strings.Contains(s, ".") {
+		s += ".0"
+	}
+	return s
+}
+
+func saveResult(path string, r *report.Result, detailed, appendMode bool) error {
+	js, err := report.JSON(r, detailed)
+	if err != nil {
+		return err
+	}
+	if dir := filepath.Dir(path); dir != "." {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("create result directory: %w", err)
+		}
+	}
+	if appendMode {
+		fh, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			return fmt.Errorf("append result: %w", err)
+		}
+		defer fh.Close()
+		if _, err := fh.Write(append(js, '\n')); err != nil {
+			return fmt.Errorf("append result: %w", err)
+		}
+		return fh.Close()
+	}
+	if err := os.WriteFile(path, js, 0o644); err != nil {
+		return fmt.Errorf("save result: %w", err)
+	}
+	return nil
+}
+
+func serverMetricsJSON(res *bench.Result) map[string]any {
+	samples := make([]map[string]any, 0, len(res.ServerSamples))
+	var prevHits, prevQueries float64
+	for i, s := range res.ServerSamples {
+		hitRate := 0.0
+		if i > 0 && s.PrefixQueries > prevQueries {
+			hitRate = (s.PrefixHits - prevHits) / (s.PrefixQueries - prevQueries)
+		}
+		prevHits, prevQueries = s.PrefixHits, s.PrefixQueries
+		samples = append(samples, map[string]any{
+			"t": s.At.Seconds(), "running": s.Running, "waiting": s.Waiting, "swapped": s.Swapped,
+			"kv_cache_usage": s.KVCacheUsage, "prefix_hit_rate": hitRate,
+		})
+	}
+	return map[string]any{"summary": res.Server, "samples": samples}
+}
+
+func writeServerSection(w io.Writer, s *bench.ServerSummary) {
+	fmt.Fprintln(w, centeredTitle("Server Metrics (scraped)", '-'))
+	row := func(label, v string) { fmt.Fprintf(w, "%-40s %-10s\n", label, v) }
+	row("Samples:", strconv.Itoa(s.Samples))
+	row("Running requests mean / max:", fmt.Sprintf("%.2f / %.0f", s.MeanRunning, s.MaxRunning))
+	row("Waiting requests mean / max:", fmt.Sprintf("%.2f / %.0f", s.MeanWaiting, s.MaxWaiting))
+	row("KV cache usage mean / max (%):", fmt.Sprintf("%.1f / %.1f", 100*s.MeanKVCacheUsage, 100*s.MaxKVCacheUsage))
+	row("Prefix cache hit rate (%):", fmt.Sprintf("%.1f", 100*s.PrefixCacheHitRate))
+	row("Preemptions:", fmt.Sprintf("%.0f", s.Preemptions))
+	fmt.Fprintln(w, strings.Repeat("=", 50))
+}
+
+func centeredTitle(s string, c byte) string {
+	pad := 50 - len(s)
+	if pad <= 0 {
+		return s
+	}
+	return strings.Repeat(string(c), pad/2) + s + strings.Repeat(string(c), pad-pad/2)
+}
