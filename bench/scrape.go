@@ -112,6 +112,11 @@ func (s *Scraper) Run(ctx context.Context, base time.Time) {
 		s.scrapeOnce(ctx, base)
 		select {
 		case <-ctx.Done():
+			// One last sample at the end of the run, so even a run shorter
+			// than the interval shows the server under load.
+			final, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			s.scrapeOnce(final, base)
+			cancel()
 			return
 		case <-ticker.C:
 		}

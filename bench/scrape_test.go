@@ -210,6 +210,8 @@ func TestScraperRun(t *testing.T) {
 			{At: 250 * ms},
 			{At: 1250 * ms, Running: 4, Waiting: 2, KVCacheUsage: 0.5, PrefixHits: 30, PrefixQueries: 100, Preemptions: 1},
 			{At: 4250 * ms, Running: 8, Waiting: 6, KVCacheUsage: 0.9, PrefixHits: 90, PrefixQueries: 200, Preemptions: 3},
+			// the final scrape when the run ends
+			{At: 4750 * ms, Running: 8, Waiting: 6, KVCacheUsage: 0.9, PrefixHits: 90, PrefixQueries: 200, Preemptions: 3},
 		}
 		if d := cmp.Diff(want, s.Samples()); d != "" {
 			t.Errorf("samples (-want +got):\n%s", d)

@@ -23,6 +23,7 @@ import (
 	"github.com/servebench/servebench/bench"
 	"github.com/servebench/servebench/client"
 	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/serve"
 	"github.com/servebench/servebench/tokenizer"
 	"github.com/servebench/servebench/workload"
 )
@@ -178,7 +179,11 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 	// Target: an explicit server, or the embedded emulator.
 	baseURL := strings.TrimRight(f.baseURL, "/")
 	embedded := baseURL == "" && !changed("host") && !changed("port")
+	defaultTokenizer := ""
 	if embedded {
+		// The emulator tokenizes with a built-in encoding; using the same one
+		// in-process gives the same counts without HTTP round trips.
+		defaultTokenizer = serve.DefaultTokenizer
 		target, err := startEmbeddedTarget(ctx, errw, f.emulatedModel, f.emulatedGPU)
 		if err != nil {
 			return fmt.Errorf("start the embedded server: %w", err)
@@ -239,9 +244,20 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 	}
 	defer cl.CloseIdleConnections()
 
-	tok, tokName, err := resolveBenchTokenizer(ctx, f, baseURL, sendModel, header, httpClient, errw)
+	tok, tokName, err := resolveBenchTokenizer(ctx, f, defaultTokenizer, baseURL, sendModel, header, httpClient, errw)
 	if err != nil {
 		return err
+	}
+	idPrompts := spec.Dataset == workload.DatasetRandom || spec.Dataset == workload.DatasetPrefixRepetition || spec.Dataset == ""
+	if tok == nil && idPrompts && strings.HasSuffix(endpoint, "chat/completions") {
+		// Chat messages carry text, not token IDs: without the server's
+		// tokenizer, build the prompts with a built-in one and say so.
+		tok, err = tokenizer.New(ctx, "cl100k_base", tokenizer.Options{})
+		if err != nil {
+			return err
+		}
+		tokName = tok.Name()
+		fmt.Fprintln(errw, "Chat endpoint with token-ID prompts and no tokenizer: building prompts with the built-in cl100k_base encoding; input lengths are exact for it, approximate for the server's (pass --tokenizer to choose).")
 	}
 	if tok != nil && tok.VocabSize() > 0 && !changed("vocab-size") {
 		spec.VocabSize = tok.VocabSize()
@@ -330,7 +346,7 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 	if err := report.WriteText(out, result); err != nil {
 		return err
 	}
-	if res.Server != nil {
+	if res.Server != nil && res.Server.Samples >= 2 {
 		writeServerSection(out, res.Server)
 	}
 	if f.saveResult {
@@ -394,15 +410,19 @@ func (f *benchFlags) requestExtras() (map[string]any, error) {
 	return extra, nil
 }
 
-func resolveBenchTokenizer(ctx context.Context, f *benchFlags, baseURL, model string, header http.Header, hc *http.Client, errw io.Writer) (tokenizer.Tokenizer, string, error) {
+func resolveBenchTokenizer(ctx context.Context, f *benchFlags, defaultSpec, baseURL, model string, header http.Header, hc *http.Client, errw io.Writer) (tokenizer.Tokenizer, string, error) {
 	if f.skipTokenizerInit {
 		return nil, "", nil
 	}
 	// Servers do not report their vocabulary size; random prompt IDs are
 	// drawn below --vocab-size, which every common model's vocabulary covers.
 	opts := tokenizer.Options{BaseURL: baseURL, Model: model, HTTPClient: hc, Header: header, VocabSize: f.workload.spec.VocabSize}
-	if f.tokenizer != "" {
-		tok, err := tokenizer.New(ctx, f.tokenizer, opts)
+	spec := f.tokenizer
+	if spec == "" {
+		spec = defaultSpec
+	}
+	if spec != "" {
+		tok, err := tokenizer.New(ctx, spec, opts)
 		if err != nil {
 			return nil, "", err
 		}

@@ -1,0 +1,231 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runCLI runs servebench in-process with args, as main does.
+func runCLI(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	root := newRootCmd()
+	var out, errb bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	root.SetArgs(expandMultiValueFlags(args))
+	err = root.ExecuteContext(t.Context())
+	return out.String(), errb.String(), err
+}
+
+// emulator starts the built-in emulated vLLM server on a loopback port.
+func emulator(t *testing.T) (baseURL, host, port string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var discard bytes.Buffer
+	target, err := startEmbeddedTarget(ctx, &discard, defaultEmbeddedModel, defaultEmbeddedGPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { target.stop(); cancel() })
+	u, err := url.Parse(target.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, port, _ = net.SplitHostPort(u.Host)
+	return target.url, host, port
+}
+
+// sonnetFile writes the sonnet text four times over, as sonnet_4x.txt in
+// vLLM's instructions.
+func sonnetFile(t *testing.T) string {
+	t.Helper()
+	text, err := os.ReadFile("../../../shared/data/sonnet.txt")
+	if err != nil {
+		t.Skipf("sonnet text not found beside the checkout (../shared/data/sonnet.txt): %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "sonnet_4x.txt")
+	if err := os.WriteFile(path, bytes.Repeat(text, 4), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestPublishedCommandsRunUnchanged(t *testing.T) {
+	baseURL, host, port := emulator(t)
+	t.Run("random via --base-url", func(t *testing.T) {
+		out, _, err := runCLI(t, "bench", "--backend", "vllm", "--base-url", baseURL, "--endpoint", "/v1/completions",
+			"--model", defaultEmbeddedModel, "--dataset-name", "random", "--random-input-len", "1024", "--random-output-len", "1024",
+			"--num-prompts", "10", "--records", "none")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"Successful requests:                     10        \n", "Total input tokens:                      10240     \n", "Total generated tokens:                  10240     \n", "Mean TPOT (ms):"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		}
+	})
+	t.Run("sonnet via --port with saved result", func(t *testing.T) {
+		dir := t.TempDir()
+		// The published command, with --num-prompts 200 --request-rate 2
+		// scaled to 20 prompts at 20 req/s so the test takes a second, not 100.
+		out, _, err := runCLI(t, "bench", "--backend", "vllm", "--model", defaultEmbeddedModel, "--dataset-name", "sonnet",
+			"--dataset-path", sonnetFile(t), "--sonnet-input-len", "1024", "--sonnet-output-len", "6", "--sonnet-prefix-len", "50",
+			"--num-prompts", "20", "--host", host, "--port", port, "--save-result", "--result-dir", dir, "--result-filename", "x.json",
+			"--request-rate", "20")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out, "Request rate configured (RPS):           20.00") {
+			t.Errorf("no configured-rate row:\n%s", out)
+		}
+		raw, err := os.ReadFile(filepath.Join(dir, "x.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res map[string]any
+		if err := json.Unmarshal(raw, &res); err != nil {
+			t.Fatalf("result JSON: %v", err)
+		}
+		if res["completed"] != 20.0 || res["request_rate"] != 20.0 || res["backend"] != "vllm" || res["total_output_tokens"] != 120.0 {
+			t.Errorf("result JSON: completed=%v request_rate=%v backend=%v total_output_tokens=%v", res["completed"], res["request_rate"], res["backend"], res["total_output_tokens"])
+		}
+		records, err := os.ReadFile(filepath.Join(dir, "x.records.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := bytes.Count(records, []byte("\n")); n != 20 {
+			t.Errorf("records file has %d lines, want 20", n)
+		}
+	})
+	t.Run("chat, goodput, percentiles, metadata, summary json", func(t *testing.T) {
+		dir := t.TempDir()
+		out, _, err := runCLI(t, "bench", "--backend", "openai-chat", "--base-url", baseURL, "--num-prompts", "8",
+			"--random-input-len", "64", "--random-output-len", "16", "--goodput", "ttft:5000", "tpot:500",
+			"--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99", "--save-result", "--save-detailed",
+			"--result-dir", dir, "--metadata", "gpu=H100", "tp=1", "--label", "emu", "--summary-json", filepath.Join(dir, "s.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"Request goodput (req/s):", "P90 E2EL (ms):", "----------------End-to-end Latency----------------"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("output lacks %q", want)
+			}
+		}
+		matches, _ := filepath.Glob(filepath.Join(dir, "emu-infqps-*.json"))
+		if len(matches) != 1 {
+			t.Fatalf("result files %v, want one emu-infqps-*.json", matches)
+		}
+		raw, _ := os.ReadFile(matches[0])
+		var res map[string]any
+		if err := json.Unmarshal(raw, &res); err != nil {
+			t.Fatal(err)
+		}
+		if res["gpu"] != "H100" || res["tp"] != "1" || res["label"] != "emu" || res["p90_e2el_ms"] == nil || len(res["ttfts"].([]any)) != 8 {
+			t.Errorf("result JSON misses metadata, label, percentiles or detail: %v", res)
+		}
+		if res["request_goodput"].(float64) <= 0 {
+			t.Errorf("goodput %v", res["request_goodput"])
+		}
+		sum, err := os.ReadFile(filepath.Join(dir, "s.json"))
+		if err != nil || !bytes.Contains(sum, []byte(`"requests_per_second"`)) || !bytes.Contains(sum, []byte(`"p95"`)) {
+			t.Errorf("summary JSON %s, %v", sum, err)
+		}
+	})
+}
+
+func TestAPIKeyIsSentButNeverWritten(t *testing.T) {
+	var gotAuth []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotAuth = append(gotAuth, r.Header.Get("Authorization"))
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte("data: {\"choices\":[{\"text\":\"hi\"}]}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":1}}\n\ndata: [DONE]\n\n"))
+	}))
+	defer srv.Close()
+	t.Setenv("OPENAI_API_KEY", "sk-secret-123")
+	dir := t.TempDir()
+	_, _, err := runCLI(t, "bench", "--base-url", srv.URL, "--model", "m", "--num-prompts", "3", "--random-input-len", "4",
+		"--random-output-len", "1", "--save-result", "--save-detailed", "--result-dir", dir, "--skip-tokenizer-init", "--server-metrics-interval", "0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gotAuth) != 3 || gotAuth[0] != "Bearer sk-secret-123" {
+		t.Fatalf("server saw Authorization %q", gotAuth)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*"))
+	if len(files) != 2 {
+		t.Fatalf("files written: %v", files)
+	}
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		if bytes.Contains(b, []byte("sk-secret")) {
+			t.Errorf("%s contains the API key", f)
+		}
+	}
+}
+
+func TestBenchBadInputIsOneLineError(t *testing.T) {
+	baseURL, _, _ := emulator(t)
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"missing dataset file", []string{"--dataset-name", "sharegpt", "--dataset-path", "/nonexistent/x.json"}, `"/nonexistent/x.json"`},
+		{"bad range ratio", []string{"--random-range-ratio", "1.5"}, "--random-range-ratio"},
+		{"bad backend", []string{"--backend", "nope"}, "--backend"},
+		{"detailed without save", []string{"--save-detailed"}, "--save-result"},
+		{"bad goodput key", []string{"--goodput", "foo:1"}, "--goodput"},
+		{"bad percentile", []string{"--metric-percentiles", "101"}, "--metric-percentiles"},
+		{"ramp-up with a rate", []string{"--ramp-up-strategy", "linear", "--ramp-up-start-rps", "1", "--ramp-up-end-rps", "5", "--request-rate", "3"}, "ramp"},
+		{"bad extra body", []string{"--extra-body", "{"}, "--extra-body"},
+		{"bad metadata", []string{"--metadata", "novalue"}, "--metadata"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"bench", "--base-url", baseURL, "--num-prompts", "2", "--records", "none"}, tt.args...)
+			_, _, err := runCLI(t, args...)
+			if err == nil {
+				t.Fatalf("accepted %v", tt.args)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, tt.want) || strings.Contains(oneLine(msg), "\n") {
+				t.Fatalf("error %q should name %q on one line", msg, tt.want)
+			}
+		})
+	}
+}
+
+func TestConnectionRefusedGivesFailedRecords(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	out, _, err := runCLI(t, "bench", "--base-url", "http://"+addr, "--model", "m", "--num-prompts", "3",
+		"--skip-tokenizer-init", "--records", "none", "--server-metrics-interval", "0", "--random-input-len", "8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "Failed requests:                         3") {
+		t.Fatalf("want 3 failed requests:\n%s", out)
+	}
+}
+
+func TestExpandMultiValueFlags(t *testing.T) {
+	got := expandMultiValueFlags([]string{"bench", "--goodput", "ttft:1", "tpot:2", "--metadata", "a=1", "b=2", "--num-prompts", "3", "--header", "x=1"})
+	want := "bench --goodput ttft:1 --goodput tpot:2 --metadata a=1 --metadata b=2 --num-prompts 3 --header x=1"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("got %q\nwant %q", strings.Join(got, " "), want)
+	}
+}

@@ -1,0 +1,547 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/servebench/servebench/perf"
+)
+
+type seqState uint8
+
+const (
+	stateFree seqState = iota
+	stateWaiting
+	stateRunning
+	stateSwapped
+	stateDone
+)
+
+// sequence is one request's scheduler state (vLLM's SequenceGroup with a
+// single sequence, or V1's Request). Sequences are pooled; gen changes on
+// every reuse so a Step can tell a recycled sequence from its own.
+type sequence struct {
+	id        uint64
+	gen       uint32
+	state     seqState
+	decoding  bool // prefill done since the last (re)admission
+	reported  bool // first output sent
+	admitted  bool // first admission done; cached is final
+	arrival   time.Duration
+	prompt    []int
+	promptLen int
+	maxTokens int
+	generated int
+	computed  int // tokens whose KV is computed (num_computed_tokens)
+	chunk     int // tokens scheduled in the current step
+	cached    int // prefix-cache hit tokens at the first admission
+
+	gpuBlocks  int
+	cpuBlocks  int
+	lastAccess time.Duration // V0 evictor: last step that scheduled it
+
+	// Prefix caching only.
+	blocks       []int32  // GPU block table
+	hashes       []uint64 // chained hashes of the leading full blocks
+	hashedBlocks int      // leading blocks already registered in the cache
+}
+
+// len is the number of tokens the sequence holds: prompt plus generated.
+func (s *sequence) len() int { return s.promptLen + s.generated }
+
+// Engine is vLLM's scheduler and KV-cache manager for one model replica.
+type Engine struct {
+	cfg      Config
+	log      *slog.Logger
+	kv       blockPool
+	wmBlocks int
+	cpuUsed  int
+
+	byID                      map[uint64]*sequence
+	waiting, running, swapped seqQueue
+	pool                      []*sequence
+
+	step    Step
+	pending bool
+	err     error
+	now     time.Duration
+	changed bool // the current scheduling pass preempted or rejected something
+	stats   Stats
+
+	// V0 _passed_delay state.
+	prevTime          time.Duration
+	prevPrompt        bool
+	lastPromptLatency time.Duration
+	// Waiting stays in Add order (preempted requests return to the front,
+	// ahead of everything added after them), so while arrivals are added in
+	// order the front holds the earliest arrival.
+	lastArrival     time.Duration
+	arrivalsInOrder bool
+
+	// Per-step scratch, reused.
+	newPrefills, runDecodes, runPrefills []*sequence
+	swapDecodes, swapPrefills            []*sequence
+	preempted, swappedOut                []*sequence
+	hits                                 []int32
+	outs                                 []Output
+}
+
+// New validates cfg and builds an engine with all KV blocks free.
+func New(cfg Config) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		cfg:             cfg,
+		log:             cfg.Logger,
+		kv:              newBlockPool(cfg.NumGPUBlocks, cfg.EnablePrefixCaching, cfg.Version == V0),
+		byID:            make(map[uint64]*sequence),
+		arrivalsInOrder: true,
+	}
+	if cfg.Version == V0 {
+		e.wmBlocks = int(cfg.Watermark * float64(cfg.NumGPUBlocks))
+	}
+	return e, nil
+}
+
+// Config returns the configuration the engine was built with.
+func (e *Engine) Config() Config { return e.cfg }
+
+// Err is the engine's terminal failure (ErrNoSwapSpace), or nil.
+func (e *Engine) Err() error { return e.err }
+
+// Add queues a request at the back of the waiting queue. It rejects only
+// what vLLM's API rejects before the engine sees a request (HTTP 400,
+// errors.Is ErrBadRequest), or anything once the engine has died.
+func (e *Engine) Add(r Request) error {
+	if e.err != nil {
+		return e.err
+	}
+	promptLen := r.PromptLen
+	if r.Prompt != nil {
+		promptLen = len(r.Prompt)
+	}
+	switch {
+	case promptLen <= 0:
+		return &badRequestError{"The decoder prompt cannot be empty"}
+	case r.MaxTokens < 1:
+		return &badRequestError{fmt.Sprintf("max_tokens must be at least 1, got %d.", r.MaxTokens)}
+	case r.MaxTokens > e.cfg.MaxModelLen-promptLen: // not promptLen+MaxTokens: no overflow
+		return &badRequestError{fmt.Sprintf("This model's maximum context length is %d tokens. "+
+			"However, you requested %d tokens (%d in the messages, %d in the completion). "+
+			"Please reduce the length of the messages or completion.",
+			e.cfg.MaxModelLen, promptLen+r.MaxTokens, promptLen, r.MaxTokens)}
+	}
+	if _, dup := e.byID[r.ID]; dup {
+		return &badRequestError{fmt.Sprintf("request id %d is already in the engine; request IDs must be unique", r.ID)}
+	}
+	if r.Arrival < e.lastArrival {
+		e.arrivalsInOrder = false
+	}
+	e.lastArrival = r.Arrival
+	s := e.newSequence()
+	s.id = r.ID
+	s.arrival = r.Arrival
+	s.prompt = r.Prompt
+	s.promptLen = promptLen
+	s.maxTokens = r.MaxTokens
+	s.state = stateWaiting
+	e.byID[r.ID] = s
+	e.waiting.pushBack(s)
+	return nil
+}
+
+func (e *Engine) newSequence() *sequence {
+	if n := len(e.pool); n > 0 {
+		s := e.pool[n-1]
+		e.pool = e.pool[:n-1]
+		return s
+	}
+	return &sequence{}
+}
+
+// release returns a finished sequence to the pool; its blocks must be freed.
+func (e *Engine) release(s *sequence) {
+	delete(e.byID, s.id)
+	*s = sequence{gen: s.gen + 1, blocks: s.blocks[:0], hashes: s.hashes[:0]}
+	e.pool = append(e.pool, s)
+}
+
+// Abort removes a request from whichever queue holds it and frees its GPU
+// and CPU blocks (a client disconnected). It reports whether the request was
+// in the engine. A pending Step still computes it, but Complete skips it.
+func (e *Engine) Abort(id uint64) bool {
+	s, ok := e.byID[id]
+	if !ok {
+		return false
+	}
+	isTarget := func(x *sequence) bool { return x == s }
+	switch s.state {
+	case stateWaiting:
+		e.waiting.removeFunc(isTarget)
+	case stateRunning:
+		e.running.removeFunc(isTarget)
+	case stateSwapped:
+		e.swapped.removeFunc(isTarget)
+	}
+	e.freeGPU(s)
+	e.freeCPU(s)
+	e.release(s)
+	return true
+}
+
+// Idle reports that nothing is running, waiting or swapped.
+func (e *Engine) Idle() bool {
+	return e.running.len() == 0 && e.waiting.len() == 0 && e.swapped.len() == 0
+}
+
+// KVUsage is vLLM's gpu_cache_usage: 1 - free/total, where free blocks
+// include evictable prefix-cached ones.
+func (e *Engine) KVUsage() float64 {
+	return 1 - float64(e.kv.free)/float64(e.kv.total)
+}
+
+// ResetPrefixCache drops every cached block hash (vLLM's
+// /reset_prefix_cache). Like vLLM (V1 BlockPool and V0's prefix-caching
+// allocator) it refuses and returns false while any GPU block is held by a
+// running request, since those blocks cannot be un-cached under it. Without
+// prefix caching it does nothing and returns true.
+func (e *Engine) ResetPrefixCache() bool { return e.kv.reset() }
+
+// Stats returns the current gauges and cumulative counters.
+func (e *Engine) Stats() Stats {
+	st := e.stats
+	st.Running, st.Waiting, st.Swapped = e.running.len(), e.waiting.len(), e.swapped.len()
+	st.GPUBlocksTotal = e.kv.total
+	st.GPUBlocksUsed = e.kv.total - e.kv.free
+	st.CPUBlocksTotal = e.cfg.NumCPUBlocks
+	st.CPUBlocksUsed = e.cpuUsed
+	return st
+}
+
+// Schedule decides the next step at time now (the driver's clock): it
+// admits, chunks, preempts and allocates KV blocks exactly as the configured
+// vLLM version would. The returned Step is never nil and stays valid until
+// the next Schedule; report its Rejected requests before scheduling again.
+// Calling Schedule again before Complete returns the same pending step
+// (with no Rejected). Once the engine has died it returns empty steps.
+func (e *Engine) Schedule(now time.Duration) *Step {
+	st := &e.step
+	st.Rejected = st.Rejected[:0]
+	if e.pending {
+		return st
+	}
+	st.Shape = perf.StepShape{}
+	st.entries = st.entries[:0]
+	if e.err != nil {
+		return st
+	}
+	e.now = now
+	// A pass that only preempts or rejects (vLLM would run a step with no
+	// tokens, just swap-outs) is followed at once by another, so the driver
+	// never sees an empty step while work remains. Two more passes always
+	// settle: the second finds the freed blocks or rejects what never fits.
+	for range 3 {
+		e.changed = false
+		switch {
+		case e.cfg.Version == V1:
+			e.scheduleV1()
+		case e.cfg.EnableChunkedPrefill:
+			e.scheduleV0Chunked()
+		default:
+			e.scheduleV0Default()
+		}
+		if e.err != nil {
+			e.die()
+			return st
+		}
+		if st.Shape.Tokens() > 0 || !e.changed {
+			break
+		}
+	}
+	e.pending = st.Shape.Tokens() > 0
+	return st
+}
+
+// Complete applies a step the driver has finished running: computed tokens
+// advance, every sequence whose prefill completed or that decoded samples
+// one token, and finished requests free their blocks (cached blocks stay
+// evictable). It returns one Output per request the step computed, partial
+// prefill chunks included (NewTokens 0), so the driver also learns when a
+// request was first scheduled; requests aborted meanwhile are skipped. The
+// slice is reused by the next Complete. Completing a step twice, or a step
+// that is not pending, returns nil.
+func (e *Engine) Complete(st *Step) []Output {
+	if st != &e.step || !e.pending {
+		return nil
+	}
+	e.pending = false
+	e.stats.Steps++
+	// Outputs are written field by field into a reused buffer: Err is
+	// never set here, so the hot loop stores no pointers (no write barriers).
+	outs := e.outs[:0]
+	if cap(outs) < len(st.entries) {
+		outs = make([]Output, 0, 2*len(st.entries))
+	}
+	outs = outs[:len(st.entries)]
+	n, finished := 0, 0
+	v0 := e.cfg.Version == V0
+	for i := range st.entries {
+		en := &st.entries[i]
+		s := en.s
+		if s.gen != en.gen {
+			continue // aborted while the step ran
+		}
+		s.computed += en.tokens
+		if v0 && en.prefill {
+			e.stats.PromptTokens += int64(en.charged)
+		}
+		o := &outs[n]
+		n++
+		o.ID = s.id
+		o.CachedTokens = 0
+		if !s.reported {
+			s.reported = true
+			o.CachedTokens = s.cached
+		}
+		o.NewTokens = 0
+		if s.computed >= s.len() {
+			if s.generated == 0 && !v0 {
+				e.stats.PromptTokens += int64(s.promptLen)
+			}
+			s.generated++
+			s.decoding = true
+			o.NewTokens = 1
+			e.stats.GenerationTokens++
+		}
+		o.NumGenerated = s.generated
+		o.Finished = s.generated >= s.maxTokens
+		if o.Finished {
+			e.freeGPU(s)
+			s.state = stateDone
+			finished++
+		}
+	}
+	outs = outs[:n]
+	if finished > 0 {
+		e.running.removeFunc(isDone)
+		for i := range st.entries {
+			en := &st.entries[i]
+			if en.s.gen == en.gen && en.s.state == stateDone {
+				e.release(en.s)
+			}
+		}
+	}
+	e.outs = outs
+	return outs
+}
+
+func isDone(s *sequence) bool { return s.state == stateDone }
+
+// addEntry puts s in the step with tokens to compute; charged is what the
+// token budget paid for them.
+func (e *Engine) addEntry(s *sequence, tokens, charged int) {
+	st := &e.step
+	s.chunk = tokens
+	s.lastAccess = e.now
+	ctx := s.computed
+	en := entry{s: s, gen: s.gen, tokens: tokens, ctx: ctx, charged: charged, prefill: !s.decoding}
+	st.entries = append(st.entries, en)
+	sh := &st.Shape
+	if en.prefill {
+		p, c := int64(tokens), int64(ctx)
+		sh.PrefillTokens += tokens
+		sh.Prefills++
+		if ctx+tokens >= s.len() {
+			sh.PrefillsDone++
+		}
+		sh.AttnPairs += p*c + p*(p+1)/2
+		sh.KVTokens += c + p
+		return
+	}
+	sh.Decodes++
+	sh.AttnPairs += int64(ctx)
+	sh.KVTokens += int64(ctx) + 1
+}
+
+// reject gives up on s (already out of its queue) with a FINISHED_IGNORED
+// reason.
+func (e *Engine) reject(s *sequence, msg string) {
+	e.changed = true
+	if e.log != nil {
+		e.log.LogAttrs(context.Background(), slog.LevelWarn, msg, slog.Uint64("request_id", s.id))
+	}
+	e.freeGPU(s)
+	e.freeCPU(s)
+	e.step.Rejected = append(e.step.Rejected, Output{
+		ID: s.id, NumGenerated: s.generated, CachedTokens: s.cached, Finished: true, Err: &ignoredError{msg},
+	})
+	e.release(s)
+}
+
+// die fails every request with e.err, as vLLM's engine dies on a
+// RuntimeError, and leaves the engine empty.
+func (e *Engine) die() {
+	all := make([]*sequence, 0, len(e.byID))
+	for _, s := range e.byID {
+		all = append(all, s)
+	}
+	slices.SortFunc(all, func(a, b *sequence) int { return cmp.Compare(a.id, b.id) })
+	for _, s := range all {
+		e.freeGPU(s)
+		e.freeCPU(s)
+		e.step.Rejected = append(e.step.Rejected, Output{
+			ID: s.id, NumGenerated: s.generated, CachedTokens: s.cached, Finished: true, Err: e.err,
+		})
+		e.release(s)
+	}
+	e.waiting, e.running, e.swapped = seqQueue{}, seqQueue{}, seqQueue{}
+	e.step.Shape = perf.StepShape{}
+	e.step.entries = e.step.entries[:0]
+	e.pending = false
+	if e.log != nil {
+		e.log.Error("engine died", slog.String("error", e.err.Error()))
+	}
+}
+
+func (e *Engine) countPreemption(s *sequence, mode string) {
+	if e.log != nil && e.stats.Preemptions%50 == 0 {
+		e.log.Warn(fmt.Sprintf("Sequence group %d is preempted by %s mode because there is not enough KV cache space. "+
+			"This can affect the end-to-end performance. Increase gpu_memory_utilization or tensor_parallel_size "+
+			"to provide more KV cache memory. total_num_cumulative_preemption=%d", s.id, mode, e.stats.Preemptions+1))
+	}
+	e.stats.Preemptions++
+	e.changed = true
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// --- KV block bookkeeping -------------------------------------------------
+
+func (e *Engine) allocBlocks(s *sequence, n int) {
+	if n <= 0 {
+		return
+	}
+	s.gpuBlocks += n
+	if !e.kv.caching {
+		e.kv.free -= n
+		return
+	}
+	for range n {
+		s.blocks = append(s.blocks, e.kv.alloc())
+	}
+}
+
+// freeGPU releases s's GPU blocks tail first, so with prefix caching its
+// last blocks are the first evicted.
+func (e *Engine) freeGPU(s *sequence) {
+	if !e.kv.caching {
+		e.kv.free += s.gpuBlocks
+		s.gpuBlocks = 0
+		return
+	}
+	bs := int32(e.cfg.BlockSize)
+	for i := len(s.blocks) - 1; i >= 0; i-- {
+		e.kv.release(s.blocks[i], s.lastAccess, int32(i+1)*bs)
+	}
+	s.blocks = s.blocks[:0]
+	s.gpuBlocks = 0
+	s.hashedBlocks = 0
+}
+
+func (e *Engine) freeCPU(s *sequence) {
+	e.cpuUsed -= s.cpuBlocks
+	s.cpuBlocks = 0
+}
+
+// findHits looks up the longest run of s's leading full blocks in the
+// prefix cache, capped so at least the last token is recomputed (vLLM needs
+// its logits). The result aliases e.hits.
+func (e *Engine) findHits(s *sequence) []int32 {
+	e.hits = e.hits[:0]
+	if !e.kv.caching || s.prompt == nil {
+		return e.hits
+	}
+	maxBlocks := (s.len() - 1) / e.cfg.BlockSize
+	for i := range maxBlocks {
+		b := e.kv.lookup(e.blockHash(s, i))
+		if b == noBlock {
+			break
+		}
+		e.hits = append(e.hits, b)
+	}
+	return e.hits
+}
+
+// takeHits references the hit blocks as s's leading blocks.
+func (e *Engine) takeHits(s *sequence, hits []int32) {
+	for _, b := range hits {
+		e.kv.touch(b, e.now)
+	}
+	s.blocks = append(s.blocks, hits...)
+	s.gpuBlocks += len(hits)
+	s.hashedBlocks = len(hits)
+}
+
+// evictableHits counts hit blocks that sit free in the cache: taking them
+// uses up free blocks.
+func (e *Engine) evictableHits(hits []int32) int {
+	n := 0
+	for _, b := range hits {
+		if e.kv.meta[b].ref == 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// cacheFull registers s's blocks that are full once upTo tokens are in,
+// as vLLM caches full blocks when it allocates them. Only blocks made of
+// prompt tokens are registered here: a block holding generated tokens can
+// only ever be hit by the same request after a preemption (its token IDs
+// are unique to the request), so cacheForResume registers those when the
+// request is preempted. Hits come out exactly as in vLLM, with half the
+// hashing and table churn.
+func (e *Engine) cacheFull(s *sequence, upTo int) {
+	if !e.kv.caching || s.prompt == nil {
+		return
+	}
+	e.registerBlocks(s, min(upTo, s.promptLen))
+}
+
+// cacheForResume registers every computed full block of a request about to
+// be preempted, so its recompute can hit them while they survive.
+func (e *Engine) cacheForResume(s *sequence) {
+	if !e.kv.caching || s.prompt == nil {
+		return
+	}
+	e.registerBlocks(s, s.computed)
+}
+
+func (e *Engine) registerBlocks(s *sequence, upTo int) {
+	full := min(upTo/e.cfg.BlockSize, len(s.blocks))
+	for i := s.hashedBlocks; i < full; i++ {
+		e.kv.setHash(s.blocks[i], e.blockHash(s, i))
+	}
+	s.hashedBlocks = max(s.hashedBlocks, full)
+}
+
+// noteAdmission records the prefix-cache lookup of a request's first
+// admission. Re-admissions after a preemption do not count (vLLM PR #25787:
+// a request re-hitting its own blocks inflated the hit rate), and neither
+// do admission attempts that did not fit (0.8.5 counted each).
+func (e *Engine) noteAdmission(s *sequence, hitTokens int) {
+	if s.admitted {
+		return
+	}
+	s.admitted = true
+	s.cached = hitTokens
+	if e.kv.caching {
+		e.stats.PrefixQueries += int64(s.len())
+		e.stats.PrefixHits += int64(hitTokens)
+	}
+}

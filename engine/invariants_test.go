@@ -1,0 +1,164 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+)
+
+// checkInvariants verifies the engine's bookkeeping from scratch: every
+// live sequence is in exactly one queue matching its state, block counts and
+// reference counts add up, the free structures hold exactly the free
+// blocks, and the cache table points at blocks holding those hashes.
+func (e *Engine) checkInvariants() error {
+	seen := make(map[*sequence]bool, len(e.byID))
+	queues := []struct {
+		name  string
+		q     *seqQueue
+		state seqState
+	}{{"waiting", &e.waiting, stateWaiting}, {"running", &e.running, stateRunning}, {"swapped", &e.swapped, stateSwapped}}
+	for _, qu := range queues {
+		for i := range qu.q.len() {
+			s := qu.q.at(i)
+			if s.state != qu.state {
+				return fmt.Errorf("request %d in %s has state %d", s.id, qu.name, s.state)
+			}
+			if seen[s] {
+				return fmt.Errorf("request %d is queued twice", s.id)
+			}
+			seen[s] = true
+			if e.byID[s.id] != s {
+				return fmt.Errorf("request %d in %s is not indexed by its ID", s.id, qu.name)
+			}
+		}
+	}
+	if len(seen) != len(e.byID) {
+		return fmt.Errorf("%d requests are indexed but %d are queued", len(e.byID), len(seen))
+	}
+	if e.running.len() > e.cfg.MaxNumSeqs {
+		return fmt.Errorf("%d running > max_num_seqs %d", e.running.len(), e.cfg.MaxNumSeqs)
+	}
+	bs := e.cfg.BlockSize
+	used, cpu := 0, 0
+	refs := make([]int32, e.kv.total)
+	for s := range seen {
+		cpu += s.cpuBlocks
+		switch s.state {
+		case stateWaiting:
+			if s.gpuBlocks != 0 || s.cpuBlocks != 0 || s.computed != 0 {
+				return fmt.Errorf("waiting request %d holds %d GPU / %d CPU blocks, %d computed tokens", s.id, s.gpuBlocks, s.cpuBlocks, s.computed)
+			}
+		case stateSwapped:
+			if s.gpuBlocks != 0 || s.cpuBlocks == 0 {
+				return fmt.Errorf("swapped request %d holds %d GPU / %d CPU blocks", s.id, s.gpuBlocks, s.cpuBlocks)
+			}
+		case stateRunning:
+			if s.cpuBlocks != 0 {
+				return fmt.Errorf("running request %d holds %d CPU blocks", s.id, s.cpuBlocks)
+			}
+			if s.gpuBlocks*bs < s.computed {
+				return fmt.Errorf("running request %d has %d computed tokens in %d blocks", s.id, s.computed, s.gpuBlocks)
+			}
+		}
+		if s.generated >= s.maxTokens {
+			return fmt.Errorf("request %d finished (%d/%d tokens) but is still queued", s.id, s.generated, s.maxTokens)
+		}
+		if s.computed > s.len() {
+			return fmt.Errorf("request %d computed %d of %d tokens", s.id, s.computed, s.len())
+		}
+		used += s.gpuBlocks
+		if e.kv.caching {
+			if len(s.blocks) != s.gpuBlocks {
+				return fmt.Errorf("request %d block table has %d blocks, count says %d", s.id, len(s.blocks), s.gpuBlocks)
+			}
+			for _, b := range s.blocks {
+				refs[b]++
+			}
+		}
+	}
+	if cpu != e.cpuUsed || e.cpuUsed < 0 || e.cpuUsed > e.cfg.NumCPUBlocks {
+		return fmt.Errorf("CPU blocks: %d held, %d counted, %d total", cpu, e.cpuUsed, e.cfg.NumCPUBlocks)
+	}
+	if e.kv.free < 0 || e.kv.free > e.kv.total {
+		return fmt.Errorf("free GPU blocks %d outside [0, %d]", e.kv.free, e.kv.total)
+	}
+	if !e.kv.caching {
+		if e.kv.total-e.kv.free != used {
+			return fmt.Errorf("GPU blocks: %d held by requests, %d not free", used, e.kv.total-e.kv.free)
+		}
+		return nil
+	}
+	return e.kv.check(refs)
+}
+
+func (p *blockPool) check(refs []int32) error {
+	free := 0
+	for b := range p.total {
+		if refs[b] != p.meta[b].ref {
+			return fmt.Errorf("block %d: %d holders, ref count %d", b, refs[b], p.meta[b].ref)
+		}
+		if p.meta[b].ref == 0 {
+			free++
+		}
+	}
+	if free != p.free {
+		return fmt.Errorf("%d blocks have no holder, %d counted free", free, p.free)
+	}
+	if p.v0 {
+		inEvictor := 0
+		for b := range p.total {
+			if p.live[b] != 0 {
+				inEvictor++
+				if p.meta[b].ref != 0 {
+					return fmt.Errorf("block %d is in the evictor with ref count %d", b, p.meta[b].ref)
+				}
+			}
+		}
+		if inEvictor+(p.total-p.fresh) != p.free {
+			return fmt.Errorf("evictor holds %d blocks, %d fresh, %d free", inEvictor, p.total-p.fresh, p.free)
+		}
+	} else {
+		n := 0
+		prev := noBlock
+		for b := p.head; b != noBlock; b = p.meta[b].next {
+			if p.meta[b].ref != 0 {
+				return fmt.Errorf("block %d is in the free queue with ref count %d", b, p.meta[b].ref)
+			}
+			if p.meta[b].prev != prev {
+				return errors.New("free queue links are broken")
+			}
+			prev = b
+			n++
+			if n > p.total {
+				return errors.New("free queue has a cycle")
+			}
+		}
+		if prev != p.tail || n != p.free {
+			return fmt.Errorf("free queue holds %d blocks, %d counted free", n, p.free)
+		}
+	}
+	entries := 0
+	for _, slot := range p.table.slots {
+		h := slot.key
+		if h == 0 {
+			continue
+		}
+		entries++
+		if b := slot.val; p.meta[b].hash != h {
+			return fmt.Errorf("cache table maps %x to block %d holding %x", h, b, p.meta[b].hash)
+		}
+		if got, ok := p.table.get(h); !ok || got != slot.val {
+			return fmt.Errorf("cache table entry %x is not reachable from its home slot", h)
+		}
+	}
+	if entries != p.table.n {
+		return fmt.Errorf("cache table holds %d entries, counts %d", entries, p.table.n)
+	}
+	for b := range p.total {
+		if h := p.meta[b].hash; h != 0 {
+			if got, ok := p.table.get(h); !ok || got != int32(b) {
+				return fmt.Errorf("block %d holds hash %x the table does not map to it", b, h)
+			}
+		}
+	}
+	return nil
+}

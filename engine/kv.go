@@ -1,0 +1,287 @@
+package engine
+
+import "time"
+
+// blockPool is the GPU block allocator. Without prefix caching only the
+// count of free blocks matters, so no block identities are kept. With prefix
+// caching every block has an identity, a reference count and maybe the hash
+// of the full block it holds; free blocks that still hold a hash stay
+// reusable until the allocator hands them out again (eviction):
+//
+//   - V1 (vllm/v1/core/block_pool.py): one free queue, initially every block
+//     in order; allocation pops the head, a freed block goes to the tail, and
+//     a request's blocks are freed tail-first so its last blocks are evicted
+//     first.
+//   - V0 (block_manager_v1 CachedBlockAllocator): blocks never used are
+//     handed out first; after that the LRUEvictor evicts the free block with
+//     the oldest last access, ties to the one hashing the most tokens.
+type blockPool struct {
+	total   int
+	free    int // free blocks, including evictable cached ones
+	caching bool
+	v0      bool
+
+	// meta is one record per block, so touching a block costs one cache
+	// line rather than one per field.
+	meta  []blockMeta
+	table hashTable
+
+	// V1 free queue: a doubly linked list through meta[].prev/next.
+	head, tail int32
+
+	// V0 evictor.
+	fresh      int // blocks [fresh, total) were never handed out
+	lastAccess []time.Duration
+	live       []uint64 // serial of a block's live evictor entry; 0: not in the evictor
+	evictor    evictHeap
+	serial     uint64
+}
+
+type blockMeta struct {
+	hash       uint64 // 0: the block is not in the cache table
+	ref        int32
+	prev, next int32 // V1 free queue links
+	numHashed  int32 // V0: tokens the block's hash covers (evictor tie-break)
+}
+
+const noBlock int32 = -1
+
+func newBlockPool(total int, caching, v0 bool) blockPool {
+	p := blockPool{total: total, free: total, caching: caching, v0: v0}
+	if !caching {
+		return p
+	}
+	p.meta = make([]blockMeta, total)
+	// Most cached blocks are full prompt blocks; start small and let the
+	// table grow with what is actually cached.
+	p.table = newHashTable(min(total, 1<<14))
+	if v0 {
+		p.lastAccess = make([]time.Duration, total)
+		p.live = make([]uint64, total)
+		return p
+	}
+	for i := range p.meta {
+		p.meta[i].prev = int32(i) - 1
+		p.meta[i].next = int32(i) + 1
+	}
+	p.meta[total-1].next = noBlock
+	p.head, p.tail = 0, int32(total-1)
+	return p
+}
+
+func (p *blockPool) unlink(b int32) {
+	m := &p.meta[b]
+	if m.prev != noBlock {
+		p.meta[m.prev].next = m.next
+	} else {
+		p.head = m.next
+	}
+	if m.next != noBlock {
+		p.meta[m.next].prev = m.prev
+	} else {
+		p.tail = m.prev
+	}
+	m.prev, m.next = noBlock, noBlock
+}
+
+func (p *blockPool) appendFree(b int32) {
+	m := &p.meta[b]
+	m.prev, m.next = p.tail, noBlock
+	if p.tail != noBlock {
+		p.meta[p.tail].next = b
+	} else {
+		p.head = b
+	}
+	p.tail = b
+}
+
+// alloc hands out one free block (the caller checked p.free > 0), evicting
+// the cached content it held.
+func (p *blockPool) alloc() int32 {
+	var b int32
+	if p.v0 {
+		if p.fresh < p.total {
+			b = int32(p.fresh)
+			p.fresh++
+		} else {
+			b = p.popEvictor()
+		}
+	} else {
+		b = p.head
+		p.unlink(b)
+	}
+	m := &p.meta[b]
+	if m.hash != 0 {
+		p.table.del(m.hash)
+		m.hash = 0
+	}
+	m.ref = 1
+	p.free--
+	return b
+}
+
+// touch takes a reference on a cached block found by a prefix hit.
+func (p *blockPool) touch(b int32, now time.Duration) {
+	if p.meta[b].ref == 0 {
+		if p.v0 {
+			p.live[b] = 0
+		} else {
+			p.unlink(b)
+		}
+		p.free--
+	}
+	p.meta[b].ref++
+	if p.v0 {
+		p.lastAccess[b] = max(p.lastAccess[b], now)
+	}
+}
+
+// release drops one reference; the block becomes free (and evictable if it
+// is cached) when none is left.
+func (p *blockPool) release(b int32, lastAccess time.Duration, numHashed int32) {
+	m := &p.meta[b]
+	m.ref--
+	if p.v0 {
+		p.lastAccess[b] = max(p.lastAccess[b], lastAccess)
+		m.numHashed = numHashed
+	}
+	if m.ref > 0 {
+		return
+	}
+	p.free++
+	if !p.v0 {
+		p.appendFree(b)
+		return
+	}
+	p.serial++
+	p.live[b] = p.serial
+	p.evictor.push(evictEntry{last: p.lastAccess[b], numHashed: numHashed, block: b, serial: p.serial})
+	if len(p.evictor) > 2*p.total+64 {
+		p.compactEvictor()
+	}
+}
+
+func (p *blockPool) popEvictor() int32 {
+	for {
+		e := p.evictor.pop()
+		if p.live[e.block] == e.serial {
+			p.live[e.block] = 0
+			return e.block
+		}
+	}
+}
+
+// compactEvictor drops entries of blocks that were reused since they were
+// freed, so the heap stays O(total).
+func (p *blockPool) compactEvictor() {
+	kept := p.evictor[:0]
+	for _, e := range p.evictor {
+		if p.live[e.block] == e.serial {
+			kept = append(kept, e)
+		}
+	}
+	p.evictor = kept
+	p.evictor.init()
+}
+
+func (p *blockPool) lookup(h uint64) int32 {
+	b, _ := p.table.get(h)
+	return b
+}
+
+// setHash registers a full block in the cache unless it already is, or
+// another block already holds the same content.
+func (p *blockPool) setHash(b int32, h uint64) {
+	if p.meta[b].hash != 0 || !p.table.put(h, b) {
+		return
+	}
+	p.meta[b].hash = h
+}
+
+// reset empties the prefix cache; like vLLM it refuses while any block is
+// held by a request.
+func (p *blockPool) reset() bool {
+	if p.free != p.total {
+		return false
+	}
+	if !p.caching {
+		return true
+	}
+	p.table.clear()
+	for i := range p.meta {
+		p.meta[i].hash = 0
+	}
+	return true
+}
+
+type evictEntry struct {
+	last      time.Duration
+	numHashed int32
+	block     int32
+	serial    uint64
+}
+
+// evictHeap is a binary min-heap ordered like vLLM's LRUEvictor: oldest
+// access first, ties to the block hashing the most tokens, then free order.
+type evictHeap []evictEntry
+
+func (h evictHeap) less(i, j int) bool {
+	a, b := h[i], h[j]
+	if a.last != b.last {
+		return a.last < b.last
+	}
+	if a.numHashed != b.numHashed {
+		return a.numHashed > b.numHashed
+	}
+	return a.serial < b.serial
+}
+
+func (h *evictHeap) push(e evictEntry) {
+	*h = append(*h, e)
+	h.up(len(*h) - 1)
+}
+
+func (h *evictHeap) pop() evictEntry {
+	old := *h
+	top := old[0]
+	last := len(old) - 1
+	old[0] = old[last]
+	*h = old[:last]
+	h.down(0)
+	return top
+}
+
+func (h evictHeap) up(i int) {
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !h.less(i, parent) {
+			return
+		}
+		h[i], h[parent] = h[parent], h[i]
+		i = parent
+	}
+}
+
+func (h evictHeap) down(i int) {
+	n := len(h)
+	for {
+		smallest := i
+		if l := 2*i + 1; l < n && h.less(l, smallest) {
+			smallest = l
+		}
+		if r := 2*i + 2; r < n && h.less(r, smallest) {
+			smallest = r
+		}
+		if smallest == i {
+			return
+		}
+		h[i], h[smallest] = h[smallest], h[i]
+		i = smallest
+	}
+}
+
+func (h evictHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}

@@ -1,0 +1,103 @@
+package engine
+
+import "fmt"
+
+// scheduleV1 is vllm/v1/core/sched/scheduler.py's schedule(): one token
+// budget; running requests first in queue order, each taking what it still
+// needs (a decode 1, a prefill its next chunk) and preempting from the tail
+// when its slots do not fit; then, only if nothing was preempted, waiting
+// requests FCFS with prefix-cache hits, stopping at the first that does not
+// fit.
+func (e *Engine) scheduleV1() {
+	tokenBudget := e.cfg.MaxNumBatchedTokens
+	preempted := false
+	for i := 0; i < e.running.len() && tokenBudget > 0; {
+		r := e.running.at(i)
+		n := min(r.len()-r.computed, tokenBudget)
+		if n <= 0 {
+			i++
+			continue
+		}
+		scheduled := true
+		for !e.allocateSlotsV1(r, n, nil) {
+			victim := e.running.popBack()
+			e.preemptV1(victim)
+			preempted = true
+			if victim == r {
+				scheduled = false
+				break
+			}
+		}
+		if !scheduled {
+			break
+		}
+		e.addEntry(r, n, n)
+		tokenBudget -= n
+		i++
+	}
+	if preempted {
+		return
+	}
+	bs := e.cfg.BlockSize
+	for e.waiting.len() > 0 && tokenBudget > 0 && e.running.len() < e.cfg.MaxNumSeqs {
+		r := e.waiting.front()
+		if need := ceilDiv(r.promptLen+r.maxTokens-1, bs); need > e.kv.total {
+			// vLLM V1 refuses to start when max_model_len does not fit in
+			// the KV cache, so it never meets such a request; admitting it
+			// would livelock (it preempts itself forever), so it is failed.
+			e.waiting.popFront()
+			e.reject(r, fmt.Sprintf("Input prompt (%d tokens) plus max_tokens (%d) needs %d KV cache blocks, "+
+				"more than the %d the KV cache holds (%d tokens). Increase gpu_memory_utilization or decrease max_model_len.",
+				r.promptLen, r.maxTokens, need, e.kv.total, e.kv.total*bs))
+			continue
+		}
+		hits := e.findHits(r)
+		hitTokens := len(hits) * bs
+		n := min(r.len()-hitTokens, tokenBudget)
+		if !e.allocateSlotsV1(r, n, hits) {
+			break
+		}
+		e.waiting.popFront()
+		e.running.pushBack(r)
+		r.state = stateRunning
+		r.computed = hitTokens
+		e.noteAdmission(r, hitTokens)
+		e.addEntry(r, n, n)
+		tokenBudget -= n
+	}
+}
+
+// allocateSlotsV1 is KVCacheManager.allocate_slots: blocks for the tokens
+// computed so far, the prefix hits and n new tokens; fails when the new
+// blocks exceed the free ones (less those the hits themselves take). Full
+// blocks are cached at once, as vLLM does at scheduling time.
+func (e *Engine) allocateSlotsV1(r *sequence, n int, hits []int32) bool {
+	hitTokens := len(hits) * e.cfg.BlockSize
+	upTo := r.computed + hitTokens + n
+	newBlocks := ceilDiv(upTo, e.cfg.BlockSize) - r.gpuBlocks - len(hits)
+	free := e.kv.free
+	if len(hits) > 0 {
+		free -= e.evictableHits(hits)
+	}
+	if newBlocks > free {
+		return false
+	}
+	if len(hits) > 0 {
+		e.takeHits(r, hits)
+	}
+	e.allocBlocks(r, newBlocks)
+	e.cacheFull(r, min(upTo, r.len()))
+	return true
+}
+
+// preemptV1 frees the request's blocks (tail first) and puts it at the
+// front of waiting to recompute prompt and output from scratch.
+func (e *Engine) preemptV1(s *sequence) {
+	e.countPreemption(s, "recompute")
+	e.cacheForResume(s)
+	e.freeGPU(s)
+	s.computed = 0
+	s.decoding = false
+	s.state = stateWaiting
+	e.waiting.pushFront(s)
+}

@@ -1,0 +1,417 @@
+// Package sim predicts how vLLM serves a workload without a GPU: it drives
+// the engine's scheduler on a virtual clock, timing each step with a
+// perf.StepModel, and turns what happens into the same per-request records a
+// benchmark run measures.
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/servebench/servebench/engine"
+	"github.com/servebench/servebench/metrics"
+	"github.com/servebench/servebench/perf"
+	"github.com/servebench/servebench/workload"
+)
+
+// Config is one simulated deployment.
+type Config struct {
+	Engine engine.Config
+	Model  perf.StepModel
+	// StatsInterval is the virtual time between periodic stats samples
+	// (vLLM logs every 5 s in V0, 10 s in V1); 0 takes none.
+	StatsInterval time.Duration
+	// OnStats, if set, is called with every periodic sample, in order.
+	OnStats func(StatsSample)
+}
+
+// StatsSample is the engine's state at one instant of virtual time, with
+// throughputs over the interval that ended there (vLLM's stats log line).
+type StatsSample struct {
+	// At is on the records' clock (the workload's arrival offsets), at the
+	// multiples of StatsInterval from the first arrival to the last
+	// completion; the first interval starts at the first arrival.
+	At time.Duration
+	engine.Stats
+	KVUsage              float64 // 0..1
+	PromptThroughput     float64 // tokens/s over the interval
+	GenerationThroughput float64 // tokens/s over the interval
+	// PrefixHitRate is 0..1: over the last 1000 requests' first admissions
+	// in V1 (vLLM's PrefixCachingMetrics), cumulative in V0.
+	PrefixHitRate float64
+}
+
+// Result summarises a simulation; per-request records go to Run's emit.
+type Result struct {
+	Duration    time.Duration // first arrival to last completion
+	Steps       int64
+	Preemptions int64
+	// Samples holds the periodic samples, at most maxSamples: when more are
+	// taken, every other one is dropped and the spacing doubles.
+	Samples []StatsSample
+	// MeanStepGap is the mean gap between consecutive steps that produce a
+	// token for the same request (the mean inter-token latency).
+	MeanStepGap time.Duration
+	Engine      engine.Stats // final
+	// Err is the engine's terminal failure (engine.ErrNoSwapSpace), if any;
+	// every request still in the engine then failed with it.
+	Err error
+}
+
+const (
+	maxSamples      = 10000
+	ctxCheckEvery   = 256
+	hitRateRequests = 1000
+)
+
+// Run simulates reqs and calls emit with each request's record as soon as
+// it finishes or is rejected (the record is emit's to keep). Memory grows
+// with the requests in flight, not with len(reqs) (apart from one pointer
+// per request). Requests are taken in Arrival order (stable). The result is
+// deterministic: the same input gives the same records and samples.
+//
+// Prompt token IDs for prefix caching come from PromptIDs; failing that,
+// with prefix caching on, from DerivePromptIDs(Prompt, PromptLen), which
+// costs 8 bytes per prompt token while the request is in flight. Without
+// prefix caching only the lengths matter.
+//
+// Records: Scheduled = Dispatched = Start = Arrival; TTFT and Latency from
+// Start; ITL holds one gap per output token after the first; OutputLen is
+// the tokens generated; Success false with Error set for rejected requests.
+func Run(ctx context.Context, cfg Config, reqs []workload.Request, emit func(*metrics.Record) error) (*Result, error) {
+	if cfg.Model == nil {
+		return nil, errors.New("sim: Config.Model is nil; pass a perf.StepModel such as perf.NewRoofline(deployment)")
+	}
+	if emit == nil {
+		emit = func(*metrics.Record) error { return nil }
+	}
+	eng, err := engine.New(cfg.Engine)
+	if err != nil {
+		return nil, fmt.Errorf("sim: engine config: %w", err)
+	}
+	r := &runner{
+		cfg:     cfg,
+		eng:     eng,
+		reqs:    reqs,
+		order:   arrivalOrder(reqs),
+		flights: make([]*metrics.Record, len(reqs)),
+		emit:    emit,
+		caching: cfg.Engine.EnablePrefixCaching,
+		v1:      cfg.Engine.Version == engine.V1,
+		stride:  1,
+	}
+	if err := r.run(ctx); err != nil {
+		return nil, err
+	}
+	return r.result(), nil
+}
+
+type runner struct {
+	cfg     Config
+	eng     *engine.Engine
+	reqs    []workload.Request
+	order   []int32 // engine request ID → index into reqs
+	flights []*metrics.Record
+	emit    func(*metrics.Record) error
+	caching bool
+	v1      bool
+
+	now        time.Duration
+	start, end time.Duration
+	started    bool
+	inFlight   int
+
+	gapSum   time.Duration
+	gapCount int64
+
+	samples      []StatsSample
+	stride       int // keep every stride-th sample
+	sampleN      int
+	nextSample   time.Duration
+	lastSample   engine.Stats
+	lastSampleAt time.Duration
+
+	// V1 prefix hit rate over the last hitRateRequests requests.
+	hitRing          [hitRateRequests][2]int64
+	hitPos, hitCount int
+	hitQ, hitH       int64
+
+	runErr error
+}
+
+// arrivalOrder is the stable arrival order of reqs, nil when already sorted.
+func arrivalOrder(reqs []workload.Request) []int32 {
+	sorted := slices.IsSortedFunc(reqs, func(a, b workload.Request) int { return compareDuration(a.Arrival, b.Arrival) })
+	if sorted {
+		return nil
+	}
+	order := make([]int32, len(reqs))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortStableFunc(order, func(a, b int32) int {
+		return compareDuration(reqs[a].Arrival, reqs[b].Arrival)
+	})
+	return order
+}
+
+func compareDuration(a, b time.Duration) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func (r *runner) req(id int) *workload.Request {
+	if r.order != nil {
+		return &r.reqs[r.order[id]]
+	}
+	return &r.reqs[id]
+}
+
+func (r *runner) run(ctx context.Context) error {
+	n := len(r.reqs)
+	if n == 0 {
+		return nil
+	}
+	next := 0
+	r.now = r.req(0).Arrival
+	r.start = r.now
+	r.end = r.now
+	if iv := r.cfg.StatsInterval; iv > 0 {
+		r.nextSample = (r.start/iv + 1) * iv
+		r.lastSampleAt = r.start
+	}
+	for iter := 0; ; iter++ {
+		if iter%ctxCheckEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("sim: stopped at virtual time %v with %d requests in flight: %w", r.now-r.start, r.inFlight, err)
+			}
+		}
+		for next < n && r.req(next).Arrival <= r.now {
+			if err := r.add(next); err != nil {
+				return err
+			}
+			next++
+		}
+		st := r.eng.Schedule(r.now)
+		for i := range st.Rejected {
+			if err := r.finish(&st.Rejected[i], r.now); err != nil {
+				return err
+			}
+		}
+		if st.Empty() {
+			if next < n {
+				r.advance(r.req(next).Arrival)
+				continue
+			}
+			if r.eng.Idle() {
+				break
+			}
+			s := r.eng.Stats()
+			return fmt.Errorf("sim: engine stalled at virtual time %v with %d running, %d waiting, %d swapped and no step to run (an engine bug)",
+				r.now-r.start, s.Running, s.Waiting, s.Swapped)
+		}
+		r.advance(r.now + max(r.cfg.Model.StepTime(st.Shape), 0))
+		outs := r.eng.Complete(st)
+		for i := range outs {
+			if err := r.output(&outs[i]); err != nil {
+				return err
+			}
+		}
+	}
+	r.runErr = r.eng.Err()
+	return nil
+}
+
+// advance moves the clock to t, taking the samples due strictly before t
+// (a sample at instant b sees every step that ended at or before b).
+func (r *runner) advance(t time.Duration) {
+	if r.cfg.StatsInterval > 0 {
+		for r.nextSample < t {
+			r.takeSample(r.nextSample)
+			r.nextSample += r.cfg.StatsInterval
+		}
+	}
+	r.now = t
+}
+
+func (r *runner) add(id int) error {
+	w := r.req(id)
+	er := engine.Request{ID: uint64(id), MaxTokens: w.OutputLen, Arrival: w.Arrival}
+	switch {
+	case w.PromptIDs != nil:
+		er.Prompt = w.PromptIDs
+	case r.caching && w.Prompt != "":
+		er.Prompt = DerivePromptIDs(w.Prompt, w.PromptLen)
+	default:
+		er.PromptLen = w.PromptLen
+		if er.PromptLen <= 0 && w.Prompt != "" {
+			er.PromptLen = len(DerivePromptIDs(w.Prompt, 0))
+		}
+	}
+	promptLen := er.PromptLen
+	if er.Prompt != nil {
+		promptLen = len(er.Prompt)
+	}
+	rec := &metrics.Record{
+		Index:      w.Index,
+		Scheduled:  w.Arrival,
+		Dispatched: w.Arrival,
+		Start:      w.Arrival,
+		PromptLen:  promptLen,
+		MaxTokens:  w.OutputLen,
+	}
+	if err := r.eng.Add(er); err != nil {
+		rec.Error = err.Error()
+		r.end = max(r.end, r.now)
+		return r.emitRecord(rec)
+	}
+	r.flights[id] = rec
+	r.inFlight++
+	return nil
+}
+
+func (r *runner) output(o *engine.Output) error {
+	rec := r.flights[o.ID]
+	if rec == nil {
+		return nil
+	}
+	if o.NewTokens > 0 {
+		if rec.OutputLen == 0 {
+			rec.TTFT = r.now - rec.Start
+			rec.CachedTokens = o.CachedTokens
+			if rec.MaxTokens > 1 {
+				rec.ITL = make([]time.Duration, 0, rec.MaxTokens-1)
+			}
+		} else {
+			gap := r.now - (rec.Start + rec.Latency)
+			rec.ITL = append(rec.ITL, gap)
+			r.gapSum += gap
+			r.gapCount++
+		}
+		rec.Latency = r.now - rec.Start
+		rec.OutputLen = o.NumGenerated
+	}
+	if o.CachedTokens > 0 {
+		rec.CachedTokens = o.CachedTokens
+	}
+	if o.Finished {
+		return r.finish(o, r.now)
+	}
+	return nil
+}
+
+func (r *runner) finish(o *engine.Output, now time.Duration) error {
+	rec := r.flights[o.ID]
+	if rec == nil {
+		return nil
+	}
+	r.flights[o.ID] = nil
+	r.inFlight--
+	r.end = max(r.end, now)
+	if o.Err != nil {
+		rec.Error = o.Err.Error()
+		rec.Latency = now - rec.Start
+		rec.OutputLen = o.NumGenerated
+	} else {
+		rec.Success = true
+	}
+	if r.v1 && rec.Success {
+		r.noteHitRate(int64(rec.PromptLen), int64(rec.CachedTokens))
+	}
+	return r.emitRecord(rec)
+}
+
+func (r *runner) emitRecord(rec *metrics.Record) error {
+	if err := r.emit(rec); err != nil {
+		return fmt.Errorf("sim: emitting record %d: %w", rec.Index, err)
+	}
+	return nil
+}
+
+func (r *runner) noteHitRate(queries, hits int64) {
+	slot := &r.hitRing[r.hitPos]
+	if r.hitCount == hitRateRequests {
+		r.hitQ -= slot[0]
+		r.hitH -= slot[1]
+	} else {
+		r.hitCount++
+	}
+	slot[0], slot[1] = queries, hits
+	r.hitQ += queries
+	r.hitH += hits
+	r.hitPos = (r.hitPos + 1) % hitRateRequests
+}
+
+func (r *runner) takeSample(at time.Duration) {
+	s := r.eng.Stats()
+	secs := (at - r.lastSampleAt).Seconds()
+	sample := StatsSample{
+		At:                   at,
+		Stats:                s,
+		KVUsage:              r.eng.KVUsage(),
+		PromptThroughput:     float64(s.PromptTokens-r.lastSample.PromptTokens) / secs,
+		GenerationThroughput: float64(s.GenerationTokens-r.lastSample.GenerationTokens) / secs,
+	}
+	switch {
+	case r.v1 && r.hitQ > 0:
+		sample.PrefixHitRate = float64(r.hitH) / float64(r.hitQ)
+	case !r.v1 && s.PrefixQueries > 0:
+		sample.PrefixHitRate = float64(s.PrefixHits) / float64(s.PrefixQueries)
+	}
+	r.lastSample, r.lastSampleAt = s, at
+	if r.cfg.OnStats != nil {
+		r.cfg.OnStats(sample)
+	}
+	if r.sampleN%r.stride == 0 {
+		if len(r.samples) == maxSamples {
+			kept := r.samples[:0]
+			for i := 0; i < len(r.samples); i += 2 {
+				kept = append(kept, r.samples[i])
+			}
+			r.samples = kept
+			r.stride *= 2
+		}
+		if r.sampleN%r.stride == 0 {
+			r.samples = append(r.samples, sample)
+		}
+	}
+	r.sampleN++
+}
+
+func (r *runner) result() *Result {
+	s := r.eng.Stats()
+	res := &Result{
+		Duration:    r.end - r.start,
+		Steps:       s.Steps,
+		Preemptions: s.Preemptions,
+		Samples:     r.samples,
+		Engine:      s,
+		Err:         r.runErr,
+	}
+	if r.gapCount > 0 {
+		res.MeanStepGap = r.gapSum / time.Duration(r.gapCount)
+	}
+	return res
+}
+
+// ThroughputLine is the line of vLLM's throughput benchmark used to compare
+// preemption modes: requests and tokens (prompt+output) per second of
+// virtual time, the mean step gap, and the step count.
+func ThroughputLine(res *Result, numRequests int, totalTokens int64) string {
+	secs := res.Duration.Seconds()
+	var reqRate, tokRate float64
+	if secs > 0 {
+		reqRate = float64(numRequests) / secs
+		tokRate = float64(totalTokens) / secs
+	}
+	return fmt.Sprintf("Throughput: %.4f requests/s, %.4f tokens/s, Delay %.4f ms, n_step: %d",
+		reqRate, tokRate, float64(res.MeanStepGap)/float64(time.Millisecond), res.Steps)
+}

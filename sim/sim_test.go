@@ -1,0 +1,373 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/servebench/servebench/engine"
+	"github.com/servebench/servebench/metrics"
+	"github.com/servebench/servebench/perf"
+	"github.com/servebench/servebench/workload"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// linearModel: fixed + per-token + per-KV-entry costs, a stand-in for perf's
+// roofline with realistic magnitudes (≈10 ms decode steps for an 8B model).
+type linearModel struct{ fixed, perToken, perKV time.Duration }
+
+func (m linearModel) StepTime(s perf.StepShape) time.Duration {
+	return m.fixed + time.Duration(s.Tokens())*m.perToken + time.Duration(s.KVTokens)*m.perKV
+}
+
+var simpleModel = linearModel{fixed: 10 * time.Millisecond, perToken: 100 * time.Microsecond}
+
+func engineConfig(v engine.Version) engine.Config {
+	return engine.Config{Version: v, BlockSize: 16, NumGPUBlocks: 2000, NumCPUBlocks: 500, MaxNumSeqs: 256,
+		MaxNumBatchedTokens: 2048, MaxModelLen: 2048, EnablePrefixCaching: v == engine.V1}
+}
+
+func collect(t *testing.T, cfg Config, reqs []workload.Request) (*Result, []*metrics.Record) {
+	t.Helper()
+	var recs []*metrics.Record
+	res, err := Run(context.Background(), cfg, reqs, func(r *metrics.Record) error {
+		recs = append(recs, r)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, recs
+}
+
+func TestRunHandWorked(t *testing.T) {
+	ms := time.Millisecond
+	us := time.Microsecond
+	// r0 alone: prefill 100 tokens (20 ms), then decodes of 1 token
+	// (10.1 ms). r1 arrives at 25 ms, during r0's first decode; V1 runs its
+	// prefill (50 tokens) in a batch with r0's decode at 30.1 ms.
+	reqs := []workload.Request{
+		{Index: 0, PromptLen: 100, OutputLen: 3},
+		{Index: 1, PromptLen: 50, OutputLen: 2, Arrival: 25 * ms},
+	}
+	cfg := Config{Engine: engineConfig(engine.V1), Model: simpleModel}
+	res, recs := collect(t, cfg, reqs)
+	step2 := 10*ms + 51*100*us // r0 decode + r1 prefill
+	want := []*metrics.Record{
+		{Index: 0, TTFT: 20 * ms, Latency: 20*ms + 10100*us + step2,
+			ITL: []time.Duration{10100 * us, step2}, PromptLen: 100, OutputLen: 3, MaxTokens: 3, Success: true},
+		{Index: 1, Scheduled: 25 * ms, Dispatched: 25 * ms, Start: 25 * ms,
+			TTFT: 30100*us + step2 - 25*ms, Latency: 30100*us + step2 + 10100*us - 25*ms,
+			ITL: []time.Duration{10100 * us}, PromptLen: 50, OutputLen: 2, MaxTokens: 2, Success: true},
+	}
+	if diff := cmp.Diff(want, recs); diff != "" {
+		t.Fatalf("records (-want +got):\n%s", diff)
+	}
+	if res.Steps != 4 || res.Duration != recs[1].End() || res.Err != nil {
+		t.Fatalf("result %+v", res)
+	}
+	if wantGap := (10100*us + step2 + 10100*us) / 3; res.MeanStepGap != wantGap {
+		t.Fatalf("MeanStepGap %v, want %v", res.MeanStepGap, wantGap)
+	}
+}
+
+func randomWorkload(seed uint64, n int, rate float64) []workload.Request {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	reqs := make([]workload.Request, n)
+	var at time.Duration
+	for i := range reqs {
+		if rate > 0 {
+			at += time.Duration(rng.ExpFloat64() / rate * float64(time.Second))
+		}
+		reqs[i] = workload.Request{Index: i, PromptLen: 1 + rng.IntN(600), OutputLen: 1 + rng.IntN(300), Arrival: at}
+	}
+	return reqs
+}
+
+// Golden records and samples for a seeded workload in each engine mode:
+// same input, byte-identical output.
+func TestRunGolden(t *testing.T) {
+	modes := []struct {
+		name string
+		cfg  engine.Config
+	}{
+		{"v1", engineConfig(engine.V1)},
+		{"v0", engineConfig(engine.V0)},
+		{"v0_chunked_swap", func() engine.Config {
+			c := engineConfig(engine.V0)
+			c.EnableChunkedPrefill, c.PreemptionMode, c.MaxNumBatchedTokens = true, engine.PreemptSwap, 512
+			c.NumGPUBlocks = 300
+			return c
+		}()},
+	}
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			cfg := Config{Engine: m.cfg, Model: linearModel{fixed: 8 * time.Millisecond, perToken: 50 * time.Microsecond, perKV: 100 * time.Nanosecond},
+				StatsInterval: 2 * time.Second}
+			render := func() string {
+				res, recs := collect(t, cfg, randomWorkload(3, 200, 20))
+				var b strings.Builder
+				for _, r := range recs {
+					line, err := json.Marshal(r)
+					if err != nil {
+						t.Fatal(err)
+					}
+					b.Write(line)
+					b.WriteByte('\n')
+				}
+				for _, s := range res.Samples {
+					fmt.Fprintf(&b, "sample %v: prompt %.1f tok/s, generation %.1f tok/s, running %d, waiting %d, swapped %d, KV %.1f%%, prefix hit %.1f%%\n",
+						s.At, s.PromptThroughput, s.GenerationThroughput, s.Running, s.Waiting, s.Swapped, 100*s.KVUsage, 100*s.PrefixHitRate)
+				}
+				fmt.Fprintln(&b, ThroughputLine(res, len(recs), 0))
+				fmt.Fprintf(&b, "preemptions %d, engine %+v, err %v\n", res.Preemptions, res.Engine, res.Err)
+				return b.String()
+			}
+			got := render()
+			if again := render(); again != got {
+				t.Fatal("two runs of the same input differ")
+			}
+			path := filepath.Join("testdata", "run_"+m.name+".golden")
+			if *update {
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test ./sim -run TestRunGolden -update to create it)", err)
+			}
+			if diff := cmp.Diff(string(want), got); diff != "" {
+				t.Fatalf("output differs from %s (-want +got):\n%s", path, diff)
+			}
+		})
+	}
+}
+
+// Every record is consistent with itself and the workload, and records are
+// emitted as requests finish (in completion order), not at the end.
+func TestRunRecordInvariants(t *testing.T) {
+	for _, v := range []engine.Version{engine.V0, engine.V1} {
+		t.Run(string(v), func(t *testing.T) {
+			reqs := randomWorkload(9, 400, 40)
+			cfg := Config{Engine: engineConfig(v), Model: simpleModel}
+			cfg.Engine.NumGPUBlocks = 400 // force preemptions
+			res, recs := collect(t, cfg, reqs)
+			if len(recs) != len(reqs) {
+				t.Fatalf("%d records for %d requests", len(recs), len(reqs))
+			}
+			if res.Preemptions == 0 {
+				t.Fatal("workload did not preempt; the test needs pressure")
+			}
+			seen := make(map[int]bool)
+			var lastEnd time.Duration
+			for _, r := range recs {
+				w := reqs[r.Index]
+				if seen[r.Index] {
+					t.Fatalf("record %d emitted twice", r.Index)
+				}
+				seen[r.Index] = true
+				if !r.Success || r.OutputLen != w.OutputLen || r.PromptLen != w.PromptLen || r.MaxTokens != w.OutputLen {
+					t.Fatalf("record %d: %+v for request %+v", r.Index, r, w)
+				}
+				if r.Start != w.Arrival || r.TTFT <= 0 || r.Latency < r.TTFT || len(r.ITL) != r.OutputLen-1 {
+					t.Fatalf("record %d timing: %+v", r.Index, r)
+				}
+				sum := r.TTFT
+				for _, g := range r.ITL {
+					if g <= 0 {
+						t.Fatalf("record %d has ITL gap %v", r.Index, g)
+					}
+					sum += g
+				}
+				if sum != r.Latency {
+					t.Fatalf("record %d: TTFT+ΣITL = %v, latency %v", r.Index, sum, r.Latency)
+				}
+				if r.End() < lastEnd {
+					t.Fatalf("record %d ends at %v before the previous record (%v)", r.Index, r.End(), lastEnd)
+				}
+				lastEnd = r.End()
+			}
+			if res.Duration != lastEnd-reqs[0].Arrival {
+				t.Fatalf("duration %v, last end %v", res.Duration, lastEnd)
+			}
+		})
+	}
+}
+
+func TestRunUnsortedArrivalsMatchSorted(t *testing.T) {
+	reqs := randomWorkload(5, 100, 30)
+	shuffled := append([]workload.Request(nil), reqs...)
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	cfg := Config{Engine: engineConfig(engine.V1), Model: simpleModel}
+	_, a := collect(t, cfg, reqs)
+	_, b := collect(t, cfg, shuffled)
+	if diff := cmp.Diff(a, b); diff != "" {
+		t.Fatalf("shuffled input gave different records (-sorted +shuffled):\n%s", diff)
+	}
+}
+
+func TestRunFailures(t *testing.T) {
+	t.Run("rejected by the API and by the block manager", func(t *testing.T) {
+		cfg := Config{Engine: engineConfig(engine.V0), Model: simpleModel}
+		cfg.Engine.NumGPUBlocks = 10 // 160 tokens
+		reqs := []workload.Request{
+			{Index: 0, PromptLen: 2000, OutputLen: 100},
+			{Index: 1, PromptLen: 500, OutputLen: 10},
+			{Index: 2, PromptLen: 100, OutputLen: 10},
+		}
+		_, recs := collect(t, cfg, reqs)
+		errs := map[int]string{}
+		for _, r := range recs {
+			errs[r.Index] = r.Error
+			if (r.Error == "") != r.Success {
+				t.Fatalf("record %d: success %t with error %q", r.Index, r.Success, r.Error)
+			}
+		}
+		want := map[int]string{
+			0: "This model's maximum context length is 2048 tokens. However, you requested 2100 tokens (2000 in the messages, 100 in the completion). Please reduce the length of the messages or completion.",
+			1: "Input prompt (500 tokens) is too long and exceeds the capacity of block_manager",
+			2: "",
+		}
+		if diff := cmp.Diff(want, errs); diff != "" {
+			t.Fatalf("errors (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("swap space exhausted", func(t *testing.T) {
+		cfg := Config{Engine: engineConfig(engine.V0), Model: simpleModel}
+		cfg.Engine.NumGPUBlocks, cfg.Engine.NumCPUBlocks, cfg.Engine.PreemptionMode = 100, 2, engine.PreemptSwap
+		res, recs := collect(t, cfg, randomWorkload(2, 50, 0))
+		if !errors.Is(res.Err, engine.ErrNoSwapSpace) {
+			t.Fatalf("Result.Err = %v, want ErrNoSwapSpace", res.Err)
+		}
+		failed := 0
+		for _, r := range recs {
+			if r.Error == engine.ErrNoSwapSpace.Error() {
+				failed++
+			}
+		}
+		if len(recs) != 50 || failed == 0 {
+			t.Fatalf("%d records, %d failed with the swap error", len(recs), failed)
+		}
+	})
+	t.Run("emit error stops the run", func(t *testing.T) {
+		cfg := Config{Engine: engineConfig(engine.V1), Model: simpleModel}
+		stop := errors.New("disk full")
+		_, err := Run(context.Background(), cfg, randomWorkload(1, 10, 0), func(*metrics.Record) error { return stop })
+		if !errors.Is(err, stop) {
+			t.Fatalf("got %v, want the emit error", err)
+		}
+	})
+	t.Run("bad config", func(t *testing.T) {
+		cfg := Config{Engine: engineConfig(engine.V1), Model: simpleModel}
+		cfg.Engine.MaxNumSeqs = 0
+		if _, err := Run(context.Background(), cfg, nil, nil); err == nil || !strings.Contains(err.Error(), "max_num_seqs (0)") {
+			t.Fatalf("got %v", err)
+		}
+		cfg = Config{Engine: engineConfig(engine.V1)}
+		if _, err := Run(context.Background(), cfg, nil, nil); err == nil || !strings.Contains(err.Error(), "Model is nil") {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("canceled", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		cfg := Config{Engine: engineConfig(engine.V1), Model: simpleModel}
+		if _, err := Run(ctx, cfg, randomWorkload(1, 10, 0), nil); !errors.Is(err, context.Canceled) {
+			t.Fatalf("got %v, want context.Canceled", err)
+		}
+	})
+	t.Run("empty workload", func(t *testing.T) {
+		res, recs := collect(t, Config{Engine: engineConfig(engine.V1), Model: simpleModel}, nil)
+		if len(recs) != 0 || res.Duration != 0 || res.Steps != 0 {
+			t.Fatalf("%+v %v", res, recs)
+		}
+	})
+}
+
+func TestStatsSamples(t *testing.T) {
+	// One request decoding for ~3 s at 10.1 ms per token; samples every
+	// second see ~99 generated tokens per second. It arrives at 2.5 s, so
+	// the first interval is half a second long.
+	reqs := []workload.Request{{PromptLen: 10, OutputLen: 300, Arrival: 2500 * time.Millisecond}}
+	var called []StatsSample
+	cfg := Config{Engine: engineConfig(engine.V0), Model: simpleModel, StatsInterval: time.Second,
+		OnStats: func(s StatsSample) { called = append(called, s) }}
+	res, _ := collect(t, cfg, reqs)
+	if len(res.Samples) != 3 || len(called) != 3 {
+		t.Fatalf("%d samples kept, %d reported; want 3", len(res.Samples), len(called))
+	}
+	for i, s := range res.Samples {
+		if s.At != time.Duration(i+3)*time.Second {
+			t.Fatalf("sample %d at %v, want %v", i, s.At, time.Duration(i+3)*time.Second)
+		}
+		if s.Running != 1 || s.GenerationThroughput < 95 || s.GenerationThroughput > 100 || s.KVUsage <= 0 {
+			t.Fatalf("sample %d: %+v", i, s)
+		}
+	}
+	if res.Samples[0].PromptThroughput != 20 || res.Samples[1].PromptThroughput != 0 {
+		t.Fatalf("prompt throughput %v then %v, want 20 (10 tokens in 0.5 s) then 0",
+			res.Samples[0].PromptThroughput, res.Samples[1].PromptThroughput)
+	}
+
+	// Many more samples than the cap: the kept ones thin out evenly.
+	cfg = Config{Engine: engineConfig(engine.V1), Model: simpleModel, StatsInterval: time.Millisecond}
+	res, _ = collect(t, cfg, []workload.Request{{PromptLen: 10, OutputLen: 1500}})
+	if len(res.Samples) > maxSamples || len(res.Samples) < maxSamples/2 {
+		t.Fatalf("%d samples kept", len(res.Samples))
+	}
+	step := res.Samples[1].At - res.Samples[0].At
+	for i := 1; i < len(res.Samples); i++ {
+		if res.Samples[i].At-res.Samples[i-1].At != step {
+			t.Fatalf("uneven spacing at sample %d", i)
+		}
+	}
+}
+
+func TestPrefixCachingFromText(t *testing.T) {
+	system := strings.Repeat("You are a helpful assistant that answers questions about the sonnets. ", 12)
+	reqs := []workload.Request{
+		{Index: 0, Prompt: system + "Which sonnet mentions a summer's day?", PromptLen: 240, OutputLen: 4},
+		{Index: 1, Prompt: system + "Who is the fair youth?", PromptLen: 230, OutputLen: 4, Arrival: time.Second},
+		{Index: 2, Prompt: "Completely different text " + system, PromptLen: 240, OutputLen: 4, Arrival: 2 * time.Second},
+	}
+	cfg := Config{Engine: engineConfig(engine.V1), Model: simpleModel}
+	_, recs := collect(t, cfg, reqs)
+	cached := map[int]int{}
+	for _, r := range recs {
+		cached[r.Index] = r.CachedTokens
+	}
+	if cached[0] != 0 || cached[2] != 0 || cached[1] < 160 {
+		t.Fatalf("cached tokens %v: want 0 for the first and the unrelated prompt, ≥160 for the shared system prompt", cached)
+	}
+	cfg.Engine.EnablePrefixCaching = false
+	_, recs = collect(t, cfg, reqs)
+	for _, r := range recs {
+		if r.CachedTokens != 0 {
+			t.Fatalf("prefix caching off, yet record %d has %d cached tokens", r.Index, r.CachedTokens)
+		}
+	}
+}
+
+func TestThroughputLine(t *testing.T) {
+	res := &Result{Duration: 2 * time.Second, MeanStepGap: 12345 * time.Microsecond, Steps: 77}
+	got := ThroughputLine(res, 100, 5000)
+	want := "Throughput: 50.0000 requests/s, 2500.0000 tokens/s, Delay 12.3450 ms, n_step: 77"
+	if got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	if got := ThroughputLine(&Result{}, 0, 0); got != "Throughput: 0.0000 requests/s, 0.0000 tokens/s, Delay 0.0000 ms, n_step: 0" {
+		t.Fatalf("zero result: %q", got)
+	}
+}
