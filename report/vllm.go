@@ -168,7 +168,7 @@ func WriteText(w io.Writer, r *Result) error {
 		}
 	}
 	b.WriteString(strings.Repeat("=", 50) + "\n")
-	if lagP99, ok := s.SendLag.At(99); ok && s.SendLag.Count > 0 {
+	if lagP99, ok := s.SendLag.At(99); ok && s.SendLag.Max > 0 {
 		lagP50, _ := s.SendLag.At(50)
 		b.WriteString(row("Send lag P50/P99/max (ms):", fmt.Sprintf("%.3f / %.3f / %.3f", lagP50, lagP99, s.SendLag.Max)))
 	}

@@ -26,6 +26,10 @@ type Config struct {
 	StatsInterval time.Duration
 	// OnStats, if set, is called with every periodic sample, in order.
 	OnStats func(StatsSample)
+	// MaxConcurrency caps requests in flight as bench's --max-concurrency
+	// does (0: no cap): a request arriving while the cap is full waits in
+	// the client queue until one finishes, and the wait is its queue time.
+	MaxConcurrency int
 }
 
 // StatsSample is the engine's state at one instant of virtual time, with
@@ -123,6 +127,9 @@ type runner struct {
 	start, end time.Duration
 	started    bool
 	inFlight   int
+	// slotFreedAt is when the in-flight count last dropped below
+	// MaxConcurrency: a queued request starts then, or at its arrival.
+	slotFreedAt time.Duration
 
 	gapSum   time.Duration
 	gapCount int64
@@ -194,7 +201,7 @@ func (r *runner) run(ctx context.Context) error {
 				return fmt.Errorf("sim: stopped at virtual time %v with %d requests in flight: %w", r.now-r.start, r.inFlight, err)
 			}
 		}
-		for next < n && r.req(next).Arrival <= r.now {
+		for next < n && r.req(next).Arrival <= r.now && !r.full() {
 			if err := r.add(next); err != nil {
 				return err
 			}
@@ -207,8 +214,8 @@ func (r *runner) run(ctx context.Context) error {
 			}
 		}
 		if st.Empty() {
-			if next < n {
-				r.advance(r.req(next).Arrival)
+			if next < n && !r.full() {
+				r.advance(max(r.now, r.req(next).Arrival))
 				continue
 			}
 			if r.eng.Idle() {
@@ -242,9 +249,14 @@ func (r *runner) advance(t time.Duration) {
 	r.now = t
 }
 
+func (r *runner) full() bool {
+	return r.cfg.MaxConcurrency > 0 && r.inFlight >= r.cfg.MaxConcurrency
+}
+
 func (r *runner) add(id int) error {
 	w := r.req(id)
-	er := engine.Request{ID: uint64(id), MaxTokens: w.OutputLen, Arrival: w.Arrival}
+	start := max(w.Arrival, r.slotFreedAt)
+	er := engine.Request{ID: uint64(id), MaxTokens: w.OutputLen, Arrival: start}
 	switch {
 	case w.PromptIDs != nil:
 		er.Prompt = w.PromptIDs
@@ -264,7 +276,7 @@ func (r *runner) add(id int) error {
 		Index:      w.Index,
 		Scheduled:  w.Arrival,
 		Dispatched: w.Arrival,
-		Start:      w.Arrival,
+		Start:      start,
 		PromptLen:  promptLen,
 		MaxTokens:  w.OutputLen,
 	}
@@ -314,6 +326,9 @@ func (r *runner) finish(o *engine.Output, now time.Duration) error {
 		return nil
 	}
 	r.flights[o.ID] = nil
+	if r.full() {
+		r.slotFreedAt = now
+	}
 	r.inFlight--
 	r.end = max(r.end, now)
 	if o.Err != nil {

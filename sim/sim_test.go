@@ -371,3 +371,36 @@ func TestThroughputLine(t *testing.T) {
 		t.Fatalf("zero result: %q", got)
 	}
 }
+
+func TestMaxConcurrencyQueuesInTheClient(t *testing.T) {
+	// Four requests arrive together; two run at a time. Each takes exactly
+	// its steps, so the second pair starts when the first pair finishes and
+	// waits that long in the client queue.
+	reqs := make([]workload.Request, 4)
+	for i := range reqs {
+		reqs[i] = workload.Request{Index: i, PromptLen: 16, OutputLen: 3}
+	}
+	cfg := Config{
+		Engine: engine.Config{Version: engine.V1, BlockSize: 16, NumGPUBlocks: 100, MaxNumSeqs: 8, MaxNumBatchedTokens: 64, MaxModelLen: 64, EnableChunkedPrefill: true},
+		Model:  linearModel{fixed: 10 * time.Millisecond}, MaxConcurrency: 2,
+	}
+	var recs []metrics.Record
+	if _, err := Run(t.Context(), cfg, reqs, func(r *metrics.Record) error { recs = append(recs, *r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 4 {
+		t.Fatalf("%d records", len(recs))
+	}
+	for _, r := range recs {
+		wantStart := time.Duration(0)
+		if r.Index >= 2 {
+			wantStart = 30 * time.Millisecond // 3 steps: prefill+first token, then 2 decodes
+		}
+		if r.Start != wantStart || r.Dispatched != 0 || r.QueueTime() != wantStart {
+			t.Errorf("request %d: start %v dispatched %v queue %v, want start %v", r.Index, r.Start, r.Dispatched, r.QueueTime(), wantStart)
+		}
+		if !r.Success || r.Latency != 30*time.Millisecond {
+			t.Errorf("request %d: success %v latency %v", r.Index, r.Success, r.Latency)
+		}
+	}
+}

@@ -40,7 +40,6 @@ type benchFlags struct {
 	model, servedModelName, tokenizer string
 	skipTokenizerInit                 bool
 
-	maxConcurrency   int
 	numWarmups       int
 	readyCheckSec    float64
 	requestTimeout   time.Duration
@@ -96,7 +95,6 @@ starts the built-in emulated vLLM server on a free loopback port and benchmarks 
 	fs.Bool("trust-remote-code", false, "accepted for vLLM compatibility")
 	fs.BoolVar(&f.skipTokenizerInit, "skip-tokenizer-init", false, "use no tokenizer: output tokens come from usage or chunk counts")
 
-	fs.IntVar(&f.maxConcurrency, "max-concurrency", 0, "maximum requests in flight (arrivals past it wait in the client queue, which is measured)")
 	fs.IntVar(&f.numWarmups, "num-warmups", 0, "warmup requests before the measured run (results discarded)")
 	fs.Float64Var(&f.readyCheckSec, "ready-check-timeout-sec", 0, "retry the first request up to this many seconds until the server answers")
 	fs.DurationVar(&f.requestTimeout, "request-timeout", 0, "per-request time limit including a stalled stream, e.g. 60s (0: none)")
@@ -150,9 +148,6 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 		if chatBackends[f.backend] {
 			endpoint = "/v1/chat/completions"
 		}
-	}
-	if f.maxConcurrency < 0 {
-		return fmt.Errorf("--max-concurrency %d: must be positive (or omitted for no cap)", f.maxConcurrency)
 	}
 	if f.numWarmups < 0 {
 		return fmt.Errorf("--num-warmups %d: must be 0 or more", f.numWarmups)
@@ -273,7 +268,7 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 	info := report.RunInfo{
 		Date: start, Backend: f.backend, EndpointType: f.backend, Label: f.label, ModelID: modelID,
 		TokenizerID: tokName, NumPrompts: spec.NumPrompts, RequestRate: arrivals.Rate, Burstiness: arrivals.Burstiness,
-		MaxConcurrency: f.maxConcurrency, Metadata: metadata, PercentileMetrics: pctMetrics, Percentiles: pcts,
+		MaxConcurrency: f.workload.maxConcurrency, Metadata: metadata, PercentileMetrics: pctMetrics, Percentiles: pcts,
 		Goodput: len(sumOpts.Goodput) > 0,
 	}
 	if f.workload.rampUp != "" {
@@ -305,7 +300,7 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 		defer recordsFile.Close()
 	}
 
-	printPreamble(out, arrivals.Rate, arrivals.Burstiness, f.maxConcurrency)
+	printPreamble(out, arrivals.Rate, arrivals.Burstiness, f.workload.maxConcurrency)
 
 	var scraper *bench.Scraper
 	if f.scrapeInterval > 0 {
@@ -325,7 +320,7 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 	}
 	bar := newProgress(errw, len(reqs), f.disableTqdm)
 	cfg := bench.Config{
-		Client: cl, Requests: reqs, MaxConcurrency: f.maxConcurrency, Warmups: f.numWarmups,
+		Client: cl, Requests: reqs, MaxConcurrency: f.workload.maxConcurrency, Warmups: f.numWarmups,
 		ReadyCheckTimeout: time.Duration(f.readyCheckSec * float64(time.Second)), RequestIDPrefix: prefix,
 		Summary: sumOpts, Tokenizer: tok, KeepRecords: f.saveDetailed, GracePeriod: f.grace,
 		Scraper: scraper, OnRecord: bar.update,

@@ -23,6 +23,9 @@ type workloadFlags struct {
 	rampUp      string
 	rampStart   float64
 	rampEnd     float64
+	// maxConcurrency caps requests in flight (0: none); arrivals past it
+	// wait in the client queue, which is measured.
+	maxConcurrency int
 
 	percentileMetrics string
 	metricPercentiles string
@@ -62,6 +65,7 @@ func (f *workloadFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.rampUp, "ramp-up-strategy", "", "ramp the request rate up: linear or exponential (needs --ramp-up-start-rps and --ramp-up-end-rps)")
 	fs.Float64Var(&f.rampStart, "ramp-up-start-rps", 0, "ramp-up: rate at the first request")
 	fs.Float64Var(&f.rampEnd, "ramp-up-end-rps", 0, "ramp-up: rate at the last request")
+	fs.IntVar(&f.maxConcurrency, "max-concurrency", 0, "maximum requests in flight (arrivals past it wait in the client queue, which is measured)")
 
 	fs.StringVar(&f.percentileMetrics, "percentile-metrics", "ttft,tpot,itl", "metrics to report percentiles for: ttft,tpot,itl,e2el,client_queue_time,e2el_including_client_queue")
 	fs.StringVar(&f.metricPercentiles, "metric-percentiles", "99", "percentiles to report, e.g. 50,90,99")
@@ -100,6 +104,9 @@ func (f *workloadFlags) resolve(changed func(string) bool) (workload.Spec, workl
 	}
 	if f.rampUp != "" && !changed("request-rate") {
 		arr.Rate = math.Inf(1)
+	}
+	if f.maxConcurrency < 0 {
+		return spec, arr, metrics.Options{}, nil, nil, fmt.Errorf("--max-concurrency %d: must be positive (or omitted for no cap)", f.maxConcurrency)
 	}
 	if err := arr.Validate(); err != nil {
 		return spec, arr, metrics.Options{}, nil, nil, err

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestSimIsDeterministic(t *testing.T) {
+	args := []string{"sim", "--model", "Qwen/Qwen2-7B", "--gpu", "A100-80GB", "--num-prompts", "300", "--request-rate", "20",
+		"--seed", "7", "--random-input-len", "512", "--random-output-len", "64", "--random-range-ratio", "0.5"}
+	a, _, err := runCLI(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := runCLI(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a != b {
+		t.Fatalf("same flags and seed gave different output:\n%s\n---\n%s", a, b)
+	}
+	c, _, err := runCLI(t, append(args[:len(args):len(args)], "--seed", "8")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a == c {
+		t.Fatal("a different seed gave identical output")
+	}
+}
+
+func TestSimWhatIfAndThroughputLine(t *testing.T) {
+	base := []string{"sim", "--model", "Llama-3-8B", "--gpu", "H100", "--num-prompts", "400", "--throughput",
+		"--random-input-len", "200", "--random-output-len", "200", "--engine", "v0", "--gpu-memory-utilization", "0.3", "--swap-space", "16"}
+	lines := map[string]string{}
+	for _, mode := range []string{"recompute", "swap"} {
+		out, _, err := runCLI(t, append(base, "--preemption-mode", mode, "--max-num-seqs", "256")...)
+		if err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		i := strings.Index(out, "Throughput: ")
+		if i < 0 {
+			t.Fatalf("%s: no Throughput line:\n%s", mode, out)
+		}
+		lines[mode] = strings.SplitN(out[i:], "\n", 2)[0]
+		for _, want := range []string{"requests/s", "tokens/s, Delay ", " ms, n_step: "} {
+			if !strings.Contains(lines[mode], want) {
+				t.Errorf("%s: line %q lacks %q", mode, lines[mode], want)
+			}
+		}
+	}
+	if lines["swap"] == lines["recompute"] {
+		t.Errorf("swap and recompute predicted the same run: %s", lines["swap"])
+	}
+}
+
+func TestSimSavesResultWithEngineStats(t *testing.T) {
+	dir := t.TempDir()
+	_, _, err := runCLI(t, "sim", "--model", "Qwen/Qwen2-0.5B", "--gpu", "L4", "--num-prompts", "50", "--request-rate", "5",
+		"--save-result", "--result-dir", dir, "--result-filename", "r.json", "--max-concurrency", "4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "r.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res map[string]any
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatal(err)
+	}
+	eng, ok := res["engine"].(map[string]any)
+	if !ok || eng["steps"].(float64) <= 0 || eng["gpu"] != "L4" {
+		t.Fatalf("engine section: %v", res["engine"])
+	}
+	if res["completed"] != 50.0 || res["max_concurrency"] != 4.0 || res["backend"] != "sim" {
+		t.Fatalf("completed %v max_concurrency %v backend %v", res["completed"], res["max_concurrency"], res["backend"])
+	}
+	if _, err := os.Stat(filepath.Join(dir, "r.records.jsonl")); err != nil {
+		t.Fatalf("no records file: %v", err)
+	}
+}
+
+func TestSimRejectsWhatVLLMRejects(t *testing.T) {
+	_, _, err := runCLI(t, "sim", "--model", "Llama-3-70B", "--gpu", "A100-80GB", "--num-prompts", "1")
+	if err == nil || !strings.Contains(err.Error(), "No available memory for the cache blocks") {
+		t.Fatalf("Llama-3-70B on one A100-80GB: err = %v, want vLLM's no-memory error", err)
+	}
+	_, _, err = runCLI(t, "sim", "--engine", "v0", "--max-model-len", "4096", "--max-num-batched-tokens", "2048", "--num-prompts", "1")
+	if err == nil || !strings.Contains(err.Error(), "max_num_batched_tokens (2048) is smaller than max_model_len (4096)") {
+		t.Fatalf("err = %v, want vLLM's scheduler config error", err)
+	}
+}
