@@ -28,7 +28,7 @@ It also predicts vLLM's behaviour without a GPU (sim) and emulates a vLLM server
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newBenchCmd())
+	root.AddCommand(newBenchCmd(), newSweepCmd(), newCompareCmd(), newReportCmd())
 	for _, extra := range extraCommands {
 		root.AddCommand(extra())
 	}

@@ -1,0 +1,542 @@
+package report
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// CompareOptions shapes a side-by-side table.
+type CompareOptions struct {
+	// GroupBy is a key put in the first column and sorted on: any result
+	// key (request_rate, num_prompts), a --metadata key, a swept flag
+	// (max-num-seqs) or an engine setting. Empty keeps the input order.
+	GroupBy string
+	// Labels replace the runs' labels in order (from --label); runs past
+	// the end keep theirs.
+	Labels []string
+}
+
+// CompareColumn is one metric column, named as vLLM's result block names it.
+type CompareColumn struct {
+	Key    string // result JSON key, e.g. "p99_ttft_ms"
+	Header string // e.g. "P99 TTFT (ms)"
+	// Integer columns (request and token counts) print without decimals.
+	Integer bool
+}
+
+// CompareCell is one value; Present is false for a key the file lacks,
+// which prints blank.
+type CompareCell struct {
+	Value   float64
+	Text    string // non-numeric group values
+	Present bool
+}
+
+// CompareRow is one run.
+type CompareRow struct {
+	Label  string
+	Source string // file, with "#N" for the Nth run of a multi-run file
+	Group  CompareCell
+	Cells  []CompareCell // parallel to CompareTable.Columns
+}
+
+// CompareTable is the side-by-side model every format renders.
+type CompareTable struct {
+	GroupBy string
+	Columns []CompareColumn
+	Rows    []CompareRow
+}
+
+var percentileKey = regexp.MustCompile(`^p(\d+(?:\.\d+)?)_(ttft|tpot|itl|e2el|e2e_latency)_ms$`)
+
+// latencyMetrics are vLLM's percentile metrics in its print order.
+var latencyMetrics = []struct{ key, abbrev string }{
+	{"ttft", "TTFT"}, {"tpot", "TPOT"}, {"itl", "ITL"}, {"e2el", "E2EL"},
+}
+
+// NewCompareTable builds one row per run with vLLM's result-block columns.
+// Optional columns (failed requests, goodput, E2EL, extra percentiles)
+// appear when at least one run has them; the core columns always appear
+// and are blank where a file lacks the key.
+func NewCompareTable(results []LoadedResult, opts CompareOptions) *CompareTable {
+	t := &CompareTable{GroupBy: opts.GroupBy, Columns: compareColumns(results)}
+	runsPerFile := map[string]int{}
+	for _, r := range results {
+		runsPerFile[r.Path]++
+	}
+	for i, r := range results {
+		row := CompareRow{Label: r.Label, Source: r.Path}
+		if i < len(opts.Labels) && opts.Labels[i] != "" {
+			row.Label = opts.Labels[i]
+		}
+		if r.Index > 0 || runsPerFile[r.Path] > 1 {
+			row.Source = fmt.Sprintf("%s#%d", r.Path, r.Index+1)
+		}
+		if opts.GroupBy != "" {
+			row.Group = groupCell(r, opts.GroupBy)
+		}
+		row.Cells = make([]CompareCell, len(t.Columns))
+		for j, c := range t.Columns {
+			if v, ok := r.Number(c.Key); ok {
+				row.Cells[j] = CompareCell{Value: v, Present: true}
+			}
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	if opts.GroupBy != "" {
+		sortByGroup(t.Rows)
+	}
+	return t
+}
+
+func groupCell(r LoadedResult, key string) CompareCell {
+	text, ok := r.Text(key)
+	if !ok {
+		return CompareCell{}
+	}
+	cell := CompareCell{Text: text, Present: true}
+	if v, ok := anyToFloat(text); ok {
+		cell.Value = v
+	} else {
+		cell.Value = math.NaN()
+	}
+	return cell
+}
+
+// sortByGroup orders rows numerically when every present group value is a
+// number ("inf" last), else as text; rows without the key go last and runs
+// with equal values keep their input order.
+func sortByGroup(rows []CompareRow) {
+	numeric := true
+	for _, r := range rows {
+		if r.Group.Present && math.IsNaN(r.Group.Value) {
+			numeric = false
+		}
+	}
+	slices.SortStableFunc(rows, func(a, b CompareRow) int {
+		if a.Group.Present != b.Group.Present {
+			if a.Group.Present {
+				return -1
+			}
+			return 1
+		}
+		if numeric {
+			return cmp.Compare(a.Group.Value, b.Group.Value)
+		}
+		return strings.Compare(a.Group.Text, b.Group.Text)
+	})
+}
+
+func compareColumns(results []LoadedResult) []CompareColumn {
+	any := func(key string) bool {
+		for _, r := range results {
+			if _, ok := r.Number(key); ok {
+				return true
+			}
+		}
+		return false
+	}
+	cols := []CompareColumn{{Key: "completed", Header: "Successful requests", Integer: true}}
+	if any("failed") {
+		cols = append(cols, CompareColumn{Key: "failed", Header: "Failed requests", Integer: true})
+	}
+	cols = append(cols,
+		CompareColumn{Key: "duration", Header: "Benchmark duration (s)"},
+		CompareColumn{Key: "total_input_tokens", Header: "Total input tokens", Integer: true},
+		CompareColumn{Key: "total_output_tokens", Header: "Total generated tokens", Integer: true},
+		CompareColumn{Key: "request_throughput", Header: "Request throughput (req/s)"},
+	)
+	if any("request_goodput") {
+		cols = append(cols, CompareColumn{Key: "request_goodput", Header: "Request goodput (req/s)"})
+	}
+	cols = append(cols,
+		CompareColumn{Key: "output_throughput", Header: "Output token throughput (tok/s)"},
+		CompareColumn{Key: "total_token_throughput", Header: "Total token throughput (tok/s)"},
+	)
+	percentiles := discoverPercentiles(results)
+	for _, m := range latencyMetrics {
+		if m.key == "e2el" && !any("mean_e2el_ms") && !any("median_e2el_ms") {
+			continue
+		}
+		cols = append(cols,
+			CompareColumn{Key: "mean_" + m.key + "_ms", Header: "Mean " + m.abbrev + " (ms)"},
+			CompareColumn{Key: "median_" + m.key + "_ms", Header: "Median " + m.abbrev + " (ms)"},
+		)
+		for _, p := range percentiles[m.key] {
+			cols = append(cols, CompareColumn{
+				Key:    "p" + strconv.FormatFloat(p, 'f', -1, 64) + "_" + m.key + "_ms",
+				Header: PercentileLabel(p) + " " + m.abbrev + " (ms)",
+			})
+		}
+	}
+	return cols
+}
+
+// discoverPercentiles lists, per metric, every percentile some run reports
+// (vLLM's --metric-percentiles), always including vLLM's default 99.
+func discoverPercentiles(results []LoadedResult) map[string][]float64 {
+	found := map[string][]float64{}
+	for _, m := range latencyMetrics {
+		found[m.key] = []float64{99}
+	}
+	add := func(metric string, p float64) {
+		if p == 50 {
+			return // the median column shows it
+		}
+		if metric == "e2e_latency" {
+			metric = "e2el"
+		}
+		if !slices.Contains(found[metric], p) {
+			found[metric] = append(found[metric], p)
+		}
+	}
+	for _, r := range results {
+		for k := range r.Fields {
+			if m := percentileKey.FindStringSubmatch(k); m != nil {
+				if p, err := strconv.ParseFloat(m[1], 64); err == nil {
+					add(m[2], p)
+				}
+			}
+		}
+		for metric, section := range summaryJSONMetrics {
+			nested, _ := r.Fields[section].(map[string]any)
+			for k := range nested {
+				if p, err := strconv.ParseFloat(strings.TrimPrefix(k, "p"), 64); err == nil && strings.HasPrefix(k, "p") {
+					add(metric, p)
+				}
+			}
+		}
+	}
+	for k := range found {
+		slices.Sort(found[k])
+	}
+	return found
+}
+
+// headers returns the label column, the group column when set, then the
+// metric columns.
+func (t *CompareTable) headers() []string {
+	h := []string{"Label"}
+	if t.GroupBy != "" {
+		h = append(h, t.GroupBy)
+	}
+	for _, c := range t.Columns {
+		h = append(h, c.Header)
+	}
+	return h
+}
+
+// displayRow formats a row for people: counts as integers, the rest with
+// two decimals as vLLM prints them, missing values blank.
+func (t *CompareTable) displayRow(r CompareRow) []string {
+	out := []string{r.Label}
+	if t.GroupBy != "" {
+		out = append(out, r.Group.Text)
+	}
+	for i, c := range t.Columns {
+		out = append(out, formatCell(r.Cells[i], c.Integer, 2))
+	}
+	return out
+}
+
+func formatCell(c CompareCell, integer bool, decimals int) string {
+	switch {
+	case !c.Present:
+		return ""
+	case math.IsInf(c.Value, 1):
+		return "inf"
+	case math.IsInf(c.Value, -1):
+		return "-inf"
+	case integer && c.Value == math.Trunc(c.Value):
+		return strconv.FormatFloat(c.Value, 'f', 0, 64)
+	case decimals < 0:
+		return strconv.FormatFloat(c.Value, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(c.Value, 'f', decimals, 64)
+}
+
+// ParseCompareFormat accepts term (terminal), md (markdown), csv and json.
+func ParseCompareFormat(name string) (string, error) {
+	switch strings.ToLower(name) {
+	case "term", "terminal", "text", "":
+		return "term", nil
+	case "md", "markdown":
+		return "md", nil
+	case "csv":
+		return "csv", nil
+	case "json":
+		return "json", nil
+	}
+	return "", fmt.Errorf("unknown table format %q: use term, md, csv or json", name)
+}
+
+// Reporter returns the writer for a format accepted by ParseCompareFormat.
+func (t *CompareTable) Reporter(format string) (func(io.Writer) error, error) {
+	f, err := ParseCompareFormat(format)
+	if err != nil {
+		return nil, err
+	}
+	switch f {
+	case "md":
+		return t.WriteMarkdown, nil
+	case "csv":
+		return t.WriteCSV, nil
+	case "json":
+		return t.WriteJSON, nil
+	}
+	return t.WriteTerminal, nil
+}
+
+// WriteTerminal writes an aligned plain-text table: text left-aligned,
+// numbers right-aligned, long headers wrapped over up to three lines so the
+// table stays about as wide as its values.
+func (t *CompareTable) WriteTerminal(w io.Writer) error {
+	header := t.headers()
+	rows := make([][]string, len(t.Rows))
+	for i, r := range t.Rows {
+		rows[i] = t.displayRow(r)
+	}
+	widths := make([]int, len(header))
+	for _, r := range rows {
+		for i, cell := range r {
+			widths[i] = max(widths[i], utf8.RuneCountInString(cell))
+		}
+	}
+	headerLines := make([][]string, len(header))
+	height := 1
+	for i, h := range header {
+		headerLines[i], widths[i] = wrapHeader(h, widths[i], maxHeaderLines)
+		height = max(height, len(headerLines[i]))
+	}
+	numericGroup := t.numericGroup()
+	rightAligned := func(col int) bool {
+		if col == 0 {
+			return false
+		}
+		if t.GroupBy != "" && col == 1 {
+			return numericGroup
+		}
+		return true
+	}
+	var b bytes.Buffer
+	writeLine := func(cells []string) {
+		var line strings.Builder
+		for i, cell := range cells {
+			if i > 0 {
+				line.WriteString("  ")
+			}
+			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(cell))
+			if rightAligned(i) {
+				line.WriteString(pad + cell)
+			} else {
+				line.WriteString(cell + pad)
+			}
+		}
+		b.WriteString(strings.TrimRight(line.String(), " ") + "\n")
+	}
+	// Headers sit on the bottom lines so each one touches its rule.
+	for l := range height {
+		cells := make([]string, len(header))
+		for i, lines := range headerLines {
+			if k := l - (height - len(lines)); k >= 0 {
+				cells[i] = lines[k]
+			}
+		}
+		writeLine(cells)
+	}
+	rules := make([]string, len(widths))
+	for i, n := range widths {
+		rules[i] = strings.Repeat("-", n)
+	}
+	writeLine(rules)
+	for _, r := range rows {
+		writeLine(r)
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+const maxHeaderLines = 3
+
+// wrapHeader breaks h at spaces into lines no wider than the column,
+// widening the column until it fits in maxLines lines; it returns the lines
+// and the final width.
+func wrapHeader(h string, width, maxLines int) ([]string, int) {
+	words := strings.Fields(h)
+	for _, word := range words {
+		width = max(width, utf8.RuneCountInString(word))
+	}
+	for {
+		var lines []string
+		current := ""
+		for _, word := range words {
+			switch {
+			case current == "":
+				current = word
+			case utf8.RuneCountInString(current)+1+utf8.RuneCountInString(word) <= width:
+				current += " " + word
+			default:
+				lines = append(lines, current)
+				current = word
+			}
+		}
+		lines = append(lines, current)
+		if len(lines) <= maxLines {
+			return lines, width
+		}
+		width++
+	}
+}
+
+func (t *CompareTable) numericGroup() bool {
+	for _, r := range t.Rows {
+		if r.Group.Present && math.IsNaN(r.Group.Value) {
+			return false
+		}
+	}
+	return true
+}
+
+// WriteMarkdown writes a GitHub-flavoured Markdown table.
+func (t *CompareTable) WriteMarkdown(w io.Writer) error {
+	var b bytes.Buffer
+	escape := func(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+	line := func(cells []string) {
+		b.WriteString("|")
+		for _, c := range cells {
+			b.WriteString(" " + escape(c) + " |")
+		}
+		b.WriteString("\n")
+	}
+	header := t.headers()
+	line(header)
+	b.WriteString("|")
+	numericGroup := t.numericGroup()
+	for i := range header {
+		if i == 0 || t.GroupBy != "" && i == 1 && !numericGroup {
+			b.WriteString(" --- |")
+		} else {
+			b.WriteString(" ---: |")
+		}
+	}
+	b.WriteString("\n")
+	for _, r := range t.Rows {
+		line(t.displayRow(r))
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// WriteCSV writes the table with full-precision values for spreadsheets,
+// plus a source column naming each run's file.
+func (t *CompareTable) WriteCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	header := append(t.headers(), "Source")
+	if err := cw.Write(header); err != nil {
+		return fmt.Errorf("writing CSV: %w", err)
+	}
+	for _, r := range t.Rows {
+		rec := []string{r.Label}
+		if t.GroupBy != "" {
+			rec = append(rec, r.Group.Text)
+		}
+		for i, c := range t.Columns {
+			rec = append(rec, formatCell(r.Cells[i], c.Integer, -1))
+		}
+		rec = append(rec, r.Source)
+		if err := cw.Write(rec); err != nil {
+			return fmt.Errorf("writing CSV: %w", err)
+		}
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("writing CSV: %w", err)
+	}
+	return nil
+}
+
+// WriteJSON writes an array with one object per run, keyed by the result
+// JSON keys (label, source, the group key, then the metric keys); missing
+// values are null and infinite ones the string "inf", as vLLM writes
+// request_rate.
+func (t *CompareTable) WriteJSON(w io.Writer) error {
+	var b bytes.Buffer
+	b.WriteString("[")
+	for i, r := range t.Rows {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString("\n  {")
+		fields := 0
+		add := func(key string, v any) error {
+			k, err := json.Marshal(key)
+			if err != nil {
+				return fmt.Errorf("encoding column %q: %w", key, err)
+			}
+			val, err := json.Marshal(v)
+			if err != nil {
+				return fmt.Errorf("encoding column %q: %w", key, err)
+			}
+			if fields > 0 {
+				b.WriteString(", ")
+			}
+			fields++
+			b.Write(k)
+			b.WriteString(": ")
+			b.Write(val)
+			return nil
+		}
+		if err := add("label", r.Label); err != nil {
+			return err
+		}
+		if err := add("source", r.Source); err != nil {
+			return err
+		}
+		if t.GroupBy != "" {
+			if err := add(t.GroupBy, groupJSON(r.Group)); err != nil {
+				return err
+			}
+		}
+		for j, c := range t.Columns {
+			if err := add(c.Key, cellJSON(r.Cells[j])); err != nil {
+				return err
+			}
+		}
+		b.WriteString("}")
+	}
+	if len(t.Rows) > 0 {
+		b.WriteString("\n")
+	}
+	b.WriteString("]\n")
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+func cellJSON(c CompareCell) any {
+	switch {
+	case !c.Present || math.IsNaN(c.Value):
+		return nil
+	case math.IsInf(c.Value, 1):
+		return "inf"
+	case math.IsInf(c.Value, -1):
+		return "-inf"
+	}
+	return c.Value
+}
+
+func groupJSON(c CompareCell) any {
+	if c.Present && math.IsNaN(c.Value) {
+		return c.Text
+	}
+	return cellJSON(c)
+}

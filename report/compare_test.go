@@ -1,0 +1,254 @@
+package report
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// compareGolden compares got with testdata/compare/name, rewriting it
+// under -update.
+func compareGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "compare", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden %s (run with -update to create): %v", path, err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from golden (run with -update if intended)\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+// goldenInputs are real vLLM and SGLang outputs, a servebench result
+// written by this package's JSON writer, an infinite-rate run, and a file
+// from an unknown tool with most keys missing.
+func goldenInputs(t *testing.T) []string {
+	t.Helper()
+	dir := filepath.Join("testdata", "compare")
+	if *update {
+		syntheticRun{label: "servebench-8qps", rate: 8, capacity: 12, requests: 120, outputLen: 16, seed: 11}.write(t, dir)
+	}
+	return []string{
+		filepath.Join(dir, "servebench-8qps.json"),
+		vllmCapture,
+		sglangCapture,
+		filepath.Join(dir, "inf-rate.json"),
+		filepath.Join(dir, "other-tool.json"),
+	}
+}
+
+func TestCompareTableGolden(t *testing.T) {
+	results, err := LoadResults(goldenInputs(t)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, groupBy := range []string{"", "request_rate"} {
+		table := NewCompareTable(results, CompareOptions{GroupBy: groupBy})
+		for _, format := range []string{"term", "md", "csv", "json"} {
+			name := "table"
+			if groupBy != "" {
+				name += "-by-" + groupBy
+			}
+			t.Run(name+"."+format, func(t *testing.T) {
+				report, err := table.Reporter(format)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var b bytes.Buffer
+				if err := report(&b); err != nil {
+					t.Fatal(err)
+				}
+				compareGolden(t, name+"."+format+".golden", b.Bytes())
+			})
+		}
+	}
+}
+
+func TestCompareFormatsAreWellFormed(t *testing.T) {
+	results, err := LoadResults(goldenInputs(t)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := NewCompareTable(results, CompareOptions{GroupBy: "request_rate"})
+
+	var csvOut bytes.Buffer
+	if err := table.WriteCSV(&csvOut); err != nil {
+		t.Fatal(err)
+	}
+	records, err := csv.NewReader(&csvOut).ReadAll()
+	if err != nil {
+		t.Fatalf("CSV does not parse: %v", err)
+	}
+	if len(records) != len(results)+1 {
+		t.Errorf("CSV has %d records, want header + %d", len(records), len(results))
+	}
+
+	var jsonOut bytes.Buffer
+	if err := table.WriteJSON(&jsonOut); err != nil {
+		t.Fatal(err)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal(jsonOut.Bytes(), &rows); err != nil {
+		t.Fatalf("JSON does not parse: %v", err)
+	}
+	byLabel := map[string]map[string]any{}
+	for _, r := range rows {
+		byLabel[r["label"].(string)] = r
+	}
+	other := byLabel["other-tool"]
+	if other == nil || other["median_ttft_ms"] != nil || other["completed"] != float64(7) {
+		t.Errorf("missing keys must be null and present ones kept: %v", other)
+	}
+	if other["mean_ttft_ms"] != float64(120) || other["duration"] != 4.2 {
+		t.Errorf("mean_ttft_s and duration_ms must be converted to ms and s: %v, %v", other["mean_ttft_ms"], other["duration"])
+	}
+	if byLabel["inf-rate"]["request_rate"] != "inf" {
+		t.Errorf("infinite rate written as %v, want \"inf\"", byLabel["inf-rate"]["request_rate"])
+	}
+
+	var md bytes.Buffer
+	if err := table.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(md.String()), "\n")
+	wantPipes := strings.Count(lines[0], "|") - strings.Count(lines[0], `\|`)
+	for i, l := range lines {
+		if got := strings.Count(l, "|") - strings.Count(l, `\|`); got != wantPipes {
+			t.Errorf("markdown line %d has %d cell separators, want %d: %s", i, got, wantPipes, l)
+		}
+	}
+}
+
+func TestGroupBySortsNumericallyWithInfAndMissingLast(t *testing.T) {
+	mk := func(label string, rate any) LoadedResult {
+		f := map[string]any{"completed": json.Number("1")}
+		if rate != nil {
+			f["request_rate"] = rate
+		}
+		return LoadedResult{Label: label, Fields: f}
+	}
+	tests := []struct {
+		name    string
+		results []LoadedResult
+		want    string
+	}{
+		{"numbers not text", []LoadedResult{mk("a", json.Number("10")), mk("b", json.Number("2")), mk("c", "inf"), mk("d", nil), mk("e", json.Number("2"))}, "b e a c d"},
+		{"text when any is text", []LoadedResult{mk("a", "fast"), mk("b", json.Number("2")), mk("c", "big")}, "b c a"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			table := NewCompareTable(tt.results, CompareOptions{GroupBy: "request_rate"})
+			var got []string
+			for _, r := range table.Rows {
+				got = append(got, r.Label)
+			}
+			if strings.Join(got, " ") != tt.want {
+				t.Errorf("order %v, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestLabelsOverrideInOrder(t *testing.T) {
+	results := []LoadedResult{{Label: "x", Fields: map[string]any{}}, {Label: "y", Fields: map[string]any{}}}
+	table := NewCompareTable(results, CompareOptions{Labels: []string{"A"}})
+	if table.Rows[0].Label != "A" || table.Rows[1].Label != "y" {
+		t.Errorf("labels %q, %q", table.Rows[0].Label, table.Rows[1].Label)
+	}
+}
+
+func TestOptionalColumnsAppearOnlyWhenPresent(t *testing.T) {
+	has := func(table *CompareTable, key string) bool {
+		for _, c := range table.Columns {
+			if c.Key == key {
+				return true
+			}
+		}
+		return false
+	}
+	plain := NewCompareTable([]LoadedResult{{Fields: map[string]any{"completed": json.Number("1")}}}, CompareOptions{})
+	for _, key := range []string{"failed", "request_goodput", "mean_e2el_ms", "p95_itl_ms"} {
+		if has(plain, key) {
+			t.Errorf("column %s shown with no run having it", key)
+		}
+	}
+	for _, key := range []string{"completed", "duration", "mean_ttft_ms", "median_tpot_ms", "p99_itl_ms"} {
+		if !has(plain, key) {
+			t.Errorf("core column %s missing", key)
+		}
+	}
+	rich := NewCompareTable([]LoadedResult{{Fields: map[string]any{
+		"failed": json.Number("0"), "request_goodput": json.Number("1"), "mean_e2el_ms": json.Number("5"), "p99.9_ttft_ms": json.Number("9"),
+	}}}, CompareOptions{})
+	for _, key := range []string{"failed", "request_goodput", "mean_e2el_ms", "p99.9_ttft_ms"} {
+		if !has(rich, key) {
+			t.Errorf("column %s missing although a run has it", key)
+		}
+	}
+}
+
+func TestParseCompareFormat(t *testing.T) {
+	tests := []struct{ in, want, err string }{
+		{"term", "term", ""}, {"", "term", ""}, {"Markdown", "md", ""}, {"md", "md", ""},
+		{"csv", "csv", ""}, {"json", "json", ""}, {"xml", "", "use term, md, csv or json"},
+	}
+	for _, tt := range tests {
+		got, err := ParseCompareFormat(tt.in)
+		if got != tt.want || (err == nil) != (tt.err == "") || err != nil && !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("ParseCompareFormat(%q) = %q, %v", tt.in, got, err)
+		}
+	}
+}
+
+func TestWrapHeader(t *testing.T) {
+	tests := []struct {
+		header string
+		width  int
+		lines  []string
+	}{
+		{"Mean TTFT (ms)", 6, []string{"Mean", "TTFT", "(ms)"}},
+		{"Output token throughput (tok/s)", 6, []string{"Output token", "throughput", "(tok/s)"}},
+		{"Label", 20, []string{"Label"}},
+	}
+	for _, tt := range tests {
+		lines, width := wrapHeader(tt.header, tt.width, 3)
+		if strings.Join(lines, "|") != strings.Join(tt.lines, "|") {
+			t.Errorf("wrapHeader(%q) = %q", tt.header, lines)
+		}
+		for _, l := range lines {
+			if len(l) > width {
+				t.Errorf("line %q wider than %d", l, width)
+			}
+		}
+	}
+}
+
+func TestFormatCell(t *testing.T) {
+	tests := []struct {
+		cell    CompareCell
+		integer bool
+		want    string
+	}{
+		{CompareCell{}, false, ""},
+		{CompareCell{Value: 4.277664, Present: true}, false, "4.28"},
+		{CompareCell{Value: 50, Present: true}, true, "50"},
+		{CompareCell{Value: 50.5, Present: true}, true, "50.50"},
+		{CompareCell{Value: math.Inf(1), Present: true}, false, "inf"},
+	}
+	for _, tt := range tests {
+		if got := formatCell(tt.cell, tt.integer, 2); got != tt.want {
+			t.Errorf("formatCell(%+v) = %q, want %q", tt.cell, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,637 @@
+package report
+
+import (
+	"bytes"
+	_ "embed"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/servebench/servebench/metrics"
+)
+
+// The chart library is uPlot (MIT, see assets/uPlot.LICENSE), embedded so
+// the report is one file that opens offline.
+var (
+	//go:embed assets/uPlot.iife.min.js
+	uplotJS string
+	//go:embed assets/uPlot.min.css
+	uplotCSS string
+	//go:embed assets/report.js
+	reportJS string
+	//go:embed assets/report.css
+	reportCSS string
+	//go:embed assets/report.html.tmpl
+	reportTemplateText string
+)
+
+var reportTemplate = template.Must(template.New("report").Parse(reportTemplateText))
+
+// HTMLOptions shapes the HTML report.
+type HTMLOptions struct {
+	Title string
+	// GroupBy is the table's group column and the x axis of the
+	// latency-vs-load curves (see CompareOptions.GroupBy).
+	GroupBy string
+	Labels  []string
+	// Generated is printed under the title; zero leaves it out, which
+	// keeps golden files stable.
+	Generated time.Time
+	// MaxPoints bounds the points per per-request or over-time series
+	// (default 2000); larger runs are downsampled.
+	MaxPoints int
+	// MaxDetailRuns bounds how many runs get distribution, timeline and
+	// server-metric charts (default 12), so a 200-point sweep stays
+	// readable; every run is still in the table and load curves.
+	MaxDetailRuns int
+}
+
+// HTMLReport is the data behind the page: the table and every chart,
+// serialised into the page for the embedded script to draw.
+type HTMLReport struct {
+	Title     string        `json:"title"`
+	Generated string        `json:"generated,omitempty"`
+	Table     *CompareTable `json:"-"`
+	Charts    []ChartSpec   `json:"charts"`
+	// Notes explain what is missing (no per-request data, unreadable
+	// records files) rather than failing the whole report.
+	Notes []string `json:"notes"`
+}
+
+// ChartSpec is one chart. X is shared by every series; NaN values are gaps.
+type ChartSpec struct {
+	ID      string       `json:"id"`
+	Section string       `json:"section"` // load, distribution, timeline, server
+	Title   string       `json:"title"`
+	XLabel  string       `json:"xLabel"`
+	YLabel  string       `json:"yLabel"`
+	Y2Label string       `json:"y2Label,omitempty"`
+	XKind   string       `json:"xKind"` // "num", or "pctlog": x = -log10(1-q) drawn as percentiles
+	Kind    string       `json:"kind"`  // "lines", or "gantt": one bar per request
+	X       jsonFloats   `json:"x"`
+	Series  []SeriesSpec `json:"series"`
+	// Gantt holds, for kind "gantt", the first-token and end instants
+	// parallel to X (the start instants); Series[0] is the request rank.
+	Gantt *GanttSpec `json:"gantt,omitempty"`
+}
+
+// SeriesSpec is one line of a chart.
+type SeriesSpec struct {
+	Label  string     `json:"label"`
+	Color  string     `json:"color"`
+	Dash   []int      `json:"dash,omitempty"`
+	Axis   int        `json:"axis"` // 0 left, 1 right
+	Values jsonFloats `json:"values"`
+}
+
+// GanttSpec is the per-request timeline: bars from start to first token
+// (waiting and prefill) and from first token to end (decode).
+type GanttSpec struct {
+	FirstToken   jsonFloats `json:"firstToken"`
+	End          jsonFloats `json:"end"`
+	PrefillColor string     `json:"prefillColor"`
+	DecodeColor  string     `json:"decodeColor"`
+}
+
+// jsonFloats marshals NaN and ±Inf as null (uPlot's gap) and trims
+// digits the charts cannot show.
+type jsonFloats []float64
+
+func (f jsonFloats) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, 8*len(f)+2)
+	b = append(b, '[')
+	for i, v := range f {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			b = append(b, "null"...)
+			continue
+		}
+		b = strconv.AppendFloat(b, v, 'g', 6, 64)
+	}
+	return append(b, ']'), nil
+}
+
+// palette is Tableau 10: distinct, colour-blind friendly enough, and
+// matched exactly by the page's drawn-pixel check.
+var palette = []string{"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"}
+
+func paletteColor(i int) string { return palette[i%len(palette)] }
+
+// statDashes tell statistics apart when colours already tell setups apart.
+var statDashes = [][]int{nil, {8, 4}, {2, 3}, {12, 3, 2, 3}, {4, 4}}
+
+// BuildHTMLReport prepares every chart and the table for results.
+func BuildHTMLReport(results []LoadedResult, opts HTMLOptions) (*HTMLReport, error) {
+	if len(results) == 0 {
+		return nil, fmt.Errorf("no results to report: pass result files or a run directory")
+	}
+	if opts.MaxPoints <= 0 {
+		opts.MaxPoints = 2000
+	}
+	if opts.MaxDetailRuns <= 0 {
+		opts.MaxDetailRuns = 12
+	}
+	if opts.Title == "" {
+		opts.Title = "servebench report"
+	}
+	results = slices.Clone(results)
+	for i := range results {
+		if i < len(opts.Labels) && opts.Labels[i] != "" {
+			results[i].Label = opts.Labels[i]
+		}
+	}
+	rep := &HTMLReport{
+		Title: opts.Title,
+		Table: NewCompareTable(results, CompareOptions{GroupBy: opts.GroupBy}),
+	}
+	if !opts.Generated.IsZero() {
+		rep.Generated = opts.Generated.Format(time.RFC3339)
+	}
+	rep.Charts = append(rep.Charts, loadCharts(results, opts.GroupBy)...)
+
+	detailed := results
+	if len(detailed) > opts.MaxDetailRuns {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("Distributions, timelines and server metrics show the first %d of %d runs.", opts.MaxDetailRuns, len(results)))
+		detailed = detailed[:opts.MaxDetailRuns]
+	}
+	timings := make([][]RequestTiming, len(detailed))
+	anyTimings := false
+	for i, r := range detailed {
+		t, err := r.Requests()
+		if err != nil {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: per-request data skipped: %v", r.Label, err))
+			continue
+		}
+		timings[i] = t
+		anyTimings = anyTimings || len(t) > 0
+	}
+	if anyTimings {
+		rep.Charts = append(rep.Charts, distributionCharts(detailed, timings)...)
+		for i, r := range detailed {
+			if c, ok := timelineChart(i, r, timings[i], opts.MaxPoints); ok {
+				rep.Charts = append(rep.Charts, c)
+			}
+		}
+	} else {
+		rep.Notes = append(rep.Notes, "No per-request data: keep the .records.jsonl beside each result, or run with --save-detailed, to see distributions and timelines.")
+	}
+	for i, r := range detailed {
+		if c, ok := serverMetricsChart(i, r, opts.MaxPoints); ok {
+			rep.Charts = append(rep.Charts, c)
+		}
+	}
+	return rep, nil
+}
+
+// WriteHTML writes the self-contained report page.
+func WriteHTML(w io.Writer, results []LoadedResult, opts HTMLOptions) error {
+	rep, err := BuildHTMLReport(results, opts)
+	if err != nil {
+		return err
+	}
+	return rep.Write(w)
+}
+
+// Write renders the page.
+func (rep *HTMLReport) Write(w io.Writer) error {
+	header := rep.Table.headers()
+	rows := make([][]string, len(rep.Table.Rows))
+	for i, r := range rep.Table.Rows {
+		rows[i] = rep.Table.displayRow(r)
+	}
+	data := struct {
+		Report    *HTMLReport
+		Header    []string
+		Rows      [][]string
+		UPlotJS   template.JS
+		UPlotCSS  template.CSS
+		ReportJS  template.JS
+		ReportCSS template.CSS
+	}{rep, header, rows, template.JS(uplotJS), template.CSS(uplotCSS), template.JS(reportJS), template.CSS(reportCSS)}
+	var page bytes.Buffer
+	if err := reportTemplate.Execute(&page, data); err != nil {
+		return fmt.Errorf("rendering HTML report: %w", err)
+	}
+	_, err := w.Write(page.Bytes())
+	return err
+}
+
+// loadAxis picks the x axis of latency-vs-load curves: the group key when
+// it is numeric, else the configured request rate when it varies and is
+// finite, else the achieved request throughput (always finite).
+func loadAxis(results []LoadedResult, groupBy string) (key, label string) {
+	if groupBy != "" {
+		for _, r := range results {
+			if v, ok := r.Number(groupBy); ok && isFiniteNumber(v) {
+				return groupBy, groupBy
+			}
+		}
+	}
+	rates := map[float64]bool{}
+	finite := true
+	for _, r := range results {
+		v, ok := r.Number("request_rate")
+		if !ok || !isFiniteNumber(v) {
+			finite = false
+			break
+		}
+		rates[v] = true
+	}
+	if finite && len(rates) > 1 {
+		return "request_rate", "Request rate (req/s)"
+	}
+	return "request_throughput", "Achieved request throughput (req/s)"
+}
+
+func isFiniteNumber(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// loadCharts draws, per latency metric, every statistic against load; runs
+// of one sweep form one curve, and repeats at the same x are averaged.
+func loadCharts(results []LoadedResult, groupBy string) []ChartSpec {
+	xKey, xLabel := loadAxis(results, groupBy)
+	var seriesNames []string
+	for _, r := range results {
+		if !slices.Contains(seriesNames, r.Series) {
+			seriesNames = append(seriesNames, r.Series)
+		}
+	}
+	xSet := map[float64]bool{}
+	for _, r := range results {
+		if v, ok := r.Number(xKey); ok && isFiniteNumber(v) {
+			xSet[v] = true
+		}
+	}
+	if len(xSet) == 0 {
+		return nil
+	}
+	xs := make([]float64, 0, len(xSet))
+	for v := range xSet {
+		xs = append(xs, v)
+	}
+	slices.Sort(xs)
+	percentiles := discoverPercentiles(results)
+	var charts []ChartSpec
+	for _, m := range latencyMetrics {
+		stats := []struct{ key, label string }{{"mean_" + m.key + "_ms", "mean"}, {"median_" + m.key + "_ms", "median"}}
+		for _, p := range percentiles[m.key] {
+			stats = append(stats, struct{ key, label string }{"p" + strconv.FormatFloat(p, 'f', -1, 64) + "_" + m.key + "_ms", PercentileLabel(p)})
+		}
+		chart := ChartSpec{
+			ID:      "load-" + m.key,
+			Section: "load",
+			Title:   m.abbrev + " vs load",
+			XLabel:  xLabel,
+			YLabel:  m.abbrev + " (ms)",
+			XKind:   "num",
+			Kind:    "lines",
+			X:       xs,
+		}
+		for si, name := range seriesNames {
+			for k, st := range stats {
+				values, any := averageAt(results, name, xKey, st.key, xs)
+				if !any {
+					continue
+				}
+				s := SeriesSpec{Label: st.label, Values: values}
+				if len(seriesNames) > 1 {
+					s.Label = seriesLabel(name) + " " + st.label
+					s.Color = paletteColor(si)
+					s.Dash = statDashes[k%len(statDashes)]
+				} else {
+					s.Color = paletteColor(k)
+				}
+				chart.Series = append(chart.Series, s)
+			}
+		}
+		if len(chart.Series) > 0 {
+			charts = append(charts, chart)
+		}
+	}
+	return charts
+}
+
+func seriesLabel(name string) string {
+	if name == "" {
+		return "files"
+	}
+	return name
+}
+
+func averageAt(results []LoadedResult, series, xKey, yKey string, xs []float64) (jsonFloats, bool) {
+	sums := make([]float64, len(xs))
+	counts := make([]int, len(xs))
+	anyValue := false
+	for _, r := range results {
+		if r.Series != series {
+			continue
+		}
+		x, okX := r.Number(xKey)
+		y, okY := r.Number(yKey)
+		if !okX || !okY || !isFiniteNumber(x) || !isFiniteNumber(y) {
+			continue
+		}
+		i, found := slices.BinarySearch(xs, x)
+		if !found {
+			continue
+		}
+		sums[i] += y
+		counts[i]++
+		anyValue = true
+	}
+	out := make(jsonFloats, len(xs))
+	for i := range out {
+		if counts[i] == 0 {
+			out[i] = math.NaN()
+		} else {
+			out[i] = sums[i] / float64(counts[i])
+		}
+	}
+	return out, anyValue
+}
+
+// distributionLevels are the x positions of the latency-by-percentile
+// curves: -log10(1-q) from 0 (p0) to 3 (p99.9), so the tail gets as much
+// room as the body.
+var distributionLevels = func() []float64 {
+	const steps = 120
+	xs := make([]float64, steps+1)
+	for i := range xs {
+		xs[i] = 3 * float64(i) / steps
+	}
+	return xs
+}()
+
+func distributionCharts(results []LoadedResult, timings [][]RequestTiming) []ChartSpec {
+	type metric struct {
+		key, abbrev string
+		values      func([]RequestTiming) []float64
+	}
+	metricsToDraw := []metric{
+		{"ttft", "TTFT", func(ts []RequestTiming) []float64 {
+			var out []float64
+			for _, t := range ts {
+				if t.Success {
+					out = append(out, t.TTFT)
+				}
+			}
+			return out
+		}},
+		{"tpot", "TPOT", func(ts []RequestTiming) []float64 {
+			var out []float64
+			for _, t := range ts {
+				if v, ok := t.TPOT(); ok {
+					out = append(out, v)
+				}
+			}
+			return out
+		}},
+		{"itl", "ITL", func(ts []RequestTiming) []float64 {
+			var out []float64
+			for _, t := range ts {
+				if t.Success {
+					out = append(out, t.ITL...)
+				}
+			}
+			return out
+		}},
+		{"e2el", "E2EL", func(ts []RequestTiming) []float64 {
+			var out []float64
+			for _, t := range ts {
+				if t.Success {
+					out = append(out, t.Latency)
+				}
+			}
+			return out
+		}},
+	}
+	var charts []ChartSpec
+	for _, m := range metricsToDraw {
+		chart := ChartSpec{
+			ID:      "dist-" + m.key,
+			Section: "distribution",
+			Title:   m.abbrev + " distribution",
+			XLabel:  "percentile",
+			YLabel:  m.abbrev + " (ms)",
+			XKind:   "pctlog",
+			Kind:    "lines",
+			X:       distributionLevels,
+		}
+		for i, r := range results {
+			sorted := sortedFinite(m.values(timings[i]))
+			if len(sorted) == 0 {
+				continue
+			}
+			values := make(jsonFloats, len(distributionLevels))
+			for j, x := range distributionLevels {
+				q := 100 * (1 - math.Pow(10, -x))
+				values[j] = metrics.Percentile(sorted, q)
+			}
+			chart.Series = append(chart.Series, SeriesSpec{Label: r.Label, Color: paletteColor(i), Values: values})
+		}
+		if len(chart.Series) > 0 {
+			charts = append(charts, chart)
+		}
+	}
+	return charts
+}
+
+// timelineChart draws one bar per request: start → first token → end, in
+// start order, keeping every k-th request when there are more than
+// maxPoints so the page stays light.
+func timelineChart(index int, r LoadedResult, timings []RequestTiming, maxPoints int) (ChartSpec, bool) {
+	var ordered []RequestTiming
+	for _, t := range timings {
+		if isFiniteNumber(t.Start) && isFiniteNumber(t.Latency) {
+			ordered = append(ordered, t)
+		}
+	}
+	if len(ordered) == 0 {
+		return ChartSpec{}, false
+	}
+	slices.SortStableFunc(ordered, func(a, b RequestTiming) int {
+		switch {
+		case a.Start < b.Start:
+			return -1
+		case a.Start > b.Start:
+			return 1
+		}
+		return 0
+	})
+	stride := max(1, (len(ordered)+maxPoints-1)/maxPoints)
+	var starts, ranks, firsts, ends jsonFloats
+	for i := 0; i < len(ordered); i += stride {
+		t := ordered[i]
+		starts = append(starts, t.Start)
+		ranks = append(ranks, float64(i))
+		first := math.NaN()
+		if t.Success {
+			first = t.Start + t.TTFT/1e3
+		}
+		firsts = append(firsts, first)
+		ends = append(ends, t.Start+t.Latency/1e3)
+	}
+	title := "Request timeline: " + r.Label
+	if stride > 1 {
+		title += fmt.Sprintf(" (every %d of %d requests)", stride, len(ordered))
+	}
+	return ChartSpec{
+		ID:      fmt.Sprintf("timeline-%d", index),
+		Section: "timeline",
+		Title:   title,
+		XLabel:  "time since first request (s)",
+		YLabel:  "request (by start)",
+		XKind:   "num",
+		Kind:    "gantt",
+		X:       starts,
+		Series:  []SeriesSpec{{Label: "start", Color: "#555555", Values: ranks}},
+		Gantt:   &GanttSpec{FirstToken: firsts, End: ends, PrefillColor: palette[1], DecodeColor: palette[0]},
+	}, true
+}
+
+// serverMetricsChart draws servebench's scraped server_metrics.samples:
+// running and waiting requests on the left axis, KV-cache usage and prefix
+// hit rate in percent on the right (fractions ≤ 1 are scaled to percent).
+// Sample times are seconds since the run started; epoch timestamps are
+// rebased to the first sample.
+func serverMetricsChart(index int, r LoadedResult, maxPoints int) (ChartSpec, bool) {
+	sm, _ := r.Fields["server_metrics"].(map[string]any)
+	samples, _ := sm["samples"].([]any)
+	type column struct {
+		key, label string
+		axis       int
+	}
+	columns := []column{{"running", "running", 0}, {"waiting", "waiting", 0}, {"kv_cache_usage", "KV cache usage %", 1}, {"prefix_hit_rate", "prefix hit rate %", 1}}
+	var ts []float64
+	values := make([][]float64, len(columns))
+	for _, s := range samples {
+		obj, ok := s.(map[string]any)
+		if !ok {
+			continue
+		}
+		t, ok := anyToFloat(obj["t"])
+		if !ok || !isFiniteNumber(t) {
+			continue
+		}
+		ts = append(ts, t)
+		for i, c := range columns {
+			v, ok := anyToFloat(obj[c.key])
+			if !ok {
+				v = math.NaN()
+			}
+			values[i] = append(values[i], v)
+		}
+	}
+	if len(ts) == 0 {
+		return ChartSpec{}, false
+	}
+	if ts[0] > 1e6 {
+		origin := ts[0]
+		for i := range ts {
+			ts[i] -= origin
+		}
+	}
+	for i, c := range columns {
+		if c.axis == 1 && allAtMostOne(values[i]) {
+			for j := range values[i] {
+				values[i][j] *= 100
+			}
+		}
+	}
+	keep := lttbIndices(ts, values[0], maxPoints)
+	chart := ChartSpec{
+		ID:      fmt.Sprintf("server-%d", index),
+		Section: "server",
+		Title:   "Server metrics: " + r.Label,
+		XLabel:  "time since start (s)",
+		YLabel:  "requests",
+		Y2Label: "%",
+		XKind:   "num",
+		Kind:    "lines",
+		X:       pickIndices(ts, keep),
+	}
+	for i, c := range columns {
+		picked := pickIndices(values[i], keep)
+		if !anyFinite(picked) {
+			continue
+		}
+		chart.Series = append(chart.Series, SeriesSpec{Label: c.label, Color: paletteColor(i), Axis: c.axis, Values: picked})
+	}
+	if len(chart.Series) == 0 {
+		return ChartSpec{}, false
+	}
+	return chart, true
+}
+
+func allAtMostOne(xs []float64) bool {
+	for _, x := range xs {
+		if isFiniteNumber(x) && x > 1 {
+			return false
+		}
+	}
+	return true
+}
+
+func anyFinite(xs []float64) bool {
+	return slices.ContainsFunc(xs, isFiniteNumber)
+}
+
+func pickIndices(xs []float64, idx []int) jsonFloats {
+	out := make(jsonFloats, len(idx))
+	for i, k := range idx {
+		out[i] = xs[k]
+	}
+	return out
+}
+
+// lttbIndices chooses at most threshold points of (xs, ys) by
+// Largest-Triangle-Three-Buckets, which keeps a curve's peaks and troughs
+// where a stride would miss them. NaN ys count as 0.
+func lttbIndices(xs, ys []float64, threshold int) []int {
+	n := len(xs)
+	if threshold >= n || threshold < 3 {
+		all := make([]int, n)
+		for i := range all {
+			all[i] = i
+		}
+		return all
+	}
+	y := func(i int) float64 {
+		if !isFiniteNumber(ys[i]) {
+			return 0
+		}
+		return ys[i]
+	}
+	out := make([]int, 0, threshold)
+	out = append(out, 0)
+	bucket := float64(n-2) / float64(threshold-2)
+	a := 0
+	for i := range threshold - 2 {
+		lo := int(float64(i)*bucket) + 1
+		hi := min(int(float64(i+1)*bucket)+1, n-1)
+		nextLo, nextHi := hi, min(int(float64(i+2)*bucket)+1, n)
+		var avgX, avgY float64
+		for j := nextLo; j < nextHi; j++ {
+			avgX += xs[j]
+			avgY += y(j)
+		}
+		count := float64(max(nextHi-nextLo, 1))
+		avgX /= count
+		avgY /= count
+		best, bestArea := lo, -1.0
+		for j := lo; j < hi; j++ {
+			area := math.Abs((xs[a]-avgX)*(y(j)-y(a)) - (xs[a]-xs[j])*(avgY-y(a)))
+			if area > bestArea {
+				best, bestArea = j, area
+			}
+		}
+		out = append(out, best)
+		a = best
+	}
+	return append(out, n-1)
+}

@@ -1,0 +1,314 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// htmlFixture is two setups swept over request rate, one with per-request
+// records and server metrics, plus the captured vLLM file.
+func htmlFixture(t testing.TB) []LoadedResult {
+	t.Helper()
+	dir := t.TempDir()
+	writeSweepFixture(t, filepath.Join(dir, "setupA"), "setup A", 10, []float64{2, 4, 6, 8, 9}, true)
+	writeSweepFixture(t, filepath.Join(dir, "setupB"), "setup B", 14, []float64{2, 4, 6, 8, 9}, false)
+	results, err := LoadResults(filepath.Join(dir, "setupA"), filepath.Join(dir, "setupB"), vllmCapture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return results
+}
+
+// chartOutline is what the golden file pins: which charts exist, their
+// series and sizes, not every downsampled value.
+func chartOutline(rep *HTMLReport) string {
+	var b strings.Builder
+	for _, c := range rep.Charts {
+		fmt.Fprintf(&b, "%s [%s/%s] %q x=%q (%d points) y=%q", c.ID, c.Section, c.Kind, c.Title, c.XLabel, len(c.X), c.YLabel)
+		if c.Y2Label != "" {
+			fmt.Fprintf(&b, " y2=%q", c.Y2Label)
+		}
+		b.WriteString("\n")
+		for _, s := range c.Series {
+			fmt.Fprintf(&b, "  %s %s axis=%d dash=%v values=%d\n", s.Label, s.Color, s.Axis, s.Dash, len(s.Values))
+		}
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(&b, "note: %s\n", n)
+	}
+	return b.String()
+}
+
+func TestHTMLReportChartsGolden(t *testing.T) {
+	rep, err := BuildHTMLReport(htmlFixture(t), HTMLOptions{GroupBy: "request_rate", MaxPoints: 150})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", "html", "charts.golden.txt")
+	got := chartOutline(rep)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden (run with -update to create): %v", err)
+	}
+	if got != string(want) {
+		t.Errorf("chart outline differs from %s (run with -update if intended)\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+func TestLoadCurveValuesComeFromTheResults(t *testing.T) {
+	results := htmlFixture(t)
+	rep, err := BuildHTMLReport(results, HTMLOptions{GroupBy: "request_rate"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chart *ChartSpec
+	for i := range rep.Charts {
+		if rep.Charts[i].ID == "load-ttft" {
+			chart = &rep.Charts[i]
+		}
+	}
+	if chart == nil {
+		t.Fatal("no TTFT-vs-load chart")
+	}
+	if got := fmt.Sprint([]float64(chart.X)); got != "[2 4 6 8 9]" {
+		t.Fatalf("x = %s, want every request rate once", got)
+	}
+	for _, r := range results {
+		x, _ := r.Number("request_rate")
+		want, _ := r.Number("p99_ttft_ms")
+		label := seriesLabel(r.Series) + " P99"
+		found := false
+		for _, s := range chart.Series {
+			for i, xv := range chart.X {
+				if s.Label == label && xv == x {
+					found = true
+					if math.Abs(s.Values[i]-want) > 1e-9 {
+						t.Errorf("%s at %v = %v, want %v", label, x, s.Values[i], want)
+					}
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no %s point at x=%v", label, x)
+		}
+	}
+}
+
+func TestTimelineIsDownsampledInStartOrder(t *testing.T) {
+	timings := make([]RequestTiming, 1000)
+	for i := range timings {
+		// Deliberately out of order.
+		timings[i] = RequestTiming{Start: float64((i * 7919) % 1000), TTFT: 10, Latency: 50, Success: i%10 != 0, OutputLen: 5}
+	}
+	chart, ok := timelineChart(0, LoadedResult{Label: "run"}, timings, 100)
+	if !ok {
+		t.Fatal("no chart")
+	}
+	if len(chart.X) != 100 || len(chart.Gantt.End) != 100 {
+		t.Fatalf("kept %d requests, want 100", len(chart.X))
+	}
+	for i := 1; i < len(chart.X); i++ {
+		if chart.X[i] < chart.X[i-1] {
+			t.Fatalf("starts not ascending at %d", i)
+		}
+	}
+	if !strings.Contains(chart.Title, "every 10 of 1000") {
+		t.Errorf("title %q does not say the run was downsampled", chart.Title)
+	}
+	for i := range chart.X {
+		if got := chart.Gantt.End[i] - chart.X[i]; math.Abs(got-0.05) > 1e-9 {
+			t.Fatalf("bar %d lasts %v s, want 0.05", i, got)
+		}
+	}
+}
+
+func TestLTTBKeepsEndsAndPeaks(t *testing.T) {
+	n := 10000
+	xs := make([]float64, n)
+	ys := make([]float64, n)
+	for i := range xs {
+		xs[i] = float64(i)
+		ys[i] = math.Sin(float64(i) / 500)
+	}
+	ys[4321] = 50 // a spike a stride would likely miss
+	idx := lttbIndices(xs, ys, 200)
+	if len(idx) != 200 || idx[0] != 0 || idx[len(idx)-1] != n-1 {
+		t.Fatalf("got %d indices from %d to %d", len(idx), idx[0], idx[len(idx)-1])
+	}
+	spike := false
+	for i, k := range idx {
+		if i > 0 && k <= idx[i-1] {
+			t.Fatalf("indices not increasing at %d", i)
+		}
+		spike = spike || k == 4321
+	}
+	if !spike {
+		t.Error("LTTB dropped the spike")
+	}
+	if got := lttbIndices(xs[:5], ys[:5], 200); len(got) != 5 {
+		t.Errorf("short series downsampled to %d", len(got))
+	}
+}
+
+func TestServerMetricsScaledToPercent(t *testing.T) {
+	r := LoadedResult{Label: "run", Fields: map[string]any{"server_metrics": map[string]any{"samples": []any{
+		map[string]any{"t": json.Number("1700000000.5"), "running": json.Number("3"), "waiting": json.Number("0"), "kv_cache_usage": json.Number("0.5")},
+		map[string]any{"t": json.Number("1700000001.5"), "running": json.Number("4"), "waiting": json.Number("1"), "kv_cache_usage": json.Number("0.75")},
+		map[string]any{"t": "bad"},
+	}}}}
+	chart, ok := serverMetricsChart(0, r, 100)
+	if !ok {
+		t.Fatal("no chart")
+	}
+	if fmt.Sprint([]float64(chart.X)) != "[0 1]" {
+		t.Errorf("epoch times not rebased: %v", chart.X)
+	}
+	for _, s := range chart.Series {
+		if s.Label == "KV cache usage %" && fmt.Sprint([]float64(s.Values)) != "[50 75]" {
+			t.Errorf("KV usage = %v, want percent", s.Values)
+		}
+		if s.Label == "prefix hit rate %" {
+			t.Error("a metric absent from every sample got a series")
+		}
+	}
+}
+
+func TestHTMLIsSelfContainedAndEscapesLabels(t *testing.T) {
+	results := htmlFixture(t)
+	results[0].Label = `</script><script>alert(1)</script>`
+	var page bytes.Buffer
+	if err := WriteHTML(&page, results, HTMLOptions{Title: "a <b> title"}); err != nil {
+		t.Fatal(err)
+	}
+	html := page.String()
+	if strings.Count(html, "<script>") != 3 || strings.Contains(html, "<script>alert") {
+		t.Error("a label broke out of its script or cell")
+	}
+	if !strings.Contains(html, "a &lt;b&gt; title") {
+		t.Error("title not escaped")
+	}
+	if !strings.Contains(html, "uPlot") || !strings.Contains(html, ".u-legend") {
+		t.Error("uPlot script or stylesheet not embedded")
+	}
+	if loads := regexp.MustCompile(`(?i)(src|href)\s*=\s*["']?(https?:)?//`).FindString(html); loads != "" {
+		t.Errorf("page loads something from the network: %s", loads)
+	}
+}
+
+func TestHTMLNotesMissingPerRequestData(t *testing.T) {
+	results, err := LoadResults(vllmCapture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := BuildHTMLReport(results, HTMLOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Notes) != 1 || !strings.Contains(rep.Notes[0], "--save-detailed") {
+		t.Errorf("notes = %q", rep.Notes)
+	}
+	for _, c := range rep.Charts {
+		if c.Section != "load" {
+			t.Errorf("chart %s drawn without per-request data", c.ID)
+		}
+	}
+	if _, err := BuildHTMLReport(nil, HTMLOptions{}); err == nil {
+		t.Error("no results accepted")
+	}
+}
+
+// chromium finds a headless-capable Chromium, or skips.
+func chromium(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("Chromium not found (install the Debian package `chromium`, or set CHROMIUM=/path): skipping the rendered-report check")
+	return ""
+}
+
+func chromiumArgs(profile string, extra ...string) []string {
+	return append([]string{
+		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--hide-scrollbars", "--user-data-dir=" + profile,
+	}, extra...)
+}
+
+// TestHTMLRendersInChromium opens the report as a person would and checks
+// every chart drew pixels in its series' colours (the page's own check,
+// read back from the DOM), then saves a screenshot.
+func TestHTMLRendersInChromium(t *testing.T) {
+	browser := chromium(t)
+	rep, err := BuildHTMLReport(htmlFixture(t), HTMLOptions{GroupBy: "request_rate", Title: "servebench sweep: two setups"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	page := filepath.Join(dir, "report.html")
+	var b bytes.Buffer
+	if err := rep.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(page, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+
+	dom, err := exec.CommandContext(ctx, browser, chromiumArgs(filepath.Join(dir, "profile-dom"),
+		"--virtual-time-budget=5000", "--dump-dom", "file://"+page)...).Output()
+	if err != nil {
+		t.Fatalf("chromium --dump-dom: %v", err)
+	}
+	status := regexp.MustCompile(`<p id="render-status" data-status="([^"]*)" data-charts="(\d+)" data-drawn="(\d+)">([^<]*)`).FindSubmatch(dom)
+	if status == nil {
+		t.Fatalf("the page never reported its charts (script error?); status element: %s", regexp.MustCompile(`<p id="render-status"[^<]*`).Find(dom))
+	}
+	charts, _ := strconv.Atoi(string(status[2]))
+	if string(status[1]) != "ok" || charts != len(rep.Charts) || string(status[3]) != string(status[2]) {
+		t.Fatalf("render status %q: %s (want all %d charts drawn)", status[1], status[4], len(rep.Charts))
+	}
+
+	artifacts := os.Getenv("SERVEBENCH_ARTIFACTS")
+	if artifacts == "" {
+		artifacts = t.ArtifactDir()
+	}
+	if err := os.MkdirAll(artifacts, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	shot := filepath.Join(artifacts, "report-screenshot.png")
+	if out, err := exec.CommandContext(ctx, browser, chromiumArgs(filepath.Join(dir, "profile-shot"),
+		"--virtual-time-budget=5000", "--screenshot="+shot, "--window-size=1400,3200", "file://"+page)...).CombinedOutput(); err != nil {
+		t.Fatalf("chromium --screenshot: %v\n%s", err, out)
+	}
+	png, err := os.ReadFile(shot)
+	if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) || len(png) < 50_000 {
+		t.Fatalf("screenshot %s missing or implausibly small (%d bytes): %v", shot, len(png), err)
+	}
+	if err := os.WriteFile(filepath.Join(artifacts, "report.html"), b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", shot)
+}

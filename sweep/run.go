@@ -1,0 +1,355 @@
+package sweep
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/servebench/servebench/report"
+)
+
+// Runner runs one benchmark or simulation with args and leaves its result
+// JSON at resultPath (whose directory exists). It returns the result's
+// top-level keys; when it returns a map but wrote no file, the sweep
+// writes the map there itself.
+type Runner func(ctx context.Context, args []string, resultPath string) (map[string]any, error)
+
+// Config is a grid sweep.
+type Config struct {
+	// Dir is the run directory: manifest.json plus one directory per point.
+	Dir      string
+	BaseArgs []string
+	Axes     []Axis
+	Repeat   int // runs per grid point; default 1
+	// Resume continues the sweep in Dir, skipping points whose result is
+	// already there; without it an existing sweep in Dir is an error.
+	Resume bool
+	// Label and Target are recorded in the manifest (report uses Label to
+	// name this sweep's curves).
+	Label, Target string
+	Run           Runner
+	// Progress, when set, hears about every point as it starts and ends.
+	Progress func(Progress)
+	// StopOnError ends the sweep at the first failed point instead of
+	// running the rest.
+	StopOnError bool
+	// Now is the clock (default time.Now).
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Progress reports a point starting or ending.
+type Progress struct {
+	// Event is "start", "done", "failed" or "skipped" (resumed, result
+	// already present).
+	Event string
+	Point Point
+	// Position is the point's 1-based place among Total.
+	Position, Total int
+	// Estimated marks Total as a guess: an SLA search does not know in
+	// advance how many runs it needs.
+	Estimated bool
+	// Done and Failed count finished points, skipped ones included in Done.
+	Done, Failed int
+	// Remaining is how many points are still to run after this one ends.
+	Remaining int
+	// Took is this point's run time (done and failed events).
+	Took time.Duration
+	// Elapsed is the time since this sweep started; ETA estimates the
+	// time left from the mean run time so far (0 until a point finished).
+	Elapsed, ETA time.Duration
+}
+
+// String is the one-line progress message the CLI prints.
+func (p Progress) String() string {
+	total := strconv.Itoa(p.Total)
+	if p.Estimated {
+		total = "~" + total
+	}
+	head := fmt.Sprintf("[%d/%s] %s", p.Position, total, p.Point.Describe())
+	switch p.Event {
+	case "start":
+		eta := "ETA unknown"
+		if p.ETA > 0 {
+			eta = "ETA " + roundDuration(p.ETA).String()
+		}
+		return fmt.Sprintf("%s: running · %d left after this · %s", head, p.Remaining, eta)
+	case "skipped":
+		return fmt.Sprintf("%s: already done, skipped", head)
+	case "failed":
+		return fmt.Sprintf("%s: FAILED after %s: %s · %d left", head, roundDuration(p.Took), p.Point.Error, p.Remaining)
+	}
+	eta := ""
+	if p.Remaining > 0 && p.ETA > 0 {
+		eta = " · ETA " + roundDuration(p.ETA).String()
+	}
+	return fmt.Sprintf("%s: done in %s · %d left%s", head, roundDuration(p.Took), p.Remaining, eta)
+}
+
+func roundDuration(d time.Duration) time.Duration {
+	if d >= time.Minute {
+		return d.Round(time.Second)
+	}
+	return d.Round(100 * time.Millisecond)
+}
+
+// Run executes the grid, or resumes it, and returns the final manifest.
+// Failed points do not stop the sweep (unless StopOnError); they are
+// recorded and summarised in the returned error. Cancelling ctx stops
+// after marking the running point pending again, so --resume reruns it.
+func Run(ctx context.Context, cfg Config) (*Manifest, error) {
+	if cfg.Run == nil {
+		return nil, errors.New("sweep: no Runner given")
+	}
+	if cfg.Dir == "" {
+		return nil, errors.New("no run directory given: pass --dir")
+	}
+	ex, err := newExecutor(cfg.Dir, cfg.Resume, cfg.Now, cfg.Logger, cfg.Run, cfg.Progress)
+	if err != nil {
+		return nil, err
+	}
+	m := ex.previous
+	if m != nil {
+		if diff := m.sameSweep(cfg.BaseArgs, cfg.Axes, cfg.Repeat); diff != "" {
+			return nil, fmt.Errorf("cannot resume the sweep in %s: %s; use a new --dir or repeat the original command", cfg.Dir, diff)
+		}
+	} else {
+		m = ex.newManifest(cfg.Label, cfg.Target, cfg.BaseArgs, cfg.Axes, cfg.Repeat)
+		m.Points = Grid(cfg.BaseArgs, cfg.Axes, cfg.Repeat)
+	}
+	ex.manifest = m
+	if err := m.write(cfg.Dir); err != nil {
+		return nil, err
+	}
+
+	todo := 0
+	for _, p := range m.Points {
+		if !ex.hasResult(p) {
+			todo++
+		}
+	}
+	ex.total, ex.remaining = len(m.Points), todo
+	var failures []string
+	for i := range m.Points {
+		if ex.hasResult(m.Points[i]) {
+			ex.done++
+			ex.report("skipped", i, 0)
+			continue
+		}
+		_, err := ex.runPoint(ctx, i)
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return m, fmt.Errorf("sweep interrupted with %d of %d points done; rerun with --resume to finish: %w", ex.done, ex.total, ctxErr)
+		}
+		if err != nil {
+			failures = append(failures, fmt.Sprintf("%s: %v", m.Points[i].Describe(), err))
+			if cfg.StopOnError {
+				return m, fmt.Errorf("point %s failed: %w", m.Points[i].Describe(), err)
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return m, fmt.Errorf("%d of %d sweep points failed (first: %s); rerun with --resume to retry them", len(failures), len(m.Points), failures[0])
+	}
+	return m, nil
+}
+
+// executor runs points of a manifest, keeps it on disk and reports
+// progress; the grid and the SLA search share it.
+type executor struct {
+	dir      string
+	now      func() time.Time
+	logger   *slog.Logger
+	run      Runner
+	progress func(Progress)
+
+	previous *Manifest // the manifest found when resuming
+	manifest *Manifest
+
+	started           time.Time
+	total, remaining  int
+	done, failed, ran int
+	spent             time.Duration
+	estimatedTotal    bool
+}
+
+func newExecutor(dir string, resume bool, now func() time.Time, logger *slog.Logger, run Runner, progress func(Progress)) (*executor, error) {
+	if now == nil {
+		now = time.Now
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	ex := &executor{dir: dir, now: now, logger: logger, run: run, progress: progress, started: now()}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating run directory: %w", err)
+	}
+	exists, err := manifestExists(dir)
+	if err != nil {
+		return nil, err
+	}
+	if exists {
+		if !resume {
+			return nil, fmt.Errorf("%s already holds a sweep (%s); pass --resume to continue it, or choose another --dir", dir, ManifestName)
+		}
+		if ex.previous, err = ReadManifest(dir); err != nil {
+			return nil, err
+		}
+	}
+	return ex, nil
+}
+
+func (ex *executor) newManifest(label, target string, base []string, axes []Axis, repeat int) *Manifest {
+	stamp := ex.now().UTC().Format(time.RFC3339)
+	if base == nil {
+		base = []string{}
+	}
+	if axes == nil {
+		axes = []Axis{}
+	}
+	return &Manifest{
+		Kind: ManifestKind, Version: 1, Label: label, Target: target,
+		BaseArgs: base, Axes: axes, Repeat: max(repeat, 1), Created: stamp, Updated: stamp,
+	}
+}
+
+func (ex *executor) resultPath(p Point) string {
+	return filepath.Join(ex.dir, filepath.FromSlash(p.Result))
+}
+
+// hasResult is true for a point recorded done whose result file is there.
+func (ex *executor) hasResult(p Point) bool {
+	if p.Status != StatusDone {
+		return false
+	}
+	_, err := os.Stat(ex.resultPath(p))
+	return err == nil
+}
+
+func (ex *executor) save() error {
+	ex.manifest.Updated = ex.now().UTC().Format(time.RFC3339)
+	return ex.manifest.write(ex.dir)
+}
+
+func (ex *executor) report(event string, i int, took time.Duration) {
+	if ex.progress == nil {
+		return
+	}
+	p := Progress{
+		Event: event, Point: ex.manifest.Points[i], Position: i + 1, Total: ex.total, Estimated: ex.estimatedTotal,
+		Done: ex.done, Failed: ex.failed, Remaining: ex.remaining, Took: took,
+		Elapsed: ex.now().Sub(ex.started),
+	}
+	if event == "start" {
+		p.Remaining = max(ex.remaining-1, 0)
+	}
+	if ex.ran > 0 {
+		mean := ex.spent / time.Duration(ex.ran)
+		left := p.Remaining
+		if event == "start" {
+			left++ // this one is still to finish
+		}
+		p.ETA = mean * time.Duration(left)
+	}
+	ex.progress(p)
+}
+
+// runPoint runs point i and returns its result map. Errors from the
+// runner mark the point failed; a cancelled context marks it pending.
+func (ex *executor) runPoint(ctx context.Context, i int) (map[string]any, error) {
+	p := &ex.manifest.Points[i]
+	path := ex.resultPath(*p)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("creating point directory: %w", err)
+	}
+	// A result left by an interrupted run may be partial: never trust it.
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("removing stale result: %w", err)
+	}
+	start := ex.now()
+	p.Status, p.Started, p.Finished, p.DurationS, p.Error = StatusRunning, start.UTC().Format(time.RFC3339), "", 0, ""
+	if err := ex.save(); err != nil {
+		return nil, err
+	}
+	ex.report("start", i, 0)
+	ex.logger.Info("sweep point starting", "point", p.Name, "args", strings.Join(p.Args, " "))
+
+	result, err := ex.run(ctx, p.Args, path)
+	if err == nil {
+		result, err = ensureResult(path, result)
+	}
+	took := ex.now().Sub(start)
+	if ctx.Err() != nil {
+		p.Status, p.Started = StatusPending, ""
+		return nil, errors.Join(err, ex.save())
+	}
+	p.Finished, p.DurationS = ex.now().UTC().Format(time.RFC3339), took.Seconds()
+	ex.ran++
+	ex.spent += took
+	ex.remaining = max(ex.remaining-1, 0)
+	if err != nil {
+		p.Status, p.Error = StatusFailed, oneLine(err.Error())
+		ex.failed++
+		if serr := ex.save(); serr != nil {
+			return nil, serr
+		}
+		ex.report("failed", i, took)
+		return nil, err
+	}
+	p.Status = StatusDone
+	ex.done++
+	if err := ex.save(); err != nil {
+		return nil, err
+	}
+	ex.report("done", i, took)
+	return result, nil
+}
+
+// ensureResult makes sure the point left a result file, writing the
+// runner's map when it only returned one, and returns the result's keys.
+func ensureResult(path string, result map[string]any) (map[string]any, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if result == nil {
+			return nil, fmt.Errorf("the run wrote no result at %s", path)
+		}
+		out, err := json.Marshal(result)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the run's result: %w", err)
+		}
+		if err := os.WriteFile(path, append(out, '\n'), 0o644); err != nil {
+			return nil, fmt.Errorf("writing the run's result: %w", err)
+		}
+		return result, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the run's result: %w", err)
+	}
+	if result != nil {
+		return result, nil
+	}
+	return readResultMap(path, data)
+}
+
+func readResultMap(path string, data []byte) (map[string]any, error) {
+	objects, err := report.DecodeResultObjects(data)
+	if err != nil {
+		return nil, fmt.Errorf("the run's result %s: %w", path, err)
+	}
+	return objects[len(objects)-1], nil
+}
+
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i] + " …"
+	}
+	return s
+}

@@ -1,0 +1,306 @@
+package sweep
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/servebench/servebench/report"
+)
+
+// flagValue reads --name=value or --name value from args (last wins).
+func flagValue(args []string, name string) (string, bool) {
+	value, found := "", false
+	for i, a := range args {
+		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+			value, found = v, true
+		} else if a == "--"+name && i+1 < len(args) {
+			value, found = args[i+1], true
+		}
+	}
+	return value, found
+}
+
+// promptRunner stands in for bench: it writes a vLLM-style result whose
+// numbers follow from --num-prompts, like a real run's would.
+func promptRunner(calls *atomic.Int32) Runner {
+	return func(ctx context.Context, args []string, resultPath string) (map[string]any, error) {
+		calls.Add(1)
+		v, _ := flagValue(args, "num-prompts")
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return nil, errors.New("bad --num-prompts")
+		}
+		result := map[string]any{
+			"num_prompts": n, "completed": n, "duration": float64(n) / 4, "request_rate": "inf",
+			"request_throughput": 4.0, "mean_ttft_ms": 20 + float64(n), "p99_ttft_ms": 30 + 2*float64(n),
+		}
+		data, err := json.Marshal(result)
+		if err != nil {
+			return nil, err
+		}
+		return result, os.WriteFile(resultPath, data, 0o644)
+	}
+}
+
+func TestRunWritesOneResultPerPointAndAManifest(t *testing.T) {
+	dir := t.TempDir()
+	var calls atomic.Int32
+	base, axes, err := ParseArgs([]string{"--model", "tiny", "--num-prompts", "1,2,4"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Run(t.Context(), Config{Dir: dir, BaseArgs: base, Axes: axes, Label: "A", Run: promptRunner(&calls)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls.Load() != 3 || len(m.Points) != 3 {
+		t.Fatalf("%d runs, %d points; want 3", calls.Load(), len(m.Points))
+	}
+	for _, p := range m.Points {
+		if p.Status != StatusDone || p.Started == "" || p.Finished == "" {
+			t.Errorf("point %s: %+v", p.Name, p)
+		}
+		if _, err := os.Stat(filepath.Join(dir, p.Result)); err != nil {
+			t.Errorf("point %s has no result: %v", p.Name, err)
+		}
+	}
+	onDisk, err := ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if onDisk.Kind != ManifestKind || onDisk.Label != "A" || len(onDisk.Points) != 3 {
+		t.Fatalf("manifest on disk: %+v", onDisk)
+	}
+
+	// Package report reads the sweep back through its manifest.
+	results, err := report.LoadResults(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := report.NewCompareTable(results, report.CompareOptions{GroupBy: "num-prompts"})
+	var got []string
+	for _, r := range table.Rows {
+		got = append(got, r.Label+"="+r.Group.Text)
+	}
+	if strings.Join(got, " ") != "A: num-prompts=1=1 A: num-prompts=2=2 A: num-prompts=4=4" {
+		t.Errorf("report read %v", got)
+	}
+}
+
+func TestRunRefusesToOverwriteASweep(t *testing.T) {
+	dir := t.TempDir()
+	var calls atomic.Int32
+	cfg := Config{Dir: dir, Axes: []Axis{{"num-prompts", []string{"1", "2"}}}, Run: promptRunner(&calls)}
+	if _, err := Run(t.Context(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(t.Context(), cfg); err == nil || !strings.Contains(err.Error(), "pass --resume") {
+		t.Errorf("second run without --resume: %v", err)
+	}
+	cfg.Resume = true
+	cfg.Axes = []Axis{{"num-prompts", []string{"1", "3"}}}
+	if _, err := Run(t.Context(), cfg); err == nil || !strings.Contains(err.Error(), "axes were") {
+		t.Errorf("resume with other axes: %v", err)
+	}
+}
+
+// TestInterruptedSweepResumes is the brief's case: a 5-point sweep stopped
+// during its fourth point has 3 done; --resume runs the other 2 only.
+func TestInterruptedSweepResumes(t *testing.T) {
+	dir := t.TempDir()
+	var calls atomic.Int32
+	inner := promptRunner(&calls)
+	ctx, cancel := context.WithCancel(t.Context())
+	interrupting := func(ctx context.Context, args []string, path string) (map[string]any, error) {
+		if calls.Load() == 3 {
+			// Leave a partial file behind, as a killed run might.
+			if err := os.WriteFile(path, []byte(`{"completed": `), 0o644); err != nil {
+				return nil, err
+			}
+			cancel()
+			return nil, ctx.Err()
+		}
+		return inner(ctx, args, path)
+	}
+	cfg := Config{Dir: dir, Axes: []Axis{{"num-prompts", []string{"1", "2", "4", "8", "16"}}}, Run: interrupting}
+	_, err := Run(ctx, cfg)
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "3 of 5 points done") || !strings.Contains(err.Error(), "--resume") {
+		t.Fatalf("interrupted sweep returned %v", err)
+	}
+	m, err := ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var statuses []string
+	for _, p := range m.Points {
+		statuses = append(statuses, p.Status)
+	}
+	if strings.Join(statuses, ",") != "done,done,done,pending,pending" {
+		t.Fatalf("statuses after interrupt: %v", statuses)
+	}
+
+	calls.Store(0)
+	var events []string
+	cfg.Resume = true
+	cfg.Run = inner
+	cfg.Progress = func(p Progress) { events = append(events, p.Event+":"+p.Point.Name) }
+	m, err = Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls.Load() != 2 {
+		t.Errorf("resume ran %d points, want 2", calls.Load())
+	}
+	want := "skipped:000-num-prompts=1 skipped:001-num-prompts=2 skipped:002-num-prompts=4 start:003-num-prompts=8 done:003-num-prompts=8 start:004-num-prompts=16 done:004-num-prompts=16"
+	if strings.Join(events, " ") != want {
+		t.Errorf("events:\n got %s\nwant %s", strings.Join(events, " "), want)
+	}
+	results, err := report.LoadResults(dir)
+	if err != nil {
+		t.Fatalf("the partial file was not replaced: %v", err)
+	}
+	if len(results) != 5 {
+		t.Errorf("report sees %d results, want 5", len(results))
+	}
+	for _, p := range m.Points {
+		if p.Status != StatusDone {
+			t.Errorf("%s is %s", p.Name, p.Status)
+		}
+	}
+}
+
+func TestDoneButMissingResultIsRerun(t *testing.T) {
+	dir := t.TempDir()
+	var calls atomic.Int32
+	cfg := Config{Dir: dir, Axes: []Axis{{"num-prompts", []string{"1", "2"}}}, Run: promptRunner(&calls)}
+	m, err := Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, m.Points[1].Result)); err != nil {
+		t.Fatal(err)
+	}
+	calls.Store(0)
+	cfg.Resume = true
+	if _, err := Run(t.Context(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if calls.Load() != 1 {
+		t.Errorf("reran %d points, want the one whose result vanished", calls.Load())
+	}
+}
+
+func TestFailedPointsAreRecordedAndRetriedOnResume(t *testing.T) {
+	dir := t.TempDir()
+	var calls atomic.Int32
+	inner := promptRunner(&calls)
+	failing := func(ctx context.Context, args []string, path string) (map[string]any, error) {
+		if v, _ := flagValue(args, "num-prompts"); v == "2" {
+			calls.Add(1)
+			return nil, errors.New("server returned 500\ntraceback follows")
+		}
+		return inner(ctx, args, path)
+	}
+	cfg := Config{Dir: dir, Axes: []Axis{{"num-prompts", []string{"1", "2", "4"}}}, Run: failing}
+	m, err := Run(t.Context(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "1 of 3 sweep points failed") {
+		t.Fatalf("err = %v", err)
+	}
+	if m.Points[1].Status != StatusFailed || m.Points[1].Error != "server returned 500 …" || m.Points[2].Status != StatusDone {
+		t.Fatalf("points: %+v", m.Points)
+	}
+	calls.Store(0)
+	cfg.Resume, cfg.Run = true, inner
+	if _, err := Run(t.Context(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if calls.Load() != 1 {
+		t.Errorf("resume ran %d points, want only the failed one", calls.Load())
+	}
+
+	stopDir := t.TempDir()
+	calls.Store(0)
+	_, err = Run(t.Context(), Config{Dir: stopDir, Axes: cfg.Axes, Run: failing, StopOnError: true})
+	if err == nil || calls.Load() != 2 {
+		t.Errorf("StopOnError: err %v after %d runs, want a stop at the second", err, calls.Load())
+	}
+}
+
+func TestRunnerResultMapIsSavedWhenNoFileWritten(t *testing.T) {
+	dir := t.TempDir()
+	mapOnly := func(ctx context.Context, args []string, path string) (map[string]any, error) {
+		return map[string]any{"completed": 3}, nil
+	}
+	m, err := Run(t.Context(), Config{Dir: dir, Run: mapOnly})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, m.Points[0].Result))
+	if err != nil || strings.TrimSpace(string(data)) != `{"completed":3}` {
+		t.Fatalf("saved %q, %v", data, err)
+	}
+	nothing := func(ctx context.Context, args []string, path string) (map[string]any, error) { return nil, nil }
+	_, err = Run(t.Context(), Config{Dir: t.TempDir(), Run: nothing})
+	if err == nil || !strings.Contains(err.Error(), "wrote no result") {
+		t.Errorf("runner without result: %v", err)
+	}
+}
+
+// TestProgressReportsPositionRemainingAndETA runs in a synctest bubble, so
+// the runner's sleeps take no real time and the ETA is exact.
+func TestProgressReportsPositionRemainingAndETA(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		var calls atomic.Int32
+		inner := promptRunner(&calls)
+		slow := func(ctx context.Context, args []string, path string) (map[string]any, error) {
+			time.Sleep(10 * time.Second)
+			return inner(ctx, args, path)
+		}
+		var lines []string
+		cfg := Config{
+			Dir: dir, Axes: []Axis{{"num-prompts", []string{"1", "2", "4"}}}, Run: slow,
+			Progress: func(p Progress) { lines = append(lines, p.String()) },
+		}
+		if _, err := Run(t.Context(), cfg); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{
+			"[1/3] num-prompts=1: running · 2 left after this · ETA unknown",
+			"[1/3] num-prompts=1: done in 10s · 2 left · ETA 20s",
+			"[2/3] num-prompts=2: running · 1 left after this · ETA 20s",
+			"[2/3] num-prompts=2: done in 10s · 1 left · ETA 10s",
+			"[3/3] num-prompts=4: running · 0 left after this · ETA 10s",
+			"[3/3] num-prompts=4: done in 10s · 0 left",
+		}
+		if strings.Join(lines, "\n") != strings.Join(want, "\n") {
+			t.Errorf("progress:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+		}
+	})
+}
+
+func TestRunConfigErrors(t *testing.T) {
+	if _, err := Run(t.Context(), Config{Dir: t.TempDir()}); err == nil {
+		t.Error("no runner accepted")
+	}
+	var calls atomic.Int32
+	if _, err := Run(t.Context(), Config{Run: promptRunner(&calls)}); err == nil || !strings.Contains(err.Error(), "--dir") {
+		t.Errorf("no dir: %v", err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, ManifestName), []byte(`{"kind": "something-else"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(t.Context(), Config{Dir: dir, Resume: true, Run: promptRunner(&calls)}); err == nil || !strings.Contains(err.Error(), "not a servebench sweep manifest") {
+		t.Errorf("foreign manifest: %v", err)
+	}
+}

@@ -1,0 +1,470 @@
+package sweep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/servebench/servebench/report"
+)
+
+// Search variables.
+const (
+	VariableRequestRate    = "request-rate"
+	VariableMaxConcurrency = "max-concurrency"
+)
+
+// SearchConfig is an SLA search: the highest request rate (or
+// concurrency) whose run meets every SLA term.
+type SearchConfig struct {
+	Dir      string
+	BaseArgs []string
+	// Variable is VariableRequestRate (default) or VariableMaxConcurrency.
+	Variable string
+	SLA      SLA
+	// Min and Max bound the search; 0 leaves them open. Without Max, a
+	// request-rate search first probes --request-rate inf and runs at the
+	// achieved request_throughput, where vLLM's auto_tune starts, as the
+	// upper bound; a concurrency search doubles from Min (default 1) until
+	// the SLA fails.
+	Min, Max float64
+	// The search stops when the bracket [met, violated] is narrower than
+	// max(AbsTolerance, Tolerance × upper). Defaults: 5%, and 0.25 req/s or
+	// 1 concurrent request.
+	Tolerance, AbsTolerance float64
+	// MaxRuns caps the benchmark runs (default 20).
+	MaxRuns int
+	// Resume reuses the runs of an interrupted search in Dir.
+	Resume        bool
+	Label, Target string
+	Run           Runner
+	Progress      func(Progress)
+	Now           func() time.Time
+	Logger        *slog.Logger
+}
+
+// Trial is one run of the search.
+type Trial struct {
+	// Value is the variable's value; +Inf for the all-at-once probe.
+	Value   float64        `json:"-"`
+	Text    string         `json:"value"`
+	Point   string         `json:"point"` // directory name in the run directory
+	Met     bool           `json:"met"`
+	Margins []TermMargin   `json:"margins"`
+	Metrics map[string]any `json:"-"`
+	// Reused marks a run taken from an interrupted search being resumed.
+	Reused bool `json:"reused,omitempty"`
+}
+
+// SearchResult is the outcome, also stored in the manifest.
+type SearchResult struct {
+	Variable string `json:"variable"`
+	SLA      SLA    `json:"sla"`
+	// Best is the highest value tried that met the SLA; nil when none did.
+	Best *Trial `json:"best,omitempty"`
+	// Upper is the lowest value known to violate the SLA (tried, or the
+	// probe's throughput bound); 0 when nothing violated it.
+	Upper  float64 `json:"upper,omitempty"`
+	Trials []Trial `json:"trials"`
+	// Runs is how many benchmark runs the search took, resumed ones
+	// included.
+	Runs int `json:"runs"`
+	// ProbeThroughput is the request_throughput of the --request-rate inf
+	// probe, when one ran.
+	ProbeThroughput float64 `json:"probe_throughput,omitempty"`
+	// StepDownRuns is a lower bound on the runs vLLM's auto_tune procedure
+	// (the inf probe, then 1 req/s steps down from int(throughput)+1 until
+	// the SLA holds) needs on the same target, assuming latency grows with
+	// rate; 0 when not comparable.
+	StepDownRuns int `json:"step_down_runs,omitempty"`
+	// Stopped says why the search ended.
+	Stopped string `json:"stopped"`
+}
+
+type searcher struct {
+	cfg      SearchConfig
+	ex       *executor
+	reusable map[string]Point
+	result   *SearchResult
+}
+
+// Search runs an SLA search and returns its result and manifest. A run
+// that fails, or a result without an SLA key, ends the search with an
+// error; the manifest keeps every run so far for --resume.
+func Search(ctx context.Context, cfg SearchConfig) (*SearchResult, *Manifest, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, nil, err
+	}
+	ex, err := newExecutor(cfg.Dir, cfg.Resume, cfg.Now, cfg.Logger, cfg.Run, cfg.Progress)
+	if err != nil {
+		return nil, nil, err
+	}
+	ex.estimatedTotal = true
+	s := &searcher{cfg: cfg, ex: ex, reusable: map[string]Point{}, result: &SearchResult{Variable: cfg.Variable, SLA: cfg.SLA}}
+	if prev := ex.previous; prev != nil {
+		if err := s.checkResumable(prev); err != nil {
+			return nil, nil, err
+		}
+		for _, p := range prev.Points {
+			if ex.hasResult(p) && len(p.Params) == 1 {
+				s.reusable[p.Params[0].Value] = p
+			}
+		}
+	}
+	ex.manifest = ex.newManifest(cfg.Label, cfg.Target, cfg.BaseArgs, nil, 1)
+	ex.manifest.Points = []Point{}
+	ex.manifest.Search = s.result
+	if prev := ex.previous; prev != nil {
+		ex.manifest.Created = prev.Created
+	}
+	if err := ex.save(); err != nil {
+		return nil, nil, err
+	}
+	err = s.search(ctx)
+	if s.result.Best != nil && s.result.ProbeThroughput > 0 && cfg.Variable == VariableRequestRate {
+		s.result.StepDownRuns = stepDownRuns(s.result.ProbeThroughput, s.result.Upper)
+	}
+	if serr := ex.save(); serr != nil {
+		err = errors.Join(err, serr)
+	}
+	return s.result, ex.manifest, err
+}
+
+func (cfg *SearchConfig) setDefaults() error {
+	if cfg.Run == nil {
+		return errors.New("sweep: no Runner given")
+	}
+	if cfg.Dir == "" {
+		return errors.New("no run directory given: pass --dir")
+	}
+	if len(cfg.SLA) == 0 {
+		return errors.New("no SLA given: pass --sla 'p99_ttft_ms<=500,...'")
+	}
+	if cfg.Variable == "" {
+		cfg.Variable = VariableRequestRate
+	}
+	if cfg.Variable != VariableRequestRate && cfg.Variable != VariableMaxConcurrency {
+		return fmt.Errorf("--sla-variable %q: use %s or %s", cfg.Variable, VariableRequestRate, VariableMaxConcurrency)
+	}
+	for _, a := range cfg.BaseArgs {
+		if name, _, _ := strings.Cut(a, "="); strings.HasPrefix(name, "-") && strings.TrimLeft(name, "-") == cfg.Variable {
+			return fmt.Errorf("--%s is what the SLA search varies; remove it from the benchmark flags", cfg.Variable)
+		}
+	}
+	if cfg.Min < 0 || cfg.Max < 0 || cfg.Max > 0 && cfg.Min >= cfg.Max {
+		return fmt.Errorf("--sla-min %g and --sla-max %g: need 0 <= min < max", cfg.Min, cfg.Max)
+	}
+	if cfg.Tolerance <= 0 {
+		cfg.Tolerance = 0.05
+	}
+	if cfg.AbsTolerance <= 0 {
+		cfg.AbsTolerance = 0.25
+		if cfg.Variable == VariableMaxConcurrency {
+			cfg.AbsTolerance = 1
+		}
+	}
+	if cfg.MaxRuns <= 0 {
+		cfg.MaxRuns = 20
+	}
+	return nil
+}
+
+func (s *searcher) checkResumable(prev *Manifest) error {
+	switch {
+	case prev.Search == nil:
+		return fmt.Errorf("cannot resume in %s: it holds a grid sweep, not an SLA search; use another --dir", s.cfg.Dir)
+	case prev.Search.Variable != s.cfg.Variable || prev.Search.SLA.String() != s.cfg.SLA.String():
+		return fmt.Errorf("cannot resume in %s: it searched %s for %s, now %s for %s; use another --dir", s.cfg.Dir, prev.Search.Variable, prev.Search.SLA, s.cfg.Variable, s.cfg.SLA)
+	case !slices.Equal(prev.BaseArgs, s.cfg.BaseArgs) && !(len(prev.BaseArgs) == 0 && len(s.cfg.BaseArgs) == 0):
+		return fmt.Errorf("cannot resume in %s: its benchmark flags were %q, now %q; use another --dir", s.cfg.Dir, prev.BaseArgs, s.cfg.BaseArgs)
+	}
+	return nil
+}
+
+// errBudget ends the search when MaxRuns is spent.
+var errBudget = errors.New("run budget spent")
+
+func (s *searcher) search(ctx context.Context) error {
+	integer := s.cfg.Variable == VariableMaxConcurrency
+	var lo, hi, dLo, dHi float64
+	var best *Trial
+
+	// Upper bound.
+	switch {
+	case s.cfg.Max > 0:
+		t, err := s.evaluate(ctx, s.cfg.Max)
+		if err != nil {
+			return s.stop(err)
+		}
+		if t.Met {
+			s.result.Best = t
+			s.result.Stopped = fmt.Sprintf("the SLA holds at the upper bound %s; raise --sla-max to search higher", t.Text)
+			return nil
+		}
+		hi, dHi = t.Value, distance(t.Margins)
+	case !integer:
+		t, err := s.evaluate(ctx, math.Inf(1))
+		if err != nil {
+			return s.stop(err)
+		}
+		if t.Met {
+			s.result.Best = t
+			s.result.Stopped = "the SLA holds even with every request sent at once (--request-rate inf)"
+			return nil
+		}
+		throughput, ok := report.LoadedResult{Fields: t.Metrics}.Number("request_throughput")
+		if !ok || !(throughput > 0) || math.IsInf(throughput, 0) {
+			return s.stop(errors.New("the --request-rate inf probe reported no request_throughput to bound the search; pass --sla-max"))
+		}
+		s.result.ProbeThroughput = throughput
+		// The saturated throughput is where vLLM's auto_tune starts its
+		// step-down; a short run can still meet the SLA there, so try it
+		// rather than assume it fails.
+		t, err = s.evaluate(ctx, s.round(throughput))
+		if err != nil {
+			return s.stop(err)
+		}
+		if t.Met {
+			s.result.Best = t
+			s.result.Stopped = fmt.Sprintf("the SLA holds at %s req/s, the throughput the server sustained with every request sent at once; higher rates only queue", t.Text)
+			return nil
+		}
+		hi, dHi = t.Value, distance(t.Margins)
+	default:
+		x := max(s.cfg.Min, 1)
+		for {
+			t, err := s.evaluate(ctx, x)
+			if err != nil {
+				return s.stop(err)
+			}
+			if !t.Met {
+				hi, dHi = x, distance(t.Margins)
+				break
+			}
+			best, lo, dLo = t, x, distance(t.Margins)
+			s.result.Best = best
+			if x >= maxConcurrencyBound {
+				s.result.Stopped = fmt.Sprintf("the SLA holds up to concurrency %g; pass --sla-max to search higher", x)
+				return nil
+			}
+			x = min(x*2, maxConcurrencyBound)
+		}
+		if best == nil {
+			s.result.Upper = hi
+			s.result.Stopped = fmt.Sprintf("the SLA fails even at %s %s", s.cfg.Variable, formatValue(hi))
+			return nil
+		}
+	}
+
+	// Lower bound, unless growth already found one. Latency climbs
+	// steeply only near capacity, so the boundary usually sits in the
+	// upper part of the range: try 70% of the bound first, then halve.
+	if best == nil {
+		x := s.cfg.Min
+		if x == 0 {
+			x = s.round(hi * firstGuess)
+		}
+		floor := s.floor(hi)
+		for {
+			t, err := s.evaluate(ctx, x)
+			if err != nil {
+				return s.stop(err)
+			}
+			if t.Met {
+				best, lo, dLo = t, x, distance(t.Margins)
+				s.result.Best = best
+				break
+			}
+			hi, dHi = x, distance(t.Margins)
+			next := s.round(x / 2)
+			if s.cfg.Min > 0 || next < floor || next >= x {
+				s.result.Upper = hi
+				s.result.Stopped = fmt.Sprintf("the SLA fails even at %s %s", s.cfg.Variable, formatValue(x))
+				return nil
+			}
+			x = next
+		}
+	}
+
+	// Refine by regula falsi (Illinois variant) on the distance, after
+	// one bisection: the bracket's ends are often far apart in latency
+	// (one at saturation), and halving first keeps the interpolation from
+	// crawling along the lower end.
+	side := 0
+	for step := 0; ; step++ {
+		s.result.Upper = hi
+		if hi-lo <= max(s.cfg.AbsTolerance, s.cfg.Tolerance*hi) {
+			s.result.Stopped = fmt.Sprintf("boundary bracketed within tolerance: meets at %s, fails at %s", formatValue(lo), formatValue(hi))
+			return nil
+		}
+		w := hi - lo
+		x := lo + w/2
+		if step > 0 {
+			x = lo + w*dLo/(dLo-dHi)
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				x = lo + w/2
+			}
+			x = min(max(x, lo+0.1*w), hi-0.1*w)
+		}
+		x = s.round(x)
+		if integer {
+			x = min(max(x, lo+1), hi-1)
+		}
+		if x <= lo || x >= hi {
+			s.result.Stopped = fmt.Sprintf("no %s left between %s (meets) and %s (fails)", s.cfg.Variable, formatValue(lo), formatValue(hi))
+			return nil
+		}
+		t, err := s.evaluate(ctx, x)
+		if err != nil {
+			return s.stop(err)
+		}
+		if t.Met {
+			lo, dLo = x, distance(t.Margins)
+			s.result.Best = t
+			if side == 1 {
+				dHi /= 2
+			}
+			side = 1
+		} else {
+			hi, dHi = x, distance(t.Margins)
+			if side == -1 {
+				dLo /= 2
+			}
+			side = -1
+		}
+	}
+}
+
+// firstGuess is where, as a fraction of the upper bound, the search first
+// looks for a rate that meets the SLA.
+const firstGuess = 0.7
+
+// maxConcurrencyBound stops a concurrency search that never fails.
+const maxConcurrencyBound = 4096
+
+// stop turns the budget error into a normal end.
+func (s *searcher) stop(err error) error {
+	if errors.Is(err, errBudget) {
+		s.result.Stopped = fmt.Sprintf("run budget of %d spent", s.cfg.MaxRuns)
+		return nil
+	}
+	return err
+}
+
+func (s *searcher) round(x float64) float64 {
+	if s.cfg.Variable == VariableMaxConcurrency {
+		return math.Max(1, math.Round(x))
+	}
+	return math.Max(0.01, math.Round(x*100)/100)
+}
+
+// floor is the lowest value worth trying before declaring the SLA
+// unreachable.
+func (s *searcher) floor(hi float64) float64 {
+	if s.cfg.Variable == VariableMaxConcurrency {
+		return 1
+	}
+	return max(0.01, hi/64)
+}
+
+// evaluate runs the benchmark at value (or reuses a resumed run of it) and
+// judges the SLA.
+func (s *searcher) evaluate(ctx context.Context, value float64) (*Trial, error) {
+	text := formatValue(value)
+	ex := s.ex
+	var metrics map[string]any
+	var point Point
+	reused := false
+	if prev, ok := s.reusable[text]; ok {
+		data, err := os.ReadFile(ex.resultPath(prev))
+		if err == nil {
+			metrics, err = readResultMap(ex.resultPath(prev), data)
+		}
+		if err != nil {
+			return nil, err
+		}
+		point, reused = prev, true
+		point.Index = len(ex.manifest.Points)
+		ex.manifest.Points = append(ex.manifest.Points, point)
+		ex.done++
+		ex.total = len(ex.manifest.Points) + s.estimateLeft()
+		ex.report("skipped", point.Index, 0)
+	} else {
+		if s.result.Runs >= s.cfg.MaxRuns {
+			return nil, errBudget
+		}
+		i := len(ex.manifest.Points)
+		name := fmt.Sprintf("sla-%02d-%s=%s", i, s.cfg.Variable, text)
+		point = Point{
+			Index: i, Name: name, Params: []Param{{Flag: s.cfg.Variable, Value: text}}, Repeat: 1,
+			Args:   append(slices.Clone(s.cfg.BaseArgs), "--"+s.cfg.Variable+"="+text),
+			Status: StatusPending, Result: name + "/result.json",
+		}
+		ex.manifest.Points = append(ex.manifest.Points, point)
+		ex.total = len(ex.manifest.Points) + s.estimateLeft()
+		ex.remaining = ex.total - i
+		var err error
+		metrics, err = ex.runPoint(ctx, i)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("SLA search interrupted after %d runs; rerun with --resume to continue: %w", s.result.Runs, ctx.Err())
+			}
+			return nil, fmt.Errorf("run at %s %s failed: %w", s.cfg.Variable, text, err)
+		}
+		point = ex.manifest.Points[i]
+	}
+	s.result.Runs++
+	margins, err := s.cfg.SLA.Evaluate(metrics)
+	if err != nil {
+		return nil, fmt.Errorf("run at %s %s (%s): %w", s.cfg.Variable, text, ex.resultPath(point), err)
+	}
+	t := Trial{Value: value, Text: text, Point: point.Name, Met: allMet(margins), Margins: margins, Metrics: metrics, Reused: reused}
+	s.result.Trials = append(s.result.Trials, t)
+	return &s.result.Trials[len(s.result.Trials)-1], nil
+}
+
+// estimateLeft guesses the runs still to come, for progress: the
+// bisection steps the current bracket needs, or a few while bracketing.
+func (s *searcher) estimateLeft() int {
+	best, upper := s.result.Best, s.result.Upper
+	if best == nil || upper <= 0 {
+		return 4
+	}
+	w := upper - best.Value
+	tol := max(s.cfg.AbsTolerance, s.cfg.Tolerance*upper)
+	if w <= tol {
+		return 0
+	}
+	return int(math.Ceil(math.Log2(w / tol)))
+}
+
+// stepDownRuns counts vLLM auto_tune's runs: the inf probe, then rates
+// int(throughput)+1, int(throughput), ... down to the first that meets the
+// SLA. With latency rising with rate, every integer rate at or above upper
+// fails, so the first to meet is at most the largest integer below upper
+// (and with nothing seen failing, could be the very first step); counting
+// to there gives the fewest runs the step-down could need, so the
+// comparison never flatters the search.
+func stepDownRuns(throughput, upper float64) int {
+	start := math.Floor(throughput) + 1
+	first := start
+	if upper > 0 {
+		first = math.Min(start, math.Ceil(upper)-1)
+	}
+	return 1 + int(start-first) + 1
+}
+
+// formatValue writes a rate or concurrency as a flag value.
+func formatValue(v float64) string {
+	if math.IsInf(v, 1) {
+		return "inf"
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
