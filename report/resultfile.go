@@ -216,9 +216,13 @@ func loadManifest(path string, m sweepManifest) ([]LoadedResult, error) {
 		for i := range got {
 			got[i].Params = slices.Clone(p.Params)
 			got[i].Series = series
-			if !got[i].explicitLabel() {
-				got[i].Label = pointLabel(m.Label, p.Name, p.Params)
+			// A --label shared by every point of a sweep names the setup;
+			// the swept values still tell its points apart.
+			prefix := m.Label
+			if got[i].explicitLabel() {
+				prefix = got[i].Label
 			}
+			got[i].Label = pointLabel(prefix, p.Name, p.Params)
 		}
 		results = append(results, got...)
 	}
