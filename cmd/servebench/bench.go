@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -13,7 +12,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -55,15 +53,11 @@ type benchFlags struct {
 	presencePenalty  float64
 	repPenalty       float64
 
-	saveResult, saveDetailed, appendResult bool
-	metadata                               []string
-	resultDir, resultFilename, label       string
-	recordsPath                            string
-	summaryJSON                            string
-	disableTqdm                            bool
-	scrapeInterval                         time.Duration
-	emulatedModel, emulatedGPU             string
-	grace                                  time.Duration
+	output                     outputFlags
+	disableTqdm                bool
+	scrapeInterval             time.Duration
+	emulatedModel, emulatedGPU string
+	grace                      time.Duration
 }
 
 func newBenchCmd() *cobra.Command {
@@ -112,15 +106,7 @@ starts the built-in emulated vLLM server on a free loopback port and benchmarks 
 	fs.Float64Var(&f.presencePenalty, "presence-penalty", math.NaN(), "sampling presence_penalty")
 	fs.Float64Var(&f.repPenalty, "repetition-penalty", math.NaN(), "sampling repetition_penalty")
 
-	fs.BoolVar(&f.saveResult, "save-result", false, "save the result JSON (vLLM's keys)")
-	fs.BoolVar(&f.saveDetailed, "save-detailed", false, "include per-request lists (ttfts, itls, texts, errors) in the result JSON")
-	fs.BoolVar(&f.appendResult, "append-result", false, "append the result as one JSON line to the result file")
-	fs.StringArrayVar(&f.metadata, "metadata", nil, "KEY=VALUE pairs stored in the result JSON (repeatable)")
-	fs.StringVar(&f.resultDir, "result-dir", "", "directory for the result JSON and records (default: current directory)")
-	fs.StringVar(&f.resultFilename, "result-filename", "", "result file name (default: vLLM's {label|backend}-{rate}qps-{model}-{date}.json)")
-	fs.StringVar(&f.label, "label", "", "label for the run (result file prefix and comparisons)")
-	fs.StringVar(&f.recordsPath, "records", "", `per-request JSONL records file, written as requests finish (default: beside the result file; "none" disables)`)
-	fs.StringVar(&f.summaryJSON, "summary-json", "", `write a load-test style summary JSON to this path ("-" for stdout)`)
+	f.output.register(fs, true)
 	fs.BoolVar(&f.disableTqdm, "disable-tqdm", false, "no progress bar")
 	fs.DurationVar(&f.scrapeInterval, "server-metrics-interval", 5*time.Second, "scrape the server's /metrics this often during the run (0 disables)")
 	fs.StringVar(&f.emulatedModel, "emulated-model", defaultEmbeddedModel, "model the built-in emulated server imitates when no target is given")
@@ -152,13 +138,7 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 	if f.numWarmups < 0 {
 		return fmt.Errorf("--num-warmups %d: must be 0 or more", f.numWarmups)
 	}
-	if f.saveDetailed && !f.saveResult {
-		return errors.New("--save-detailed needs --save-result")
-	}
-	if f.appendResult && !f.saveResult {
-		return errors.New("--append-result needs --save-result")
-	}
-	metadata, err := parseKeyValues("--metadata", f.metadata)
+	metadata, err := f.output.validate()
 	if err != nil {
 		return err
 	}
@@ -266,7 +246,7 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 
 	start := time.Now()
 	info := report.RunInfo{
-		Date: start, Backend: f.backend, EndpointType: f.backend, Label: f.label, ModelID: modelID,
+		Date: start, Backend: f.backend, EndpointType: f.backend, Label: f.output.label, ModelID: modelID,
 		TokenizerID: tokName, NumPrompts: spec.NumPrompts, RequestRate: arrivals.Rate, Burstiness: arrivals.Burstiness,
 		MaxConcurrency: f.workload.maxConcurrency, Metadata: metadata, PercentileMetrics: pctMetrics, Percentiles: pcts,
 		Goodput: len(sumOpts.Goodput) > 0,
@@ -274,28 +254,12 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 	if f.workload.rampUp != "" {
 		info.RampUp = &report.RampUp{Strategy: f.workload.rampUp, StartRPS: f.workload.rampStart, EndRPS: f.workload.rampEnd}
 	}
-	resultPath := ""
-	if f.saveResult || f.recordsPath == "" {
-		name := f.resultFilename
-		if name == "" {
-			name = report.ResultFilename(&info)
-		}
-		resultPath = filepath.Join(f.resultDir, name)
-	}
-	recordsPath := f.recordsPath
-	if recordsPath == "" {
-		recordsPath = report.RecordsFilename(resultPath)
-	}
+	resultPath, recordsPath := f.output.paths(&info)
 	var recordsFile *os.File
-	if recordsPath != "none" {
-		if dir := filepath.Dir(recordsPath); dir != "." {
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				return fmt.Errorf("create records directory: %w", err)
-			}
-		}
-		recordsFile, err = os.Create(recordsPath)
+	if recordsPath != "" {
+		recordsFile, err = createFile("--records", recordsPath)
 		if err != nil {
-			return fmt.Errorf("--records %q: %w", recordsPath, err)
+			return err
 		}
 		defer recordsFile.Close()
 	}
@@ -322,7 +286,7 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 	cfg := bench.Config{
 		Client: cl, Requests: reqs, MaxConcurrency: f.workload.maxConcurrency, Warmups: f.numWarmups,
 		ReadyCheckTimeout: time.Duration(f.readyCheckSec * float64(time.Second)), RequestIDPrefix: prefix,
-		Summary: sumOpts, Tokenizer: tok, KeepRecords: f.saveDetailed, GracePeriod: f.grace,
+		Summary: sumOpts, Tokenizer: tok, KeepRecords: f.output.saveDetailed, GracePeriod: f.grace,
 		Scraper: scraper, OnRecord: bar.update,
 	}
 	if recordsFile != nil {
@@ -344,29 +308,11 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 	if res.Server != nil && res.Server.Samples >= 2 {
 		writeServerSection(out, res.Server)
 	}
-	if f.saveResult {
-		if err := saveResult(resultPath, result, f.saveDetailed, f.appendResult); err != nil {
-			return err
-		}
-		fmt.Fprintf(errw, "Saved result to %s\n", resultPath)
-	}
 	if recordsFile != nil {
 		fmt.Fprintf(errw, "Per-request records: %s\n", recordsPath)
 	}
-	if f.summaryJSON != "" {
-		js, err := report.SummaryJSON(result)
-		if err != nil {
-			return err
-		}
-		js = append(js, '\n')
-		if f.summaryJSON == "-" {
-			_, err = out.Write(js)
-		} else {
-			err = os.WriteFile(f.summaryJSON, js, 0o644)
-		}
-		if err != nil {
-			return fmt.Errorf("--summary-json: %w", err)
-		}
+	if err := f.output.write(out, errw, resultPath, result); err != nil {
+		return err
 	}
 	if res.Interrupted {
 		return exitCodeError{code: 130, err: fmt.Errorf("interrupted: partial results printed and saved (%d requests never sent)", res.NotSent)}
@@ -471,33 +417,6 @@ func pyFloat(v float64) string {
 		s += ".0"
 	}
 	return s
-}
-
-func saveResult(path string, r *report.Result, detailed, appendMode bool) error {
-	js, err := report.JSON(r, detailed)
-	if err != nil {
-		return err
-	}
-	if dir := filepath.Dir(path); dir != "." {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("create result directory: %w", err)
-		}
-	}
-	if appendMode {
-		fh, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-		if err != nil {
-			return fmt.Errorf("append result: %w", err)
-		}
-		defer fh.Close()
-		if _, err := fh.Write(append(js, '\n')); err != nil {
-			return fmt.Errorf("append result: %w", err)
-		}
-		return fh.Close()
-	}
-	if err := os.WriteFile(path, js, 0o644); err != nil {
-		return fmt.Errorf("save result: %w", err)
-	}
-	return nil
 }
 
 func serverMetricsJSON(res *bench.Result) map[string]any {

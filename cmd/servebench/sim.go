@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -32,11 +30,7 @@ type simFlags struct {
 	statsInterval time.Duration
 	logStats      bool
 
-	saveResult, saveDetailed, appendResult bool
-	metadata                               []string
-	resultDir, resultFilename, label       string
-	recordsPath                            string
-	summaryJSON                            string
+	output outputFlags
 }
 
 func newSimCmd() *cobra.Command {
@@ -60,15 +54,7 @@ result block and JSON as bench, so predicted and measured runs compare line by l
 	fs.BoolVar(&f.throughput, "throughput", false, "offline throughput mode: every request arrives at t=0 (vLLM's throughput benchmark) and the Throughput line is printed")
 	fs.DurationVar(&f.statsInterval, "stats-interval", 0, "engine statistics sampling period in virtual time (default: vLLM's 5s for v0, 10s for v1)")
 	fs.BoolVar(&f.logStats, "log-stats", false, "print vLLM's periodic stats lines (Avg prompt throughput ...) on stderr")
-	fs.BoolVar(&f.saveResult, "save-result", false, "save the result JSON (vLLM's keys plus engine statistics)")
-	fs.BoolVar(&f.saveDetailed, "save-detailed", false, "include per-request lists in the result JSON")
-	fs.BoolVar(&f.appendResult, "append-result", false, "append the result as one JSON line to the result file")
-	fs.StringArrayVar(&f.metadata, "metadata", nil, "KEY=VALUE pairs stored in the result JSON (repeatable)")
-	fs.StringVar(&f.resultDir, "result-dir", "", "directory for the result JSON and records")
-	fs.StringVar(&f.resultFilename, "result-filename", "", "result file name (default: vLLM's naming with backend sim)")
-	fs.StringVar(&f.label, "label", "", "label for the run")
-	fs.StringVar(&f.recordsPath, "records", "", `per-request JSONL records file (default: beside the result file with --save-result, otherwise none)`)
-	fs.StringVar(&f.summaryJSON, "summary-json", "", `write a load-test style summary JSON to this path ("-" for stdout)`)
+	f.output.register(fs, false)
 	return cmd
 }
 
@@ -79,16 +65,10 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 	if err != nil {
 		return err
 	}
-	if f.saveDetailed && !f.saveResult {
-		return fmt.Errorf("--save-detailed needs --save-result")
-	}
-	if f.appendResult && !f.saveResult {
-		return fmt.Errorf("--append-result needs --save-result")
-	}
 	if f.statsInterval < 0 {
 		return fmt.Errorf("--stats-interval %v: give a positive period, or 0 for vLLM's default", f.statsInterval)
 	}
-	metadata, err := parseKeyValues("--metadata", f.metadata)
+	metadata, err := f.output.validate()
 	if err != nil {
 		return err
 	}
@@ -134,7 +114,7 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 		tokID = tok.Name()
 	}
 	info := report.RunInfo{
-		Date: time.Now(), Backend: "sim", EndpointType: "sim", Label: f.label, ModelID: dep.Model.Name, TokenizerID: tokID,
+		Date: time.Now(), Backend: "sim", EndpointType: "sim", Label: f.output.label, ModelID: dep.Model.Name, TokenizerID: tokID,
 		NumPrompts: spec.NumPrompts, RequestRate: arrivals.Rate, Burstiness: arrivals.Burstiness, Metadata: metadata,
 		MaxConcurrency:    f.workload.maxConcurrency,
 		PercentileMetrics: pctMetrics, Percentiles: pcts, Goodput: len(sumOpts.Goodput) > 0,
@@ -142,28 +122,12 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 	if arrivals.RampUp != "" {
 		info.RampUp = &report.RampUp{Strategy: arrivals.RampUp, StartRPS: arrivals.RampStart, EndRPS: arrivals.RampEnd}
 	}
-	resultPath := ""
-	if f.saveResult {
-		name := f.resultFilename
-		if name == "" {
-			name = report.ResultFilename(&info)
-		}
-		resultPath = filepath.Join(f.resultDir, name)
-	}
-	recordsPath := f.recordsPath
-	if recordsPath == "" && f.saveResult {
-		recordsPath = report.RecordsFilename(resultPath)
-	}
+	resultPath, recordsPath := f.output.paths(&info)
 	var records *bufio.Writer
-	if recordsPath != "" && recordsPath != "none" {
-		if dir := filepath.Dir(recordsPath); dir != "." {
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				return fmt.Errorf("create records directory: %w", err)
-			}
-		}
-		fh, err := os.Create(recordsPath)
+	if recordsPath != "" {
+		fh, err := createFile("--records", recordsPath)
 		if err != nil {
-			return fmt.Errorf("--records %q: %w", recordsPath, err)
+			return err
 		}
 		defer fh.Close()
 		records = bufio.NewWriterSize(fh, 1<<20)
@@ -196,9 +160,9 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 				return fmt.Errorf("write records: %w", err)
 			}
 		}
-		if f.saveResult {
+		if resultPath != "" {
 			light := *r
-			if !f.saveDetailed {
+			if !f.output.saveDetailed {
 				light.ITL = nil
 			}
 			kept = append(kept, light)
@@ -226,36 +190,11 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 	if res.Err != nil {
 		fmt.Fprintf(errw, "engine failed: %v\n", res.Err)
 	}
-	if f.saveResult {
-		if err := saveResult(resultPath, result, f.saveDetailed, f.appendResult); err != nil {
-			return err
-		}
-		fmt.Fprintf(errw, "Saved result to %s\n", resultPath)
-	}
-	if f.summaryJSON != "" {
-		if err := writeSummaryJSON(out, f.summaryJSON, result); err != nil {
-			return err
-		}
+	if err := f.output.write(out, errw, resultPath, result); err != nil {
+		return err
 	}
 	if interrupted {
 		return exitCodeError{code: 130, err: fmt.Errorf("interrupted: partial simulation printed")}
-	}
-	return nil
-}
-
-func writeSummaryJSON(out io.Writer, path string, result *report.Result) error {
-	js, err := report.SummaryJSON(result)
-	if err != nil {
-		return err
-	}
-	js = append(js, '\n')
-	if path == "-" {
-		_, err = out.Write(js)
-	} else {
-		err = os.WriteFile(path, js, 0o644)
-	}
-	if err != nil {
-		return fmt.Errorf("--summary-json: %w", err)
 	}
 	return nil
 }
