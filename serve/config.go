@@ -1,0 +1,150 @@
+package serve
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/servebench/servebench/engine"
+	"github.com/servebench/servebench/perf"
+	"github.com/servebench/servebench/tokenizer"
+)
+
+// Config configures an emulated vLLM server. Engine and StepModel are
+// required; everything else has a working zero value.
+type Config struct {
+	// Engine is the scheduler and KV-cache configuration (vLLM's flags,
+	// resolved by the caller).
+	Engine engine.Config
+	// StepModel times each engine step; tokens are released when it says
+	// the step is done.
+	StepModel perf.StepModel
+
+	// Model is the --model value: the default served name and the "root"
+	// in /v1/models.
+	Model string
+	// ServedModelNames are the names requests may use (vLLM's
+	// --served-model-name); the first labels the metrics. Empty → [Model].
+	ServedModelNames []string
+
+	// Tokenizer counts prompt tokens and must hold common English words as
+	// single tokens (generated text is built from them). nil → the
+	// built-in cl100k_base encoding.
+	Tokenizer tokenizer.Tokenizer
+
+	// Seed makes generated text, output lengths and injected faults
+	// reproducible.
+	Seed uint64
+	// OutputLen is the output length of requests without ignore_eos.
+	OutputLen OutputLenDist
+	// Faults injects failures for testing clients.
+	Faults Faults
+	// APIKey, when set, is required as "Authorization: Bearer KEY" on /v1/*,
+	// as vLLM's --api-key.
+	APIKey string
+	// ErrorStyle is the JSON shape of error bodies ("" → nested).
+	ErrorStyle ErrorStyle
+	// EnablePromptTokensDetails reports usage.prompt_tokens_details
+	// .cached_tokens, as vLLM's --enable-prompt-tokens-details.
+	EnablePromptTokensDetails bool
+
+	// StatsInterval is the period of vLLM's "Avg prompt throughput ..."
+	// line (vLLM: 5 s V0, 10 s V1); 0 disables it.
+	StatsInterval time.Duration
+	// Logger receives the startup and stats lines; nil discards them. Use
+	// NewLogHandler for vLLM's line format.
+	Logger *slog.Logger
+
+	// MaxBodyBytes bounds request bodies (larger → 413); 0 → 8 MiB.
+	MaxBodyBytes int64
+	// StreamWriteTimeout closes the connection of a client that has not
+	// accepted a write for this long; 0 → 60 s.
+	StreamWriteTimeout time.Duration
+	// ShutdownGrace is how long Running.Close lets in-flight requests
+	// finish before ending them; 0 → 5 s.
+	ShutdownGrace time.Duration
+	// Version is what /version reports; "" → the vLLM release whose
+	// behaviour the engine version models (0.5.4 for V0, 0.8.5 for V1).
+	Version string
+}
+
+const (
+	defaultMaxBodyBytes  = 8 << 20
+	defaultWriteTimeout  = 60 * time.Second
+	defaultShutdownGrace = 5 * time.Second
+)
+
+// DefaultStatsInterval is vLLM's logging cadence for the engine version:
+// LLMEngine's 5 s local logging interval in V0, the API server's 10 s
+// do_log_stats in V1.
+func DefaultStatsInterval(v engine.Version) time.Duration {
+	if v == engine.V0 {
+		return 5 * time.Second
+	}
+	return 10 * time.Second
+}
+
+func (c *Config) withDefaults() Config {
+	out := *c
+	if len(out.ServedModelNames) == 0 && out.Model != "" {
+		out.ServedModelNames = []string{out.Model}
+	}
+	if out.Model == "" && len(out.ServedModelNames) > 0 {
+		out.Model = out.ServedModelNames[0]
+	}
+	if out.MaxBodyBytes <= 0 {
+		out.MaxBodyBytes = defaultMaxBodyBytes
+	}
+	if out.StreamWriteTimeout <= 0 {
+		out.StreamWriteTimeout = defaultWriteTimeout
+	}
+	if out.ShutdownGrace <= 0 {
+		out.ShutdownGrace = defaultShutdownGrace
+	}
+	if out.ErrorStyle == "" {
+		out.ErrorStyle = ErrorStyleNested
+	}
+	if out.Faults.SlowFirstByte == 0 {
+		out.Faults.SlowFirstByte = 2 * time.Second
+	}
+	if out.Version == "" {
+		out.Version = "0.8.5"
+		if out.Engine.Version == engine.V0 {
+			out.Version = "0.5.4"
+		}
+	}
+	return out
+}
+
+func (c *Config) validate() error {
+	if c.StepModel == nil {
+		return errors.New("serve: Config.StepModel is nil; pass a perf.StepModel such as perf.NewRoofline(deployment)")
+	}
+	if c.Model == "" {
+		return errors.New("serve: Config.Model is empty; set the model name clients send (--model or --served-model-name)")
+	}
+	for _, n := range c.ServedModelNames {
+		if n == "" {
+			return errors.New("serve: an empty served model name; pass non-empty --served-model-name values")
+		}
+	}
+	if c.StatsInterval < 0 {
+		return fmt.Errorf("serve: stats interval %v is negative; use 0 to disable the stats line", c.StatsInterval)
+	}
+	if _, err := ParseErrorStyle(string(c.ErrorStyle)); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	if err := c.Faults.validate(); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	switch c.OutputLen.Kind {
+	case "", OutputLenMax, OutputLenFixed, OutputLenUniform, OutputLenLognormal:
+	default:
+		return fmt.Errorf("serve: output length distribution kind %q: use max, fixed, uniform or lognormal", c.OutputLen.Kind)
+	}
+	if _, err := ParseOutputLenDist(c.OutputLen.String()); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,357 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/servebench/servebench/engine"
+)
+
+// maxClockDebt bounds how far the step loop may run behind the model's
+// timeline. While it is within the bound the next step starts when the
+// previous one was due (so a late timer wake-up or a slow delivery does not
+// stretch the emulated GPU's timeline, and throughput stays at the model's);
+// beyond it the loop cannot keep up at all (a zero-time model) and the
+// timeline restarts from the wall clock.
+const maxClockDebt = 20 * time.Millisecond
+
+// idleRetry re-polls an engine that reports nothing to run although it is
+// not idle. The engine's decisions only change with time under V0's
+// scheduler_delay_factor, which cannot hold back a step while nothing runs,
+// so this is a guard against a stuck engine rather than a normal path.
+const idleRetry = 5 * time.Millisecond
+
+// preciseWindow is the last stretch of a step slept in sleepPrecise rather
+// than on a runtime timer, which may fire up to 1 ms late on an idle process.
+const preciseWindow = 2 * time.Millisecond
+
+// driver is the state of the step loop; only the Run goroutine touches it.
+type driver struct {
+	s       *Server
+	eng     *engine.Engine
+	streams map[uint64]*stream
+
+	inbox    []*stream
+	aborts   []*stream
+	commands []func(*driver)
+
+	prev engineSample
+
+	modelTime, busyWall time.Duration
+	clockResets         int64
+
+	statsEvery   time.Duration
+	statsAt      time.Duration // engine clock of the last stats line
+	statsPrev    engine.Stats
+	prefixWindow statsWindow
+}
+
+// Run drives the engine on the wall clock until ctx is done: it takes new
+// requests and aborts between steps, asks the engine for a step, waits (one
+// timer) until the step model says the step is over, and releases every
+// token of the step at once. It returns nil when ctx is cancelled, and an
+// error if called twice.
+func (s *Server) Run(ctx context.Context) error {
+	if !s.started.CompareAndSwap(false, true) {
+		return errors.New("serve: Run called twice on one Server")
+	}
+	d := &driver{s: s, eng: s.eng, streams: make(map[uint64]*stream), statsEvery: s.cfg.StatsInterval}
+	defer d.shutdown()
+	for _, line := range s.StartupLines() {
+		s.log.Info(line)
+	}
+
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	// wait sleeps until the engine clock reaches until: on the runtime timer
+	// (interruptible) until preciseWindow before, then in sleepPrecise.
+	wait := func(until time.Duration) bool {
+		for {
+			delay := until - s.now()
+			switch {
+			case delay <= 0:
+				return ctx.Err() == nil
+			case delay <= preciseWindow && !s.coarseClock:
+				sleepPrecise(delay)
+				continue
+			case !s.coarseClock:
+				delay -= preciseWindow
+			}
+			timer.Reset(delay)
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+				timer.Stop()
+				return false
+			}
+		}
+	}
+
+	busy := false
+	var clock, periodStart time.Duration // engine clock of the next step start, and of this busy period
+	var periodWall time.Time
+	for ctx.Err() == nil {
+		if !busy {
+			clock = s.now()
+		}
+		d.drain(clock)
+		step := d.eng.Schedule(clock)
+		d.fail(step.Rejected, clock)
+		if step.Empty() {
+			if busy {
+				d.busyWall += time.Since(periodWall)
+				d.modelTime += clock - periodStart
+				busy = false
+			}
+			d.observe()
+			d.maybeLogStats(clock)
+			if !d.idleWait(ctx, timer) {
+				break
+			}
+			continue
+		}
+		if !busy {
+			busy, periodStart, periodWall = true, clock, time.Now()
+		}
+		due := clock + s.cfg.StepModel.StepTime(step.Shape)
+		if !wait(due) {
+			break
+		}
+		s.wakeLag.record(s.now()-due, 1)
+		if h := s.metrics.iterationTokens; h != nil {
+			h.Observe(float64(step.Shape.Tokens()))
+		}
+		outs := d.eng.Complete(step)
+		d.deliver(outs, clock, due)
+		d.observe()
+		d.maybeLogStats(due)
+		clock = due
+		if now := s.now(); now-due > maxClockDebt {
+			clock = now
+			d.clockResets++
+		}
+	}
+	if busy {
+		d.busyWall += time.Since(periodWall)
+		d.modelTime += clock - periodStart
+	}
+	return nil
+}
+
+// idleWait blocks until a request, abort or command arrives, the next stats
+// line is due, or ctx ends. It reports false when ctx ended.
+func (d *driver) idleWait(ctx context.Context, timer *time.Timer) bool {
+	s := d.s
+	var wakeAt time.Duration = -1
+	if d.statsEvery > 0 {
+		wakeAt = d.statsAt + d.statsEvery
+	}
+	if !d.eng.Idle() && (wakeAt < 0 || s.now()+idleRetry < wakeAt) {
+		wakeAt = s.now() + idleRetry
+	}
+	if wakeAt >= 0 {
+		timer.Reset(max(wakeAt-s.now(), 0))
+		defer timer.Stop()
+	}
+	select {
+	case <-s.wake:
+	case <-timer.C:
+	case <-ctx.Done():
+		return false
+	}
+	return true
+}
+
+// drain takes what handlers queued: new requests join the engine, then
+// aborts leave it, then commands run.
+func (d *driver) drain(clock time.Duration) {
+	s := d.s
+	s.mu.Lock()
+	d.inbox, s.inbox = s.inbox, d.inbox[:0]
+	d.aborts, s.aborts = s.aborts, d.aborts[:0]
+	d.commands, s.commands = s.commands, d.commands[:0]
+	s.mu.Unlock()
+
+	for i, st := range d.inbox {
+		d.inbox[i] = nil
+		if st.abortSent.Load() {
+			st.finish(errAborted)
+			continue
+		}
+		if err := d.eng.Add(st.req); err != nil {
+			st.finish(err)
+			continue
+		}
+		d.streams[st.req.ID] = st
+	}
+	for i, st := range d.aborts {
+		d.aborts[i] = nil
+		if _, ok := d.streams[st.req.ID]; !ok {
+			continue
+		}
+		d.eng.Abort(st.req.ID)
+		delete(d.streams, st.req.ID)
+		st.finish(errAborted)
+		d.observeFinished(st, clock, finishAbort)
+	}
+	for i, fn := range d.commands {
+		d.commands[i] = nil
+		fn(d)
+	}
+}
+
+var errAborted = errors.New("request aborted by the client")
+
+// deliver hands a completed step's tokens to their streams. A stream's
+// handler is woken without blocking: a slow reader only accumulates a
+// backlog in its own stream.
+func (d *driver) deliver(outs []engine.Output, start, due time.Duration) {
+	for i := range outs {
+		o := &outs[i]
+		st := d.streams[o.ID]
+		if st == nil {
+			continue
+		}
+		if !st.scheduled {
+			st.scheduled, st.scheduledAt = true, start
+			st.cached = o.CachedTokens
+			d.prefixWindow.add(int64(st.req.PromptLen), int64(o.CachedTokens))
+		}
+		if o.NewTokens > 0 {
+			if st.generated == 0 {
+				st.firstDue = due
+				d.s.metrics.observeTTFT((due - st.req.Arrival).Seconds())
+			} else {
+				gap := (due - st.lastDue).Seconds()
+				d.s.metrics.observeITL(gap)
+				for k := 1; k < o.NewTokens; k++ {
+					d.s.metrics.observeITL(0)
+				}
+			}
+			st.lastDue = due
+			st.generated += o.NewTokens
+		}
+		st.push(due, o)
+		if o.Finished {
+			delete(d.streams, o.ID)
+			if o.Err != nil {
+				d.noteEngineError(o.Err)
+			}
+			d.observeFinished(st, due, st.finishReason())
+		}
+	}
+}
+
+// fail ends requests the scheduler gave up on.
+func (d *driver) fail(rejected []engine.Output, clock time.Duration) {
+	for _, o := range rejected {
+		st := d.streams[o.ID]
+		if st == nil {
+			continue
+		}
+		delete(d.streams, o.ID)
+		st.push(clock, &o)
+		d.noteEngineError(o.Err)
+		d.observeFinished(st, clock, finishLength)
+	}
+}
+
+// noteEngineError marks the server dead when the engine died: like vLLM's
+// AsyncEngineDeadError, every later request fails.
+func (d *driver) noteEngineError(err error) {
+	if !errors.Is(err, engine.ErrNoSwapSpace) {
+		return
+	}
+	s := d.s
+	s.mu.Lock()
+	if s.deadErr == nil {
+		s.deadErr = err
+		s.log.Error("Engine died: " + err.Error())
+	}
+	s.mu.Unlock()
+}
+
+func (d *driver) observe() {
+	cur := engineSample{stats: d.eng.Stats(), kvUsage: d.eng.KVUsage()}
+	d.s.metrics.observeEngine(&cur, &d.prev)
+	d.prev = cur
+}
+
+func (d *driver) observeFinished(st *stream, end time.Duration, reason string) {
+	d.s.metrics.observeRequest(&requestTimes{
+		arrival:      st.req.Arrival.Seconds(),
+		scheduled:    st.scheduledAt.Seconds(),
+		firstToken:   st.firstDue.Seconds(),
+		lastToken:    st.lastDue.Seconds(),
+		end:          end.Seconds(),
+		promptTokens: st.req.PromptLen,
+		genTokens:    st.generated,
+		maxTokens:    st.limit,
+		reason:       reason,
+	})
+}
+
+func (d *driver) maybeLogStats(now time.Duration) {
+	if d.statsEvery <= 0 || now-d.statsAt < d.statsEvery {
+		return
+	}
+	cur := d.prev.stats
+	line := statsLine{
+		v1:               d.eng.Config().Version != engine.V0,
+		elapsed:          now - d.statsAt,
+		promptTokens:     cur.PromptTokens - d.statsPrev.PromptTokens,
+		genTokens:        cur.GenerationTokens - d.statsPrev.GenerationTokens,
+		running:          cur.Running,
+		waiting:          cur.Waiting,
+		swapped:          cur.Swapped,
+		gpuUsage:         d.prev.kvUsage,
+		prefixHitRate:    d.prefixWindow.hitRate(),
+		prefixCaching:    d.eng.Config().EnablePrefixCaching,
+		cumPrefixHitRate: ratio(cur.PrefixHits, cur.PrefixQueries),
+	}
+	if cur.CPUBlocksTotal > 0 {
+		line.cpuUsage = float64(cur.CPUBlocksUsed) / float64(cur.CPUBlocksTotal)
+	}
+	m := d.s.metrics
+	if m.avgPromptTput != nil {
+		pt, gt := line.throughputs()
+		m.avgPromptTput.Set(pt)
+		m.avgGenTput.Set(gt)
+	}
+	for _, l := range line.lines() {
+		if line.idle() {
+			d.s.log.Debug(l)
+		} else {
+			d.s.log.Info(l)
+		}
+	}
+	d.statsAt, d.statsPrev = now, cur
+}
+
+func ratio(a, b int64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+// shutdown ends every request still known when Run returns.
+func (d *driver) shutdown() {
+	s := d.s
+	s.mu.Lock()
+	s.closed = true
+	pending := s.inbox
+	s.inbox, s.aborts, s.commands = nil, nil, nil
+	s.mu.Unlock()
+	for _, st := range pending {
+		st.finish(errServerClosed)
+	}
+	for id, st := range d.streams {
+		d.eng.Abort(id)
+		st.finish(errServerClosed)
+	}
+	clear(d.streams)
+	close(s.stopped)
+}

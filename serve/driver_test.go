@@ -1,0 +1,210 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/servebench/servebench/engine"
+	"github.com/servebench/servebench/metrics"
+	"github.com/servebench/servebench/sim"
+	"github.com/servebench/servebench/workload"
+)
+
+// timingWorkload is a seeded open-loop workload with shared prompt prefixes
+// (prefix-cache hits) that overloads a small KV cache (queueing and
+// preemption). Arrivals are whole milliseconds plus a distinct nanosecond
+// offset per request, and step times are whole microseconds, so no arrival
+// coincides with a step boundary (where the order of simultaneous events
+// would be arbitrary).
+func timingWorkload(n int) []workload.Request {
+	rng := rand.New(rand.NewPCG(11, 12))
+	shared := make([]int, 256)
+	for i := range shared {
+		shared[i] = 1000 + rng.IntN(20000)
+	}
+	reqs := make([]workload.Request, n)
+	var at time.Duration
+	for i := range reqs {
+		at += time.Duration(1+rng.IntN(6)) * time.Millisecond
+		plen := 20 + rng.IntN(400)
+		ids := make([]int, plen)
+		for j := range ids {
+			if j < len(shared) && i%3 == 0 {
+				ids[j] = shared[j]
+			} else {
+				ids[j] = 1000 + rng.IntN(20000)
+			}
+		}
+		reqs[i] = workload.Request{Index: i, PromptIDs: ids, PromptLen: plen,
+			OutputLen: 2 + rng.IntN(60), Arrival: at + time.Duration(i+1)}
+	}
+	return reqs
+}
+
+type observed struct {
+	ttft time.Duration
+	itl  []time.Duration
+	out  int
+	lag  time.Duration // the largest gap between a token's due instant and its hand-off
+}
+
+// TestDriverMatchesSim runs the real-time driver inside a synctest bubble
+// (a fake clock, so timer latency is zero) and checks that every request's
+// TTFT and every inter-token gap equal, to the nanosecond, what sim computes
+// on its virtual clock for the same engine, step model and arrivals: the
+// wall-clock driver adds nothing to the model's timeline.
+func TestDriverMatchesSim(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		version engine.Version
+		mode    engine.PreemptionMode
+		chunked bool
+	}{
+		{"v1", engine.V1, "", true},
+		{"v0", engine.V0, "", false},
+		{"v0-chunked", engine.V0, "", true},
+		{"v0-swap", engine.V0, engine.PreemptSwap, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ec := testEngineConfig()
+			ec.Version = tc.version
+			ec.NumGPUBlocks = 160
+			ec.MaxNumSeqs = 32
+			if tc.version == engine.V0 {
+				ec.EnablePrefixCaching = false
+				ec.EnableChunkedPrefill = tc.chunked
+				ec.PreemptionMode = tc.mode
+				ec.MaxNumBatchedTokens = 4096
+				if tc.chunked {
+					ec.MaxNumBatchedTokens = 512
+				}
+				ec.NumGPUBlocks = 72
+				ec.NumCPUBlocks = 256
+				ec.Watermark = 0.01
+			}
+			model := linearModel{fixed: 3 * time.Millisecond, perToken: 7 * time.Microsecond}
+			reqs := timingWorkload(120)
+
+			want := map[int]*metrics.Record{}
+			_, err := sim.Run(context.Background(), sim.Config{Engine: ec, Model: model}, reqs, func(r *metrics.Record) error {
+				want[r.Index] = r
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			cfg := testConfig(t)
+			cfg.Engine, cfg.StepModel = ec, model
+			got, snap := runInBubble(t, cfg, reqs)
+			if snap.Engine.Preemptions == 0 {
+				t.Errorf("the workload caused no preemption; make the KV cache smaller")
+			}
+			for i, w := range want {
+				g := got[i]
+				if !w.Success {
+					t.Fatalf("sim failed request %d: %s", i, w.Error)
+				}
+				if g.out != w.OutputLen || g.ttft != w.TTFT {
+					t.Errorf("request %d: serve TTFT %v, %d tokens; sim TTFT %v, %d tokens", i, g.ttft, g.out, w.TTFT, w.OutputLen)
+				}
+				if diff := cmp.Diff(w.ITL, g.itl); diff != "" {
+					t.Errorf("request %d ITL (-sim +serve):\n%s", i, diff)
+				}
+				if g.lag != 0 {
+					t.Errorf("request %d: tokens handed over %v after due under a fake clock", i, g.lag)
+				}
+			}
+			if len(got) != len(want) {
+				t.Errorf("serve finished %d requests, sim %d", len(got), len(want))
+			}
+		})
+	}
+}
+
+// runInBubble drives a Server in a synctest bubble: each request is
+// submitted at its arrival offset and consumed as its tokens are released.
+func runInBubble(t *testing.T, cfg Config, reqs []workload.Request) (map[int]observed, Snapshot) {
+	t.Helper()
+	results := map[int]observed{}
+	var snap Snapshot
+	synctest.Test(t, func(t *testing.T) {
+		s, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.coarseClock = true
+		ctx, cancel := context.WithCancel(context.Background())
+		runDone := make(chan struct{})
+		go func() {
+			defer close(runDone)
+			_ = s.Run(ctx)
+		}()
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for _, w := range reqs {
+			time.Sleep(w.Arrival - s.now())
+			req := engine.Request{ID: uint64(w.Index) + 1, Prompt: w.PromptIDs, PromptLen: len(w.PromptIDs), MaxTokens: w.OutputLen, Arrival: s.now()}
+			st := newStream(req, w.OutputLen, true, 0)
+			if err := s.submit(st); err != nil {
+				t.Fatal(err)
+			}
+			wg.Go(func() {
+				o := consume(s, st)
+				mu.Lock()
+				results[w.Index] = o
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		snap, err = s.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !snap.Idle || snap.Engine.GPUBlocksUsed != 0 && !cfg.Engine.EnablePrefixCaching || snap.Requests != 0 {
+			t.Errorf("after all requests: %+v", snap)
+		}
+		cancel()
+		<-runDone
+	})
+	return results, snap
+}
+
+func consume(s *Server, st *stream) observed {
+	var o observed
+	var batches []tokenBatch
+	var last time.Duration
+	for {
+		<-st.notify
+		var done bool
+		var err error
+		batches, _, done, err = st.take(batches)
+		now := s.now()
+		for _, b := range batches {
+			for k := range b.n {
+				if o.out == 0 {
+					o.ttft = b.due - st.req.Arrival
+				} else if k == 0 {
+					o.itl = append(o.itl, b.due-last)
+				} else {
+					o.itl = append(o.itl, 0)
+				}
+				o.out++
+			}
+			last = b.due
+			o.lag = max(o.lag, now-b.due)
+		}
+		if done {
+			if err != nil {
+				panic(fmt.Sprintf("request %d failed: %v", st.req.ID, err))
+			}
+			return o
+		}
+	}
+}

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package serve
+
+import "time"
+
+// sleepPrecise falls back to the runtime's timers where nanosleep(2) is not
+// available through package syscall.
+func sleepPrecise(d time.Duration) { time.Sleep(d) }

@@ -1,0 +1,108 @@
+package serve
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/servebench/servebench/engine"
+)
+
+// tokenBatch is the tokens one step produced for one request, and the
+// engine-clock instant the step model made them due.
+type tokenBatch struct {
+	due time.Duration
+	n   int
+}
+
+// stream is one request in flight. The step loop pushes tokens; the
+// request's handler takes them. The hand-off is a mutex-guarded backlog
+// plus a one-slot notification channel, so the loop never blocks on a
+// handler, however slowly its client reads.
+type stream struct {
+	req       engine.Request
+	limit     int  // the request's max tokens (what it asked for, or what the context window leaves)
+	hitLimit  bool // the output length is the limit: finish_reason "length"
+	textSeed  uint64
+	abortSent atomic.Bool
+
+	notify chan struct{}
+
+	mu       sync.Mutex
+	backlog  []tokenBatch
+	produced int
+	cached   int
+	done     bool
+	err      error
+
+	// Step-loop-only bookkeeping (no lock).
+	scheduled                      bool
+	scheduledAt, firstDue, lastDue time.Duration
+	generated                      int
+}
+
+func newStream(req engine.Request, limit int, hitLimit bool, textSeed uint64) *stream {
+	return &stream{req: req, limit: limit, hitLimit: hitLimit, textSeed: textSeed, notify: make(chan struct{}, 1)}
+}
+
+func (st *stream) signal() {
+	select {
+	case st.notify <- struct{}{}:
+	default:
+	}
+}
+
+// push records one step's output for the request.
+func (st *stream) push(due time.Duration, o *engine.Output) {
+	st.mu.Lock()
+	if o.NewTokens > 0 {
+		if n := len(st.backlog); n > 0 && st.backlog[n-1].due == due {
+			st.backlog[n-1].n += o.NewTokens
+		} else {
+			st.backlog = append(st.backlog, tokenBatch{due: due, n: o.NewTokens})
+		}
+		st.produced += o.NewTokens
+	}
+	if o.CachedTokens > 0 {
+		st.cached = o.CachedTokens
+	}
+	if o.Finished {
+		st.done = true
+		// A request the scheduler ignored ends like vLLM's
+		// FINISHED_IGNORED: finish_reason "length", no text, no error.
+		if o.Err != nil && !errors.Is(o.Err, engine.ErrIgnored) {
+			st.err = o.Err
+		}
+	}
+	st.mu.Unlock()
+	st.signal()
+}
+
+// finish ends the request without further tokens.
+func (st *stream) finish(err error) {
+	st.mu.Lock()
+	if !st.done {
+		st.done, st.err = true, err
+	}
+	st.mu.Unlock()
+	st.signal()
+}
+
+// take moves the backlog into buf (reusing its storage) and reports the
+// request's state.
+func (st *stream) take(buf []tokenBatch) (batches []tokenBatch, cached int, done bool, err error) {
+	st.mu.Lock()
+	batches = append(buf[:0], st.backlog...)
+	st.backlog = st.backlog[:0]
+	cached, done, err = st.cached, st.done, st.err
+	st.mu.Unlock()
+	return batches, cached, done, err
+}
+
+func (st *stream) finishReason() string {
+	if st.hitLimit || st.generated >= st.limit {
+		return finishLength
+	}
+	return finishStop
+}
