@@ -86,7 +86,7 @@ func TestOpenLoopScheduleAndMetrics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := &fakeServer{ttft: 50 * time.Millisecond, itl: 10 * time.Millisecond}
 		var file bytes.Buffer
-		res, err := Run(t.Context(), Config{Client: srv, Requests: requests(20, 100*time.Millisecond), Records: &file, RequestIDPrefix: "bench-"})
+		res, err := Run(t.Context(), Config{coarseTimers: true, Client: srv, Requests: requests(20, 100*time.Millisecond), Records: &file, RequestIDPrefix: "bench-"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,7 +133,7 @@ func TestConcurrencyCapQueuesWithoutBlockingArrivals(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := &fakeServer{ttft: 100 * time.Millisecond, itl: 100 * time.Millisecond}
 		// 10 requests at once (rate inf), 2 at a time, 500 ms each.
-		res, err := Run(t.Context(), Config{Client: srv, Requests: requests(10, 0), MaxConcurrency: 2})
+		res, err := Run(t.Context(), Config{coarseTimers: true, Client: srv, Requests: requests(10, 0), MaxConcurrency: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,7 +167,7 @@ func TestInterruptKeepsMeasuredAndMarksPartial(t *testing.T) {
 			time.Sleep(1050 * time.Millisecond)
 			cancel()
 		}()
-		res, err := Run(ctx, Config{Client: srv, Requests: requests(100, 100*time.Millisecond), Records: &lockedWriter{w: &file, mu: &mu}, GracePeriod: 5 * time.Second})
+		res, err := Run(ctx, Config{coarseTimers: true, Client: srv, Requests: requests(100, 100*time.Millisecond), Records: &lockedWriter{w: &file, mu: &mu}, GracePeriod: 5 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,7 +190,7 @@ func TestGracePeriodCutsOffStragglers(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		go func() { time.Sleep(time.Second); cancel() }()
 		start := time.Now()
-		res, err := Run(ctx, Config{Client: srv, Requests: requests(3, 0), GracePeriod: 2 * time.Second})
+		res, err := Run(ctx, Config{coarseTimers: true, Client: srv, Requests: requests(3, 0), GracePeriod: 2 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -212,7 +212,7 @@ func TestWarmupsAreNotMeasuredAndReadyCheckRetries(t *testing.T) {
 			}
 			return ""
 		}}
-		res, err := Run(t.Context(), Config{Client: srv, Requests: requests(4, 0), Warmups: 2, ReadyCheckTimeout: 30 * time.Second})
+		res, err := Run(t.Context(), Config{coarseTimers: true, Client: srv, Requests: requests(4, 0), Warmups: 2, ReadyCheckTimeout: 30 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -229,7 +229,7 @@ func TestWarmupsAreNotMeasuredAndReadyCheckRetries(t *testing.T) {
 func TestReadyCheckGivesUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := &fakeServer{fail: func(int) string { return "connection refused" }}
-		_, err := Run(t.Context(), Config{Client: srv, Requests: requests(1, 0), ReadyCheckTimeout: 5 * time.Second})
+		_, err := Run(t.Context(), Config{coarseTimers: true, Client: srv, Requests: requests(1, 0), ReadyCheckTimeout: 5 * time.Second})
 		if err == nil || !bytes.Contains([]byte(err.Error()), []byte("connection refused")) {
 			t.Fatalf("err = %v, want a not-ready error naming the last failure", err)
 		}
@@ -244,7 +244,7 @@ func TestFailuresAreRecordsNotErrors(t *testing.T) {
 			}
 			return ""
 		}}
-		res, err := Run(t.Context(), Config{Client: srv, Requests: requests(10, 0), Summary: metrics.Options{Goodput: map[string]float64{"ttft": 1}}})
+		res, err := Run(t.Context(), Config{coarseTimers: true, Client: srv, Requests: requests(10, 0), Summary: metrics.Options{Goodput: map[string]float64{"ttft": 1}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -270,10 +270,10 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 }
 
 func TestBadConfig(t *testing.T) {
-	if _, err := Run(t.Context(), Config{}); err == nil {
+	if _, err := Run(t.Context(), Config{coarseTimers: true}); err == nil {
 		t.Fatal("no client accepted")
 	}
-	if _, err := Run(t.Context(), Config{Client: &fakeServer{}}); err == nil {
+	if _, err := Run(t.Context(), Config{coarseTimers: true, Client: &fakeServer{}}); err == nil {
 		t.Fatal("no requests accepted")
 	}
 }

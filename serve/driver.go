@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/servebench/servebench/engine"
+	"github.com/servebench/servebench/internal/clock"
 )
 
 // maxClockDebt bounds how far the step loop may run behind the model's
@@ -21,10 +22,6 @@ const maxClockDebt = 20 * time.Millisecond
 // scheduler_delay_factor, which cannot hold back a step while nothing runs,
 // so this is a guard against a stuck engine rather than a normal path.
 const idleRetry = 5 * time.Millisecond
-
-// preciseWindow is the last stretch of a step slept in sleepPrecise rather
-// than on a runtime timer, which may fire up to 1 ms late on an idle process.
-const preciseWindow = 2 * time.Millisecond
 
 // driver is the state of the step loop; only the Run goroutine touches it.
 type driver struct {
@@ -62,31 +59,14 @@ func (s *Server) Run(ctx context.Context) error {
 		s.log.Info(line)
 	}
 
-	timer := time.NewTimer(time.Hour)
+	timer := time.NewTimer(time.Hour) // idle waits for new requests
 	timer.Stop()
 	defer timer.Stop()
-	// wait sleeps until the engine clock reaches until: on the runtime timer
-	// (interruptible) until preciseWindow before, then in sleepPrecise.
+	// wait sleeps until the engine clock reaches until.
+	sleeper := clock.NewSleeper(s.coarseClock)
+	defer sleeper.Stop()
 	wait := func(until time.Duration) bool {
-		for {
-			delay := until - s.now()
-			switch {
-			case delay <= 0:
-				return ctx.Err() == nil
-			case delay <= preciseWindow && !s.coarseClock:
-				sleepPrecise(delay)
-				continue
-			case !s.coarseClock:
-				delay -= preciseWindow
-			}
-			timer.Reset(delay)
-			select {
-			case <-timer.C:
-			case <-ctx.Done():
-				timer.Stop()
-				return false
-			}
-		}
+		return sleeper.Until(ctx, func() time.Duration { return until - s.now() })
 	}
 
 	busy := false

@@ -36,7 +36,7 @@ type Server struct {
 	handler http.Handler
 
 	// coarseClock makes the step loop sleep on runtime timers only: tests
-	// under testing/synctest run on a fake clock that sleepPrecise (a real
+	// under testing/synctest run on a fake clock that clock.Sleeper's nanosleep (a real
 	// system call) cannot advance.
 	coarseClock bool
 
