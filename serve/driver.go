@@ -278,30 +278,34 @@ func (d *driver) maybeLogStats(now time.Duration) {
 		return
 	}
 	cur := d.prev.stats
-	line := statsLine{
-		v1:               d.eng.Config().Version != engine.V0,
-		elapsed:          now - d.statsAt,
-		promptTokens:     cur.PromptTokens - d.statsPrev.PromptTokens,
-		genTokens:        cur.GenerationTokens - d.statsPrev.GenerationTokens,
-		running:          cur.Running,
-		waiting:          cur.Waiting,
-		swapped:          cur.Swapped,
-		gpuUsage:         d.prev.kvUsage,
-		prefixHitRate:    d.prefixWindow.hitRate(),
-		prefixCaching:    d.eng.Config().EnablePrefixCaching,
-		cumPrefixHitRate: ratio(cur.PrefixHits, cur.PrefixQueries),
+	cfg := d.eng.Config()
+	line := engine.StatsLine{
+		Version:          cfg.Version,
+		Elapsed:          now - d.statsAt,
+		PromptTokens:     cur.PromptTokens - d.statsPrev.PromptTokens,
+		GenerationTokens: cur.GenerationTokens - d.statsPrev.GenerationTokens,
+		Running:          cur.Running,
+		Waiting:          cur.Waiting,
+		Swapped:          cur.Swapped,
+		GPUUsage:         d.prev.kvUsage,
+		PrefixCaching:    cfg.EnablePrefixCaching,
+		// V1 logs the rate over recent requests, V0 the cumulative one.
+		PrefixHitRate: d.prefixWindow.hitRate(),
+	}
+	if cfg.Version == engine.V0 {
+		line.PrefixHitRate = ratio(cur.PrefixHits, cur.PrefixQueries)
 	}
 	if cur.CPUBlocksTotal > 0 {
-		line.cpuUsage = float64(cur.CPUBlocksUsed) / float64(cur.CPUBlocksTotal)
+		line.CPUUsage = float64(cur.CPUBlocksUsed) / float64(cur.CPUBlocksTotal)
 	}
 	m := d.s.metrics
 	if m.avgPromptTput != nil {
-		pt, gt := line.throughputs()
+		pt, gt := line.Throughputs()
 		m.avgPromptTput.Set(pt)
 		m.avgGenTput.Set(gt)
 	}
-	for _, l := range line.lines() {
-		if line.idle() {
+	for _, l := range line.Lines() {
+		if line.Idle() {
 			d.s.log.Debug(l)
 		} else {
 			d.s.log.Info(l)

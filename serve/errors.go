@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+
+	"github.com/servebench/servebench/internal/jsonenc"
 )
 
 // ErrorStyle selects the JSON shape of error bodies. vLLM changed it: up to
@@ -66,14 +68,14 @@ func appendErrorObject(b []byte, e *apiError, style ErrorStyle) []byte {
 		b = append(b, `"object":"error",`...)
 	}
 	b = append(b, `"message":`...)
-	b = appendJSONString(b, e.Message)
+	b = jsonenc.AppendString(b, e.Message)
 	b = append(b, `,"type":`...)
-	b = appendJSONString(b, e.Type)
+	b = jsonenc.AppendString(b, e.Type)
 	b = append(b, `,"param":`...)
 	if e.Param == "" {
 		b = append(b, "null"...)
 	} else {
-		b = appendJSONString(b, e.Param)
+		b = jsonenc.AppendString(b, e.Param)
 	}
 	b = append(b, `,"code":`...)
 	b = strconv.AppendInt(b, int64(e.Status), 10)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/servebench/servebench/engine"
+	"github.com/servebench/servebench/internal/jsonenc"
 )
 
 // response holds what every chunk of one request repeats.
@@ -158,13 +159,13 @@ func (s *Server) newResponse(r *http.Request, g *genRequest, st *stream, promptT
 	}
 	top := make([]byte, 0, 128)
 	top = append(top, `data: {"id":`...)
-	top = appendJSONString(top, rs.id)
+	top = jsonenc.AppendString(top, rs.id)
 	top = append(top, `,"object":"`...)
 	top = append(top, object...)
 	top = append(top, `","created":`...)
 	top = strconv.AppendInt(top, rs.created, 10)
 	top = append(top, `,"model":`...)
-	top = appendJSONString(top, rs.model)
+	top = jsonenc.AppendString(top, rs.model)
 	rs.head = append(append([]byte(nil), top...), `,"choices":[{"index":0,`...)
 	rs.usageHead = append(top, `,"choices":[],"usage":`...)
 	return rs

@@ -2,7 +2,6 @@ package serve
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"strconv"
@@ -97,47 +96,6 @@ func levelName(l slog.Level) string {
 	return "DEBUG"
 }
 
-// commaInt formats n with thousands separators, as Python's f"{n:,}".
-func commaInt(n int) string {
-	s := strconv.Itoa(n)
-	neg := strings.HasPrefix(s, "-")
-	if neg {
-		s = s[1:]
-	}
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
-	}
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
-}
-
-// startupLines are the KV-cache lines vLLM logs once the cache is sized
-// (the same as perf.Capacity.LogLines, from the engine configuration).
-func startupLines(v1 bool, gpuBlocks, cpuBlocks, blockSize, maxModelLen int) []string {
-	tokens := gpuBlocks * blockSize
-	conc := 0.0
-	if maxModelLen > 0 {
-		conc = float64(tokens) / float64(maxModelLen)
-	}
-	if !v1 {
-		// 0.6's GPU executor added the concurrency line, unformatted.
-		return []string{
-			fmt.Sprintf("# GPU blocks: %d, # CPU blocks: %d", gpuBlocks, cpuBlocks),
-			fmt.Sprintf("Maximum concurrency for %d tokens per request: %.2fx", maxModelLen, conc),
-		}
-	}
-	return []string{
-		fmt.Sprintf("GPU KV cache size: %s tokens", commaInt(tokens)),
-		fmt.Sprintf("Maximum concurrency for %s tokens per request: %.2fx", commaInt(maxModelLen), conc),
-	}
-}
-
 // statsWindow is vLLM V1's PrefixCachingMetrics: the hit rate over the most
 // recent 1,000 requests.
 type statsWindow struct {
@@ -166,44 +124,4 @@ func (w *statsWindow) hitRate() float64 {
 		return 0
 	}
 	return float64(w.sumH) / float64(w.sumQ)
-}
-
-// statsLine is vLLM's periodic throughput line. The V0 line (5 s cadence in
-// LLMEngine.step) and the V1 line (10 s, API server do_log_stats) differ.
-type statsLine struct {
-	v1                                bool
-	elapsed                           time.Duration
-	promptTokens, genTokens           int64
-	running, waiting, swapped         int
-	gpuUsage, cpuUsage, prefixHitRate float64
-	prefixCaching                     bool
-	cumPrefixHitRate                  float64
-}
-
-func (s statsLine) throughputs() (prompt, gen float64) {
-	secs := s.elapsed.Seconds()
-	if secs <= 0 {
-		return 0, 0
-	}
-	return float64(s.promptTokens) / secs, float64(s.genTokens) / secs
-}
-
-// lines renders the line (and V0's separate prefix-cache line).
-func (s statsLine) lines() []string {
-	pt, gt := s.throughputs()
-	if s.v1 {
-		return []string{fmt.Sprintf("Engine 000: Avg prompt throughput: %.1f tokens/s, Avg generation throughput: %.1f tokens/s, Running: %d reqs, Waiting: %d reqs, GPU KV cache usage: %.1f%%, Prefix cache hit rate: %.1f%%",
-			pt, gt, s.running, s.waiting, s.gpuUsage*100, s.prefixHitRate*100)}
-	}
-	out := []string{fmt.Sprintf("Avg prompt throughput: %.1f tokens/s, Avg generation throughput: %.1f tokens/s, Running: %d reqs, Swapped: %d reqs, Pending: %d reqs, GPU KV cache usage: %.1f%%, CPU KV cache usage: %.1f%%.",
-		pt, gt, s.running, s.swapped, s.waiting, s.gpuUsage*100, s.cpuUsage*100)}
-	if s.prefixCaching {
-		out = append(out, fmt.Sprintf("Prefix cache hit rate: GPU: %.2f%%, CPU: %.2f%%", s.cumPrefixHitRate*100, 0.0))
-	}
-	return out
-}
-
-// idle reports an all-zero line, which vLLM ≥0.8 logs at debug level only.
-func (s statsLine) idle() bool {
-	return s.promptTokens == 0 && s.genTokens == 0 && s.running == 0 && s.waiting == 0 && s.swapped == 0
 }

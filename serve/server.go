@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/servebench/servebench/engine"
+	"github.com/servebench/servebench/perf"
 	"github.com/servebench/servebench/tokenizer"
 )
 
@@ -120,7 +121,9 @@ func (s *Server) now() time.Duration { return time.Since(s.base) }
 // and "Maximum concurrency for X tokens per request: Y.YYx" (V1).
 func (s *Server) StartupLines() []string {
 	ec := s.cfg.Engine
-	return startupLines(ec.Version != engine.V0, ec.NumGPUBlocks, ec.NumCPUBlocks, ec.BlockSize, ec.MaxModelLen)
+	c := perf.Capacity{EngineVersion: string(ec.Version), GPUBlocks: ec.NumGPUBlocks, CPUBlocks: ec.NumCPUBlocks,
+		BlockSize: ec.BlockSize, MaxModelLen: ec.MaxModelLen}
+	return c.LogLines()
 }
 
 var errServerClosed = errors.New("server is shutting down")

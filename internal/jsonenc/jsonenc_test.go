@@ -1,4 +1,4 @@
-package serve
+package jsonenc
 
 import (
 	"encoding/json"
@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 )
 
-func TestAppendJSONString(t *testing.T) {
+func TestAppendString(t *testing.T) {
 	tests := map[string]string{
 		"plain":         `"plain"`,
 		`q"b\`:          `"q\"b\\"`,
@@ -19,20 +19,20 @@ func TestAppendJSONString(t *testing.T) {
 		"<a&b>":         `"<a&b>"`,
 	}
 	for in, want := range tests {
-		if got := string(appendJSONString(nil, in)); got != want {
-			t.Errorf("appendJSONString(%q) = %s, want %s", in, got, want)
+		if got := string(AppendString(nil, in)); got != want {
+			t.Errorf("AppendString(%q) = %s, want %s", in, got, want)
 		}
 	}
 }
 
-// FuzzAppendJSONString: the output is always valid JSON that decodes back
+// FuzzAppendString: the output is always valid JSON that decodes back
 // to the input (with invalid UTF-8 replaced, as encoding/json does).
-func FuzzAppendJSONString(f *testing.F) {
+func FuzzAppendString(f *testing.F) {
 	for _, s := range []string{"", "a", "\"\\", "\x00\x1f", "\xff\xfe", "é✓", "\u2029"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		out := appendJSONString(nil, s)
+		out := AppendString(nil, s)
 		var back string
 		if err := json.Unmarshal(out, &back); err != nil {
 			t.Fatalf("invalid JSON %q for %q: %v", out, s, err)

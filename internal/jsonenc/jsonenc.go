@@ -1,4 +1,7 @@
-package serve
+// Package jsonenc appends JSON string literals without allocating. Request
+// bodies (client) and streamed chunks (serve) are built by appending to
+// reused buffers, where encoding/json would allocate per call.
+package jsonenc
 
 import (
 	"unicode/utf8"
@@ -6,10 +9,10 @@ import (
 
 const hexDigits = "0123456789abcdef"
 
-// appendJSONString appends s as a JSON string literal. Streamed chunks are
-// built by appending to a reused buffer because encoding/json would allocate
-// per chunk and dominate the zero-latency throughput.
-func appendJSONString(b []byte, s string) []byte {
+// AppendString appends s as a JSON string literal, as encoding/json writes
+// it without HTML escaping: invalid UTF-8 becomes U+FFFD and U+2028/U+2029
+// are escaped.
+func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
