@@ -21,7 +21,7 @@ func runCLI(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	var out, errb bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&errb)
-	root.SetArgs(expandMultiValueFlags(args))
+	root.SetArgs(cliArgs(args))
 	err = root.ExecuteContext(t.Context())
 	return out.String(), errb.String(), err
 }

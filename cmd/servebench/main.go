@@ -44,7 +44,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	root := newRootCmd()
-	root.SetArgs(expandMultiValueFlags(os.Args[1:]))
+	root.SetArgs(cliArgs(os.Args[1:]))
 	err := root.ExecuteContext(ctx)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "servebench: "+oneLine(err.Error()))
@@ -72,7 +72,11 @@ func oneLine(s string) string {
 
 // multiValueFlags take several values after one flag, as vLLM's argparse
 // nargs="+" options do: "--goodput ttft:500 tpot:50".
-var multiValueFlags = map[string]bool{"--goodput": true, "--metadata": true, "--header": true}
+var multiValueFlags = map[string]bool{"--goodput": true, "--metadata": true, "--header": true, "--served-model-name": true}
+
+// cliArgs rewrites vLLM's argument forms that cobra cannot parse as they
+// are: multi-value flags and the single-dash -tp/-pp.
+func cliArgs(args []string) []string { return vllmArgs(expandMultiValueFlags(args)) }
 
 // expandMultiValueFlags rewrites "--goodput a b" into "--goodput a --goodput
 // b" so commands copied from vLLM's documentation run unchanged.

@@ -93,3 +93,17 @@ func TestSimRejectsWhatVLLMRejects(t *testing.T) {
 		t.Fatalf("err = %v, want vLLM's scheduler config error", err)
 	}
 }
+
+func TestSimAcceptsVLLMShortParallelFlags(t *testing.T) {
+	one, _, err := runCLI(t, "sim", "--model", "Llama-3-8B", "--gpu", "H100", "--num-prompts", "20", "--random-output-len", "32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, _, err := runCLI(t, "sim", "--model", "Llama-3-8B", "--gpu", "H100", "--num-prompts", "20", "--random-output-len", "32", "-tp", "2", "--link", "ethernet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if one == two {
+		t.Fatal("-tp 2 over ethernet predicted the same run as TP 1")
+	}
+}

@@ -295,7 +295,7 @@ func inProcessRunner(newRoot func() *cobra.Command, target sweepTarget) sweep.Ru
 			return nil, fmt.Errorf("creating the point's log: %w", err)
 		}
 		root := newRoot()
-		full := append([]string{target.subcommand}, expandMultiValueFlags(args)...)
+		full := append([]string{target.subcommand}, cliArgs(args)...)
 		full = append(full, target.args...)
 		full = append(full, "--save-result", "--result-dir", dir, "--result-filename", filepath.Base(resultPath))
 		// Only bench draws a progress bar; sim has no flag to turn one off.
