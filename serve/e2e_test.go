@@ -152,10 +152,10 @@ func relDiff(a, b float64) float64 { return math.Abs(a-b) / b }
 
 // TestBenchAgainstServe drives the emulator with servebench's own benchmark
 // client end to end: every request succeeds with exactly the prompt and
-// output lengths asked for (from usage), and the measured TPOT agrees with
-// what sim predicts for the same workload (the figures of record, within
-// 2%, are in BenchmarkBenchVsSim; this guards against gross divergence on a
-// busy machine).
+// output lengths asked for (from usage), as sim predicts. Timing agreement
+// is not asserted here (a wall-clock test would be flaky on a loaded
+// machine): TestDriverMatchesSim proves it exactly on a fake clock, and
+// BenchmarkBenchVsSim measures it on the real one.
 func TestBenchAgainstServe(t *testing.T) {
 	cmp := benchVsSim(t, poissonWorkload(60, 30))
 	if cmp.bench.Completed != 60 || cmp.bench.Failed != 0 || cmp.sim.Completed != 60 {
@@ -163,12 +163,6 @@ func TestBenchAgainstServe(t *testing.T) {
 	}
 	if cmp.bench.TotalOutput != cmp.sim.TotalOutput || cmp.bench.TotalInput != cmp.sim.TotalInput {
 		t.Errorf("tokens: bench %d in / %d out, sim %d / %d", cmp.bench.TotalInput, cmp.bench.TotalOutput, cmp.sim.TotalInput, cmp.sim.TotalOutput)
-	}
-	if d := relDiff(cmp.bench.TPOT.Mean, cmp.sim.TPOT.Mean); d > 0.10 {
-		t.Errorf("mean TPOT: bench %.2f ms, sim %.2f ms (%.1f%% apart)", cmp.bench.TPOT.Mean, cmp.sim.TPOT.Mean, d*100)
-	}
-	if d := relDiff(cmp.bench.TTFT.Mean, cmp.sim.TTFT.Mean); d > 0.25 {
-		t.Errorf("mean TTFT: bench %.2f ms, sim %.2f ms (%.1f%% apart)", cmp.bench.TTFT.Mean, cmp.sim.TTFT.Mean, d*100)
 	}
 }
 
