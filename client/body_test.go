@@ -13,7 +13,7 @@ import (
 
 func TestRequestBody(t *testing.T) {
 	textReq := &workload.Request{Prompt: "Hi \"there\"\n\x01é", PromptLen: 5, OutputLen: 16}
-	idsReq := &workload.Request{PromptIDs: []int{1, 22, 333}, PromptLen: 3, OutputLen: 7}
+	idsReq := &workload.Request{PromptIDs: []int32{1, 22, 333}, PromptLen: 3, OutputLen: 7}
 	tests := []struct {
 		name string
 		cfg  Config
@@ -92,7 +92,7 @@ func TestRequestBodyErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := chat.appendBody(nil, &workload.Request{PromptIDs: []int{1}}); !errors.Is(err, errChatNeedsText) {
+	if _, err := chat.appendBody(nil, &workload.Request{PromptIDs: []int32{1}}); !errors.Is(err, errChatNeedsText) {
 		t.Errorf("chat with token IDs only: %v, want errChatNeedsText", err)
 	}
 	for _, tc := range []struct {

@@ -395,7 +395,7 @@ func TestStreamOutcomes(t *testing.T) {
 			c := newTestClient(t, cfg)
 			req := &workload.Request{Prompt: "hello", PromptLen: 7, OutputLen: 8}
 			if strings.Contains(tc.name, "token IDs") {
-				req = &workload.Request{PromptIDs: []int{1, 2}, PromptLen: 2, OutputLen: 8}
+				req = &workload.Request{PromptIDs: []int32{1, 2}, PromptLen: 2, OutputLen: 8}
 			}
 			var rec metrics.Record
 			c.Do(context.Background(), req, "", time.Now(), &rec)

@@ -157,7 +157,7 @@ type Request struct {
 	// Prompt holds token IDs; it is needed for prefix caching. nil means
 	// PromptLen tokens that share no prefix with anything. The engine keeps
 	// a reference and never modifies it.
-	Prompt    []int
+	Prompt    []int32
 	PromptLen int // used when Prompt is nil; otherwise len(Prompt)
 	// MaxTokens is the number of output tokens to generate; the engine
 	// generates exactly this many (ignore_eos).

@@ -32,7 +32,7 @@ type sequence struct {
 	reported  bool // first output sent
 	admitted  bool // first admission done; cached is final
 	arrival   time.Duration
-	prompt    []int
+	prompt    []int32
 	promptLen int
 	maxTokens int
 	generated int

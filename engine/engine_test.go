@@ -75,7 +75,7 @@ func TestAddRejects(t *testing.T) {
 	}{
 		{"context length", Request{ID: 1, PromptLen: 2000, MaxTokens: 100},
 			"This model's maximum context length is 2048 tokens. However, you requested 2100 tokens (2000 in the messages, 100 in the completion). Please reduce the length of the messages or completion."},
-		{"context length counts prompt IDs", Request{ID: 1, Prompt: make([]int, 2048), PromptLen: 5, MaxTokens: 1},
+		{"context length counts prompt IDs", Request{ID: 1, Prompt: make([]int32, 2048), PromptLen: 5, MaxTokens: 1},
 			"This model's maximum context length is 2048 tokens. However, you requested 2049 tokens (2048 in the messages, 1 in the completion). Please reduce the length of the messages or completion."},
 		{"empty prompt", Request{ID: 1, MaxTokens: 10}, "The decoder prompt cannot be empty"},
 		{"zero max tokens", Request{ID: 1, PromptLen: 10}, "max_tokens must be at least 1, got 0."},

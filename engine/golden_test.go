@@ -31,16 +31,16 @@ type traceScenario struct {
 // stepTime is fixed in traces so the times are easy to follow by hand.
 const traceStepTime = 10 * time.Millisecond
 
-func seqTokens(from, n int) []int {
-	p := make([]int, n)
+func seqTokens(from, n int) []int32 {
+	p := make([]int32, n)
 	for i := range p {
-		p[i] = from + i
+		p[i] = int32(from + i)
 	}
 	return p
 }
 
-func concat(parts ...[]int) []int {
-	var out []int
+func concat(parts ...[]int32) []int32 {
+	var out []int32
 	for _, p := range parts {
 		out = append(out, p...)
 	}

@@ -226,11 +226,11 @@ func checkStep(t testing.TB, e *Engine, st *Step, fail func(string, ...any)) {
 // cache, and aborts.
 func randomPlan(seed uint64, cfg Config, n int) []plannedRequest {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-	bases := make([][]int, 3)
+	bases := make([][]int32, 3)
 	for i := range bases {
-		bases[i] = make([]int, cfg.MaxModelLen)
+		bases[i] = make([]int32, cfg.MaxModelLen)
 		for j := range bases[i] {
-			bases[i][j] = rng.IntN(50000)
+			bases[i][j] = rng.Int32N(50000)
 		}
 	}
 	plan := make([]plannedRequest, 0, n)
@@ -254,10 +254,10 @@ func randomPlan(seed uint64, cfg Config, n int) []plannedRequest {
 		default:
 			base := bases[rng.IntN(len(bases))]
 			shared := rng.IntN(promptLen + 1)
-			p := make([]int, promptLen)
+			p := make([]int32, promptLen)
 			copy(p, base[:shared])
 			for j := shared; j < promptLen; j++ {
-				p[j] = rng.IntN(50000)
+				p[j] = rng.Int32N(50000)
 			}
 			r.Prompt = p
 		}

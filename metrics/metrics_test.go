@@ -50,8 +50,8 @@ func TestMultisetMatchesSample(t *testing.T) {
 		n        int
 		distinct int64
 	}{
-		{"few distinct values, many compactions", 3*multisetCompactAt + 17, 5},
-		{"all distinct", 2*multisetCompactAt + 3, 1 << 40},
+		{"few distinct values, many compactions", 3*multisetFlushAt + 17, 5},
+		{"all distinct", 2*multisetFlushAt + 3, 1 << 40},
 		{"tiny", 3, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

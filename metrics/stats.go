@@ -90,14 +90,17 @@ func (s sample) distribution(percentiles []float64) Distribution {
 // multiset is an exact multiset of int64 values that stays small when values
 // repeat. Pooled ITL and token timestamps have one entry per output token,
 // which is tens of millions in a long simulation; there, every token of a
-// step shares one timestamp and most gaps equal a handful of step times, so
-// periodic sort-and-merge into (value, count) runs keeps memory bounded by
-// the number of distinct values while every statistic stays exact.
+// step shares one timestamp and most gaps equal a handful of step times.
+// New values are counted in a small open-addressing table (one probe for a
+// repeated value); when it fills, its distinct values are sorted and merged
+// into the (value, count) runs. Memory is bounded by the number of distinct
+// values and every statistic stays exact.
 type multiset struct {
-	pending     []int64 // unsorted single values
-	pendingRuns []run   // unsorted values with counts
-	runs        []run   // sorted by value, values distinct
-	n           int64
+	keys   []int64 // table slots; a slot is empty when its count is 0
+	counts []int64
+	used   int
+	runs   []run // sorted by value, values distinct
+	n      int64
 }
 
 type run struct {
@@ -105,55 +108,56 @@ type run struct {
 	n int64
 }
 
-const multisetCompactAt = 1 << 16
+const (
+	multisetSlots   = 1 << 15 // 512 KiB of table: stays in cache
+	multisetFlushAt = multisetSlots / 2
+)
 
-func (m *multiset) add(v int64) {
-	m.pending = append(m.pending, v)
-	m.n++
-	if len(m.pending) >= multisetCompactAt {
-		m.compact()
-	}
-}
+func (m *multiset) add(v int64) { m.addN(v, 1) }
 
 func (m *multiset) addN(v int64, n int64) {
 	if n <= 0 {
 		return
 	}
-	m.pendingRuns = append(m.pendingRuns, run{v, n})
+	if m.keys == nil {
+		m.keys = make([]int64, multisetSlots)
+		m.counts = make([]int64, multisetSlots)
+	}
 	m.n += n
-	if len(m.pendingRuns) >= multisetCompactAt {
-		m.compact()
+	// Fibonacci hashing spreads nearby durations across the table.
+	i := int(uint64(v) * 0x9E3779B97F4A7C15 >> (64 - 15))
+	for {
+		switch {
+		case m.counts[i] == 0:
+			m.keys[i], m.counts[i] = v, n
+			m.used++
+			if m.used >= multisetFlushAt {
+				m.compact()
+			}
+			return
+		case m.keys[i] == v:
+			m.counts[i] += n
+			return
+		}
+		i = (i + 1) & (multisetSlots - 1)
 	}
 }
 
+// compact moves the table's values into the sorted runs.
 func (m *multiset) compact() {
-	if len(m.pending) == 0 && len(m.pendingRuns) == 0 {
+	if m.used == 0 {
 		return
 	}
-	slices.Sort(m.pending)
-	fresh := make([]run, 0, 16)
-	for _, v := range m.pending {
-		if k := len(fresh); k > 0 && fresh[k-1].v == v {
-			fresh[k-1].n++
-			continue
+	fresh := make([]run, 0, m.used)
+	for i, c := range m.counts {
+		if c != 0 {
+			fresh = append(fresh, run{m.keys[i], c})
 		}
-		fresh = append(fresh, run{v, 1})
 	}
-	m.pending = m.pending[:0]
+	clear(m.counts)
+	m.used = 0
+	slices.SortFunc(fresh, func(a, b run) int { return cmp.Compare(a.v, b.v) })
 	m.runs = mergeRuns(m.runs, fresh)
-	if len(m.pendingRuns) > 0 {
-		slices.SortFunc(m.pendingRuns, func(a, b run) int { return cmp.Compare(a.v, b.v) })
-		fresh = fresh[:0:0]
-		for _, r := range m.pendingRuns {
-			if k := len(fresh); k > 0 && fresh[k-1].v == r.v {
-				fresh[k-1].n += r.n
-				continue
-			}
-			fresh = append(fresh, r)
-		}
-		m.pendingRuns = m.pendingRuns[:0]
-		m.runs = mergeRuns(m.runs, fresh)
-	}
 }
 
 func mergeRuns(a, b []run) []run {

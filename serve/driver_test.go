@@ -24,21 +24,21 @@ import (
 // would be arbitrary).
 func timingWorkload(n int) []workload.Request {
 	rng := rand.New(rand.NewPCG(11, 12))
-	shared := make([]int, 256)
+	shared := make([]int32, 256)
 	for i := range shared {
-		shared[i] = 1000 + rng.IntN(20000)
+		shared[i] = 1000 + rng.Int32N(20000)
 	}
 	reqs := make([]workload.Request, n)
 	var at time.Duration
 	for i := range reqs {
 		at += time.Duration(1+rng.IntN(6)) * time.Millisecond
 		plen := 20 + rng.IntN(400)
-		ids := make([]int, plen)
+		ids := make([]int32, plen)
 		for j := range ids {
 			if j < len(shared) && i%3 == 0 {
 				ids[j] = shared[j]
 			} else {
-				ids[j] = 1000 + rng.IntN(20000)
+				ids[j] = 1000 + rng.Int32N(20000)
 			}
 		}
 		reqs[i] = workload.Request{Index: i, PromptIDs: ids, PromptLen: plen,
@@ -208,3 +208,4 @@ func consume(s *Server, st *stream) observed {
 		}
 	}
 }
+

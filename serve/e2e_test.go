@@ -60,9 +60,9 @@ func poissonWorkload(n int, rate float64) []workload.Request {
 	var at float64
 	for i := range reqs {
 		at += rng.ExpFloat64() / rate
-		ids := make([]int, 100+rng.IntN(400))
+		ids := make([]int32, 100+rng.IntN(400))
 		for j := range ids {
-			ids[j] = 1000 + rng.IntN(50000)
+			ids[j] = 1000 + rng.Int32N(50000)
 		}
 		reqs[i] = workload.Request{Index: i, PromptIDs: ids, PromptLen: len(ids), OutputLen: 20 + rng.IntN(80),
 			Arrival: time.Duration(at * float64(time.Second))}
@@ -210,7 +210,7 @@ func BenchmarkBenchClient1000(b *testing.B) {
 	}
 	reqs := make([]workload.Request, n)
 	for i := range reqs {
-		reqs[i] = workload.Request{Index: i, PromptIDs: []int{1000 + i, 2000, 3000, 4000}, PromptLen: 4, OutputLen: out}
+		reqs[i] = workload.Request{Index: i, PromptIDs: []int32{int32(1000 + i), 2000, 3000, 4000}, PromptLen: 4, OutputLen: out}
 	}
 	ec := engine.Config{Version: engine.V1, BlockSize: 16, NumGPUBlocks: 60000, MaxNumSeqs: 1024,
 		MaxNumBatchedTokens: 8192, MaxModelLen: 4096, EnableChunkedPrefill: true, EnablePrefixCaching: true}

@@ -83,7 +83,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	rng := rand.New(rand.NewPCG(textSeed, 0x6f75746c656e))
 	outLen, hitLimit := s.cfg.OutputLen.outputLen(rng, limit, min(g.minTokens, limit), g.ignoreEOS, unlimited)
 
-	req := engine.Request{ID: s.nextID.Add(1), Prompt: ids, PromptLen: len(ids), MaxTokens: outLen}
+	req := engine.Request{ID: s.nextID.Add(1), Prompt: engineTokenIDs(ids), PromptLen: len(ids), MaxTokens: outLen}
 	st := newStream(req, limit, hitLimit, textSeed)
 	rs := s.newResponse(r, g, st, len(ids), outLen, fault, k)
 	st.req.Arrival = s.now()
@@ -436,4 +436,14 @@ func dropConnection(w http.ResponseWriter) {
 		panic(http.ErrAbortHandler)
 	}
 	_ = conn.Close()
+}
+
+// engineTokenIDs narrows token IDs (validated against the vocabulary) to the
+// engine's int32 form.
+func engineTokenIDs(ids []int) []int32 {
+	out := make([]int32, len(ids))
+	for i, id := range ids {
+		out[i] = int32(id)
+	}
+	return out
 }

@@ -160,9 +160,9 @@ func TestStatsLog(t *testing.T) {
 				var wg sync.WaitGroup
 				for i := range 8 {
 					time.Sleep(700 * time.Millisecond)
-					ids := make([]int, 100+i)
+					ids := make([]int32, 100+i)
 					for j := range ids {
-						ids[j] = 500 + j
+						ids[j] = int32(500 + j)
 					}
 					st := newStream(engine.Request{ID: uint64(i + 1), Prompt: ids, PromptLen: len(ids), MaxTokens: 200, Arrival: s.now()}, 200, true, 0)
 					if err := s.submit(st); err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -503,7 +504,7 @@ func (s *Server) detokenize(w http.ResponseWriter, r *http.Request) {
 func (s *Server) checkTokenIDs(ids []int) *apiError {
 	vocab := s.tok.VocabSize()
 	for _, id := range ids {
-		if id < 0 || (vocab > 0 && id >= vocab) {
+		if id < 0 || id > math.MaxInt32 || (vocab > 0 && id >= vocab) {
 			return badParam("prompt", "Token id %d is out of vocabulary", id)
 		}
 	}

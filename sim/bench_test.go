@@ -39,9 +39,9 @@ func benchEngine(v engine.Version, caching bool) engine.Config {
 func benchWorkload(rate float64) []workload.Request {
 	const n, in, out = 100000, 200, 200
 	rng := rand.New(rand.NewPCG(42, 0))
-	pool := make([]int, 1<<20)
+	pool := make([]int32, 1<<20)
 	for i := range pool {
-		pool[i] = rng.IntN(128000)
+		pool[i] = rng.Int32N(128000)
 	}
 	reqs := make([]workload.Request, n)
 	var at time.Duration

@@ -14,12 +14,12 @@ package sim
 // pieces, or padded with IDs derived from the whole text, so the shared
 // prefix keeps its IDs and only the tail differs. n <= 0 returns one ID per
 // piece.
-func DerivePromptIDs(text string, n int) []int {
+func DerivePromptIDs(text string, n int) []int32 {
 	capacity := n
 	if capacity <= 0 {
 		capacity = len(text)/4 + 1
 	}
-	ids := make([]int, 0, capacity)
+	ids := make([]int32, 0, capacity)
 	for i := 0; i < len(text) && (n <= 0 || len(ids) < n); {
 		start := i
 		switch {
@@ -73,4 +73,4 @@ func fnv1a(h uint64, s string) uint64 {
 
 // pieceID folds a hash into a non-negative ID below 2³¹, like a vocabulary
 // index (only equality matters).
-func pieceID(h uint64) int { return int((h ^ h>>31) & (1<<31 - 1)) }
+func pieceID(h uint64) int32 { return int32((h ^ h>>31) & (1<<31 - 1)) }

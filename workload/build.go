@@ -144,9 +144,22 @@ func estimateTokens(text string) int {
 }
 
 // randomIDs draws n IDs uniformly from allowed.
-func (b *builder) randomIDs(dst []int, allowed []int) {
+func (b *builder) randomIDs(dst []int, allowed []int) { fillRandom(b.rng, dst, allowed) }
+
+// tokenID is a token ID as a tokenizer returns it (int) or as a workload
+// stores it (int32: every vocabulary fits, in half the memory).
+type tokenID interface{ ~int | ~int32 }
+
+func fillRandom[T tokenID](rng *rand.Rand, dst []T, allowed []int) {
 	for i := range dst {
-		dst[i] = allowed[b.rng.IntN(len(allowed))]
+		dst[i] = T(allowed[rng.IntN(len(allowed))])
+	}
+}
+
+// narrowIDs copies src into dst, which has the same length.
+func narrowIDs(dst []int32, src []int) {
+	for i, id := range src {
+		dst[i] = int32(id)
 	}
 }
 

@@ -17,9 +17,10 @@ func (b *builder) prefixRepetition() ([]Request, error) {
 	perPrefix := b.spec.NumPrompts / o.NumPrefixes
 	size := o.PrefixLen + o.SuffixLen
 	reqs := make([]Request, 0, perPrefix*o.NumPrefixes)
-	var slab, seq []int
+	var slab []int32
+	var seq []int
 	if b.tok == nil {
-		slab = make([]int, perPrefix*o.NumPrefixes*size)
+		slab = make([]int32, perPrefix*o.NumPrefixes*size)
 	}
 	for range o.NumPrefixes {
 		prefix := make([]int, o.PrefixLen)
@@ -38,8 +39,8 @@ func (b *builder) prefixRepetition() ([]Request, error) {
 			if b.tok == nil {
 				ids := slab[:size:size]
 				slab = slab[size:]
-				copy(ids, prefix)
-				b.randomIDs(ids[o.PrefixLen:], allowed)
+				narrowIDs(ids[:o.PrefixLen], prefix)
+				fillRandom(b.rng, ids[o.PrefixLen:], allowed)
 				reqs = append(reqs, Request{PromptIDs: ids, PromptLen: size, OutputLen: o.OutputLen})
 				continue
 			}

@@ -46,7 +46,7 @@ func (b *builder) random() ([]Request, error) {
 		for _, l := range inputLens {
 			total += o.PrefixLen + l
 		}
-		slab := make([]int, total)
+		slab := make([]int32, total)
 		for i := range reqs {
 			if err := b.canceled(); err != nil {
 				return nil, err
@@ -54,7 +54,7 @@ func (b *builder) random() ([]Request, error) {
 			size := o.PrefixLen + inputLens[i]
 			ids := slab[:size:size]
 			slab = slab[size:]
-			copy(ids, prefix)
+			narrowIDs(ids[:o.PrefixLen], prefix)
 			fillSequential(ids[o.PrefixLen:], allowed, offsets[i]+i)
 			reqs[i] = Request{PromptIDs: ids, PromptLen: size, OutputLen: outputLens[i]}
 		}
@@ -81,11 +81,12 @@ func (b *builder) random() ([]Request, error) {
 
 // fillSequential sets dst[k] = allowed[(start+k) % len(allowed)], copying
 // whole runs of allowed rather than indexing token by token.
-func fillSequential(dst, allowed []int, start int) {
+func fillSequential[T tokenID](dst []T, allowed []int, start int) {
 	from := start % len(allowed)
-	for len(dst) > 0 {
-		n := copy(dst, allowed[from:])
-		dst = dst[n:]
-		from = 0
+	for i := range dst {
+		dst[i] = T(allowed[from])
+		if from++; from == len(allowed) {
+			from = 0
+		}
 	}
 }

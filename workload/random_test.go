@@ -64,7 +64,7 @@ func TestRandomTokenIDs(t *testing.T) {
 				}
 				seenIn[body], seenOut[r.OutputLen] = true, true
 				for _, id := range r.PromptIDs {
-					if id < 0 || id >= s.VocabSize {
+					if id < 0 || int(id) >= s.VocabSize {
 						t.Fatalf("request %d: ID %d outside [0, %d)", i, id, s.VocabSize)
 					}
 				}
@@ -73,7 +73,7 @@ func TestRandomTokenIDs(t *testing.T) {
 				}
 				// vLLM's body: consecutive IDs, wrapping at the vocabulary.
 				for k := o.PrefixLen + 1; k < r.PromptLen; k++ {
-					if r.PromptIDs[k] != (r.PromptIDs[k-1]+1)%s.VocabSize {
+					if int(r.PromptIDs[k]) != (int(r.PromptIDs[k-1])+1)%s.VocabSize {
 						t.Fatalf("request %d: body not consecutive at %d: %v", i, k, r.PromptIDs[o.PrefixLen:])
 					}
 				}
@@ -100,7 +100,7 @@ func TestRandomPromptsDiffer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	distinct := map[int]bool{}
+	distinct := map[int32]bool{}
 	for _, r := range reqs {
 		distinct[r.PromptIDs[0]] = true
 	}

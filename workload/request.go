@@ -34,7 +34,7 @@ type Request struct {
 	// request is sent as a token-ID array (completions endpoint only), which
 	// keeps input lengths exact when no tokenizer is available.
 	Prompt    string
-	PromptIDs []int
+	PromptIDs []int32
 	// PromptLen is the number of input tokens of the prompt as built: the
 	// length after the decode/re-encode correction for random prompts, the
 	// tokenizer's count for text datasets, or an estimate (see

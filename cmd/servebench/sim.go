@@ -98,7 +98,10 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 		for i := range reqs {
 			if reqs[i].PromptIDs == nil {
 				if ids, err := tok.Encode(ctx, reqs[i].Prompt); err == nil {
-					reqs[i].PromptIDs = ids
+					reqs[i].PromptIDs = make([]int32, len(ids))
+					for j, id := range ids {
+						reqs[i].PromptIDs[j] = int32(id)
+					}
 				}
 			}
 		}
