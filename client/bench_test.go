@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -144,12 +145,16 @@ func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func (c countingTransport) CloseIdleConnections() { c.inner.CloseIdleConnections() }
 
-// BenchmarkConcurrentStreamMemory holds 2,000 streams open against a server
-// in another process and reports the client's heap and stack growth per
+// BenchmarkConcurrentStreamMemory holds 2,000 streams open (or
+// $SERVEBENCH_STREAMS, e.g. 10000; mind ulimit -n) against a server in
+// another process and reports the client's heap and stack growth per
 // in-flight stream (request goroutine, connection, transport goroutines and
 // buffers, SSE and JSON state). Run it with -benchtime=1x.
 func BenchmarkConcurrentStreamMemory(b *testing.B) {
-	const streams = 2000
+	streams := 2000
+	if v, err := strconv.Atoi(os.Getenv("SERVEBENCH_STREAMS")); err == nil && v > 0 {
+		streams = v
+	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), holdServerEnv+"=1")
 	stdin, err := cmd.StdinPipe()
@@ -201,7 +206,7 @@ func BenchmarkConcurrentStreamMemory(b *testing.B) {
 			}
 		}
 		grown := int64(during.HeapInuse+during.StackInuse) - int64(before.HeapInuse+before.StackInuse)
-		perStream = float64(grown) / streams
+		perStream = float64(grown) / float64(streams)
 	}
 	b.ReportMetric(perStream, "bytes/stream")
 }
