@@ -208,4 +208,3 @@ func consume(s *Server, st *stream) observed {
 		}
 	}
 }
-
