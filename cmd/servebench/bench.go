@@ -305,8 +305,12 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 	if err := report.WriteText(out, result); err != nil {
 		return err
 	}
-	if res.Server != nil && res.Server.Samples >= 2 {
-		writeServerSection(out, res.Server)
+	if s := res.Server; s != nil {
+		if s.MaxRunning > 0 || s.MaxWaiting > 0 || s.MaxKVCacheUsage > 0 {
+			writeServerSection(out, s)
+		} else {
+			fmt.Fprintf(errw, "Server metrics: %d scrapes, none while requests were in flight (the run was shorter than --server-metrics-interval %s).\n", s.Samples, f.scrapeInterval)
+		}
 	}
 	if recordsFile != nil {
 		fmt.Fprintf(errw, "Per-request records: %s\n", recordsPath)
