@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // runCLI runs servebench in-process with args, as main does.
@@ -227,5 +229,63 @@ func TestExpandMultiValueFlags(t *testing.T) {
 	want := "bench --goodput ttft:1 --goodput tpot:2 --metadata a=1 --metadata b=2 --num-prompts 3 --header x=1"
 	if strings.Join(got, " ") != want {
 		t.Fatalf("got %q\nwant %q", strings.Join(got, " "), want)
+	}
+}
+
+// Ctrl-C: sending stops, in-flight requests get the grace period, and the
+// partial result is printed, saved marked interrupted, with every finished
+// request already in the records file; the exit code is 130.
+func TestInterruptSavesPartialResult(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		rc := http.NewResponseController(w)
+		for range 5 {
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			_, _ = w.Write([]byte("data: {\"choices\":[{\"text\":\"x\"}]}\n\n"))
+			_ = rc.Flush()
+		}
+		_, _ = w.Write([]byte("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":5}}\n\ndata: [DONE]\n\n"))
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(700*time.Millisecond, cancel)
+	root := newRootCmd()
+	var out, errb bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	root.SetArgs(cliArgs([]string{"bench", "--base-url", srv.URL, "--model", "m", "--num-prompts", "1000", "--request-rate", "20",
+		"--random-input-len", "4", "--random-output-len", "5", "--skip-tokenizer-init", "--server-metrics-interval", "0",
+		"--save-result", "--result-dir", dir, "--result-filename", "r.json", "--interrupt-grace", "2s"}))
+	err := root.ExecuteContext(ctx)
+	var exit exitCodeError
+	if !errors.As(err, &exit) || exit.code != 130 {
+		t.Fatalf("err = %v, want exit code 130", err)
+	}
+	if !strings.Contains(out.String(), "Run interrupted") {
+		t.Errorf("output does not say the run was interrupted:\n%s", out.String())
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "r.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res map[string]any
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatal(err)
+	}
+	completed := res["completed"].(float64)
+	if res["interrupted"] != true || completed < 5 || completed > 20 || res["failed"].(float64) != 0 {
+		t.Fatalf("interrupted %v completed %v failed %v: want a partial, clean run", res["interrupted"], completed, res["failed"])
+	}
+	records, err := os.ReadFile(filepath.Join(dir, "r.records.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(records, []byte("\n")); float64(n) != completed {
+		t.Fatalf("records file has %d lines, result says %v completed", n, completed)
 	}
 }
