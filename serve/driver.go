@@ -58,6 +58,7 @@ func (s *Server) Run(ctx context.Context) error {
 	for _, line := range s.StartupLines() {
 		s.log.Info(line)
 	}
+	close(s.logged)
 
 	timer := time.NewTimer(time.Hour) // idle waits for new requests
 	timer.Stop()

@@ -64,6 +64,9 @@ func TestMetricsMatchCapture(t *testing.T) {
 	if status, _, b := do(t, c, "POST", r.URL()+"/v1/completions", `{"prompt":"Hello there","max_tokens":6}`); status != 200 {
 		t.Fatalf("%d %s", status, b)
 	}
+	// The last token reaches the client before the step loop records the
+	// finish (as in vLLM, metrics lag the response slightly): wait for it.
+	waitIdle(t, r)
 	_, _, page := do(t, c, "GET", r.URL()+"/metrics", "")
 	got := parseMetrics(t, page)
 

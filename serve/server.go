@@ -45,6 +45,10 @@ type Server struct {
 	nextID   atomic.Uint64
 	faultSeq atomic.Uint64
 	started  atomic.Bool
+	// logged is closed once Run has logged the startup lines, so Start
+	// returns (and callers log "Starting vLLM API server") after them, in
+	// vLLM's order.
+	logged   chan struct{}
 	handlers inflight
 
 	// The inbox is how handlers reach the step loop without blocking it:
@@ -95,6 +99,7 @@ func New(cfg Config) (*Server, error) {
 		base:    time.Now(),
 		wake:    make(chan struct{}, 1),
 		stopped: make(chan struct{}),
+		logged:  make(chan struct{}),
 	}
 	s.handler = s.routes()
 	return s, nil

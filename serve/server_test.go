@@ -317,6 +317,7 @@ func TestV0Metrics(t *testing.T) {
 	if _, _, b := do(t, c, "GET", r.URL()+"/version", ""); string(b) != `{"version":"0.5.4"}` {
 		t.Errorf("/version %s", b)
 	}
+	waitIdle(t, r) // the finish is recorded just after the last token is sent
 	_, _, page := do(t, c, "GET", r.URL()+"/metrics", "")
 	for _, want := range []string{
 		`vllm:num_requests_swapped{model_name="test-model"} 0`,

@@ -57,6 +57,7 @@ func Start(ctx context.Context, cfg Config, addr string) (*Running, error) {
 		defer close(r.runDone)
 		_ = s.Run(loopCtx)
 	}()
+	<-s.logged
 	go func() { r.serveDone <- r.hs.Serve(ln) }()
 	r.stopCtx = context.AfterFunc(ctx, func() { _ = r.Close() })
 	return r, nil
