@@ -1,16 +1,10 @@
 package perf
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
-	"strings"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // Calibrated is a linear step-time model fitted to measurements:
@@ -70,14 +64,9 @@ func ParseCalibrated(data []byte, name string) (Calibrated, error) {
 	fail := func(format string, args ...any) (Calibrated, error) {
 		return Calibrated{}, fmt.Errorf("perf: calibrated model %s: %s", name, fmt.Sprintf(format, args...))
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
 	var f calibratedFile
-	if err := dec.Decode(&f); err != nil {
-		if errors.Is(err, io.EOF) {
-			return fail("empty; expected base_us, prefill_token_us, decode_us, kv_token_us, attn_pair_us, swap_block_us")
-		}
-		return fail("%v", strings.TrimPrefix(err.Error(), "yaml: "))
+	if err := decodeYAMLDocument(data, &f, "base_us, prefill_token_us, decode_us, kv_token_us, attn_pair_us, swap_block_us"); err != nil {
+		return fail("%v", err)
 	}
 	coefficients := []struct {
 		v     float64

@@ -1,10 +1,7 @@
 package perf
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"strings"
@@ -207,18 +204,9 @@ func ParseGPUFile(data []byte, name string) (GPU, error) {
 	fail := func(format string, args ...any) (GPU, error) {
 		return GPU{}, fmt.Errorf("perf: GPU file %s: %s", name, fmt.Sprintf(format, args...))
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
 	var f gpuFile
-	if err := dec.Decode(&f); err != nil {
-		if errors.Is(err, io.EOF) {
-			return fail("empty; expected name, memory_gib, bandwidth_gbps, tflops")
-		}
-		return fail("%v", strings.TrimPrefix(err.Error(), "yaml: "))
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return fail("holds more than one YAML document; describe one GPU per file")
+	if err := decodeYAMLDocument(data, &f, "name, memory_gib, bandwidth_gbps, tflops"); err != nil {
+		return fail("%v", err)
 	}
 	g := GPU{
 		Name:            strings.TrimSpace(f.Name),
