@@ -26,6 +26,11 @@ type Config struct {
 	StatsInterval time.Duration
 	// OnStats, if set, is called with every periodic sample, in order.
 	OnStats func(StatsSample)
+	// ReuseRecords promises that emit keeps neither the record nor its ITL
+	// slice after it returns, so the simulator recycles them instead of
+	// allocating per request (one ITL slice per request is most of a long
+	// simulation's garbage).
+	ReuseRecords bool
 	// MaxConcurrency caps requests in flight as bench's --max-concurrency
 	// does (0: no cap): a request arriving while the cap is full waits in
 	// the client queue until one finishes, and the wait is its queue time.
@@ -147,6 +152,10 @@ type runner struct {
 	hitQ, hitH       int64
 
 	runErr error
+
+	// Recycled records and ITL slices (Config.ReuseRecords).
+	freeRecs []*metrics.Record
+	freeITL  [][]time.Duration
 }
 
 // arrivalOrder is the stable arrival order of reqs, nil when already sorted.
@@ -272,7 +281,8 @@ func (r *runner) add(id int) error {
 	if er.Prompt != nil {
 		promptLen = len(er.Prompt)
 	}
-	rec := &metrics.Record{
+	rec := r.newRecord()
+	*rec = metrics.Record{
 		Index:      w.Index,
 		Scheduled:  w.Arrival,
 		Dispatched: w.Arrival,
@@ -300,7 +310,7 @@ func (r *runner) output(o *engine.Output) error {
 			rec.TTFT = r.now - rec.Start
 			rec.CachedTokens = o.CachedTokens
 			if rec.MaxTokens > 1 {
-				rec.ITL = make([]time.Duration, 0, rec.MaxTokens-1)
+				rec.ITL = r.newITL(rec.MaxTokens - 1)
 			}
 		} else {
 			gap := r.now - (rec.Start + rec.Latency)
@@ -348,7 +358,36 @@ func (r *runner) emitRecord(rec *metrics.Record) error {
 	if err := r.emit(rec); err != nil {
 		return fmt.Errorf("sim: emitting record %d: %w", rec.Index, err)
 	}
+	if r.cfg.ReuseRecords {
+		if cap(rec.ITL) > 0 {
+			r.freeITL = append(r.freeITL, rec.ITL[:0])
+		}
+		rec.ITL = nil
+		r.freeRecs = append(r.freeRecs, rec)
+	}
 	return nil
+}
+
+func (r *runner) newRecord() *metrics.Record {
+	if n := len(r.freeRecs); n > 0 {
+		rec := r.freeRecs[n-1]
+		r.freeRecs = r.freeRecs[:n-1]
+		return rec
+	}
+	return new(metrics.Record)
+}
+
+// newITL returns an empty slice with room for n gaps, recycled when one
+// large enough is free.
+func (r *runner) newITL(n int) []time.Duration {
+	if k := len(r.freeITL); k > 0 {
+		s := r.freeITL[k-1]
+		r.freeITL = r.freeITL[:k-1]
+		if cap(s) >= n {
+			return s
+		}
+	}
+	return make([]time.Duration, 0, n)
 }
 
 func (r *runner) noteHitRate(queries, hits int64) {

@@ -9,6 +9,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -401,6 +403,40 @@ func TestMaxConcurrencyQueuesInTheClient(t *testing.T) {
 		}
 		if !r.Success || r.Latency != 30*time.Millisecond {
 			t.Errorf("request %d: success %v latency %v", r.Index, r.Success, r.Latency)
+		}
+	}
+}
+
+// Recycling records must not change a single field of any record: emit
+// deep-copies with and without ReuseRecords and the two lists must match.
+func TestReuseRecordsChangesNothing(t *testing.T) {
+	reqs := make([]workload.Request, 300)
+	for i := range reqs {
+		reqs[i] = workload.Request{Index: i, PromptLen: 20 + i%50, OutputLen: 1 + i%40, Arrival: time.Duration(i) * 3 * time.Millisecond}
+	}
+	run := func(reuse bool) []metrics.Record {
+		cfg := Config{
+			Engine: engine.Config{Version: engine.V1, BlockSize: 16, NumGPUBlocks: 60, MaxNumSeqs: 32, MaxNumBatchedTokens: 256, MaxModelLen: 256, EnableChunkedPrefill: true},
+			Model:  linearModel{fixed: 5 * time.Millisecond, perToken: 10 * time.Microsecond}, ReuseRecords: reuse,
+		}
+		var out []metrics.Record
+		if _, err := Run(t.Context(), cfg, reqs, func(r *metrics.Record) error {
+			c := *r
+			c.ITL = slices.Clone(r.ITL)
+			out = append(out, c)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	fresh, reused := run(false), run(true)
+	if len(fresh) != len(reqs) || len(reused) != len(reqs) {
+		t.Fatalf("%d and %d records for %d requests", len(fresh), len(reused), len(reqs))
+	}
+	for i := range fresh {
+		if !reflect.DeepEqual(fresh[i], reused[i]) {
+			t.Fatalf("record %d differs with reuse:\n%+v\n%+v", i, fresh[i], reused[i])
 		}
 	}
 }

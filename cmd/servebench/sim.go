@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -151,7 +152,9 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 	if records != nil {
 		enc = json.NewEncoder(records)
 	}
-	cfg := sim.Config{Engine: ec, Model: stepModel, StatsInterval: interval, MaxConcurrency: f.workload.maxConcurrency}
+	// The emit below keeps nothing of a record past its return (it copies
+	// what it keeps), so the simulator may recycle records.
+	cfg := sim.Config{Engine: ec, Model: stepModel, StatsInterval: interval, MaxConcurrency: f.workload.maxConcurrency, ReuseRecords: true}
 	if f.logStats {
 		cfg.OnStats = func(s sim.StatsSample) { writeSimStatsLine(errw, ec, s) }
 	}
@@ -165,8 +168,9 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 		}
 		if resultPath != "" {
 			light := *r
-			if !f.output.saveDetailed {
-				light.ITL = nil
+			light.ITL = nil
+			if f.output.saveDetailed {
+				light.ITL = slices.Clone(r.ITL)
 			}
 			kept = append(kept, light)
 		}
