@@ -395,11 +395,7 @@ func ResultFilename(in *RunInfo) string {
 	if prefix == "" {
 		prefix = in.Backend
 	}
-	rate := "inf"
-	if !math.IsInf(in.RequestRate, 1) {
-		rate = pythonFloat(in.RequestRate)
-	}
-	name := prefix + "-" + rate + "qps"
+	name := prefix + "-" + pythonFloat(in.RequestRate) + "qps"
 	if in.MaxConcurrency > 0 {
 		name += "-concurrency" + strconv.Itoa(in.MaxConcurrency)
 	}
@@ -407,9 +403,12 @@ func ResultFilename(in *RunInfo) string {
 	return name + "-" + model + "-" + in.Date.Format("20060102-150405") + ".json"
 }
 
-// pythonFloat formats v as Python's str(float) does for ordinary values:
-// 4 → "4.0", 0.25 → "0.25".
+// pythonFloat formats v as Python's str(float) does: 4 → "4.0",
+// 0.25 → "0.25", +Inf → "inf".
 func pythonFloat(v float64) string {
+	if math.IsInf(v, 1) {
+		return "inf"
+	}
 	s := strconv.FormatFloat(v, 'f', -1, 64)
 	if !strings.Contains(s, ".") {
 		s += ".0"

@@ -264,7 +264,9 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 		defer recordsFile.Close()
 	}
 
-	printPreamble(out, arrivals.Rate, arrivals.Burstiness, f.workload.maxConcurrency)
+	if err := report.WritePreamble(out, &info); err != nil {
+		return err
+	}
 
 	var scraper *bench.Scraper
 	if f.scrapeInterval > 0 {
@@ -307,7 +309,9 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 	}
 	if s := res.Server; s != nil {
 		if s.MaxRunning > 0 || s.MaxWaiting > 0 || s.MaxKVCacheUsage > 0 {
-			writeServerSection(out, s)
+			if err := writeServerSection(out, s); err != nil {
+				return err
+			}
 		} else {
 			fmt.Fprintf(errw, "Server metrics: %d scrapes, none while requests were in flight (the run was shorter than --server-metrics-interval %s).\n", s.Samples, f.scrapeInterval)
 		}
@@ -397,32 +401,6 @@ func oneLineErr(err error) string {
 	return oneLine(err.Error())
 }
 
-// printPreamble prints what vLLM prints before its result block.
-func printPreamble(w io.Writer, rate, burstiness float64, maxConcurrency int) {
-	fmt.Fprintf(w, "Traffic request rate: %s\n", pyFloat(rate))
-	dist := "Gamma distribution"
-	if burstiness == 1 {
-		dist = "Poisson process"
-	}
-	fmt.Fprintf(w, "Burstiness factor: %s (%s)\n", pyFloat(burstiness), dist)
-	if maxConcurrency > 0 {
-		fmt.Fprintf(w, "Maximum request concurrency: %d\n", maxConcurrency)
-	} else {
-		fmt.Fprintln(w, "Maximum request concurrency: None")
-	}
-}
-
-func pyFloat(v float64) string {
-	if math.IsInf(v, 1) {
-		return "inf"
-	}
-	s := strconv.FormatFloat(v, 'f', -1, 64)
-	if !strings.Contains(s, ".") {
-		s += ".0"
-	}
-	return s
-}
-
 func serverMetricsJSON(res *bench.Result) map[string]any {
 	samples := make([]map[string]any, 0, len(res.ServerSamples))
 	var prevHits, prevQueries float64
@@ -440,22 +418,13 @@ func serverMetricsJSON(res *bench.Result) map[string]any {
 	return map[string]any{"summary": res.Server, "samples": samples}
 }
 
-func writeServerSection(w io.Writer, s *bench.ServerSummary) {
-	fmt.Fprintln(w, centeredTitle("Server Metrics (scraped)", '-'))
-	row := func(label, v string) { fmt.Fprintf(w, "%-40s %-10s\n", label, v) }
-	row("Samples:", strconv.Itoa(s.Samples))
-	row("Running requests mean / max:", fmt.Sprintf("%.2f / %.0f", s.MeanRunning, s.MaxRunning))
-	row("Waiting requests mean / max:", fmt.Sprintf("%.2f / %.0f", s.MeanWaiting, s.MaxWaiting))
-	row("KV cache usage mean / max (%):", fmt.Sprintf("%.1f / %.1f", 100*s.MeanKVCacheUsage, 100*s.MaxKVCacheUsage))
-	row("Prefix cache hit rate (%):", fmt.Sprintf("%.1f", 100*s.PrefixCacheHitRate))
-	row("Preemptions:", fmt.Sprintf("%.0f", s.Preemptions))
-	fmt.Fprintln(w, strings.Repeat("=", 50))
-}
-
-func centeredTitle(s string, c byte) string {
-	pad := 50 - len(s)
-	if pad <= 0 {
-		return s
-	}
-	return strings.Repeat(string(c), pad/2) + s + strings.Repeat(string(c), pad-pad/2)
+func writeServerSection(w io.Writer, s *bench.ServerSummary) error {
+	return report.WriteSection(w, "Server Metrics (scraped)", [][2]string{
+		{"Samples:", strconv.Itoa(s.Samples)},
+		{"Running requests mean / max:", fmt.Sprintf("%.2f / %.0f", s.MeanRunning, s.MaxRunning)},
+		{"Waiting requests mean / max:", fmt.Sprintf("%.2f / %.0f", s.MeanWaiting, s.MaxWaiting)},
+		{"KV cache usage mean / max (%):", fmt.Sprintf("%.1f / %.1f", 100*s.MeanKVCacheUsage, 100*s.MaxKVCacheUsage)},
+		{"Prefix cache hit rate (%):", fmt.Sprintf("%.1f", 100*s.PrefixCacheHitRate)},
+		{"Preemptions:", fmt.Sprintf("%.0f", s.Preemptions)},
+	})
 }

@@ -189,7 +189,9 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 	if err := report.WriteText(out, result); err != nil {
 		return err
 	}
-	writeEngineSection(out, res)
+	if err := writeEngineSection(out, res); err != nil {
+		return err
+	}
 	if f.throughput {
 		var total int64 = summary.TotalInput + summary.TotalOutput
 		fmt.Fprintln(out, sim.ThroughputLine(res, summary.Completed, total))
@@ -230,25 +232,24 @@ func simEngineJSON(res *sim.Result, ec engine.Config, model, gpu string, gpuBloc
 	return e
 }
 
-func writeEngineSection(w io.Writer, res *sim.Result) {
-	fmt.Fprintln(w, centeredTitle("Simulated Engine", '-'))
-	row := func(label, v string) { fmt.Fprintf(w, "%-40s %-10s\n", label, v) }
-	row("Engine steps:", fmt.Sprint(res.Steps))
-	row("Preemptions:", fmt.Sprint(res.Preemptions))
+func writeEngineSection(w io.Writer, res *sim.Result) error {
 	hit := 0.0
 	if res.Engine.PrefixQueries > 0 {
 		hit = 100 * float64(res.Engine.PrefixHits) / float64(res.Engine.PrefixQueries)
 	}
-	row("Prefix cache hit rate (%):", fmt.Sprintf("%.2f", hit))
 	var maxRun, maxWait, maxSwap int
 	var maxKV float64
 	for _, s := range res.Samples {
 		maxRun, maxWait, maxSwap = max(maxRun, s.Running), max(maxWait, s.Waiting), max(maxSwap, s.Swapped)
 		maxKV = max(maxKV, s.KVUsage)
 	}
-	row("Max running / waiting / swapped:", fmt.Sprintf("%d / %d / %d", maxRun, maxWait, maxSwap))
-	row("Max GPU KV cache usage (%):", fmt.Sprintf("%.1f", 100*maxKV))
-	fmt.Fprintln(w, "==================================================")
+	return report.WriteSection(w, "Simulated Engine", [][2]string{
+		{"Engine steps:", fmt.Sprint(res.Steps)},
+		{"Preemptions:", fmt.Sprint(res.Preemptions)},
+		{"Prefix cache hit rate (%):", fmt.Sprintf("%.2f", hit)},
+		{"Max running / waiting / swapped:", fmt.Sprintf("%d / %d / %d", maxRun, maxWait, maxSwap)},
+		{"Max GPU KV cache usage (%):", fmt.Sprintf("%.1f", 100*maxKV)},
+	})
 }
 
 func writeSimStatsLine(w io.Writer, ec engine.Config, s sim.StatsSample) {
