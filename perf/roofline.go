@@ -170,8 +170,7 @@ func larger(a, b float64) float64 {
 	return b
 }
 
-// seconds splits a step into its parts for Breakdown. StepTime computes
-// the same sum without the parts (total); a test keeps the two equal.
+// seconds splits a step into its parts; StepTime is their sum.
 func (r *Roofline) seconds(s StepShape) stepSeconds {
 	var out stepSeconds
 	out.swap = float64(max(s.SwapInBlocks, 0)+max(s.SwapOutBlocks, 0)) * r.swapBlockCost
@@ -201,34 +200,6 @@ func (r *Roofline) seconds(s StepShape) stepSeconds {
 	return out
 }
 
-// total is seconds(s).total() computed in scalars: returning the parts
-// through a struct costs more than the arithmetic on this hot path.
-func (r *Roofline) total(s StepShape) float64 {
-	swap := float64(max(s.SwapInBlocks, 0)+max(s.SwapOutBlocks, 0)) * r.swapBlockCost
-	prefill, decode := nonNegative(s.PrefillTokens), nonNegative(s.Decodes)
-	tokens := prefill + decode
-	if tokens == 0 {
-		return swap
-	}
-	sampled := decode + nonNegative(s.PrefillsDone)
-	kv, pairs := nonNegative64(s.KVTokens), nonNegative64(s.AttnPairs)
-
-	layerCompute := prefill*r.prefillTokenCompute + decode*r.decodeTokenCompute + pairs*r.attnPairCompute
-	layerMemory := r.layerWeightMemory + kv*r.kvTokenMemory + tokens*r.actTokenMemory
-	headCompute, headMemory := 0.0, 0.0
-	comm := r.commFixed + tokens*r.commPerToken
-	if sampled > 0 {
-		headCompute, headMemory = sampled*r.sampleCompute, r.headMemory
-		comm += r.gatherLatency + sampled*r.gatherPerSample
-	}
-	gpu := (r.stages-1)*larger(layerCompute, layerMemory) + larger(layerCompute+headCompute, layerMemory+headMemory)
-	overhead := r.fixedOverhead + r.perSequence*(decode+nonNegative(s.Prefills))
-	if r.enforceEager || !r.graphed(s) {
-		overhead += r.eagerGap
-	}
-	return gpu + comm + overhead + swap
-}
-
 // graphed reports whether vLLM would replay this step from a CUDA graph.
 func (r *Roofline) graphed(s StepShape) bool {
 	if r.v0 {
@@ -239,7 +210,7 @@ func (r *Roofline) graphed(s StepShape) bool {
 
 // StepTime predicts one engine step; an empty step takes no time.
 func (r *Roofline) StepTime(s StepShape) time.Duration {
-	return toDuration(r.total(s))
+	return toDuration(r.seconds(s).total())
 }
 
 // toDuration converts seconds, saturating instead of overflowing for

@@ -2,7 +2,6 @@ package perf
 
 import (
 	"math"
-	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -270,33 +269,6 @@ func TestBreakdownAddsUp(t *testing.T) {
 		}
 		if b.GPU < max(b.Compute, b.Memory)/2 || b.GPU > b.Compute+b.Memory {
 			t.Errorf("%+v: GPU %v outside [max/stages, compute+memory]", s, b)
-		}
-	}
-}
-
-// StepTime takes a scalar fast path; Breakdown must agree with it exactly.
-func TestStepTimeMatchesBreakdown(t *testing.T) {
-	models := []*Roofline{
-		roofline(t, "Qwen2-0.5B", "L4", nil),
-		roofline(t, "Qwen2-7B", "H100", func(d *Deployment) { d.EngineVersion = "v0"; d.EnforceEager = true }),
-		roofline(t, "Llama-3-70B", "A100-80GB", func(d *Deployment) { d.TensorParallel, d.PipelineParallel = 4, 2 }),
-		roofline(t, "Qwen2.5-7B-Instruct-GPTQ-Int4", "RTX-4090", func(d *Deployment) { d.TensorParallel = 2 }),
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	for i := 0; i < 4000; i++ {
-		s := StepShape{
-			PrefillTokens: rng.IntN(3) * rng.IntN(4096),
-			Prefills:      rng.IntN(4),
-			PrefillsDone:  rng.IntN(3),
-			Decodes:       rng.IntN(3) * rng.IntN(600),
-			AttnPairs:     rng.Int64N(1 << 32),
-			KVTokens:      rng.Int64N(1 << 22),
-			SwapInBlocks:  rng.IntN(2) * rng.IntN(50),
-			SwapOutBlocks: rng.IntN(2) * rng.IntN(50),
-		}
-		r := models[i%len(models)]
-		if a, b := r.StepTime(s), r.Breakdown(s).Total; a != b {
-			t.Fatalf("%+v on %s: StepTime %v, Breakdown.Total %v", s, r.Deployment().Model.Name, a, b)
 		}
 	}
 }
