@@ -233,14 +233,6 @@ func (o *orderedJSON) bytes() ([]byte, error) {
 	return o.buf.Bytes(), nil
 }
 
-// finite replaces NaN and ±Inf, which JSON cannot carry, with nil.
-func finite(v float64) any {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return nil
-	}
-	return v
-}
-
 // JSON returns the --save-result document with vLLM's keys in vLLM's order.
 // Without detailed it drops the per-request lists vLLM drops without
 // --save-detailed.

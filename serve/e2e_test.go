@@ -3,7 +3,6 @@ package serve_test
 import (
 	"bufio"
 	"context"
-	"math"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -147,8 +146,6 @@ func benchVsSim(tb testing.TB, reqs []workload.Request) comparison {
 	}
 	return comparison{bench: res.Summary, sim: acc.Summary(simRes.Duration), serverTTFT: serverMeanTTFT(tb, srv.URL())}
 }
-
-func relDiff(a, b float64) float64 { return math.Abs(a-b) / b }
 
 // TestBenchAgainstServe drives the emulator with servebench's own benchmark
 // client end to end: every request succeeds with exactly the prompt and

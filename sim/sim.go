@@ -130,7 +130,6 @@ type runner struct {
 
 	now        time.Duration
 	start, end time.Duration
-	started    bool
 	inFlight   int
 	// slotFreedAt is when the in-flight count last dropped below
 	// MaxConcurrency: a queued request starts then, or at its arrival.
