@@ -424,3 +424,19 @@ func TestCapacityGolden(t *testing.T) {
 		t.Errorf("capacity differs from %s (-want +got); rerun with -update if intended:\n%s", golden, diff)
 	}
 }
+
+// VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, which vLLM's own error suggests, lets a
+// longer max_model_len through.
+func TestAllowLongMaxModelLen(t *testing.T) {
+	for _, allow := range []bool{false, true} {
+		d := deployment(t, "Llama-3-8B", "H100", func(d *Deployment) { d.MaxModelLen = 16384; d.AllowLongMaxModelLen = allow })
+		r, err := d.Resolve()
+		var se *StartupError
+		switch {
+		case allow && (err != nil || r.MaxModelLen != 16384):
+			t.Errorf("allowed: Resolve = max_model_len %d, %v; want 16384", r.MaxModelLen, err)
+		case !allow && (!errors.As(err, &se) || se.Reason != ReasonMaxModelLenExceedsModel):
+			t.Errorf("not allowed: error %v, want %s", err, ReasonMaxModelLenExceedsModel)
+		}
+	}
+}

@@ -590,8 +590,17 @@ func lookupCatalogModel(name string) (Model, bool) {
 // LookupModel returns a model by catalog name or Hugging Face id
 // (case-insensitive: "Qwen/Qwen2-7B", "meta-llama/Llama-3.1-8B-Instruct"),
 // or reads it from a path to an HF config.json or a directory holding one.
-// A path that exists wins over a catalog name, as in vLLM.
+// A path that exists wins over a catalog name, as in vLLM. It does not
+// look in the Hugging Face cache; LookupModelInCache does.
 func LookupModel(nameOrPath string) (Model, error) {
+	return LookupModelInCache(nameOrPath, nil)
+}
+
+// LookupModelInCache is LookupModel that first resolves a Hugging Face id
+// ("org/name") from the local hub cache directories hfCacheDirs (see
+// HFEnv.CacheDirs), reading the cached config.json, so that any cached
+// model works, not only catalog ones. Nothing is downloaded.
+func LookupModelInCache(nameOrPath string, hfCacheDirs []string) (Model, error) {
 	if info, err := os.Stat(nameOrPath); err == nil && nameOrPath != "" {
 		path := nameOrPath
 		if info.IsDir() {
@@ -599,15 +608,37 @@ func LookupModel(nameOrPath string) (Model, error) {
 		}
 		return LoadModelConfig(path)
 	}
+	var cacheErr error
+	if len(hfCacheDirs) > 0 && isHFRepoID(strings.TrimSpace(nameOrPath)) {
+		path, err := FindHFFile(nameOrPath, hfCacheDirs, "config.json")
+		if err == nil {
+			m, err := LoadModelConfig(path)
+			if err == nil {
+				m.Name = nameOrPath[strings.LastIndex(nameOrPath, "/")+1:]
+			}
+			return m, err
+		}
+		cacheErr = err
+	}
 	if m, ok := lookupCatalogModel(nameOrPath); ok {
 		return m, nil
 	}
 	if strings.HasSuffix(strings.ToLower(nameOrPath), ".json") {
 		return Model{}, fmt.Errorf("perf: model config %s: file not found; give the path to an existing Hugging Face config.json", nameOrPath)
 	}
+	if miss := (*HFCacheMissError)(nil); errors.As(cacheErr, &miss) {
+		return Model{}, fmt.Errorf("perf: unknown model %q: not a catalog model (%s), and %w", nameOrPath, strings.Join(Models(), ", "), &hfMissDetail{miss})
+	}
 	return Model{}, fmt.Errorf("perf: unknown model %q; known models: %s; or pass the path to the model's Hugging Face config.json (or its directory)",
 		nameOrPath, strings.Join(Models(), ", "))
 }
+
+// hfMissDetail prints a cache miss without its "perf: id is" prefix when
+// it ends a longer sentence, and still unwraps to it.
+type hfMissDetail struct{ miss *HFCacheMissError }
+
+func (d *hfMissDetail) Error() string { return d.miss.detail() }
+func (d *hfMissDetail) Unwrap() error { return d.miss }
 
 // LoadModelConfig reads a Hugging Face config.json.
 func LoadModelConfig(path string) (Model, error) {
