@@ -76,6 +76,12 @@ const (
 type StartupError struct {
 	Reason  StartupReason
 	Message string
+	// SuggestedTensorParallel is, for ReasonWeightsExceedGPU, the smallest
+	// tensor_parallel_size at which the deployment starts (0: none up to
+	// 64), and Advice the sentence ending Message that says so; a CLI can
+	// replace it with its own flag names.
+	SuggestedTensorParallel int
+	Advice                  string
 }
 
 func (e *StartupError) Error() string { return e.Message }
@@ -142,7 +148,7 @@ func (d Deployment) Resolve() (Deployment, error) {
 	// hold whole heads.
 	if d.ExpertParallel && !m.IsMoE() {
 		return d, startupError(ReasonExpertParallel,
-			"Expert parallelism needs a mixture-of-experts model; %s is dense. Remove --enable-expert-parallel.", m.Name)
+			"Expert parallelism needs a mixture-of-experts model; %s is dense. Turn enable_expert_parallel off.", m.Name)
 	}
 	if !m.IsMLA() && ((m.KVHeads >= t && m.KVHeads%t != 0) || (m.KVHeads < t && t%m.KVHeads != 0)) {
 		return d, startupError(ReasonTensorParallel,
@@ -410,7 +416,9 @@ func (d Deployment) Capacity() (Capacity, error) {
 	c, err := r.capacity()
 	var se *StartupError
 	if errors.As(err, &se) && se.Reason == ReasonWeightsExceedGPU {
-		se.Message += r.tensorParallelAdvice()
+		se.SuggestedTensorParallel = r.SmallestFittingTP()
+		se.Advice = r.tensorParallelAdvice(se.SuggestedTensorParallel)
+		se.Message += se.Advice
 	}
 	return c, err
 }
@@ -437,13 +445,11 @@ func (d Deployment) SmallestFittingTP() int {
 	return 0
 }
 
-func (d Deployment) tensorParallelAdvice() string {
-	switch t := d.SmallestFittingTP(); {
-	case t == 0:
-		return fmt.Sprintf(" No tensor parallel size up to %d fits at max_model_len %d; add pipeline parallelism (-pp) or use a quantized checkpoint.", maxSuggestedTP, d.MaxModelLen)
-	default:
-		return fmt.Sprintf(" Use -tp %d, the smallest tensor parallel size that fits at max_model_len %d, or a quantized checkpoint.", t, d.MaxModelLen)
+func (d Deployment) tensorParallelAdvice(t int) string {
+	if t == 0 {
+		return fmt.Sprintf(" No tensor_parallel_size up to %d fits at max_model_len %d; add pipeline parallelism or use a quantized checkpoint.", maxSuggestedTP, d.MaxModelLen)
 	}
+	return fmt.Sprintf(" Use tensor_parallel_size %d, the smallest that fits at max_model_len %d, or a quantized checkpoint.", t, d.MaxModelLen)
 }
 
 // capacity is Capacity for a resolved deployment.
