@@ -361,8 +361,8 @@ func (m Model) validateMoE() error {
 	if e == (MoE{}) {
 		return nil
 	}
-	if e.Experts <= 0 || e.Experts > 1<<12 {
-		return fmt.Errorf("the number of routed experts is %d; it must be between 1 and %d", e.Experts, 1<<12)
+	if e.Experts <= 0 || e.Experts > 1<<10 {
+		return fmt.Errorf("the number of routed experts is %d; it must be between 1 and %d", e.Experts, 1<<10)
 	}
 	if e.ExpertsPerToken <= 0 || e.ExpertsPerToken > e.Experts {
 		return fmt.Errorf("num_experts_per_tok is %d; it must be between 1 and the %d routed experts", e.ExpertsPerToken, e.Experts)
