@@ -453,7 +453,8 @@ func (d Deployment) tensorParallelAdvice(t int) string {
 }
 
 // capacity is Capacity for a resolved deployment.
-func (r Deployment) capacity() (Capacity, error) {
+func (d Deployment) capacity() (Capacity, error) {
+	r := d
 	c := Capacity{
 		EngineVersion:       r.EngineVersion,
 		BlockSize:           r.BlockSize,

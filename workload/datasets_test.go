@@ -462,7 +462,7 @@ func TestSonnetErrors(t *testing.T) {
 		// vLLM's defaults on a 2 MB file without newlines used to give
 		// base-prompt-only prompts (14 tokens instead of up to 550).
 		{"one 2 MB line", sonnetSpec(writeTemp(t, "oneline.txt", strings.Repeat("word ", 400_000)), 5, 550, 150, 200),
-			`its 1 lines average 500000 tokens, more than twice the 536 tokens --sonnet-input-len 550 leaves after the 14-token base prompt, so every prompt would be the base prompt alone`},
+			`its 1 line(s) average 500000 tokens, more than twice the 536 tokens --sonnet-input-len 550 leaves after the 14-token base prompt, so every prompt would be the base prompt alone`},
 		// Lines of 100 tokens: 3 drawn lines fit 550, but a 20-token prefix
 		// rounds to no line at all.
 		{"prefix shorter than a line", sonnetSpec(writeTemp(t, "long.txt", strings.Repeat(strings.Repeat("x", 399)+"\n", 20)), 5, 550, 150, 40),

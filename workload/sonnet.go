@@ -53,7 +53,7 @@ func (b *builder) sonnet() ([]Request, error) {
 	// lines and silently sends the base prompt alone (a one-line 2 MB file
 	// gave 12-token prompts for --sonnet-input-len 550).
 	if numInputLines == 0 {
-		return nil, fmt.Errorf("dataset file %q: its %d lines average %.0f tokens, more than twice the %d tokens --sonnet-input-len %d leaves after the %d-token base prompt, so every prompt would be the base prompt alone; "+
+		return nil, fmt.Errorf("dataset file %q: its %d line(s) average %.0f tokens, more than twice the %d tokens --sonnet-input-len %d leaves after the %d-token base prompt, so every prompt would be the base prompt alone; "+
 			"sonnet draws whole lines (split at newlines, as vLLM does): give a text with one short line per verse, raise --sonnet-input-len, or use --dataset-name random",
 			path, len(lines), avg, o.InputLen-baseLen, o.InputLen, baseLen)
 	}

@@ -27,14 +27,22 @@ func isolateEnv(t *testing.T) string {
 func buildEngineFlags(t *testing.T, args ...string) (*engineFlags, error) {
 	t.Helper()
 	isolateEnv(t)
+	f, _, _, err := buildInEnv(t, args...)
+	return f, err
+}
+
+// buildInEnv parses and builds the engine flags in the environment the
+// test set up.
+func buildInEnv(t *testing.T, args ...string) (*engineFlags, perf.Deployment, perf.Capacity, error) {
+	t.Helper()
 	var f engineFlags
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	f.register(fs)
 	if err := fs.Parse(vllmArgs(args)); err != nil {
 		t.Fatalf("parsing %q: %v", args, err)
 	}
-	_, _, _, _, err := f.build()
-	return &f, err
+	d, c, _, _, err := f.build()
+	return &f, d, c, err
 }
 
 // TestEngineFlagErrors: invalid combinations fail with vLLM's own text
@@ -191,18 +199,6 @@ func TestVLLMArgs(t *testing.T) {
 	}
 }
 
-func buildDeployment(t *testing.T, args ...string) (perf.Deployment, perf.Capacity, error) {
-	t.Helper()
-	var f engineFlags
-	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	f.register(fs)
-	if err := fs.Parse(vllmArgs(args)); err != nil {
-		t.Fatalf("parsing %q: %v", args, err)
-	}
-	d, c, _, _, err := f.build()
-	return d, c, err
-}
-
 // The error vLLM prints for a long --max-model-len tells the user to set
 // VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; doing so must work.
 func TestAllowLongMaxModelLenEnv(t *testing.T) {
@@ -220,7 +216,7 @@ func TestAllowLongMaxModelLenEnv(t *testing.T) {
 		t.Run(tt.env, func(t *testing.T) {
 			isolateEnv(t)
 			t.Setenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN", tt.env)
-			d, _, err := buildDeployment(t, "--model", "Llama-3-8B", "--max-model-len", "16384")
+			_, d, _, err := buildInEnv(t, "--model", "Llama-3-8B", "--max-model-len", "16384")
 			switch {
 			case tt.wantErr == "" && (err != nil || d.MaxModelLen != 16384):
 				t.Errorf("max_model_len %d, error %v; want 16384 accepted", d.MaxModelLen, err)
@@ -280,7 +276,7 @@ func TestModelFromHFCache(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			home := isolateEnv(t)
 			tt.setup(t, home)
-			d, c, err := buildDeployment(t, "--model", id, "-tp", "2", "--max-model-len", "8192")
+			_, d, c, err := buildInEnv(t, "--model", id, "-tp", "2", "--max-model-len", "8192")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -294,7 +290,7 @@ func TestModelFromHFCache(t *testing.T) {
 	}
 	home := isolateEnv(t)
 	t.Setenv("HF_HOME", filepath.Join(home, "hf"))
-	_, _, err := buildDeployment(t, "--model", "acme/Missing-7B")
+	_, _, _, err := buildInEnv(t, "--model", "acme/Missing-7B")
 	if err == nil {
 		t.Fatal("an uncached, unknown id was accepted")
 	}
@@ -313,11 +309,11 @@ func TestModelFromHFCache(t *testing.T) {
 func TestExpertParallelFlag(t *testing.T) {
 	isolateEnv(t)
 	args := []string{"--model", "Qwen1.5-MoE-A2.7B", "-tp", "8"}
-	tp, ctp, err := buildDeployment(t, args...)
+	_, tp, ctp, err := buildInEnv(t, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep, cep, err := buildDeployment(t, append(args, "--enable-expert-parallel")...)
+	_, ep, cep, err := buildInEnv(t, append(args, "--enable-expert-parallel")...)
 	if err != nil {
 		t.Fatal(err)
 	}
