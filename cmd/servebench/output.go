@@ -58,6 +58,8 @@ type outputs struct {
 	// concurrent run may be replaced by the next free one.
 	resultPath  string
 	defaultName bool
+	// baseResultPath is resultPath before any -N disambiguator.
+	baseResultPath string
 	// recordsPath and records are the per-request JSONL file, created
 	// exclusively; both empty when no records are written.
 	recordsPath string
@@ -108,11 +110,9 @@ func (o *outputFlags) open(info *report.RunInfo) (*outputs, error) {
 // disambiguator, so two runs started in the same second never share files.
 func (out *outputs) claim(full string, wantRecords bool) error {
 	o := out.flags
+	out.baseResultPath = full
 	for attempt := 1; attempt <= maxNameAttempts; attempt++ {
-		candidate := full
-		if attempt > 1 {
-			candidate = strings.TrimSuffix(full, ".json") + "-" + strconv.Itoa(attempt) + ".json"
-		}
+		candidate := numberedName(full, attempt)
 		if out.defaultName && o.saveResult && exists(candidate) {
 			continue
 		}
@@ -129,10 +129,14 @@ func (out *outputs) claim(full string, wantRecords bool) error {
 			continue
 		}
 		if err != nil {
-			if errors.Is(err, fs.ErrExist) {
-				return fmt.Errorf("--records %q: the file already exists; remove it or choose another path (records are never appended to another run's)", recordsPath)
+			flag := "--records"
+			if o.recordsPath == "" {
+				flag = "--result-dir"
 			}
-			return fmt.Errorf("--records %q: %w", recordsPath, err)
+			if errors.Is(err, fs.ErrExist) {
+				return fmt.Errorf("%s: records file %q already exists; remove it or choose another path (records are never appended to another run's)", flag, recordsPath)
+			}
+			return fmt.Errorf("%s: records file %q: %w", flag, recordsPath, err)
 		}
 		out.resultPath, out.recordsPath, out.records = candidate, recordsPath, fh
 		return nil
@@ -140,19 +144,36 @@ func (out *outputs) claim(full string, wantRecords bool) error {
 	return fmt.Errorf("--result-dir %q: no free result name after %d attempts beside %s; pass --result-filename", o.resultDir, maxNameAttempts, full)
 }
 
+// numberedName is the attempt-th candidate for a result name: the name
+// itself, then name-2.json, name-3.json...
+func numberedName(full string, attempt int) string {
+	if attempt <= 1 {
+		return full
+	}
+	return strings.TrimSuffix(full, ".json") + "-" + strconv.Itoa(attempt) + ".json"
+}
+
 func exists(path string) bool {
 	_, err := os.Lstat(path)
 	return err == nil
 }
 
-// createExclusive creates path and its directory, failing if path exists.
+// createExclusive creates path and its directory, failing if a regular
+// file is already there. An existing device or pipe (/dev/stdout, a FIFO)
+// is opened for writing: it holds no other run's records.
 func createExclusive(path string) (*os.File, error) {
 	if dir := filepath.Dir(path); dir != "." {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}
 	}
-	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		if st, statErr := os.Stat(path); statErr == nil && !st.Mode().IsRegular() && !st.IsDir() {
+			return os.OpenFile(path, os.O_WRONLY, 0)
+		}
+	}
+	return fh, err
 }
 
 // checkWritableDir creates dir if needed and proves a file can be created
@@ -272,8 +293,11 @@ func (out *outputs) saveResult(r *report.Result) (string, error) {
 	for attempt := 2; errors.Is(err, fs.ErrExist) && attempt <= maxNameAttempts; attempt++ {
 		// Another run took the name during this one: keep the result under
 		// the next free name rather than lose it (the message says where).
-		path = strings.TrimSuffix(out.resultPath, ".json") + "-" + strconv.Itoa(attempt) + ".json"
-		err = writeAtomic(path, js, false)
+		// A name whose records file exists belongs to another run too.
+		if candidate := numberedName(out.baseResultPath, attempt); !exists(candidate) && !exists(report.RecordsFilename(candidate)) {
+			path = candidate
+			err = writeAtomic(path, js, false)
+		}
 	}
 	if err != nil {
 		return "", fmt.Errorf("save result: %w", err)
