@@ -325,7 +325,7 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 		return err
 	}
 	if s := res.Server; s != nil {
-		if err := writeServerMetrics(out, errw, s, f.scrapeInterval); err != nil {
+		if err := writeServerMetrics(out, errw, s, f.scrapeInterval, res.Summary.Duration); err != nil {
 			return err
 		}
 	}
@@ -428,13 +428,20 @@ func serverMetricsJSON(res *bench.Result) map[string]any {
 	return map[string]any{"summary": res.Server, "samples": samples}
 }
 
-// writeServerMetrics prints the scraped server section, or says why there is
-// none: every scrape saw an idle server.
-func writeServerMetrics(out, errw io.Writer, s *bench.ServerSummary, interval time.Duration) error {
-	if s.MaxRunning > 0 || s.MaxWaiting > 0 || s.MaxKVCacheUsage > 0 || s.GenerationTokens > 0 {
+// writeServerMetrics prints the scraped server section, or says why there
+// is none. Gauges are point samples: on a lightly loaded server whose
+// requests are much shorter than the scrape interval every sample can find
+// it idle even on a long run, while the token counters still show the work
+// done; so the section is printed whenever either shows load.
+func writeServerMetrics(out, errw io.Writer, s *bench.ServerSummary, interval, runDuration time.Duration) error {
+	if s.MaxRunning > 0 || s.MaxWaiting > 0 || s.MaxKVCacheUsage > 0 || s.GenerationTokens > 0 || s.PromptTokens > 0 {
 		return writeServerSection(out, s)
 	}
-	fmt.Fprintf(errw, "Server metrics: %d scrapes, none while requests were in flight (the run was shorter than --server-metrics-interval %s).\n", s.Samples, interval)
+	why := fmt.Sprintf("the run was shorter than --server-metrics-interval %s", interval)
+	if runDuration >= interval {
+		why = fmt.Sprintf("every scrape found the server idle and its token counters did not move; lower --server-metrics-interval %s to sample short requests", interval)
+	}
+	fmt.Fprintf(errw, "Server metrics: %d scrapes, none while requests were in flight (%s).\n", s.Samples, why)
 	return nil
 }
 

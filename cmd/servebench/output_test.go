@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/servebench/servebench/bench"
 	"github.com/servebench/servebench/report"
 )
 
@@ -397,5 +398,71 @@ func TestFullDiskKeepsTheSummary(t *testing.T) {
 	}
 	if sent := calls.Load(); sent >= 200 || res["completed"].(float64) != float64(sent) {
 		t.Fatalf("%d of 200 sent, %v completed: want sending stopped and every sent request summarised", sent, res["completed"])
+	}
+}
+
+// With no --base-url, --host or --port, bench uses a server answering at
+// the default address, else the emulator of --model, and says so.
+func TestDefaultTarget(t *testing.T) {
+	srv, calls := sseServer(t, 2, 0)
+	old := defaultTargetAddr
+	t.Cleanup(func() { defaultTargetAddr = old })
+
+	defaultTargetAddr = strings.TrimPrefix(srv.URL, "http://")
+	_, stderr, err := runCLI(t, append([]string{"bench"}, quickBench...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls.Load() != 4 || strings.Contains(stderr, "emulated") {
+		t.Fatalf("server at the default address got %d requests; stderr:\n%s", calls.Load(), stderr)
+	}
+
+	defaultTargetAddr = "127.0.0.1:0"
+	out, stderr, err := runCLI(t, "bench", "--model", "Qwen/Qwen2-7B", "--num-prompts", "3", "--random-input-len", "16", "--random-output-len", "4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	banner := "No server answered at 127.0.0.1:0: benchmarking the built-in emulated vLLM server at http://127.0.0.1:"
+	if !strings.Contains(stderr, banner) || !strings.Contains(stderr, "(model Qwen2-7B, GPU") || !strings.Contains(stderr, "pass --base-url") {
+		t.Fatalf("stderr lacks the one-line banner for the given model:\n%s", stderr)
+	}
+	if !strings.Contains(out, "Successful requests:                     3") {
+		t.Fatalf("output:\n%s", out)
+	}
+	if _, _, err := runCLI(t, "bench", "--model", "gpt-4o", "--num-prompts", "3"); err == nil || !strings.Contains(err.Error(), "--emulated-model") {
+		t.Fatalf("err = %v, want the emulator's refusal of an unknown model with the way out", err)
+	}
+}
+
+// A long run at low load can find the server idle at every scrape while
+// its token counters show the work: the section is printed then, and the
+// "none while requests were in flight" note only when nothing moved, with
+// a reason that fits the run's length.
+func TestServerMetricsSectionOnLightLoad(t *testing.T) {
+	tests := []struct {
+		name     string
+		summary  bench.ServerSummary
+		duration time.Duration
+		wantOut  string
+		wantNote string
+	}{
+		{"idle gauges, busy counters", bench.ServerSummary{Samples: 20, GenerationTokens: 30000, PromptTokens: 110000}, 100 * time.Second, "Server Metrics (scraped)", ""},
+		{"busy gauges", bench.ServerSummary{Samples: 3, MaxRunning: 4}, time.Second, "Server Metrics (scraped)", ""},
+		{"short run, nothing seen", bench.ServerSummary{Samples: 1}, time.Second, "", "shorter than --server-metrics-interval"},
+		{"long run, nothing moved", bench.ServerSummary{Samples: 20}, 100 * time.Second, "", "every scrape found the server idle"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errw bytes.Buffer
+			if err := writeServerMetrics(&out, &errw, &tt.summary, 5*time.Second, tt.duration); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out.String(), tt.wantOut) || (tt.wantOut == "") != (out.Len() == 0) {
+				t.Errorf("section %q, want %q", out.String(), tt.wantOut)
+			}
+			if !strings.Contains(errw.String(), tt.wantNote) || (tt.wantNote == "") != (errw.Len() == 0) {
+				t.Errorf("note %q, want %q", errw.String(), tt.wantNote)
+			}
+		})
 	}
 }
