@@ -48,6 +48,20 @@ func sseServer(t *testing.T, tokens int, gap time.Duration) (*httptest.Server, *
 	return srv, &calls
 }
 
+// readResultJSON reads a saved result as a generic map.
+func readResultJSON(t *testing.T, path string) map[string]any {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res map[string]any
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return res
+}
+
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
 func listDir(t *testing.T, dir string) []string {
@@ -304,14 +318,7 @@ func TestSecondInterruptExitsAtOnce(t *testing.T) {
 	if !errors.As(err, &exit) || exit.code != 130 {
 		t.Fatalf("err = %v, want exit code 130", err)
 	}
-	raw, err := os.ReadFile(filepath.Join(dir, "r.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res map[string]any
-	if err := json.Unmarshal(raw, &res); err != nil {
-		t.Fatal(err)
-	}
+	res := readResultJSON(t, filepath.Join(dir, "r.json"))
 	records, _ := os.ReadFile(filepath.Join(dir, "r.records.jsonl"))
 	measured := res["completed"].(float64) + res["failed"].(float64)
 	if n := bytes.Count(records, []byte("\n")); measured == 0 || float64(n) != measured {
@@ -388,14 +395,7 @@ func TestFullDiskKeepsTheSummary(t *testing.T) {
 	if !strings.Contains(out, "Serving Benchmark Result") {
 		t.Fatalf("no result block:\n%s", out)
 	}
-	raw, err := os.ReadFile(filepath.Join(dir, "r.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res map[string]any
-	if err := json.Unmarshal(raw, &res); err != nil {
-		t.Fatal(err)
-	}
+	res := readResultJSON(t, filepath.Join(dir, "r.json"))
 	if sent := calls.Load(); sent >= 200 || res["completed"].(float64) != float64(sent) {
 		t.Fatalf("%d of 200 sent, %v completed: want sending stopped and every sent request summarised", sent, res["completed"])
 	}
