@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -289,6 +290,9 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 		fmt.Fprintln(out, "Starting initial single prompt test run...")
 		if err := bench.InitialTest(ctx, cfg); err != nil {
 			outs.discardEmptyRecords()
+			if ctx.Err() != nil {
+				return exitCodeError{code: 130, err: errors.New("interrupted during the initial test request: nothing was measured")}
+			}
 			return fmt.Errorf("%w; check --model, --base-url and --endpoint, or pass --skip-test-request to run anyway", err)
 		}
 		fmt.Fprintln(out, "Initial test run completed. Starting main benchmark run...")

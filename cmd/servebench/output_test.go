@@ -155,6 +155,9 @@ func TestOutputPathsCheckedBeforeSending(t *testing.T) {
 			if n := calls.Load(); n != 0 {
 				t.Fatalf("%d requests sent before the output check failed", n)
 			}
+			if names := listDir(t, dir); len(names) != 2 {
+				t.Fatalf("a failed check left files: %v", names)
+			}
 		})
 	}
 	if b, _ := os.ReadFile(existing); string(b) != "another run's records\n" {
@@ -464,5 +467,48 @@ func TestServerMetricsSectionOnLightLoad(t *testing.T) {
 				t.Errorf("note %q, want %q", errw.String(), tt.wantNote)
 			}
 		})
+	}
+}
+
+// Rerunning under an explicit result name whose records an earlier run
+// left (an interrupted sweep point, --append-result) keeps those records
+// and streams the new ones beside them under the next free name.
+func TestExplicitNameKeepsEarlierRecords(t *testing.T) {
+	srv, _ := sseServer(t, 2, 0)
+	dir := t.TempDir()
+	for _, extra := range [][]string{nil, {"--append-result"}} {
+		stale := filepath.Join(dir, "x.records.jsonl")
+		if err := os.WriteFile(stale, []byte("earlier\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.Remove(filepath.Join(dir, "x.json"))
+		_, stderr, err := runCLI(t, append(append([]string{"bench", "--base-url", srv.URL, "--save-result", "--result-dir", dir, "--result-filename", "x.json"}, quickBench...), extra...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := os.ReadFile(stale); string(b) != "earlier\n" {
+			t.Fatalf("earlier records overwritten: %q", b)
+		}
+		if !strings.Contains(stderr, "Per-request records: "+filepath.Join(dir, "x-2.records.jsonl")) || !strings.Contains(stderr, "Saved result to "+filepath.Join(dir, "x.json")) {
+			t.Fatalf("stderr:\n%s", stderr)
+		}
+		os.Remove(filepath.Join(dir, "x-2.records.jsonl"))
+	}
+}
+
+// Ctrl-C during the initial test request is an interrupt, not a
+// misconfiguration.
+func TestInterruptDuringInitialTest(t *testing.T) {
+	srv, _ := sseServer(t, 1000, 20*time.Millisecond)
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	root := newRootCmd()
+	root.SetOut(&bytes.Buffer{})
+	root.SetErr(&bytes.Buffer{})
+	root.SetArgs(cliArgs(append([]string{"bench", "--base-url", srv.URL}, quickBench...)))
+	err := root.ExecuteContext(ctx)
+	var exit exitCodeError
+	if !errors.As(err, &exit) || exit.code != 130 || !strings.Contains(err.Error(), "interrupted during the initial test request") {
+		t.Fatalf("err = %v, want exit 130 for an interrupted test request", err)
 	}
 }
