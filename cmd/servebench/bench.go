@@ -165,6 +165,7 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 	explicitTarget := baseURL != "" || changed("host") || changed("port")
 	if !explicitTarget && serverAnswers(ctx, f.defaultTarget) {
 		baseURL = "http://" + f.defaultTarget
+		fmt.Fprintf(errw, "No --base-url given: benchmarking the server answering at %s.\n", baseURL)
 	}
 	embedded := baseURL == "" && !explicitTarget
 	defaultTokenizer := ""

@@ -416,7 +416,7 @@ func TestDefaultTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if calls.Load() != 4 || strings.Contains(stderr, "emulated") {
+	if calls.Load() != 4 || strings.Contains(stderr, "emulated") || !strings.Contains(stderr, "benchmarking the server answering at "+srv.URL) {
 		t.Fatalf("server at the default address got %d requests; stderr:\n%s", calls.Load(), stderr)
 	}
 
