@@ -150,6 +150,9 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := f.output.checkDirs(); err != nil {
+		return err
+	}
 	headerPairs, err := parseKeyValues("--header", f.headers)
 	if err != nil {
 		return err
@@ -340,7 +343,7 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 	if err := outs.write(out, errw, result); err != nil {
 		return err
 	}
-	return runOutcome(&res.Summary, res.Interrupted, res.NotSent, res.SinkErr, outs.savedPaths())
+	return runOutcome(&res.Summary, res.Interrupted, res.NotSent, res.SinkErr, outs.savedPaths(res.SinkErr == nil))
 }
 
 func (f *benchFlags) requestExtras() (map[string]any, error) {

@@ -82,18 +82,11 @@ func (o *outputFlags) open(info *report.RunInfo) (*outputs, error) {
 	full := filepath.Join(o.resultDir, name)
 	// Check everything before creating the records file, so a failed
 	// check leaves nothing behind.
-	if o.saveResult {
-		if !o.appendResult && !out.defaultName && exists(full) {
-			return nil, fmt.Errorf("--result-filename %q: %s already exists; remove it, choose another name, or pass --append-result", o.resultFilename, full)
-		}
-		if err := checkWritableDir("--result-dir", filepath.Dir(full)); err != nil {
-			return nil, err
-		}
+	if o.saveResult && !o.appendResult && !out.defaultName && exists(full) {
+		return nil, fmt.Errorf("--result-filename %q: %s already exists; remove it, choose another name, or pass --append-result", o.resultFilename, full)
 	}
-	if o.summaryJSON != "" && o.summaryJSON != "-" {
-		if err := checkWritableDir("--summary-json", filepath.Dir(o.summaryJSON)); err != nil {
-			return nil, err
-		}
+	if err := o.checkDirs(); err != nil {
+		return nil, err
 	}
 	if o.saveResult || wantRecords {
 		if err := out.claim(full, wantRecords); err != nil {
@@ -101,6 +94,30 @@ func (o *outputFlags) open(info *report.RunInfo) (*outputs, error) {
 		}
 	}
 	return out, nil
+}
+
+// checkDirs checks that the result, records and summary directories can
+// take a file; cheap, so commands call it first, before any slow setup.
+func (o *outputFlags) checkDirs() error {
+	wantRecords := o.recordsPath != "none" && (o.recordsPath != "" || o.saveResult || o.resultDir != "")
+	if o.saveResult || (wantRecords && o.recordsPath == "") {
+		if err := checkWritableDir("--result-dir", filepath.Join(o.resultDir, filepath.Dir(o.resultFilename))); err != nil {
+			return err
+		}
+	}
+	if wantRecords && o.recordsPath != "" {
+		if st, err := os.Stat(o.recordsPath); err != nil || st.Mode().IsRegular() {
+			if err := checkWritableDir("--records", filepath.Dir(o.recordsPath)); err != nil {
+				return err
+			}
+		}
+	}
+	if o.summaryJSON != "" && o.summaryJSON != "-" {
+		if err := checkWritableDir("--summary-json", filepath.Dir(o.summaryJSON)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // claim settles the result path and creates the records file. A default
@@ -226,13 +243,14 @@ func (out *outputs) recordsWriter() io.Writer {
 	return out.records
 }
 
-// savedPaths describes what write saved, for the interrupt message.
-func (out *outputs) savedPaths() []string {
+// savedPaths describes what was saved, for the final message; the records
+// file counts only if writing it never failed.
+func (out *outputs) savedPaths(recordsOK bool) []string {
 	var paths []string
 	if out.resultPath != "" && out.flags.saveResult {
 		paths = append(paths, out.resultPath)
 	}
-	if out.recordsPath != "" {
+	if out.recordsPath != "" && recordsOK {
 		paths = append(paths, out.recordsPath)
 	}
 	if s := out.flags.summaryJSON; s != "" && s != "-" {

@@ -392,7 +392,7 @@ func TestFullDiskKeepsTheSummary(t *testing.T) {
 	out, _, err := runCLI(t, "bench", "--base-url", srv.URL, "--model", "m", "--num-prompts", "200", "--request-rate", "100",
 		"--random-input-len", "4", "--skip-tokenizer-init", "--server-metrics-interval", "0", "--skip-test-request",
 		"--records", "/dev/full", "--save-result", "--result-dir", dir, "--result-filename", "r.json")
-	if err == nil || !strings.Contains(err.Error(), "no space left on device") || !strings.Contains(err.Error(), "saved to "+filepath.Join(dir, "r.json")) {
+	if err == nil || !strings.Contains(err.Error(), "no space left on device") || !strings.Contains(err.Error(), "saved to "+filepath.Join(dir, "r.json")+";") {
 		t.Fatalf("err = %v, want the records error and where the result went", err)
 	}
 	if !strings.Contains(out, "Serving Benchmark Result") {
