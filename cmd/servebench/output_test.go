@@ -10,12 +10,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/servebench/servebench/bench"
+	"github.com/servebench/servebench/metrics"
 	"github.com/servebench/servebench/report"
 )
 
@@ -367,7 +369,7 @@ func TestSimPrintsExactMaximaAndRejections(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no request succeeded") {
 		t.Fatalf("err = %v, want a non-zero exit when every request was rejected", err)
 	}
-	if !strings.Contains(out, "Failed Requests by Reason") || !strings.Contains(out, "300 ×") {
+	if !strings.Contains(out, "Failed Requests by Reason") || !strings.Contains(out, "This model's maximum context length is 100 tokens. However, you requested 110 tokens") {
 		t.Fatalf("no breakdown of the rejections:\n%s", out)
 	}
 	out, _, err = runCLI(t, "sim", "--model", defaultEmbeddedModel, "--num-prompts", "300", "--random-input-len", "100", "--random-output-len", "10")
@@ -510,5 +512,32 @@ func TestInterruptDuringInitialTest(t *testing.T) {
 	var exit exitCodeError
 	if !errors.As(err, &exit) || exit.code != 130 || !strings.Contains(err.Error(), "interrupted during the initial test request") {
 		t.Fatalf("err = %v, want exit 130 for an interrupted test request", err)
+	}
+}
+
+func TestErrorSectionOrdersAndBoundsReasons(t *testing.T) {
+	errs := map[string]int{"HTTP 503: busy": 5, "canceled": 7, "b": 1, "a": 1}
+	for i := range maxErrorRows {
+		errs["rare "+itoa(i)] = 1
+	}
+	var b bytes.Buffer
+	s := metrics.Summary{Failed: 26, Errors: errs}
+	if err := writeErrorSection(&b, &s); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	want := []string{
+		"------------Failed Requests by Reason-------------",
+		"canceled                                 7         ",
+		"HTTP 503: busy                           5         ",
+		"a                                        1         ",
+		"b                                        1         ",
+	}
+	if len(lines) != maxErrorRows+3 || !slices.Equal(lines[:len(want)], want) || !strings.HasPrefix(lines[maxErrorRows+1], "(4 other reasons)                        4") {
+		t.Fatalf("section:\n%s", b.String())
+	}
+	b.Reset()
+	if err := writeErrorSection(&b, &metrics.Summary{Completed: 3}); err != nil || b.Len() != 0 {
+		t.Fatalf("a run without failures printed %q", b.String())
 	}
 }
