@@ -50,6 +50,20 @@ func sseServer(t *testing.T, tokens int, gap time.Duration) (*httptest.Server, *
 	return srv, &calls
 }
 
+// runCLIInterrupted runs servebench in-process and sends it a Ctrl-C
+// (cancels its context) after the given time.
+func runCLIInterrupted(t *testing.T, after time.Duration, args ...string) error {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	time.AfterFunc(after, cancel)
+	root := newRootCmd()
+	root.SetOut(&bytes.Buffer{})
+	root.SetErr(&bytes.Buffer{})
+	root.SetArgs(cliArgs(args))
+	return root.ExecuteContext(ctx)
+}
+
 // readResultJSON reads a saved result as a generic map.
 func readResultJSON(t *testing.T, path string) map[string]any {
 	t.Helper()
@@ -284,14 +298,8 @@ func TestRampPreambleAndHonestInterruptMessage(t *testing.T) {
 	}
 
 	slow, _ := sseServer(t, 5, 20*time.Millisecond)
-	ctx, cancel := context.WithCancel(t.Context())
-	time.AfterFunc(300*time.Millisecond, cancel)
-	root := newRootCmd()
-	root.SetOut(&bytes.Buffer{})
-	root.SetErr(&bytes.Buffer{})
-	root.SetArgs(cliArgs(append([]string{"bench", "--base-url", slow.URL, "--request-rate", "20", "--skip-test-request"},
-		"--model", "m", "--num-prompts", "1000", "--skip-tokenizer-init", "--server-metrics-interval", "0")))
-	err = root.ExecuteContext(ctx)
+	err = runCLIInterrupted(t, 300*time.Millisecond, "bench", "--base-url", slow.URL, "--request-rate", "20", "--skip-test-request",
+		"--model", "m", "--num-prompts", "1000", "--skip-tokenizer-init", "--server-metrics-interval", "0")
 	if err == nil || strings.Contains(err.Error(), "saved") || !strings.Contains(err.Error(), "interrupted: partial results printed (") {
 		t.Fatalf("err = %v, want an interrupt message that claims no file", err)
 	}
@@ -502,13 +510,7 @@ func TestExplicitNameKeepsEarlierRecords(t *testing.T) {
 // misconfiguration.
 func TestInterruptDuringInitialTest(t *testing.T) {
 	srv, _ := sseServer(t, 1000, 20*time.Millisecond)
-	ctx, cancel := context.WithCancel(t.Context())
-	time.AfterFunc(200*time.Millisecond, cancel)
-	root := newRootCmd()
-	root.SetOut(&bytes.Buffer{})
-	root.SetErr(&bytes.Buffer{})
-	root.SetArgs(cliArgs(append([]string{"bench", "--base-url", srv.URL}, quickBench...)))
-	err := root.ExecuteContext(ctx)
+	err := runCLIInterrupted(t, 200*time.Millisecond, append([]string{"bench", "--base-url", srv.URL}, quickBench...)...)
 	var exit exitCodeError
 	if !errors.As(err, &exit) || exit.code != 130 || !strings.Contains(err.Error(), "interrupted during the initial test request") {
 		t.Fatalf("err = %v, want exit 130 for an interrupted test request", err)
