@@ -65,9 +65,19 @@ type Result struct {
 	// token for the same request (the mean inter-token latency).
 	MeanStepGap time.Duration
 	Engine      engine.Stats // final
+	// Max holds the exact maxima over every scheduling step, which the
+	// periodic samples would miss on a run shorter than StatsInterval.
+	Max Maxima
 	// Err is the engine's terminal failure (engine.ErrNoSwapSpace), if any;
 	// every request still in the engine then failed with it.
 	Err error
+}
+
+// Maxima are the largest engine gauges seen after any scheduling step (the
+// state a stats sample at that instant would report).
+type Maxima struct {
+	Running, Waiting, Swapped int
+	KVUsage                   float64 // 0..1
 }
 
 const (
@@ -77,7 +87,9 @@ const (
 )
 
 // Run simulates reqs and calls emit with each request's record as soon as
-// it finishes or is rejected (the record is emit's to keep). Memory grows
+// it finishes or is rejected (the record is emit's to keep). emit has the
+// shape of metrics.Sink's Add, so a sink's Add (a metrics.Recorder's, as
+// the CLI passes) plugs in directly; an error from it stops the run. Memory grows
 // with the requests in flight, not with len(reqs) (apart from one pointer
 // per request). Requests are taken in Arrival order (stable). The result is
 // deterministic: the same input gives the same records and samples.
@@ -125,6 +137,7 @@ type runner struct {
 	order   []int32 // engine request ID → index into reqs
 	flights []*metrics.Record
 	emit    func(*metrics.Record) error
+	maxima  Maxima
 	caching bool
 	v1      bool
 
@@ -216,6 +229,7 @@ func (r *runner) run(ctx context.Context) error {
 			next++
 		}
 		st := r.eng.Schedule(r.now)
+		r.noteMaxima()
 		for i := range st.Rejected {
 			if err := r.finish(&st.Rejected[i], r.now); err != nil {
 				return err
@@ -403,6 +417,13 @@ func (r *runner) noteHitRate(queries, hits int64) {
 	r.hitPos = (r.hitPos + 1) % hitRateRequests
 }
 
+func (r *runner) noteMaxima() {
+	s := r.eng.Stats()
+	m := &r.maxima
+	m.Running, m.Waiting, m.Swapped = max(m.Running, s.Running), max(m.Waiting, s.Waiting), max(m.Swapped, s.Swapped)
+	m.KVUsage = max(m.KVUsage, r.eng.KVUsage())
+}
+
 func (r *runner) takeSample(at time.Duration) {
 	s := r.eng.Stats()
 	secs := (at - r.lastSampleAt).Seconds()
@@ -447,6 +468,7 @@ func (r *runner) result() *Result {
 		Preemptions: s.Preemptions,
 		Samples:     r.samples,
 		Engine:      s,
+		Max:         r.maxima,
 		Err:         r.runErr,
 	}
 	if r.gapCount > 0 {
