@@ -30,7 +30,11 @@ func BenchmarkSendLag1000(b *testing.B) {
 			for i := range reqs {
 				reqs[i] = workload.Request{Index: i, PromptLen: 1, OutputLen: 1}
 			}
-			workload.Assign(reqs, workload.Schedule(len(reqs), workload.Arrivals{Rate: 1000, Burstiness: tc.burstiness, Seed: 1}))
+			offsets, err := workload.Schedule(len(reqs), workload.Arrivals{Rate: 1000, Burstiness: tc.burstiness, Seed: 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			workload.Assign(reqs, offsets)
 			var p50, p99, worst float64
 			for b.Loop() {
 				res, err := Run(b.Context(), Config{Client: instantDoer{}, Requests: reqs})

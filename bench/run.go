@@ -6,9 +6,7 @@
 package bench
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -60,9 +58,16 @@ type Config struct {
 	// KeepRecords keeps every record (with ITL and text) in the Result, for
 	// --save-detailed; without it the Result keeps only light copies.
 	KeepRecords bool
+	// Sink, if set, also receives every measured record, after the records
+	// file and the summary have it.
+	Sink metrics.Sink
 	// GracePeriod is how long in-flight requests may finish after ctx is
 	// canceled before they are cut off (default 5 s).
 	GracePeriod time.Duration
+	// Abort, when closed after ctx is canceled (a second Ctrl-C), cuts
+	// in-flight requests off at once instead of after GracePeriod. Their
+	// records still reach the records file and the summary.
+	Abort <-chan struct{}
 	// Scraper, if set, scrapes the server's /metrics during the run.
 	Scraper *Scraper
 	// OnRecord is called after each measured record is accounted for.
@@ -83,8 +88,13 @@ type Result struct {
 	Records []metrics.Record
 	// Interrupted is true when ctx was canceled before every request ran.
 	Interrupted bool
-	// NotSent counts requests never sent because the run was interrupted.
-	NotSent       int
+	// NotSent counts requests never sent because the run was interrupted
+	// or stopped by a records write error.
+	NotSent int
+	// SinkErr is the error that stopped the run early when writing a
+	// record failed (a full disk): sending stopped, in-flight requests
+	// finished, and the summary covers every request measured.
+	SinkErr       error
 	ServerSamples []ServerSample
 	Server        *ServerSummary
 }
@@ -94,8 +104,9 @@ type Result struct {
 var ErrNotReady = errors.New("server not ready")
 
 // Run executes the benchmark. It returns an error only when nothing could be
-// measured (bad config, ready check failed, records file unwritable);
-// per-request failures are records. When ctx is canceled it stops sending,
+// measured (bad config, ready check failed); per-request failures are
+// records, and a records write error stops sending and is reported in
+// Result.SinkErr beside everything measured. When ctx is canceled it stops sending,
 // lets in-flight requests finish for GracePeriod, and returns the partial
 // result marked Interrupted.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
@@ -125,6 +136,41 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	return measure(ctx, cfg, log)
+}
+
+// InitialTestError is a failed initial test request: the server's reason,
+// and its HTTP status when one arrived.
+type InitialTestError struct {
+	Reason string
+	Status int
+}
+
+func (e *InitialTestError) Error() string { return "initial test request failed: " + e.Reason }
+
+// InitialTest sends the first request once, as vLLM's "initial single
+// prompt test run" does, so a wrong model, endpoint or address stops the
+// run before anything is measured, with the server's reason. With
+// ReadyCheckTimeout set it retries until the server answers instead.
+func InitialTest(ctx context.Context, cfg Config) error {
+	if cfg.Client == nil || len(cfg.Requests) == 0 {
+		return errors.New("bench: initial test needs a client and a request")
+	}
+	if cfg.ReadyCheckTimeout > 0 {
+		return readyCheck(ctx, cfg)
+	}
+	var rec metrics.Record
+	cfg.Client.Do(ctx, &cfg.Requests[0], cfg.RequestIDPrefix+"test", time.Now(), &rec)
+	if rec.Success {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	reason := rec.Error
+	if reason == "" {
+		reason = "unknown error"
+	}
+	return &InitialTestError{Reason: reason, Status: rec.Status}
 }
 
 func readyCheck(ctx context.Context, cfg Config) error {
@@ -193,26 +239,43 @@ func (s semaphore) release() {
 
 func measure(ctx context.Context, cfg Config, log *slog.Logger) (*Result, error) {
 	// In-flight requests outlive ctx by the grace period: they run on their
-	// own context, canceled GracePeriod after ctx is.
+	// own context, canceled GracePeriod after ctx is, or at once on Abort.
 	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
 	stopGrace := context.AfterFunc(ctx, func() {
 		t := time.NewTimer(cfg.GracePeriod)
+		defer t.Stop()
 		select {
 		case <-t.C:
 			cancelRequests()
+		case <-cfg.Abort:
+			cancelRequests()
 		case <-reqCtx.Done():
-			t.Stop()
 		}
 	})
 	defer stopGrace()
+	// Sending stops on ctx or when a record cannot be written; only ctx
+	// marks the run interrupted.
+	sendCtx, stopSending := context.WithCancel(ctx)
+	defer stopSending()
 
+	keep := metrics.KeepLight
+	if cfg.KeepRecords {
+		keep = metrics.KeepFull
+	}
+	var records *metrics.JSONLWriter
+	if cfg.Records != nil {
+		// Unbuffered: a crash or Ctrl-C keeps every finished request.
+		records = metrics.NewJSONLWriter(cfg.Records)
+	}
+	recorder := metrics.NewRecorder(cfg.Summary, records, keep)
+	sink := metrics.Tee(recorder, cfg.Sink)
 	done := make(chan *metrics.Record, 256)
-	collected := make(chan collectResult, 1)
-	go func() { collected <- collect(cfg, done, log) }()
+	collected := make(chan error, 1)
+	go func() { collected <- collect(cfg, sink, stopSending, done, log) }()
 
 	var scrapeWG sync.WaitGroup
-	scrapeCtx, stopScrape := context.WithCancel(ctx)
+	scrapeCtx, stopScrape := context.WithCancel(sendCtx)
 	base := time.Now()
 	if cfg.Scraper != nil {
 		scrapeWG.Go(func() { cfg.Scraper.Run(scrapeCtx, base) })
@@ -229,16 +292,16 @@ func measure(ctx context.Context, cfg Config, log *slog.Logger) (*Result, error)
 	for i := range cfg.Requests {
 		req := &cfg.Requests[i]
 		due := base.Add(req.Arrival)
-		if !sleeper.Until(ctx, func() time.Duration { return time.Until(due) }) {
+		if !sleeper.Until(sendCtx, func() time.Duration { return time.Until(due) }) {
 			break
 		}
 		dispatched := time.Since(base)
 		sent++
 		inflight.Go(func() {
 			rec := &metrics.Record{Index: req.Index, Scheduled: req.Arrival, Dispatched: dispatched}
-			if err := sem.acquire(ctx); err != nil {
-				// Interrupted while waiting for a slot: it never reached
-				// the server, so it is neither a success nor a failure.
+			if err := sem.acquire(sendCtx); err != nil {
+				// Stopped while waiting for a slot: it never reached the
+				// server, so it is neither a success nor a failure.
 				neverSent.Add(1)
 				return
 			}
@@ -257,16 +320,14 @@ func measure(ctx context.Context, cfg Config, log *slog.Logger) (*Result, error)
 	close(done)
 	stopScrape()
 	scrapeWG.Wait()
-	col := <-collected
-	if col.err != nil {
-		return nil, col.err
-	}
+	sinkErr := <-collected
 
 	res := &Result{
-		Summary:     col.acc.Summary(duration),
-		Records:     col.records,
+		Summary:     recorder.Summary(duration),
+		Records:     recorder.Records(),
 		Interrupted: ctx.Err() != nil,
 		NotSent:     len(cfg.Requests) - sent + int(neverSent.Load()),
+		SinkErr:     sinkErr,
 	}
 	if cfg.Scraper != nil {
 		res.ServerSamples = cfg.Scraper.Samples()
@@ -278,23 +339,12 @@ func measure(ctx context.Context, cfg Config, log *slog.Logger) (*Result, error)
 	return res, nil
 }
 
-type collectResult struct {
-	acc     *metrics.Accumulator
-	records []metrics.Record
-	err     error
-}
-
 // collect is the single consumer of finished records: it fills in output
-// token counts that need the tokenizer (off the requests' path), writes each
-// record to the records file at once, and folds it into the summary.
-func collect(cfg Config, done <-chan *metrics.Record, log *slog.Logger) collectResult {
-	res := collectResult{acc: metrics.NewAccumulator(cfg.Summary)}
-	var w *bufio.Writer
-	var enc *json.Encoder
-	if cfg.Records != nil {
-		w = bufio.NewWriterSize(cfg.Records, 64<<10)
-		enc = json.NewEncoder(w)
-	}
+// token counts that need the tokenizer (off the requests' path) and hands
+// each record to the sink. The first sink error stops sending; records of
+// requests still in flight go on reaching the summary.
+func collect(cfg Config, sink metrics.Sink, stopSending context.CancelFunc, done <-chan *metrics.Record, log *slog.Logger) error {
+	var firstErr error
 	n := 0
 	for rec := range done {
 		if rec.Success && rec.OutputLenSource == "chunks" && cfg.Tokenizer != nil {
@@ -304,24 +354,18 @@ func collect(cfg Config, done <-chan *metrics.Record, log *slog.Logger) collectR
 				log.Warn("counting output tokens failed; keeping the chunk count", "request", rec.Index, "err", err)
 			}
 		}
-		if enc != nil && res.err == nil {
-			// Flushed per record: a crash or Ctrl-C keeps everything written.
-			if err := enc.Encode(rec); err != nil {
-				res.err = fmt.Errorf("write records file: %w", err)
-			} else if err := w.Flush(); err != nil {
-				res.err = fmt.Errorf("write records file: %w", err)
-			}
+		if err := sink.Add(rec); err != nil && firstErr == nil {
+			firstErr = err
+			stopSending()
+			log.Error("writing a record failed: sending stopped, waiting for requests in flight", "err", err)
 		}
-		res.acc.Add(rec)
-		light := *rec
-		if !cfg.KeepRecords {
-			light.ITL, light.GeneratedText = nil, ""
-		}
-		res.records = append(res.records, light)
 		n++
 		if cfg.OnRecord != nil {
 			cfg.OnRecord(n, len(cfg.Requests))
 		}
 	}
-	return res
+	if err := sink.Close(); err != nil && firstErr == nil {
+		firstErr = err
+	}
+	return firstErr
 }

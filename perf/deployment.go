@@ -1,6 +1,7 @@
 package perf
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -28,6 +29,14 @@ type Deployment struct {
 	MaxNumSeqs           int
 	MaxModelLen          int
 	EngineVersion        string // "v0" | "v1"
+	// ExpertParallel (vLLM's --enable-expert-parallel) places whole routed
+	// experts on the TP ranks (EP size = TP) instead of slicing every
+	// expert across them; only MoE models accept it.
+	ExpertParallel bool
+	// AllowLongMaxModelLen is VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: a
+	// MaxModelLen above the model's derived length is accepted (vLLM then
+	// only warns). The caller reads the environment, not this package.
+	AllowLongMaxModelLen bool
 }
 
 // DefaultDeployment is m on one g with vLLM's defaults, including the
@@ -39,6 +48,10 @@ func DefaultDeployment(m Model, g GPU) Deployment {
 		BlockSize: 16, EngineVersion: "v1",
 	}
 }
+
+// GPUMemoryUtilizationRange states the valid gpu_memory_utilization
+// values; callers that check the flag themselves use the same words.
+const GPUMemoryUtilizationRange = "GPU memory utilization must be greater than 0 and at most 1.0"
 
 // StartupReason classifies a StartupError so that tuners can learn which
 // constraint a configuration broke.
@@ -52,6 +65,10 @@ const (
 	ReasonTensorParallel          StartupReason = "tensor_parallel"
 	ReasonPipelineParallel        StartupReason = "pipeline_parallel"
 	ReasonKVCacheDType            StartupReason = "kv_cache_dtype"
+	ReasonExpertParallel          StartupReason = "expert_parallel"
+	// ReasonWeightsExceedGPU: the weights alone do not fit on each GPU,
+	// so only more GPUs (or a smaller checkpoint) help.
+	ReasonWeightsExceedGPU StartupReason = "weights_exceed_gpu"
 )
 
 // StartupError is a configuration vLLM refuses at startup. Error() is
@@ -59,6 +76,12 @@ const (
 type StartupError struct {
 	Reason  StartupReason
 	Message string
+	// SuggestedTensorParallel is, for ReasonWeightsExceedGPU, the smallest
+	// tensor_parallel_size at which the deployment starts (0: none up to
+	// 64), and Advice the sentence ending Message that says so; a CLI can
+	// replace it with its own flag names.
+	SuggestedTensorParallel int
+	Advice                  string
 }
 
 func (e *StartupError) Error() string { return e.Message }
@@ -123,7 +146,11 @@ func (d Deployment) Resolve() (Deployment, error) {
 	// vLLM's QKVParallelLinear splits KV heads across ranks, or replicates
 	// them when there are fewer heads than ranks; either way each rank must
 	// hold whole heads.
-	if (m.KVHeads >= t && m.KVHeads%t != 0) || (m.KVHeads < t && t%m.KVHeads != 0) {
+	if d.ExpertParallel && !m.IsMoE() {
+		return d, startupError(ReasonExpertParallel,
+			"Expert parallelism needs a mixture-of-experts model; %s is dense. Turn enable_expert_parallel off.", m.Name)
+	}
+	if !m.IsMLA() && ((m.KVHeads >= t && m.KVHeads%t != 0) || (m.KVHeads < t && t%m.KVHeads != 0)) {
 		return d, startupError(ReasonTensorParallel,
 			"Total number of KV heads (%d) and tensor parallel size (%d) must divide one another so each rank holds whole KV heads.", m.KVHeads, t)
 	}
@@ -145,14 +172,14 @@ func (d Deployment) Resolve() (Deployment, error) {
 		return d, startupError(ReasonKVCacheDType, "Unknown kv cache dtype: %s", d.KVCacheDType)
 	}
 
-	u := d.GPUMemoryUtilization
-	switch {
-	case math.IsNaN(u) || math.IsInf(u, 0):
-		return d, fmt.Errorf("perf: gpu_memory_utilization is %v; give a fraction such as 0.9", u)
+	// One rule and one text for every out-of-range value: vLLM 0.8's own
+	// ("must be less than 1.0", while it accepts 1.0, and nothing for
+	// negatives) contradicted itself.
+	switch u := d.GPUMemoryUtilization; {
 	case u == 0:
 		d.GPUMemoryUtilization = 0.9
-	case u > 1.0:
-		return d, startupError(ReasonGPUMemoryUtilization, "GPU memory utilization must be less than 1.0. Got %s.", pyFloat(u))
+	case !(u > 0 && u <= 1):
+		return d, startupError(ReasonGPUMemoryUtilization, "%s. Got %s.", GPUMemoryUtilizationRange, pyFloat(u))
 	}
 	if s := d.SwapSpaceGiB; s < 0 || s > 1<<20 || math.IsNaN(s) {
 		return d, fmt.Errorf("perf: swap space is %v GiB; give 0 or more (vLLM's default is 4)", s)
@@ -170,7 +197,7 @@ func (d Deployment) Resolve() (Deployment, error) {
 		return d, fmt.Errorf("perf: max_model_len is %d; give a positive length or 0 for the model's own", d.MaxModelLen)
 	case d.MaxModelLen == 0:
 		d.MaxModelLen = derived
-	case d.MaxModelLen > derived && (m.modelMaxLength == 0 || d.MaxModelLen > m.modelMaxLength):
+	case d.MaxModelLen > derived && (m.modelMaxLength == 0 || d.MaxModelLen > m.modelMaxLength) && !d.AllowLongMaxModelLen:
 		mml := "None"
 		if m.modelMaxLength > 0 {
 			mml = fmt.Sprint(m.modelMaxLength)
@@ -309,45 +336,62 @@ func (d Deployment) stageLayers() int {
 	return (d.Model.Layers + d.PipelineParallel - 1) / d.PipelineParallel
 }
 
-// kvHeadsPerRank is max(1, H_kv/t): heads split across ranks, replicated
-// when there are fewer heads than ranks.
-func (d Deployment) kvHeadsPerRank() int {
-	return max(1, d.Model.KVHeads/d.TensorParallel)
-}
-
 func isFP8KVCache(dtype string) bool { return strings.HasPrefix(strings.ToLower(dtype), "fp8") }
 
-// kvBytesPerTokenPerGPU is one token's K and V on one GPU of the busiest stage.
+// kvBytesPerTokenPerGPU is one token's K and V (or MLA latent) on one GPU
+// of the busiest stage.
 func (d Deployment) kvBytesPerTokenPerGPU() int64 {
 	b := int64(activationBytes)
 	if isFP8KVCache(d.KVCacheDType) {
 		b = 1
 	}
-	return 2 * int64(d.stageLayers()) * int64(d.kvHeadsPerRank()) * int64(d.Model.HeadDim) * b
+	return int64(d.stageLayers()) * d.Model.kvElementsPerTokenLayer(d.TensorParallel) * b
+}
+
+// stageFraction is the busiest stage's share of the layers.
+func (d Deployment) stageFraction() float64 {
+	return float64(d.stageLayers()) / float64(d.Model.Layers)
+}
+
+// expertsPerRank is how many routed experts' worth of weights one GPU
+// holds: E/t slices without expert parallelism, ceil(E/t) whole experts
+// with it (the busiest rank decides).
+func (d Deployment) expertsPerRank() float64 {
+	e, t := d.Model.MoE.Experts, d.TensorParallel
+	if d.ExpertParallel {
+		return float64((e + t - 1) / t)
+	}
+	return float64(e) / float64(t)
 }
 
 // weightBytesPerGPU is the weights on one GPU of the busiest stage: its
-// layers' linear weights split over TP ranks, plus the vocab-parallel
-// embedding and lm_head shards. With PP the first stage holds the
-// embedding and the last the lm_head (a separate copy even when tied).
+// layers' linear weights split over TP ranks (routed experts as
+// expertsPerRank), plus the vocab-parallel embedding and lm_head shards.
+// With PP the first stage holds the embedding and the last the lm_head (a
+// separate copy even when tied).
 func (d Deployment) weightBytesPerGPU() int64 {
 	m := d.Model
 	t := float64(d.TensorParallel)
-	linear := float64(m.linearParamsPerLayer()) * float64(d.stageLayers()) * m.linearBytesPerParam()
+	bpp := m.linearBytesPerParam()
+	stage := d.stageFraction()
+	shared := float64(m.LinearParams()-m.RoutedExpertParams()) * stage * bpp / t
+	experts := float64(m.moeLayers()) * stage * d.expertsPerRank() * float64(m.routedExpertParams()) * bpp
 	vocab := float64(m.embeddingAndHeadBytes())
 	if d.PipelineParallel > 1 {
 		vocab = float64(m.EmbeddingParams() * activationBytes)
 	}
-	return int64(math.Round((linear + vocab) / t))
+	return int64(math.Round(shared + experts + vocab/t))
 }
 
 // activationPeakBytes is the profile run's activation peak: a dummy batch
-// of max_num_batched_tokens through one layer (SwiGLU gate/up and product
-// plus a few hidden-sized buffers) and fp32 logits for max_num_seqs rows.
+// of max_num_batched_tokens through one layer (the MLP's gate/up and
+// product at the width a token passes through, which for MoE is its top-k
+// experts plus shared experts, and a few hidden-sized buffers) and fp32
+// logits for max_num_seqs rows.
 func (d Deployment) activationPeakBytes() int64 {
 	m := d.Model
 	tokens := float64(d.MaxNumBatchedTokens)
-	perToken := activationBytes * (3*float64(m.Intermediate)/float64(d.TensorParallel) + 4*float64(m.Hidden))
+	perToken := activationBytes * (3*m.mlpActiveWidth()/float64(d.TensorParallel) + 4*float64(m.Hidden))
 	rows := float64(min(d.MaxNumSeqs, d.MaxNumBatchedTokens))
 	return int64(tokens*perToken + rows*float64(m.Vocab)*4)
 }
@@ -369,6 +413,48 @@ func (d Deployment) Capacity() (Capacity, error) {
 	if err != nil {
 		return Capacity{}, err
 	}
+	c, err := r.capacity()
+	var se *StartupError
+	if errors.As(err, &se) && se.Reason == ReasonWeightsExceedGPU {
+		se.SuggestedTensorParallel = r.SmallestFittingTP()
+		se.Advice = r.tensorParallelAdvice(se.SuggestedTensorParallel)
+		se.Message += se.Advice
+	}
+	return c, err
+}
+
+// maxSuggestedTP bounds the search for a tensor-parallel size that fits.
+const maxSuggestedTP = 64
+
+// SmallestFittingTP is the smallest tensor-parallel size, keeping every
+// other setting, at which the deployment starts (weights, activations and
+// one max_model_len request of KV cache fit on each GPU), or 0 when none up
+// to 64 does.
+func (d Deployment) SmallestFittingTP() int {
+	for t := 1; t <= maxSuggestedTP; t++ {
+		try := d
+		try.TensorParallel = t
+		r, err := try.Resolve()
+		if err != nil {
+			continue
+		}
+		if _, err := r.capacity(); err == nil {
+			return t
+		}
+	}
+	return 0
+}
+
+func (d Deployment) tensorParallelAdvice(t int) string {
+	if t == 0 {
+		return fmt.Sprintf(" No tensor_parallel_size up to %d fits at max_model_len %d; add pipeline parallelism or use a quantized checkpoint.", maxSuggestedTP, d.MaxModelLen)
+	}
+	return fmt.Sprintf(" Use tensor_parallel_size %d, the smallest that fits at max_model_len %d, or a quantized checkpoint.", t, d.MaxModelLen)
+}
+
+// capacity is Capacity for a resolved deployment.
+func (d Deployment) capacity() (Capacity, error) {
+	r := d
 	c := Capacity{
 		EngineVersion:       r.EngineVersion,
 		BlockSize:           r.BlockSize,
@@ -383,6 +469,18 @@ func (d Deployment) Capacity() (Capacity, error) {
 	budget := float64(r.GPU.MemoryBytes) * r.GPUMemoryUtilization
 	available := budget - float64(c.WeightBytes+c.ActivationBytes+c.NonTorchBytes)
 	c.KVCacheBytes = int64(available)
+	// vLLM would die loading the weights (CUDA out of memory) and its
+	// cache error would advise raising gpu_memory_utilization, which cannot
+	// help when the weights and the runtime's own memory exceed the GPU.
+	if need := c.WeightBytes + c.NonTorchBytes; need > r.GPU.MemoryBytes {
+		per := "one"
+		if n := r.TensorParallel * r.PipelineParallel; n > 1 {
+			per = fmt.Sprintf("each of %d", n)
+		}
+		return c, startupError(ReasonWeightsExceedGPU,
+			"Model weights need %.2f GiB per GPU, more than %s %s holds (%.2f GiB, of which %.2f GiB go to the CUDA runtime); raising gpu_memory_utilization cannot help.",
+			float64(c.WeightBytes)/gib, per, r.GPU.Name, float64(r.GPU.MemoryBytes)/gib, float64(c.NonTorchBytes)/gib)
+	}
 	blocks := math.Floor(available / float64(c.BlockBytes))
 
 	noMemory := startupError(ReasonNoCacheMemory,

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,12 +86,24 @@ func TestCapacityErrorTexts(t *testing.T) {
 		reason StartupReason
 		want   string
 	}{
+		// vLLM itself runs out of memory loading these weights, and its
+		// cache error would wrongly advise raising gpu_memory_utilization.
 		{"70B on one A100 (V0)", deployment(t, "Llama-3-70B", "A100-80GB", func(d *Deployment) { d.EngineVersion = "v0" }),
-			ReasonNoCacheMemory,
-			"No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine."},
+			ReasonWeightsExceedGPU,
+			"Model weights need 131.41 GiB per GPU, more than one A100-80GB holds (79.15 GiB, of which 1.25 GiB go to the CUDA runtime); raising gpu_memory_utilization cannot help. Use tensor_parallel_size 4, the smallest that fits at max_model_len 8192, or a quantized checkpoint."},
 		{"70B on one A100 (V1)", deployment(t, "Llama-3-70B", "A100-80GB", nil),
-			ReasonNoCacheMemory,
-			"No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine."},
+			ReasonWeightsExceedGPU,
+			"Model weights need 131.41 GiB per GPU, more than one A100-80GB holds (79.15 GiB, of which 1.25 GiB go to the CUDA runtime); raising gpu_memory_utilization cannot help. Use tensor_parallel_size 4, the smallest that fits at max_model_len 8192, or a quantized checkpoint."},
+		// At 131072 tokens TP=2 leaves too little KV cache for one request.
+		{"Llama-3.1-70B on one H100", deployment(t, "Llama-3.1-70B", "H100", nil),
+			ReasonWeightsExceedGPU,
+			"Model weights need 131.41 GiB per GPU, more than one H100-SXM holds (79.11 GiB, of which 1.25 GiB go to the CUDA runtime); raising gpu_memory_utilization cannot help. Use tensor_parallel_size 4, the smallest that fits at max_model_len 131072, or a quantized checkpoint."},
+		{"Llama-3.1-70B at 8K on one H100", deployment(t, "Llama-3.1-70B", "H100", func(d *Deployment) { d.MaxModelLen = 8192; d.GPUMemoryUtilization = 0.95 }),
+			ReasonWeightsExceedGPU,
+			"Model weights need 131.41 GiB per GPU, more than one H100-SXM holds (79.11 GiB, of which 1.25 GiB go to the CUDA runtime); raising gpu_memory_utilization cannot help. Use tensor_parallel_size 2, the smallest that fits at max_model_len 8192, or a quantized checkpoint."},
+		{"70B on one L4 needs more than 8 GPUs", deployment(t, "Llama-3.1-70B", "L4", nil),
+			ReasonWeightsExceedGPU,
+			"Model weights need 131.41 GiB per GPU, more than one L4 holds (22.00 GiB, of which 1.25 GiB go to the CUDA runtime); raising gpu_memory_utilization cannot help. Use tensor_parallel_size 16, the smallest that fits at max_model_len 131072, or a quantized checkpoint."},
 		{"V0 max seq len above the cache", deployment(t, "Qwen2-7B", "A10", func(d *Deployment) { d.EngineVersion = "v0" }),
 			ReasonMaxModelLenExceedsCache,
 			"The model's max seq len (131072) is larger than the maximum number of tokens that can be stored in KV cache (77744). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine."},
@@ -98,9 +111,15 @@ func TestCapacityErrorTexts(t *testing.T) {
 			ReasonMaxModelLenExceedsCache,
 			"To serve at least one request with the models's max seq len (131072), (7.00 GiB KV cache is needed, which is larger than the available KV cache memory (3.95 GiB). Based on the available memory, the estimated maximum model length is 73936. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine."},
 		{"utilization above 1", deployment(t, "Qwen2-7B", "H100", func(d *Deployment) { d.GPUMemoryUtilization = 1.5 }),
-			ReasonGPUMemoryUtilization, "GPU memory utilization must be less than 1.0. Got 1.5."},
+			ReasonGPUMemoryUtilization, "GPU memory utilization must be greater than 0 and at most 1.0. Got 1.5."},
 		{"utilization 2", deployment(t, "Qwen2-7B", "H100", func(d *Deployment) { d.GPUMemoryUtilization = 2 }),
-			ReasonGPUMemoryUtilization, "GPU memory utilization must be less than 1.0. Got 2.0."},
+			ReasonGPUMemoryUtilization, "GPU memory utilization must be greater than 0 and at most 1.0. Got 2.0."},
+		{"negative utilization", deployment(t, "Qwen2-7B", "H100", func(d *Deployment) { d.GPUMemoryUtilization = -0.5 }),
+			ReasonGPUMemoryUtilization, "GPU memory utilization must be greater than 0 and at most 1.0. Got -0.5."},
+		{"NaN utilization", deployment(t, "Qwen2-7B", "H100", func(d *Deployment) { d.GPUMemoryUtilization = math.NaN() }),
+			ReasonGPUMemoryUtilization, "GPU memory utilization must be greater than 0 and at most 1.0. Got NaN."},
+		{"expert parallel on a dense model", deployment(t, "Qwen2-7B", "H100", func(d *Deployment) { d.ExpertParallel = true }),
+			ReasonExpertParallel, "Expert parallelism needs a mixture-of-experts model; Qwen2-7B is dense. Turn enable_expert_parallel off."},
 		{"heads not divisible by TP", deployment(t, "Qwen2-7B", "H100", func(d *Deployment) { d.TensorParallel = 8 }),
 			ReasonTensorParallel, "Total number of attention heads (28) must be divisible by tensor parallel size (8)."},
 		{"layers not divisible by PP (V0)", deployment(t, "Qwen2-7B", "H100", func(d *Deployment) { d.PipelineParallel = 3; d.EngineVersion = "v0" }),
@@ -163,7 +182,6 @@ func TestResolveErrors(t *testing.T) {
 		{"negative block", func(d *Deployment) { d.BlockSize = -16 }, "block size -16"},
 		{"negative max len", func(d *Deployment) { d.MaxModelLen = -1 }, "max_model_len is -1"},
 		{"negative batched", func(d *Deployment) { d.MaxNumBatchedTokens = -1 }, "must not be negative"},
-		{"NaN utilization", func(d *Deployment) { d.GPUMemoryUtilization = nanValue() }, "gpu_memory_utilization is NaN"},
 		{"nvlink on a 4090", func(d *Deployment) {
 			d.GPU = mustGPU(t, "RTX-4090")
 			d.TensorParallel = 2
@@ -266,8 +284,9 @@ func TestParallelShares(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d.kvHeadsPerRank() != tt.kvHeadsPerRank || d.stageLayers() != tt.layers {
-				t.Errorf("kv heads/rank %d, layers/stage %d; want %d, %d", d.kvHeadsPerRank(), d.stageLayers(), tt.kvHeadsPerRank, tt.layers)
+			kvHeadsPerRank := int(d.Model.kvElementsPerTokenLayer(d.TensorParallel)) / (2 * d.Model.HeadDim)
+			if kvHeadsPerRank != tt.kvHeadsPerRank || d.stageLayers() != tt.layers {
+				t.Errorf("kv heads/rank %d, layers/stage %d; want %d, %d", kvHeadsPerRank, d.stageLayers(), tt.kvHeadsPerRank, tt.layers)
 			}
 			wantKV := int64(2 * tt.layers * tt.kvHeadsPerRank * 128 * 2)
 			if d.kvBytesPerTokenPerGPU() != wantKV {
@@ -292,8 +311,8 @@ func TestParallelShares(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.kvHeadsPerRank() != 1 {
-		t.Errorf("kv heads per rank = %d, want 1 (replicated)", d.kvHeadsPerRank())
+	if got := d.Model.kvElementsPerTokenLayer(d.TensorParallel); got != 2*64 {
+		t.Errorf("KV elements per token and layer = %d, want 128 (one replicated head)", got)
 	}
 	// V1 accepts uneven pipeline stages; the largest one decides.
 	d, err = deployment(t, "Qwen2-7B", "H100", func(d *Deployment) { d.PipelineParallel = 3 }).Resolve()
@@ -403,5 +422,21 @@ func TestCapacityGolden(t *testing.T) {
 	}
 	if diff := cmp.Diff(string(want), b.String()); diff != "" {
 		t.Errorf("capacity differs from %s (-want +got); rerun with -update if intended:\n%s", golden, diff)
+	}
+}
+
+// VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, which vLLM's own error suggests, lets a
+// longer max_model_len through.
+func TestAllowLongMaxModelLen(t *testing.T) {
+	for _, allow := range []bool{false, true} {
+		d := deployment(t, "Llama-3-8B", "H100", func(d *Deployment) { d.MaxModelLen = 16384; d.AllowLongMaxModelLen = allow })
+		r, err := d.Resolve()
+		var se *StartupError
+		switch {
+		case allow && (err != nil || r.MaxModelLen != 16384):
+			t.Errorf("allowed: Resolve = max_model_len %d, %v; want 16384", r.MaxModelLen, err)
+		case !allow && (!errors.As(err, &se) || se.Reason != ReasonMaxModelLenExceedsModel):
+			t.Errorf("not allowed: error %v, want %s", err, ReasonMaxModelLenExceedsModel)
+		}
 	}
 }

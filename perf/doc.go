@@ -5,19 +5,60 @@
 //
 // # Catalog
 //
-// Models come from their Hugging Face config.json (Qwen2-0.5B, Qwen2-7B,
-// Qwen2.5-7B and their -Instruct variants, Qwen2.5-7B-Instruct-GPTQ-Int4,
-// Llama-3-8B, Llama-3.1-8B, Llama-3-70B, Llama-3.1-70B); LookupModel also
-// reads any config.json of a dense Llama/Qwen2-style decoder. Parameter
-// counts ignore norms and biases (< 0.1%) and match the reference table:
-// Qwen2-0.5B 0.494 B, Qwen2-7B 7.62 B, Llama-3-8B 8.03 B, Llama-3-70B 70.6 B.
+// Models come from their Hugging Face config.json (the values of each
+// model's published config.json on its Hugging Face model card; the
+// published parameter counts below check them). LookupModel also reads any
+// config.json of a Llama/Qwen/Mistral/Gemma-style decoder or of a Mixtral,
+// Qwen-MoE or DeepSeek-V2/V3 MoE; LookupModelInCache first resolves a
+// Hugging Face id from the local hub cache (HF_HUB_CACHE, HF_HOME/hub,
+// ~/.cache/huggingface/hub: models--ORG--NAME/snapshots/<refs/main>/), never
+// downloading. Parameter counts ignore norms and biases (< 0.1%):
+//
+//   - Dense: Qwen2-0.5B 0.494 B, Qwen2-7B/Qwen2.5-7B 7.62 B, Llama-3-8B/3.1-8B
+//     8.03 B, Llama-3-70B/3.1-70B/3.3-70B 70.6 B (reference D); Llama-3.2-1B
+//     1.24 B and 3B 3.21 B (tied, head_dim 64 and 128, vocab 128256);
+//     Mistral-7B-v0.3 7.25 B (vocab 32768, no sliding window); Qwen2.5
+//     Instruct 0.5B/1.5B/3B (tied) and 14B/32B/72B (14.8, 32.8, 72.7 B;
+//     all max_position_embeddings 32768); Qwen3 0.6B/1.7B/4B (tied),
+//     8B/14B/32B (8.19, 14.8, 32.8 B; head_dim 128, 8 KV heads, 40960
+//     positions); Gemma-2-9B 9.24 B and 27B 27.2 B (vocab 256000, tied,
+//     head_dim 256 and 128: maxtext's hf_model_configs.py carries the same
+//     values).
+//   - MoE: Mixtral-8x7B 46.7 B total / 12.9 B active (8 experts, top-2,
+//     expert width intermediate_size 14336); Mixtral-8x22B 141 / 39 B;
+//     Qwen1.5-MoE-A2.7B 14.3 / 2.7 B (60 experts, top-4, 1408 wide, one
+//     shared expert of 5632); Qwen3-30B-A3B 30.5 / 3.3 B (128 experts,
+//     top-8, 768 wide); Qwen3-235B-A22B 235 / 22 B (94 layers, 1536 wide);
+//     DeepSeek-V2-Lite 15.7 / 2.4 B (64 routed + 2 shared experts of 1408,
+//     top-6, first layer dense, MLA with kv_lora_rank 512 and
+//     qk_rope_head_dim 64); DeepSeek-V3 671 / 37 B (256 routed + 1 shared
+//     of 2048, top-8, first 3 layers dense, q_lora_rank 1536, FP8
+//     checkpoint; the 14 B multi-token-prediction layer is not loaded
+//     without speculative decoding). These totals are the model cards'
+//     figures; the Megatron configs in slime (Qwen3-235B-A22B) and
+//     Megatron-Bridge (DeepSeek-V2/V2-Lite) use the same shapes.
 //
 // GPUs carry memory as torch reports it (A100-80GB 79.15 GiB, A100-40GB
 // 39.39 GiB, H100-SXM 79.11 GiB, RTX-4090 23.65 GiB, L40S 44.52 GiB, H200
 // 139.8 GiB, A10 and L4 22 GiB: the figures PyTorch prints as "total
 // capacity"), data-sheet bandwidth and dense tensor peaks (reference D;
 // RTX-4090 at its FP32-accumulate rates, 165 TF BF16 and 330 TF FP8, which
-// is what vLLM's kernels use).
+// is what vLLM's kernels use). The newer parts:
+//
+//   - H20: 96 GB HBM3, 4.0 TB/s, 148 TF dense FP16/BF16, 296 TF FP8/INT8,
+//     NVLink 900 GB/s (450 per direction), NVIDIA's H20 specification as
+//     quoted by GPU spec pages; torch memory 94.93 GiB is inferred by
+//     scaling the H100's 79.11 GiB of 80 GB.
+//   - B200 (HGX, 1000 W): 2.25 PF dense BF16, 4.5 PF dense FP8/INT8,
+//     8 TB/s HBM3e, NVLink 5 at 1.8 TB/s (900 per direction); 178.35 GiB
+//     total global memory as CUDA reports it (pytorch/ao PR #4002, which
+//     also measures the bus at 7.67 TB/s).
+//   - MI300X: 192 GB HBM3 at 5.3 TB/s, 1307.4 TF dense BF16, 2614.9 TF
+//     FP8 (AMD Instinct MI300X data sheet), Infinity Fabric 896 GB/s
+//     aggregate peer bandwidth (448 per direction) as its "NVLink"; memory
+//     191.5 GiB [inferred: ROCm keeps a little of the 192 GiB]; GDDR-like
+//     efficiencies (MFU 0.45/0.40, MBU 0.75) because ROCm kernels reach a
+//     smaller share of peak than CUDA's [inferred].
 //
 // Efficiencies. BLIS's roofline (hardware_config.json) uses MFU
 // prefill/decode 0.45/0.30 on H100, 0.38/0.18 on A100 and 0.32/0.08 on
@@ -105,6 +146,32 @@
 // (131 GiB of weights) on one A100-80GB fails with "No available memory
 // for the cache blocks".
 //
+// MoE and MLA. Memory holds every expert: total linear parameters =
+// L·attention + dense layers·3·d·f + MoE layers·(d·E router + 3·d·f_shared
+// + E·3·d·f_e). Compute per token uses the active parameters (router,
+// shared experts and k routed experts). A step of n tokens reads, in each
+// MoE layer, the experts its tokens were routed to: E·(1−(1−k/E)^n)
+// expected distinct experts under uniform routing, so one decode streams
+// k/E of the expert weights and a batch of 64 on Mixtral all of them
+// (Roofline.touchedExperts). With ExpertParallel (EP size = TP) each GPU
+// holds ceil(E/t) whole experts instead of 1/t of every expert. MLA caches
+// kv_lora_rank + qk_rope_head_dim elements per token and layer, which
+// every TP rank holds whole (Mixtral: 128 KiB a token; DeepSeek-V2-Lite:
+// 30.4 KiB); attention FLOPs per pair use the decompressed heads
+// (2·H·(qk_nope + qk_rope + v_head)). The fused-MoE activation peak is
+// taken as k·3·f_e + 3·f_shared wide. Worked numbers: Mixtral-8x7B weighs
+// 86.99 GiB (93,405,577,216 bytes, the checkpoint's safetensors size) and
+// 43.50 GiB per GPU at TP=2; on 2×H100 at 0.9 with V1 defaults that
+// leaves 23.7 GiB of KV cache, 387,888 tokens.
+//
+// A deployment whose weights plus the CUDA runtime exceed a GPU fails with
+// ReasonWeightsExceedGPU (vLLM dies with CUDA out of memory while loading,
+// and its cache error would advise raising gpu_memory_utilization), naming
+// SmallestFittingTP: the smallest tensor_parallel_size with which
+// Capacity succeeds (Llama-3.1-70B on H100: 4 at its 131072 tokens, 2 at
+// 8192). gpu_memory_utilization outside (0, 1] fails with one text for
+// every case. AllowLongMaxModelLen is VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.
+//
 // Errors carry vLLM's exact text (StartupError). V1's "max seq len" error
 // uses the wording of vLLM ≥ 0.9 (PR #18966), which completes the
 // "estimated maximum model length" sentence that 0.8.5 printed truncated.
@@ -144,7 +211,10 @@
 //
 // Not modelled: kernel-level effects (tile quantisation, attention kernel
 // choice, FlashInfer vs FlashAttention), L2 reuse, prefix-cache copy-on-
-// write, speculative decoding, MoE, LoRA, sliding windows, sampling
+// write, speculative decoding, skewed expert routing and expert-parallel
+// all-to-all traffic (EP is modelled for memory only), MLA's replicated
+// down-projections and its absorbed decode kernels, LoRA, sliding windows
+// (Gemma-2 and Mistral-7B-v0.1 attend locally in some layers), sampling
 // parameters (top-k, penalties), CUDA-graph padding of batch sizes, the
 // V0 fallback to eager for contexts above max_seq_len_to_capture, overlap
 // of communication with compute, pipelining of several batches, and GPU

@@ -74,6 +74,18 @@ var gpuCatalog = []catalogGPU{
 		BF16FLOPS: 989.5 * tf, FP8FLOPS: 1979 * tf, INT8FLOPS: 1979 * tf,
 		MFUPrefill: 0.50, MFUDecode: 0.45, MBU: 0.80, PCIeBandwidth: 50 * gb, NVLinkBandwidth: 450 * gb},
 		[]string{"h200-sxm", "h200-141gb"}},
+	{GPU{Name: "H20", MemoryBytes: gibf(94.93), MemoryBandwidth: 4000 * gb,
+		BF16FLOPS: 148 * tf, FP8FLOPS: 296 * tf, INT8FLOPS: 296 * tf,
+		MFUPrefill: 0.50, MFUDecode: 0.45, MBU: 0.80, PCIeBandwidth: 50 * gb, NVLinkBandwidth: 450 * gb},
+		[]string{"h20-96gb"}},
+	{GPU{Name: "B200", MemoryBytes: gibf(178.35), MemoryBandwidth: 8000 * gb,
+		BF16FLOPS: 2250 * tf, FP8FLOPS: 4500 * tf, INT8FLOPS: 4500 * tf,
+		MFUPrefill: 0.50, MFUDecode: 0.45, MBU: 0.80, PCIeBandwidth: 50 * gb, NVLinkBandwidth: 900 * gb},
+		[]string{"b200-180gb", "b200-sxm", "hgx-b200"}},
+	{GPU{Name: "MI300X", MemoryBytes: gibf(191.5), MemoryBandwidth: 5300 * gb,
+		BF16FLOPS: 1307.4 * tf, FP8FLOPS: 2614.9 * tf, INT8FLOPS: 2614.9 * tf,
+		MFUPrefill: 0.45, MFUDecode: 0.40, MBU: 0.75, PCIeBandwidth: 50 * gb, NVLinkBandwidth: 448 * gb},
+		[]string{"amd-instinct-mi300x", "instinct-mi300x", "amd-mi300x"}},
 	{GPU{Name: "RTX-4090", MemoryBytes: gibf(23.65), MemoryBandwidth: 1008 * gb,
 		BF16FLOPS: 165 * tf, FP8FLOPS: 330 * tf, INT8FLOPS: 660 * tf,
 		MFUPrefill: 0.55, MFUDecode: 0.50, MBU: 0.75, PCIeBandwidth: 25 * gb},
@@ -95,6 +107,7 @@ func normalizeGPUName(s string) string {
 	s = strings.ToLower(strings.TrimSpace(s))
 	s = strings.NewReplacer(" ", "-", "_", "-").Replace(s)
 	s = strings.TrimPrefix(s, "nvidia-")
+	s = strings.TrimPrefix(s, "amd-instinct-")
 	return s
 }
 

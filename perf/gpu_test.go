@@ -34,6 +34,10 @@ func TestGPUCatalog(t *testing.T) {
 		{"H100-SXM", 3350, 989.5, true, true},
 		{"H200", 4800, 989.5, true, true},
 		{"RTX-4090", 1008, 165, true, false},
+		// Vendor data sheets (doc.go): H20 and HGX B200 dense peaks, MI300X.
+		{"H20", 4000, 148, true, true},
+		{"B200", 8000, 2250, true, true},
+		{"MI300X", 5300, 1307.4, true, true},
 	}
 	if len(GPUs()) != len(tests) {
 		t.Errorf("GPUs() = %v, want the %d GPUs tested here", GPUs(), len(tests))
@@ -81,17 +85,20 @@ func TestLookupGPUAliases(t *testing.T) {
 		"NVIDIA H100 80GB HBM3 ":   "H100-SXM",
 		"nvidia h100-sxm5-80gb":    "H100-SXM",
 		"nvidia-geforce-rtx-4090 ": "RTX-4090",
+		"NVIDIA B200":              "B200",
+		"NVIDIA H20":               "H20",
+		"AMD Instinct MI300X":      "MI300X",
 	}
 	for query, want := range tests {
 		if g := mustGPU(t, query); g.Name != want {
 			t.Errorf("LookupGPU(%q) = %s, want %s", query, g.Name, want)
 		}
 	}
-	_, err := LookupGPU("B200")
+	_, err := LookupGPU("TPU-v5e")
 	if err == nil {
-		t.Fatal("LookupGPU(B200): want an error")
+		t.Fatal("LookupGPU(TPU-v5e): want an error")
 	}
-	for _, want := range append(GPUs(), `"B200"`, "YAML") {
+	for _, want := range append(GPUs(), `"TPU-v5e"`, "YAML") {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}

@@ -51,22 +51,165 @@ type Model struct {
 	// modelMaxLength is config.json's model_max_length (0 = absent); vLLM
 	// lets a user max_model_len up to it through.
 	modelMaxLength int
+
+	// MoE is the mixture-of-experts MLP; the zero value means dense.
+	MoE MoE
+	// MLA is DeepSeek's multi-head latent attention; the zero value means
+	// standard (grouped-query) attention.
+	MLA MLA
 }
 
-// LinearParams is N_lin: the parameters of the attention projections and
-// the SwiGLU MLP summed over all layers (norms and biases are ignored,
-// < 0.1% of any catalog model).
+// MoE describes the mixture-of-experts layers of a model (Mixtral,
+// Qwen-MoE, DeepSeek-V2/V3). Experts == 0 means a dense model.
+type MoE struct {
+	// Experts is the number of routed experts per MoE layer
+	// (num_local_experts, num_experts, n_routed_experts).
+	Experts int
+	// ExpertsPerToken is the top-k of the router (num_experts_per_tok).
+	ExpertsPerToken int
+	// ExpertIntermediate is one routed expert's SwiGLU width
+	// (moe_intermediate_size; Mixtral's experts use intermediate_size).
+	ExpertIntermediate int
+	// SharedIntermediate is the total width of the always-active shared
+	// experts: shared_expert_intermediate_size (Qwen-MoE) or
+	// n_shared_experts·moe_intermediate_size (DeepSeek); 0 for none.
+	SharedIntermediate int
+	// DenseLayers is how many layers keep a dense MLP of
+	// Model.Intermediate (DeepSeek's first_k_dense_replace, Qwen-MoE's
+	// mlp_only_layers and decoder_sparse_step).
+	DenseLayers int
+}
+
+// MLA describes multi-head latent attention: K and V are cached as one
+// compressed latent of KVLoraRank plus a shared RoPE key of QKRopeHeadDim
+// per token and layer, not split across tensor-parallel ranks.
+type MLA struct {
+	KVLoraRank    int // kv_lora_rank
+	QLoraRank     int // q_lora_rank (0 = queries projected directly)
+	QKNopeHeadDim int // qk_nope_head_dim
+	QKRopeHeadDim int // qk_rope_head_dim
+	VHeadDim      int // v_head_dim
+}
+
+// IsMoE reports whether the model has mixture-of-experts layers.
+func (m Model) IsMoE() bool { return m.MoE.Experts > 0 }
+
+// IsMLA reports whether the model uses multi-head latent attention.
+func (m Model) IsMLA() bool { return m.MLA.KVLoraRank > 0 }
+
+// moeLayers is the number of layers with a mixture-of-experts MLP.
+func (m Model) moeLayers() int {
+	if !m.IsMoE() {
+		return 0
+	}
+	return m.Layers - m.MoE.DenseLayers
+}
+
+// LinearParams is N_lin: the parameters of the attention projections, the
+// MLPs and (MoE) the routers and every expert, summed over all layers
+// (norms and biases are ignored, < 0.1% of any catalog model). It is what
+// the weights take in memory.
 func (m Model) LinearParams() int64 {
-	return int64(m.Layers) * m.linearParamsPerLayer()
+	return int64(m.Layers)*m.attentionParamsPerLayer() +
+		int64(m.Layers-m.moeLayers())*m.denseMLPParams() +
+		int64(m.moeLayers())*m.moeMLPParams(m.MoE.Experts)
 }
 
-func (m Model) linearParamsPerLayer() int64 {
-	d, hd := int64(m.Hidden), int64(m.HeadDim)
-	q := d * int64(m.Heads) * hd
+// ActiveLinearParams is the part of N_lin one token runs through: for MoE
+// models the router, the shared experts and its top-k routed experts only.
+// It sets the FLOPs per token; equal to LinearParams for dense models.
+func (m Model) ActiveLinearParams() int64 {
+	return int64(m.Layers)*m.attentionParamsPerLayer() +
+		int64(m.Layers-m.moeLayers())*m.denseMLPParams() +
+		int64(m.moeLayers())*m.moeMLPParams(m.MoE.ExpertsPerToken)
+}
+
+// routedExpertParams is one routed expert of one layer (a SwiGLU MLP).
+func (m Model) routedExpertParams() int64 {
+	return 3 * int64(m.Hidden) * int64(m.MoE.ExpertIntermediate)
+}
+
+// RoutedExpertParams is the parameters of all routed experts of all MoE
+// layers: the part expert parallelism distributes and a decode step reads
+// only where tokens were routed.
+func (m Model) RoutedExpertParams() int64 {
+	return int64(m.moeLayers()) * int64(m.MoE.Experts) * m.routedExpertParams()
+}
+
+func (m Model) attentionParamsPerLayer() int64 {
+	d, h := int64(m.Hidden), int64(m.Heads)
+	if m.IsMLA() {
+		a := m.MLA
+		qk := int64(a.QKNopeHeadDim + a.QKRopeHeadDim)
+		q := d * h * qk
+		if a.QLoraRank > 0 {
+			q = d*int64(a.QLoraRank) + int64(a.QLoraRank)*h*qk
+		}
+		kvA := d * int64(a.KVLoraRank+a.QKRopeHeadDim)
+		kvB := int64(a.KVLoraRank) * h * int64(a.QKNopeHeadDim+a.VHeadDim)
+		o := h * int64(a.VHeadDim) * d
+		return q + kvA + kvB + o
+	}
+	hd := int64(m.HeadDim)
+	q := d * h * hd
 	kv := 2 * d * int64(m.KVHeads) * hd
-	o := int64(m.Heads) * hd * d
-	mlp := 3 * d * int64(m.Intermediate)
-	return q + kv + o + mlp
+	o := h * hd * d
+	return q + kv + o
+}
+
+func (m Model) denseMLPParams() int64 { return 3 * int64(m.Hidden) * int64(m.Intermediate) }
+
+// moeMLPParams is one MoE layer's router, shared experts and the given
+// number of routed experts.
+func (m Model) moeMLPParams(routed int) int64 {
+	d := int64(m.Hidden)
+	router := d * int64(m.MoE.Experts)
+	shared := 3 * d * int64(m.MoE.SharedIntermediate)
+	return router + shared + int64(routed)*m.routedExpertParams()
+}
+
+// mlpActiveWidth is the SwiGLU width a token passes through in an average
+// layer: Intermediate for dense models, top-k experts plus shared experts
+// for MoE (activation sizes follow it).
+func (m Model) mlpActiveWidth() float64 {
+	if !m.IsMoE() {
+		return float64(m.Intermediate)
+	}
+	moe := float64(m.MoE.ExpertsPerToken*m.MoE.ExpertIntermediate + m.MoE.SharedIntermediate)
+	dense := float64(m.Intermediate)
+	l := float64(m.Layers)
+	return (float64(m.moeLayers())*moe + float64(m.MoE.DenseLayers)*dense) / l
+}
+
+// kvElementsPerTokenLayer is the number of KV cache elements one token
+// stores per layer on one of t tensor-parallel ranks: K and V of
+// max(1, H_kv/t) heads, or MLA's latent plus RoPE key, which every rank
+// holds whole.
+func (m Model) kvElementsPerTokenLayer(t int) int64 {
+	if m.IsMLA() {
+		return int64(m.MLA.KVLoraRank + m.MLA.QKRopeHeadDim)
+	}
+	return 2 * int64(max(1, m.KVHeads/max(t, 1))) * int64(m.HeadDim)
+}
+
+// attentionFLOPsPerPair is the attention FLOPs of one (query, key) pair in
+// one layer over all heads: QK^T and PV. MLA prefill runs as ordinary
+// attention over decompressed heads of qk_nope+qk_rope and v_head_dim.
+func (m Model) attentionFLOPsPerPair() float64 {
+	if m.IsMLA() {
+		return 2 * float64(m.Heads) * float64(m.MLA.QKNopeHeadDim+m.MLA.QKRopeHeadDim+m.MLA.VHeadDim)
+	}
+	return 4 * float64(m.Heads) * float64(m.HeadDim)
+}
+
+// attentionActivationWidth is the per-token width of the attention
+// projections' outputs (Q, K, V and the attention output), summed.
+func (m Model) attentionActivationWidth() float64 {
+	if m.IsMLA() {
+		a := m.MLA
+		return float64(m.Heads)*float64(2*(a.QKNopeHeadDim+a.QKRopeHeadDim)+2*a.VHeadDim) + float64(a.KVLoraRank+a.QKRopeHeadDim)
+	}
+	return float64(2*m.Heads+2*m.KVHeads) * float64(m.HeadDim)
 }
 
 // EmbeddingParams is vocab·hidden, the size of the input embedding and of
@@ -123,12 +266,16 @@ func (m Model) embeddingAndHeadBytes() int64 {
 	return b
 }
 
-// KVBytesPerToken is 2·L·H_kv·d_h·b_kv for the whole model on one GPU;
+// KVBytesPerToken is 2·L·H_kv·d_h·b_kv (MLA: L·(kv_lora_rank +
+// qk_rope_head_dim)·b_kv) for the whole model on one GPU;
 // kvCacheDType is "auto" (model dtype, 2 bytes) or "fp8" (1 byte).
 func (m Model) KVBytesPerToken(kvCacheDType string) int64 {
 	b := int64(activationBytes)
 	if isFP8KVCache(kvCacheDType) {
 		b = 1
+	}
+	if m.IsMLA() {
+		return int64(m.Layers) * m.kvElementsPerTokenLayer(1) * b
 	}
 	return 2 * int64(m.Layers) * int64(m.KVHeads) * int64(m.HeadDim) * b
 }
@@ -173,6 +320,12 @@ func (m Model) validate() error {
 			return fmt.Errorf("%s is %d; it must be between 1 and %d", c.field, c.v, c.max)
 		}
 	}
+	if err := m.validateMoE(); err != nil {
+		return err
+	}
+	if err := m.validateMLA(); err != nil {
+		return err
+	}
 	if m.Heads%m.KVHeads != 0 {
 		return fmt.Errorf("num_attention_heads (%d) is not a multiple of num_key_value_heads (%d)", m.Heads, m.KVHeads)
 	}
@@ -199,6 +352,52 @@ func (m Model) validate() error {
 	}
 	if m.DerivedMaxModelLen() > 1<<30 {
 		return fmt.Errorf("derived max model length %d is above %d", m.DerivedMaxModelLen(), 1<<30)
+	}
+	return nil
+}
+
+func (m Model) validateMoE() error {
+	e := m.MoE
+	if e == (MoE{}) {
+		return nil
+	}
+	if e.Experts <= 0 || e.Experts > 1<<10 {
+		return fmt.Errorf("the number of routed experts is %d; it must be between 1 and %d", e.Experts, 1<<10)
+	}
+	if e.ExpertsPerToken <= 0 || e.ExpertsPerToken > e.Experts {
+		return fmt.Errorf("num_experts_per_tok is %d; it must be between 1 and the %d routed experts", e.ExpertsPerToken, e.Experts)
+	}
+	if e.ExpertIntermediate <= 0 || e.ExpertIntermediate > 1<<20 {
+		return fmt.Errorf("the expert intermediate size (moe_intermediate_size) is %d; it must be between 1 and %d", e.ExpertIntermediate, 1<<20)
+	}
+	if e.SharedIntermediate < 0 || e.SharedIntermediate > 1<<20 {
+		return fmt.Errorf("the shared expert intermediate size is %d; it must be between 0 and %d", e.SharedIntermediate, 1<<20)
+	}
+	if e.DenseLayers < 0 || e.DenseLayers > m.Layers {
+		return fmt.Errorf("%d dense layers (first_k_dense_replace) is outside 0..num_hidden_layers (%d)", e.DenseLayers, m.Layers)
+	}
+	return nil
+}
+
+func (m Model) validateMLA() error {
+	a := m.MLA
+	if a == (MLA{}) {
+		return nil
+	}
+	for _, c := range []struct {
+		v     int
+		field string
+		zero  bool
+	}{
+		{a.KVLoraRank, "kv_lora_rank", false},
+		{a.QLoraRank, "q_lora_rank", true},
+		{a.QKNopeHeadDim, "qk_nope_head_dim", false},
+		{a.QKRopeHeadDim, "qk_rope_head_dim", false},
+		{a.VHeadDim, "v_head_dim", false},
+	} {
+		if c.v < 0 || c.v > 1<<16 || (c.v == 0 && !c.zero) {
+			return fmt.Errorf("%s is %d; multi-head latent attention needs it between 1 and %d", c.field, c.v, 1<<16)
+		}
 	}
 	return nil
 }
@@ -241,14 +440,99 @@ func llama3_70B(name string, maxPos int, aliases ...string) catalogModel {
 	}, aliases}
 }
 
+// arch is the config.json fields of a catalog entry that vary between
+// families; dense builds a bf16 model from them.
+type arch struct {
+	layers, hidden, heads, kvHeads, headDim, intermediate, vocab, maxPos int
+	tied                                                                 bool
+}
+
+func dense(name string, a arch, aliases ...string) catalogModel {
+	return catalogModel{Model{
+		Name: name, Layers: a.layers, Hidden: a.hidden, Heads: a.heads, KVHeads: a.kvHeads, HeadDim: a.headDim,
+		Intermediate: a.intermediate, Vocab: a.vocab, TiedEmbeddings: a.tied, MaxPositionEmbeddings: a.maxPos,
+		DType: "bfloat16", maxLenKey: "max_position_embeddings",
+	}, aliases}
+}
+
+func moe(name string, a arch, e MoE, aliases ...string) catalogModel {
+	c := dense(name, a, aliases...)
+	c.model.MoE = e
+	return c
+}
+
+// deepseek builds a DeepSeek-V2/V3 MLA model. Its config.json says
+// max_position_embeddings 163840 with rope_scaling yarn, factor 40 over
+// original_max_position_embeddings 4096, which vLLM derives as 163840.0.
+func deepseek(name string, a arch, e MoE, mla MLA, aliases ...string) catalogModel {
+	c := moe(name, a, e, aliases...)
+	c.model.MLA = mla
+	c.model.HeadDim = mla.QKNopeHeadDim + mla.QKRopeHeadDim
+	c.model.MaxPositionEmbeddings, c.model.ropeFactor = 4096, 40
+	return c
+}
+
 // modelCatalog holds the Hugging Face configs of the models servebench
-// knows by name. Base and instruct checkpoints differ only in
-// max_position_embeddings, so they are separate entries.
+// knows by name (doc.go cites each). Base and instruct checkpoints that
+// differ only in max_position_embeddings are separate entries.
 var modelCatalog = func() []catalogModel {
 	gptq := qwen2("Qwen2.5-7B-Instruct-GPTQ-Int4", 32768)
 	gptq.model.DType = "float16"
 	gptq.model.Quantization = Quantization{Method: "gptq", Bits: 4, GroupSize: 128}
+	deepseekV3 := deepseek("DeepSeek-V3",
+		arch{layers: 61, hidden: 7168, heads: 128, kvHeads: 128, intermediate: 18432, vocab: 129280},
+		MoE{Experts: 256, ExpertsPerToken: 8, ExpertIntermediate: 2048, SharedIntermediate: 2048, DenseLayers: 3},
+		MLA{KVLoraRank: 512, QLoraRank: 1536, QKNopeHeadDim: 128, QKRopeHeadDim: 64, VHeadDim: 128},
+		"DeepSeek-V3-0324", "DeepSeek-R1", "DeepSeek-R1-0528")
+	// Shipped as block-wise FP8 (128×128 fp32 scales, < 0.03% extra).
+	deepseekV3.model.Quantization = Quantization{Method: "fp8"}
+	qwen3 := func(name string, layers, hidden, heads, inter int, tied bool) catalogModel {
+		return dense(name, arch{layers: layers, hidden: hidden, heads: heads, kvHeads: 8, headDim: 128,
+			intermediate: inter, vocab: 151936, maxPos: 40960, tied: tied})
+	}
+	qwen25 := func(name string, layers, hidden, heads, kvHeads, inter, vocab int, tied bool) catalogModel {
+		return dense(name, arch{layers: layers, hidden: hidden, heads: heads, kvHeads: kvHeads, headDim: hidden / heads,
+			intermediate: inter, vocab: vocab, maxPos: 32768, tied: tied})
+	}
 	return []catalogModel{
+		dense("Llama-3.2-1B", arch{16, 2048, 32, 8, 64, 8192, 128256, 131072, true}, "Llama-3.2-1B-Instruct"),
+		dense("Llama-3.2-3B", arch{28, 3072, 24, 8, 128, 8192, 128256, 131072, true}, "Llama-3.2-3B-Instruct"),
+		llama3_70B("Llama-3.3-70B", 131072, "Llama-3.3-70B-Instruct"),
+		dense("Mistral-7B-v0.3", arch{32, 4096, 32, 8, 128, 14336, 32768, 32768, false}, "Mistral-7B-Instruct-v0.3"),
+		moe("Mixtral-8x7B", arch{32, 4096, 32, 8, 128, 14336, 32000, 32768, false},
+			MoE{Experts: 8, ExpertsPerToken: 2, ExpertIntermediate: 14336},
+			"Mixtral-8x7B-v0.1", "Mixtral-8x7B-Instruct-v0.1"),
+		moe("Mixtral-8x22B", arch{56, 6144, 48, 8, 128, 16384, 32000, 65536, false},
+			MoE{Experts: 8, ExpertsPerToken: 2, ExpertIntermediate: 16384}, "Mixtral-8x22B-v0.1"),
+		moe("Mixtral-8x22B-Instruct-v0.1", arch{56, 6144, 48, 8, 128, 16384, 32768, 65536, false},
+			MoE{Experts: 8, ExpertsPerToken: 2, ExpertIntermediate: 16384}),
+		qwen25("Qwen2.5-0.5B-Instruct", 24, 896, 14, 2, 4864, 151936, true),
+		qwen25("Qwen2.5-1.5B-Instruct", 28, 1536, 12, 2, 8960, 151936, true),
+		qwen25("Qwen2.5-3B-Instruct", 36, 2048, 16, 2, 11008, 151936, true),
+		qwen25("Qwen2.5-14B-Instruct", 48, 5120, 40, 8, 13824, 152064, false),
+		qwen25("Qwen2.5-32B-Instruct", 64, 5120, 40, 8, 27648, 152064, false),
+		qwen25("Qwen2.5-72B-Instruct", 80, 8192, 64, 8, 29568, 152064, false),
+		qwen3("Qwen3-0.6B", 28, 1024, 16, 3072, true),
+		qwen3("Qwen3-1.7B", 28, 2048, 16, 6144, true),
+		qwen3("Qwen3-4B", 36, 2560, 32, 9728, true),
+		qwen3("Qwen3-8B", 36, 4096, 32, 12288, false),
+		qwen3("Qwen3-14B", 40, 5120, 40, 17408, false),
+		qwen3("Qwen3-32B", 64, 5120, 64, 25600, false),
+		moe("Qwen3-30B-A3B", arch{48, 2048, 32, 4, 128, 6144, 151936, 40960, false},
+			MoE{Experts: 128, ExpertsPerToken: 8, ExpertIntermediate: 768}),
+		moe("Qwen3-235B-A22B", arch{94, 4096, 64, 4, 128, 12288, 151936, 40960, false},
+			MoE{Experts: 128, ExpertsPerToken: 8, ExpertIntermediate: 1536}),
+		moe("Qwen1.5-MoE-A2.7B", arch{24, 2048, 16, 16, 128, 5632, 151936, 8192, false},
+			MoE{Experts: 60, ExpertsPerToken: 4, ExpertIntermediate: 1408, SharedIntermediate: 5632},
+			"Qwen1.5-MoE-A2.7B-Chat"),
+		dense("Gemma-2-9B", arch{42, 3584, 16, 8, 256, 14336, 256000, 8192, true}, "gemma-2-9b-it"),
+		dense("Gemma-2-27B", arch{46, 4608, 32, 16, 128, 36864, 256000, 8192, true}, "gemma-2-27b-it"),
+		deepseek("DeepSeek-V2-Lite",
+			arch{layers: 27, hidden: 2048, heads: 16, kvHeads: 16, intermediate: 10944, vocab: 102400},
+			MoE{Experts: 64, ExpertsPerToken: 6, ExpertIntermediate: 1408, SharedIntermediate: 2 * 1408, DenseLayers: 1},
+			MLA{KVLoraRank: 512, QKNopeHeadDim: 128, QKRopeHeadDim: 64, VHeadDim: 128},
+			"DeepSeek-V2-Lite-Chat"),
+		deepseekV3,
 		qwen2Small("Qwen2-0.5B", 131072),
 		qwen2Small("Qwen2-0.5B-Instruct", 32768),
 		qwen2("Qwen2-7B", 131072),
@@ -306,8 +590,17 @@ func lookupCatalogModel(name string) (Model, bool) {
 // LookupModel returns a model by catalog name or Hugging Face id
 // (case-insensitive: "Qwen/Qwen2-7B", "meta-llama/Llama-3.1-8B-Instruct"),
 // or reads it from a path to an HF config.json or a directory holding one.
-// A path that exists wins over a catalog name, as in vLLM.
+// A path that exists wins over a catalog name, as in vLLM. It does not
+// look in the Hugging Face cache; LookupModelInCache does.
 func LookupModel(nameOrPath string) (Model, error) {
+	return LookupModelInCache(nameOrPath, nil)
+}
+
+// LookupModelInCache is LookupModel that first resolves a Hugging Face id
+// ("org/name") from the local hub cache directories hfCacheDirs (see
+// HFEnv.CacheDirs), reading the cached config.json, so that any cached
+// model works, not only catalog ones. Nothing is downloaded.
+func LookupModelInCache(nameOrPath string, hfCacheDirs []string) (Model, error) {
 	if info, err := os.Stat(nameOrPath); err == nil && nameOrPath != "" {
 		path := nameOrPath
 		if info.IsDir() {
@@ -315,15 +608,37 @@ func LookupModel(nameOrPath string) (Model, error) {
 		}
 		return LoadModelConfig(path)
 	}
+	var cacheErr error
+	if len(hfCacheDirs) > 0 && isHFRepoID(strings.TrimSpace(nameOrPath)) {
+		path, err := FindHFFile(nameOrPath, hfCacheDirs, "config.json")
+		if err == nil {
+			m, err := LoadModelConfig(path)
+			if err == nil {
+				m.Name = nameOrPath[strings.LastIndex(nameOrPath, "/")+1:]
+			}
+			return m, err
+		}
+		cacheErr = err
+	}
 	if m, ok := lookupCatalogModel(nameOrPath); ok {
 		return m, nil
 	}
 	if strings.HasSuffix(strings.ToLower(nameOrPath), ".json") {
 		return Model{}, fmt.Errorf("perf: model config %s: file not found; give the path to an existing Hugging Face config.json", nameOrPath)
 	}
+	if miss := (*HFCacheMissError)(nil); errors.As(cacheErr, &miss) {
+		return Model{}, fmt.Errorf("perf: unknown model %q: not a catalog model (%s), and %w", nameOrPath, strings.Join(Models(), ", "), &hfMissDetail{miss})
+	}
 	return Model{}, fmt.Errorf("perf: unknown model %q; known models: %s; or pass the path to the model's Hugging Face config.json (or its directory)",
 		nameOrPath, strings.Join(Models(), ", "))
 }
+
+// hfMissDetail prints a cache miss without its "perf: id is" prefix when
+// it ends a longer sentence, and still unwraps to it.
+type hfMissDetail struct{ miss *HFCacheMissError }
+
+func (d *hfMissDetail) Error() string { return d.miss.detail() }
+func (d *hfMissDetail) Unwrap() error { return d.miss }
 
 // LoadModelConfig reads a Hugging Face config.json.
 func LoadModelConfig(path string) (Model, error) {
@@ -356,6 +671,82 @@ type hfConfig struct {
 	RopeScaling           *hfRopeScaling  `json:"rope_scaling"`
 	QuantizationConfig    *hfQuantization `json:"quantization_config"`
 	TextConfig            *hfConfig       `json:"text_config"`
+
+	// Mixture of experts: Mixtral (num_local_experts), Qwen-MoE
+	// (num_experts, moe_intermediate_size, shared_expert_intermediate_size,
+	// decoder_sparse_step, mlp_only_layers), DeepSeek (n_routed_experts,
+	// n_shared_experts, first_k_dense_replace, moe_layer_freq).
+	NumLocalExperts              *int  `json:"num_local_experts"`
+	NumExperts                   *int  `json:"num_experts"`
+	NRoutedExperts               *int  `json:"n_routed_experts"`
+	NumExpertsPerTok             *int  `json:"num_experts_per_tok"`
+	MoEIntermediateSize          *int  `json:"moe_intermediate_size"`
+	SharedExpertIntermediateSize *int  `json:"shared_expert_intermediate_size"`
+	NSharedExperts               *int  `json:"n_shared_experts"`
+	FirstKDenseReplace           *int  `json:"first_k_dense_replace"`
+	MoELayerFreq                 *int  `json:"moe_layer_freq"`
+	DecoderSparseStep            *int  `json:"decoder_sparse_step"`
+	MLPOnlyLayers                []int `json:"mlp_only_layers"`
+
+	// Multi-head latent attention (DeepSeek-V2/V3).
+	KVLoraRank    *int `json:"kv_lora_rank"`
+	QLoraRank     *int `json:"q_lora_rank"`
+	QKNopeHeadDim *int `json:"qk_nope_head_dim"`
+	QKRopeHeadDim *int `json:"qk_rope_head_dim"`
+	VHeadDim      *int `json:"v_head_dim"`
+}
+
+// parseMoE reads the mixture-of-experts keys of the three config families.
+func parseMoE(cfg *hfConfig, layers, intermediate int) (MoE, error) {
+	var e MoE
+	switch {
+	case cfg.NumLocalExperts != nil:
+		e.Experts = *cfg.NumLocalExperts
+	case cfg.NRoutedExperts != nil:
+		e.Experts = *cfg.NRoutedExperts
+	case cfg.NumExperts != nil:
+		e.Experts = *cfg.NumExperts
+	}
+	if e.Experts == 0 {
+		return MoE{}, nil
+	}
+	if cfg.NumExpertsPerTok == nil {
+		return MoE{}, fmt.Errorf("the config has %d experts but no num_experts_per_tok; add the router's top-k", e.Experts)
+	}
+	e.ExpertsPerToken = *cfg.NumExpertsPerTok
+	e.ExpertIntermediate = intermediate // Mixtral's experts are intermediate_size wide
+	if cfg.MoEIntermediateSize != nil {
+		e.ExpertIntermediate = *cfg.MoEIntermediateSize
+	}
+	switch {
+	case cfg.SharedExpertIntermediateSize != nil:
+		e.SharedIntermediate = *cfg.SharedExpertIntermediateSize
+	case cfg.NSharedExperts != nil:
+		e.SharedIntermediate = *cfg.NSharedExperts * e.ExpertIntermediate
+	}
+	firstDense, freq, step := 0, 1, 1
+	if cfg.FirstKDenseReplace != nil {
+		firstDense = *cfg.FirstKDenseReplace
+	}
+	if cfg.MoELayerFreq != nil && *cfg.MoELayerFreq > 0 {
+		freq = *cfg.MoELayerFreq
+	}
+	if cfg.DecoderSparseStep != nil && *cfg.DecoderSparseStep > 0 {
+		step = *cfg.DecoderSparseStep
+	}
+	mlpOnly := make(map[int]bool, len(cfg.MLPOnlyLayers))
+	for _, l := range cfg.MLPOnlyLayers {
+		mlpOnly[l] = true
+	}
+	// vLLM's DeepseekV2DecoderLayer and Qwen2MoeDecoderLayer choose per
+	// layer; only the count matters here.
+	for i := range min(max(layers, 0), 1<<12) {
+		moe := i >= firstDense && i%freq == 0 && (i+1)%step == 0 && !mlpOnly[i]
+		if !moe {
+			e.DenseLayers++
+		}
+	}
+	return e, nil
 }
 
 type hfRopeScaling struct {
@@ -380,7 +771,8 @@ func ParseModelConfig(data []byte, name string) (Model, error) {
 		return Model{}, fmt.Errorf("perf: model config %s: %s", name, fmt.Sprintf(format, args...))
 	}
 	var cfg hfConfig
-	if err := json.Unmarshal(data, &cfg); err != nil {
+	var err error
+	if err = json.Unmarshal(data, &cfg); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) {
 			return fail("field %q has a %s where a %s is expected", typeErr.Field, typeErr.Value, typeErr.Type)
@@ -411,7 +803,7 @@ func ParseModelConfig(data []byte, name string) (Model, error) {
 	}
 	for _, r := range required {
 		if r.v == nil {
-			return fail("%s is missing; servebench models dense decoder-only (Llama/Qwen2-style) configs", r.field)
+			return fail("%s is missing; servebench models decoder-only configs (Llama/Qwen/Mistral/Gemma-style, Mixtral/Qwen-MoE/DeepSeek MoE)", r.field)
 		}
 	}
 	m := Model{
@@ -437,6 +829,23 @@ func ParseModelConfig(data []byte, name string) (Model, error) {
 			return fail("hidden_size (%d) is not a multiple of num_attention_heads (%d) and head_dim is absent; add head_dim", m.Hidden, m.Heads)
 		}
 		m.HeadDim = m.Hidden / m.Heads
+	}
+	if m.MoE, err = parseMoE(&cfg, m.Layers, m.Intermediate); err != nil {
+		return fail("%v", err)
+	}
+	if cfg.KVLoraRank != nil && *cfg.KVLoraRank > 0 {
+		get := func(p *int) int {
+			if p == nil {
+				return 0
+			}
+			return *p
+		}
+		m.MLA = MLA{
+			KVLoraRank: *cfg.KVLoraRank, QLoraRank: get(cfg.QLoraRank),
+			QKNopeHeadDim: get(cfg.QKNopeHeadDim), QKRopeHeadDim: get(cfg.QKRopeHeadDim), VHeadDim: get(cfg.VHeadDim),
+		}
+		// The query/key head of MLA; hidden/heads means nothing here.
+		m.HeadDim = m.MLA.QKNopeHeadDim + m.MLA.QKRopeHeadDim
 	}
 	// Absent means untied: LlamaConfig and Qwen2Config default to false.
 	if cfg.TieWordEmbeddings != nil {

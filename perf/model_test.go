@@ -268,6 +268,10 @@ func FuzzParseModelConfig(f *testing.F) {
 		"testdata/qwen2.5-7b-instruct-gptq-int4/config.json",
 		"testdata/llama-3.1-8b-instruct/config.json",
 		"testdata/qwen2.5-7b-instruct-yarn/config.json",
+		"testdata/moe/Mixtral-8x7B-v0.1/config.json",
+		"testdata/moe/Qwen1.5-MoE-A2.7B/config.json",
+		"testdata/moe/Qwen3-30B-A3B/config.json",
+		"testdata/moe/DeepSeek-V2-Lite/config.json",
 	} {
 		data, err := os.ReadFile(p)
 		if err != nil {
@@ -289,7 +293,8 @@ func FuzzParseModelConfig(f *testing.F) {
 		if err := m.validate(); err != nil {
 			t.Fatalf("accepted an invalid model: %v", err)
 		}
-		if m.Params() <= 0 || m.WeightBytes() <= 0 || m.KVBytesPerToken("auto") <= 0 || m.DerivedMaxModelLen() <= 0 {
+		if m.Params() <= 0 || m.WeightBytes() <= 0 || m.KVBytesPerToken("auto") <= 0 || m.DerivedMaxModelLen() <= 0 ||
+			m.ActiveLinearParams() <= 0 || m.ActiveLinearParams() > m.LinearParams() {
 			t.Fatalf("accepted model with non-positive sizes: %+v", m)
 		}
 	})

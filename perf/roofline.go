@@ -40,10 +40,14 @@ type Roofline struct {
 	decodeTokenCompute  float64 // linear-layer GEMMs per decode token
 	attnPairCompute     float64 // per causal (query, key) pair
 	sampleCompute       float64 // lm_head GEMM per sampled row (last stage)
-	layerWeightMemory   float64 // streaming the stage's layer weights
-	headMemory          float64 // streaming the lm_head shard (last stage)
-	kvTokenMemory       float64 // reading or writing one token's K and V
-	actTokenMemory      float64 // activation traffic per token
+	layerWeightMemory   float64 // streaming the stage's layer weights (all but routed experts)
+	// MoE: streaming one routed expert's weights in every MoE layer of the
+	// stage, per GPU; a step reads the experts its tokens were routed to.
+	expertMemory             float64
+	experts, expertsPerToken float64
+	headMemory               float64 // streaming the lm_head shard (last stage)
+	kvTokenMemory            float64 // reading or writing one token's K and V
+	actTokenMemory           float64 // activation traffic per token
 
 	// TP all-reduces and PP sends: a fixed part and a part per token.
 	commFixed, commPerToken float64
@@ -79,24 +83,24 @@ func NewRoofline(d Deployment) (*Roofline, error) {
 		gemmPeak = g.FP8FLOPS // W8A8; without FP8 units vLLM runs W8A16 at the bf16 rate
 	}
 	bandwidth := g.MemoryBandwidth * g.MBU
-	hidden, inter := float64(m.Hidden), float64(m.Intermediate)
-	headDim := float64(m.HeadDim)
-	heads, kvHeads := float64(m.Heads), float64(m.KVHeads)
+	hidden := float64(m.Hidden)
 	vocabRow := float64(m.Vocab) * hidden / t
+	stage := d.stageFraction()
+	bpp := m.linearBytesPerParam()
 
-	gemmFlops := 2 * float64(m.linearParamsPerLayer()) * layers / t
+	gemmFlops := 2 * float64(m.ActiveLinearParams()) * stage / t
 	r := &Roofline{
 		d:                   d,
 		stages:              float64(d.PipelineParallel),
 		prefillTokenCompute: gemmFlops / (gemmPeak * g.MFUPrefill),
 		decodeTokenCompute:  gemmFlops / (gemmPeak * g.MFUDecode),
-		attnPairCompute:     4 * layers * heads / t * headDim / (g.BF16FLOPS * g.MFUPrefill),
+		attnPairCompute:     layers * m.attentionFLOPsPerPair() / t / (g.BF16FLOPS * g.MFUPrefill),
 		sampleCompute:       2 * vocabRow / (g.BF16FLOPS * g.MFUDecode),
-		layerWeightMemory:   float64(m.linearParamsPerLayer()) * layers * m.linearBytesPerParam() / t / bandwidth,
+		layerWeightMemory:   float64(m.LinearParams()-m.RoutedExpertParams()) * stage * bpp / t / bandwidth,
 		headMemory:          vocabRow * activationBytes / bandwidth,
 		kvTokenMemory:       float64(d.kvBytesPerTokenPerGPU()) / bandwidth,
 		actTokenMemory: layers * activationBytes *
-			(6*hidden + (2*heads+2*kvHeads)*headDim/t + 3*inter/t) / bandwidth,
+			(6*hidden + m.attentionActivationWidth()/t + 3*m.mlpActiveWidth()/t) / bandwidth,
 		enforceEager:   d.EnforceEager,
 		v0:             d.EngineVersion == "v0",
 		graphMaxDecode: v0GraphMaxDecodes,
@@ -104,6 +108,10 @@ func NewRoofline(d Deployment) (*Roofline, error) {
 		eagerGap:       eagerGapPerLayer.Seconds() * float64(m.Layers),
 		swapBlockCost: float64(int64(d.BlockSize)*d.kvBytesPerTokenPerGPU())/g.PCIeBandwidth +
 			2*layers*swapCopyOverhead.Seconds(),
+	}
+	if m.IsMoE() {
+		r.experts, r.expertsPerToken = float64(m.MoE.Experts), float64(m.MoE.ExpertsPerToken)
+		r.expertMemory = float64(m.moeLayers()) * stage * float64(m.routedExpertParams()) * bpp / t / bandwidth
 	}
 	if r.v0 {
 		r.fixedOverhead, r.perSequence = stepOverheadV0.Seconds(), perSequenceOverheadV0.Seconds()
@@ -183,7 +191,7 @@ func (r *Roofline) seconds(s StepShape) stepSeconds {
 	kv, pairs := nonNegative64(s.KVTokens), nonNegative64(s.AttnPairs)
 
 	layerCompute := prefill*r.prefillTokenCompute + decode*r.decodeTokenCompute + pairs*r.attnPairCompute
-	layerMemory := r.layerWeightMemory + kv*r.kvTokenMemory + tokens*r.actTokenMemory
+	layerMemory := r.layerWeightMemory + r.touchedExperts(tokens)*r.expertMemory + kv*r.kvTokenMemory + tokens*r.actTokenMemory
 	headCompute, headMemory := 0.0, 0.0
 	out.comm = r.commFixed + tokens*r.commPerToken
 	if sampled > 0 {
@@ -198,6 +206,18 @@ func (r *Roofline) seconds(s StepShape) stepSeconds {
 		out.overhead += r.eagerGap
 	}
 	return out
+}
+
+// touchedExperts is the expected number of distinct routed experts a step
+// of n tokens reads in each MoE layer when each token picks k of E
+// uniformly: E·(1−(1−k/E)^n). One decode reads k experts; a large batch
+// reads all E, so MoE decode costs grow with batch size until every expert
+// is touched. Real routers are skewed, which touches fewer.
+func (r *Roofline) touchedExperts(n float64) float64 {
+	if r.experts == 0 {
+		return 0
+	}
+	return r.experts * (1 - math.Pow(1-r.expertsPerToken/r.experts, n))
 }
 
 // graphed reports whether vLLM would replay this step from a CUDA graph.

@@ -65,9 +65,19 @@ type Result struct {
 	// token for the same request (the mean inter-token latency).
 	MeanStepGap time.Duration
 	Engine      engine.Stats // final
+	// Max holds the exact maxima over every scheduling step, which the
+	// periodic samples would miss on a run shorter than StatsInterval.
+	Max Maxima
 	// Err is the engine's terminal failure (engine.ErrNoSwapSpace), if any;
 	// every request still in the engine then failed with it.
 	Err error
+}
+
+// Maxima are the largest engine gauges seen after any scheduling step (the
+// state a stats sample at that instant would report).
+type Maxima struct {
+	Running, Waiting, Swapped int
+	KVUsage                   float64 // 0..1
 }
 
 const (
@@ -125,6 +135,7 @@ type runner struct {
 	order   []int32 // engine request ID → index into reqs
 	flights []*metrics.Record
 	emit    func(*metrics.Record) error
+	maxima  Maxima
 	caching bool
 	v1      bool
 
@@ -216,6 +227,7 @@ func (r *runner) run(ctx context.Context) error {
 			next++
 		}
 		st := r.eng.Schedule(r.now)
+		r.noteMaxima()
 		for i := range st.Rejected {
 			if err := r.finish(&st.Rejected[i], r.now); err != nil {
 				return err
@@ -403,6 +415,13 @@ func (r *runner) noteHitRate(queries, hits int64) {
 	r.hitPos = (r.hitPos + 1) % hitRateRequests
 }
 
+func (r *runner) noteMaxima() {
+	s := r.eng.Stats()
+	m := &r.maxima
+	m.Running, m.Waiting, m.Swapped = max(m.Running, s.Running), max(m.Waiting, s.Waiting), max(m.Swapped, s.Swapped)
+	m.KVUsage = max(m.KVUsage, r.eng.KVUsage())
+}
+
 func (r *runner) takeSample(at time.Duration) {
 	s := r.eng.Stats()
 	secs := (at - r.lastSampleAt).Seconds()
@@ -447,6 +466,7 @@ func (r *runner) result() *Result {
 		Preemptions: s.Preemptions,
 		Samples:     r.samples,
 		Engine:      s,
+		Max:         r.maxima,
 		Err:         r.runErr,
 	}
 	if r.gapCount > 0 {

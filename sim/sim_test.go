@@ -440,3 +440,31 @@ func TestReuseRecordsChangesNothing(t *testing.T) {
 		}
 	}
 }
+
+// A burst shorter than the stats interval: the samples see nothing, the
+// maxima see the whole burst, and they agree with a sample taken at every
+// millisecond.
+func TestMaximaAreExactOnShortRuns(t *testing.T) {
+	reqs := make([]workload.Request, 600)
+	for i := range reqs {
+		reqs[i] = workload.Request{Index: i, PromptLen: 100, OutputLen: 20}
+	}
+	ec := engineConfig(engine.V1)
+	ec.MaxNumSeqs = 256
+	res, _ := collect(t, Config{Engine: ec, Model: simpleModel, StatsInterval: time.Hour}, reqs)
+	if len(res.Samples) != 0 {
+		t.Fatalf("%d samples on a run shorter than the interval", len(res.Samples))
+	}
+	if res.Max.Running != 256 || res.Max.Waiting < 600-256 || res.Max.KVUsage <= 0 {
+		t.Fatalf("maxima %+v: want 256 running, ≥344 waiting, some KV", res.Max)
+	}
+	fine, _ := collect(t, Config{Engine: ec, Model: simpleModel, StatsInterval: time.Millisecond}, reqs)
+	var sampled Maxima
+	for _, s := range fine.Samples {
+		sampled.Running, sampled.Waiting = max(sampled.Running, s.Running), max(sampled.Waiting, s.Waiting)
+		sampled.KVUsage = max(sampled.KVUsage, s.KVUsage)
+	}
+	if sampled.Running > res.Max.Running || sampled.Waiting > res.Max.Waiting || sampled.KVUsage > res.Max.KVUsage {
+		t.Fatalf("a 1 ms sample saw %+v, above the exact maxima %+v", sampled, res.Max)
+	}
+}

@@ -91,13 +91,14 @@ func (a Arrivals) rateAt(i, n int) float64 {
 // n/Rate (vLLM PR #21108), which keeps the achieved rate at the target for
 // every seed. Offsets beyond the range of time.Duration saturate.
 //
-// Schedule returns nil when a.Validate() fails.
-func Schedule(n int, a Arrivals) []time.Duration {
-	if a.Validate() != nil {
-		return nil
+// Schedule returns a.Validate()'s error for invalid arrivals, never a
+// schedule that would quietly turn the run into a burst.
+func Schedule(n int, a Arrivals) ([]time.Duration, error) {
+	if err := a.Validate(); err != nil {
+		return nil, err
 	}
 	if n <= 0 {
-		return []time.Duration{}
+		return []time.Duration{}, nil
 	}
 	rng := newRand(a.Seed, arrivalStream)
 	offsets := make([]time.Duration, n)
@@ -127,7 +128,7 @@ func Schedule(n int, a Arrivals) []time.Duration {
 		// Pin the last offset to n/Rate despite floating-point rounding.
 		offsets[n-1] = seconds(float64(n) / a.Rate)
 	}
-	return offsets
+	return offsets, nil
 }
 
 // seconds converts to a Duration, rounding to the nearest nanosecond and

@@ -43,8 +43,9 @@ func TestArrivalsValidate(t *testing.T) {
 				t.Fatalf("Validate() = %v, want one line containing %q", err, tt.want)
 			}
 			if tt.want != "" {
-				if got := Schedule(3, tt.a); got != nil {
-					t.Errorf("Schedule with invalid arrivals = %v, want nil", got)
+				got, err := Schedule(3, tt.a)
+				if err == nil || got != nil || err.Error() != tt.a.Validate().Error() {
+					t.Errorf("Schedule with invalid arrivals = %v, %v; want nil and Validate's error", got, err)
 				}
 			}
 		})
@@ -84,7 +85,7 @@ func TestScheduleModes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Schedule(tt.n, tt.a)
+			got := mustSchedule(t, tt.n, tt.a)
 			if len(got) != tt.n {
 				t.Fatalf("got %d offsets, want %d", len(got), tt.n)
 			}
@@ -111,7 +112,7 @@ func TestScheduleModes(t *testing.T) {
 
 func TestScheduleRampSpeedsUp(t *testing.T) {
 	n := 20000
-	got := Schedule(n, Arrivals{Rate: inf, Burstiness: 1, RampUp: RampLinear, RampStart: 10, RampEnd: 1000, Seed: 1})
+	got := mustSchedule(t, n, Arrivals{Rate: inf, Burstiness: 1, RampUp: RampLinear, RampStart: 10, RampEnd: 1000, Seed: 1})
 	firstTenth := (got[n/10] - got[0]).Seconds()
 	lastTenth := (got[n-1] - got[n-1-n/10]).Seconds()
 	// Mean rates over the first and last tenth: ~ (10+109)/2 and ~ (901+1000)/2.
@@ -124,18 +125,18 @@ func TestScheduleRampSpeedsUp(t *testing.T) {
 
 func TestScheduleDeterministic(t *testing.T) {
 	a := Arrivals{Rate: 20, Burstiness: 0.7, Seed: 42}
-	if !slices.Equal(Schedule(100, a), Schedule(100, a)) {
+	if !slices.Equal(mustSchedule(t, 100, a), mustSchedule(t, 100, a)) {
 		t.Fatal("same seed, different schedules")
 	}
 	b := a
 	b.Seed = 43
-	if slices.Equal(Schedule(100, a), Schedule(100, b)) {
+	if slices.Equal(mustSchedule(t, 100, a), mustSchedule(t, 100, b)) {
 		t.Error("seeds 42 and 43 give the same schedule")
 	}
 }
 
 func TestScheduleSaturates(t *testing.T) {
-	got := Schedule(3, Arrivals{Rate: 1e-12, Burstiness: inf})
+	got := mustSchedule(t, 3, Arrivals{Rate: 1e-12, Burstiness: inf})
 	for i, d := range got {
 		if d <= 0 || (i > 0 && d < got[i-1]) {
 			t.Fatalf("offsets %v: overflowed instead of saturating", got)
@@ -201,7 +202,7 @@ func TestGammaMoments(t *testing.T) {
 // CV is 1 and P(gap > mean) is e^-1, as for exponential gaps.
 func TestSchedulePoissonShape(t *testing.T) {
 	const n = 100000
-	offsets := Schedule(n, Arrivals{Rate: 250, Burstiness: 1, Seed: 5})
+	offsets := mustSchedule(t, n, Arrivals{Rate: 250, Burstiness: 1, Seed: 5})
 	gaps := make([]float64, n)
 	prev := time.Duration(0)
 	for i, o := range offsets {
@@ -224,4 +225,14 @@ func TestSchedulePoissonShape(t *testing.T) {
 	if p := float64(above) / n; math.Abs(p-math.Exp(-1)) > 0.01 {
 		t.Errorf("P(gap > mean) = %.4f, want e^-1 = %.4f", p, math.Exp(-1))
 	}
+}
+
+// mustSchedule is Schedule for arrivals the test knows are valid.
+func mustSchedule(t testing.TB, n int, a Arrivals) []time.Duration {
+	t.Helper()
+	offsets, err := Schedule(n, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return offsets
 }

@@ -107,7 +107,7 @@ func TestGoldenSchedules(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var b bytes.Buffer
-			for i, d := range Schedule(12, tt.a) {
+			for i, d := range mustSchedule(t, 12, tt.a) {
 				fmt.Fprintf(&b, "%d %d %s\n", i, d.Nanoseconds(), d.Round(time.Microsecond))
 			}
 			checkGolden(t, "schedule-"+tt.name, b.Bytes())

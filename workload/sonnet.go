@@ -48,6 +48,20 @@ func (b *builder) sonnet() ([]Request, error) {
 	// Python's round() rounds half to even.
 	numInputLines := int(math.RoundToEven(float64(o.InputLen-baseLen) / avg))
 	numPrefixLines := max(int(math.RoundToEven(float64(o.PrefixLen-baseLen)/avg)), 0)
+	// vLLM splits the file at newlines and rounds line counts; with lines
+	// longer than the room left after the base prompt it rounds to zero
+	// lines and silently sends the base prompt alone (a one-line 2 MB file
+	// gave 12-token prompts for --sonnet-input-len 550).
+	if numInputLines == 0 {
+		return nil, fmt.Errorf("dataset file %q: its %d line(s) average %.0f tokens, more than twice the %d tokens --sonnet-input-len %d leaves after the %d-token base prompt, so every prompt would be the base prompt alone; "+
+			"sonnet draws whole lines (split at newlines, as vLLM does): give a text with one short line per verse, raise --sonnet-input-len, or use --dataset-name random",
+			path, len(lines), avg, o.InputLen-baseLen, o.InputLen, baseLen)
+	}
+	if numPrefixLines == 0 && o.PrefixLen > baseLen {
+		return nil, fmt.Errorf("dataset file %q: its lines average %.0f tokens, more than twice the %d tokens --sonnet-prefix-len %d leaves after the %d-token base prompt, so prompts would share no prefix lines; "+
+			"give a text with shorter lines, raise --sonnet-prefix-len, or set it to 0",
+			path, avg, o.PrefixLen-baseLen, o.PrefixLen, baseLen)
+	}
 	prefix := sonnetBasePrompt + strings.Join(lines[:min(numPrefixLines, len(lines))], "")
 	numDrawn := max(0, numInputLines-numPrefixLines)
 

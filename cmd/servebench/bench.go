@@ -58,16 +58,22 @@ type benchFlags struct {
 	scrapeInterval             time.Duration
 	emulatedModel, emulatedGPU string
 	grace                      time.Duration
+	skipTestRequest            bool
+	// defaultTarget is where a server is looked for when no --base-url,
+	// --host or --port is given (vLLM's default, 127.0.0.1:8000).
+	defaultTarget string
 }
 
 func newBenchCmd() *cobra.Command {
-	f := &benchFlags{}
+	f := &benchFlags{defaultTarget: defaultTargetAddr}
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Load-test an OpenAI-compatible endpoint (vLLM benchmark_serving.py flags and output)",
 		Long: `Load-test an OpenAI-compatible endpoint and report TTFT, TPOT, ITL, E2EL, throughput and
 goodput exactly as vLLM's benchmark_serving.py does. Without --base-url, --host or --port it
-starts the built-in emulated vLLM server on a free loopback port and benchmarks that.`,
+benchmarks the server at 127.0.0.1:8000 when one answers there, as vLLM does; otherwise it
+starts the built-in emulated vLLM server (emulating --model) on a free loopback port and
+benchmarks that. Files are written only with --save-result, --records or --result-dir.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runBench(cmd.Context(), cmd, f)
@@ -106,7 +112,8 @@ starts the built-in emulated vLLM server on a free loopback port and benchmarks 
 	fs.Float64Var(&f.presencePenalty, "presence-penalty", math.NaN(), "sampling presence_penalty")
 	fs.Float64Var(&f.repPenalty, "repetition-penalty", math.NaN(), "sampling repetition_penalty")
 
-	f.output.register(fs, true)
+	f.output.register(fs)
+	fs.BoolVar(&f.skipTestRequest, "skip-test-request", false, "skip the initial single test request that stops a misconfigured run before it starts (vLLM newer releases skip it by default)")
 	fs.BoolVar(&f.disableTqdm, "disable-tqdm", false, "no progress bar")
 	fs.DurationVar(&f.scrapeInterval, "server-metrics-interval", 5*time.Second, "scrape the server's /metrics this often during the run (0 disables)")
 	fs.StringVar(&f.emulatedModel, "emulated-model", defaultEmbeddedModel, "model the built-in emulated server imitates when no target is given")
@@ -151,17 +158,26 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 		return err
 	}
 
-	// Target: an explicit server, or the embedded emulator.
+	// Target: an explicit server; else whatever answers at vLLM's default
+	// address; else the embedded emulator.
 	baseURL := strings.TrimRight(f.baseURL, "/")
-	embedded := baseURL == "" && !changed("host") && !changed("port")
+	explicitTarget := baseURL != "" || changed("host") || changed("port")
+	if !explicitTarget && serverAnswers(ctx, f.defaultTarget) {
+		baseURL = "http://" + f.defaultTarget
+	}
+	embedded := baseURL == "" && !explicitTarget
 	defaultTokenizer := ""
 	if embedded {
 		// The emulator tokenizes with a built-in encoding; using the same one
 		// in-process gives the same counts without HTTP round trips.
 		defaultTokenizer = serve.DefaultTokenizer
-		target, err := startEmbeddedTarget(ctx, errw, f.emulatedModel, f.emulatedGPU)
+		emulate := f.emulatedModel
+		if f.model != "" && !changed("emulated-model") {
+			emulate = f.model
+		}
+		target, err := startEmbeddedTarget(ctx, errw, emulate, f.emulatedGPU)
 		if err != nil {
-			return fmt.Errorf("start the embedded server: %w", err)
+			return fmt.Errorf("no server answered at %s and the built-in emulated server cannot start: %w (pass --base-url to benchmark a real server, or --emulated-model)", f.defaultTarget, err)
 		}
 		defer target.stop()
 		baseURL = target.url
@@ -242,41 +258,18 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 	if err != nil {
 		return err
 	}
-	workload.Assign(reqs, workload.Schedule(len(reqs), arrivals))
-
-	start := time.Now()
-	info := report.RunInfo{
-		Date: start, Backend: f.backend, EndpointType: f.backend, Label: f.output.label, ModelID: modelID,
-		TokenizerID: tokName, NumPrompts: spec.NumPrompts, RequestRate: arrivals.Rate, Burstiness: arrivals.Burstiness,
-		MaxConcurrency: f.workload.maxConcurrency, Metadata: metadata, PercentileMetrics: pctMetrics, Percentiles: pcts,
-		Goodput: len(sumOpts.Goodput) > 0,
-	}
-	if f.workload.rampUp != "" {
-		info.RampUp = &report.RampUp{Strategy: f.workload.rampUp, StartRPS: f.workload.rampStart, EndRPS: f.workload.rampEnd}
-	}
-	resultPath, recordsPath := f.output.paths(&info)
-	var recordsFile *os.File
-	if recordsPath != "" {
-		recordsFile, err = createFile("--records", recordsPath)
-		if err != nil {
-			return err
-		}
-		defer recordsFile.Close()
-	}
-
-	if err := report.WritePreamble(out, &info); err != nil {
+	offsets, err := workload.Schedule(len(reqs), arrivals)
+	if err != nil {
 		return err
 	}
+	workload.Assign(reqs, offsets)
 
-	var scraper *bench.Scraper
-	if f.scrapeInterval > 0 {
-		s := bench.NewScraper(baseURL+"/metrics", httpClient, f.scrapeInterval)
-		probeCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		if err := s.Probe(probeCtx); err == nil {
-			scraper = s
-		}
-		cancel()
+	info := newRunInfo(f.backend, modelID, tokName, &f.workload, spec, arrivals, &f.output, metadata, sumOpts, pctMetrics, pcts)
+	outs, err := f.output.open(&info)
+	if err != nil {
+		return err
 	}
+	defer outs.close()
 
 	prefix := f.requestIDPrefix
 	if prefix == "" {
@@ -284,16 +277,37 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 		_, _ = rand.Read(b[:])
 		prefix = "bench-" + hex.EncodeToString(b[:]) + "-"
 	}
-	bar := newProgress(errw, len(reqs), f.disableTqdm)
 	cfg := bench.Config{
 		Client: cl, Requests: reqs, MaxConcurrency: f.workload.maxConcurrency, Warmups: f.numWarmups,
 		ReadyCheckTimeout: time.Duration(f.readyCheckSec * float64(time.Second)), RequestIDPrefix: prefix,
 		Summary: sumOpts, Tokenizer: tok, KeepRecords: f.output.saveDetailed, GracePeriod: f.grace,
-		Scraper: scraper, OnRecord: bar.update,
+		Records: outs.recordsWriter(), Abort: abortChannel(ctx),
 	}
-	if recordsFile != nil {
-		cfg.Records = recordsFile
+	if !f.skipTestRequest || cfg.ReadyCheckTimeout > 0 {
+		// vLLM's fail-fast check: a wrong model, endpoint or address stops
+		// here with the server's reason instead of as N failed requests.
+		fmt.Fprintln(out, "Starting initial single prompt test run...")
+		if err := bench.InitialTest(ctx, cfg); err != nil {
+			outs.discardEmptyRecords()
+			return fmt.Errorf("%w; check --model, --base-url and --endpoint, or pass --skip-test-request to run anyway", err)
+		}
+		fmt.Fprintln(out, "Initial test run completed. Starting main benchmark run...")
+		cfg.ReadyCheckTimeout = 0
 	}
+
+	if err := writePreamble(out, &info); err != nil {
+		return err
+	}
+	if f.scrapeInterval > 0 {
+		s := bench.NewScraper(baseURL+"/metrics", httpClient, f.scrapeInterval)
+		probeCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if err := s.Probe(probeCtx); err == nil {
+			cfg.Scraper = s
+		}
+		cancel()
+	}
+	bar := newProgress(errw, len(reqs), f.disableTqdm)
+	cfg.OnRecord = bar.update
 	res, err := bench.Run(ctx, cfg)
 	bar.finish()
 	if err != nil {
@@ -307,25 +321,21 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 	if err := report.WriteText(out, result); err != nil {
 		return err
 	}
-	if s := res.Server; s != nil {
-		if s.MaxRunning > 0 || s.MaxWaiting > 0 || s.MaxKVCacheUsage > 0 {
-			if err := writeServerSection(out, s); err != nil {
-				return err
-			}
-		} else {
-			fmt.Fprintf(errw, "Server metrics: %d scrapes, none while requests were in flight (the run was shorter than --server-metrics-interval %s).\n", s.Samples, f.scrapeInterval)
-		}
-	}
-	if recordsFile != nil {
-		fmt.Fprintf(errw, "Per-request records: %s\n", recordsPath)
-	}
-	if err := f.output.write(out, errw, resultPath, result); err != nil {
+	if err := writeErrorSection(out, &res.Summary); err != nil {
 		return err
 	}
-	if res.Interrupted {
-		return exitCodeError{code: 130, err: fmt.Errorf("interrupted: partial results printed and saved (%d requests never sent)", res.NotSent)}
+	if s := res.Server; s != nil {
+		if err := writeServerMetrics(out, errw, s, f.scrapeInterval, res.Summary.Duration); err != nil {
+			return err
+		}
 	}
-	return nil
+	if outs.recordsPath != "" {
+		fmt.Fprintf(errw, "Per-request records: %s\n", outs.recordsPath)
+	}
+	if err := outs.write(out, errw, result); err != nil {
+		return err
+	}
+	return runOutcome(&res.Summary, res.Interrupted, res.NotSent, res.SinkErr, outs.savedPaths())
 }
 
 func (f *benchFlags) requestExtras() (map[string]any, error) {
@@ -416,6 +426,23 @@ func serverMetricsJSON(res *bench.Result) map[string]any {
 		})
 	}
 	return map[string]any{"summary": res.Server, "samples": samples}
+}
+
+// writeServerMetrics prints the scraped server section, or says why there
+// is none. Gauges are point samples: on a lightly loaded server whose
+// requests are much shorter than the scrape interval every sample can find
+// it idle even on a long run, while the token counters still show the work
+// done; so the section is printed whenever either shows load.
+func writeServerMetrics(out, errw io.Writer, s *bench.ServerSummary, interval, runDuration time.Duration) error {
+	if s.MaxRunning > 0 || s.MaxWaiting > 0 || s.MaxKVCacheUsage > 0 || s.GenerationTokens > 0 || s.PromptTokens > 0 {
+		return writeServerSection(out, s)
+	}
+	why := fmt.Sprintf("the run was shorter than --server-metrics-interval %s", interval)
+	if runDuration >= interval {
+		why = fmt.Sprintf("every scrape found the server idle and its token counters did not move; lower --server-metrics-interval %s to sample short requests", interval)
+	}
+	fmt.Fprintf(errw, "Server metrics: %d scrapes, none while requests were in flight (%s).\n", s.Samples, why)
+	return nil
 }
 
 func writeServerSection(w io.Writer, s *bench.ServerSummary) error {

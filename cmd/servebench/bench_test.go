@@ -164,7 +164,8 @@ func TestAPIKeyIsSentButNeverWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(gotAuth) != 3 || gotAuth[0] != "Bearer sk-secret-123" {
+	// The initial test request and the three measured ones.
+	if len(gotAuth) != 4 || gotAuth[0] != "Bearer sk-secret-123" {
 		t.Fatalf("server saw Authorization %q", gotAuth)
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "*"))
@@ -211,20 +212,30 @@ func TestBenchBadInputIsOneLineError(t *testing.T) {
 	}
 }
 
-func TestConnectionRefusedGivesFailedRecords(t *testing.T) {
+// Nothing listening: the initial test request stops the run with the
+// reason; skipped, every request fails, the block breaks the failures down
+// by reason, and the exit status is non-zero.
+func TestConnectionRefused(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := l.Addr().String()
 	l.Close()
-	out, _, err := runCLI(t, "bench", "--base-url", "http://"+addr, "--model", "m", "--num-prompts", "3",
-		"--skip-tokenizer-init", "--records", "none", "--server-metrics-interval", "0", "--random-input-len", "8")
-	if err != nil {
-		t.Fatal(err)
+	args := []string{"bench", "--base-url", "http://" + addr, "--model", "m", "--num-prompts", "3",
+		"--skip-tokenizer-init", "--server-metrics-interval", "0", "--random-input-len", "8"}
+	out, _, err := runCLI(t, args...)
+	if err == nil || !strings.Contains(err.Error(), "initial test request failed: connection refused") || strings.Contains(out, "Serving Benchmark Result") {
+		t.Fatalf("err = %v, output:\n%s\nwant the run stopped by the test request", err, out)
 	}
-	if !strings.Contains(out, "Failed requests:                         3") {
-		t.Fatalf("want 3 failed requests:\n%s", out)
+	out, _, err = runCLI(t, append(args, "--skip-test-request")...)
+	if err == nil || !strings.Contains(err.Error(), "no request succeeded") {
+		t.Fatalf("err = %v, want a non-zero exit for a run with no success", err)
+	}
+	for _, want := range []string{"Failed requests:                         3", "Failed Requests by Reason", "3 ×", "connection refused"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
 	}
 }
 

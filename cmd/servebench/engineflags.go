@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -44,11 +45,12 @@ type engineFlags struct {
 	enforceEager         bool
 	kvCacheDType         string
 	legacyRequeueOrder   bool
+	expertParallel       bool
 }
 
 func (f *engineFlags) register(fs *pflag.FlagSet) {
 	f.fs = fs
-	fs.StringVar(&f.model, "model", defaultEngineModel, "model: a catalog name or Hugging Face id ("+strings.Join(perf.Models(), ", ")+"), or the path to an HF config.json or its directory")
+	fs.StringVar(&f.model, "model", defaultEngineModel, "model: a Hugging Face id found in the local HF cache (HF_HUB_CACHE, HF_HOME, ~/.cache/huggingface/hub; never downloaded), a catalog name ("+strings.Join(perf.Models(), ", ")+"), or the path to an HF config.json or its directory")
 	fs.StringVar(&f.gpu, "gpu", defaultEngineGPU, "GPU: a catalog name ("+strings.Join(perf.GPUs(), ", ")+") or the path to a GPU YAML file")
 	fs.StringVar(&f.engineVersion, "engine", string(engine.V1), "vLLM engine generation to model: v0 (0.5/0.6 scheduler) or v1 (0.8+)")
 	fs.IntVar(&f.maxModelLen, "max-model-len", 0, "model context length (default: derived from the model config)")
@@ -60,13 +62,14 @@ func (f *engineFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.enableChunkedPrefill, "enable-chunked-prefill", false, "chunk prefill requests by max_num_batched_tokens (v0 default: on only when max_model_len > 32768; v1: always on)")
 	fs.BoolVar(&f.enablePrefixCaching, "enable-prefix-caching", false, "enable automatic prefix caching (default: on for v1, off for v0)")
 	fs.BoolVar(&f.noPrefixCaching, "no-enable-prefix-caching", false, "disable automatic prefix caching")
-	fs.StringVar(&f.preemptionMode, "preemption-mode", "", "preemption by recompute or swap (v0; default: recompute for single-sequence requests)")
+	fs.StringVar(&f.preemptionMode, "preemption-mode", "", "preemption by recompute or swap (swap needs --engine v0; default: recompute for single-sequence requests)")
 	fs.Float64Var(&f.schedulerDelayFactor, "scheduler-delay-factor", 0, "delay the next prompt by factor × the previous prompt latency (v0)")
 	fs.IntVar(&f.tensorParallel, "tensor-parallel-size", 1, "number of tensor parallel GPUs (also -tp)")
 	fs.IntVar(&f.pipelineParallel, "pipeline-parallel-size", 1, "number of pipeline parallel stages (also -pp)")
 	fs.StringVar(&f.link, "link", "", "interconnect for tensor/pipeline parallel traffic: "+strings.Join(perf.Links(), ", ")+" (default: nvlink when the GPU has it, else pcie)")
 	fs.BoolVar(&f.enforceEager, "enforce-eager", false, "always use eager-mode PyTorch (no CUDA graphs: slower steps, more KV memory)")
 	fs.StringVar(&f.kvCacheDType, "kv-cache-dtype", "auto", "KV cache data type: auto, fp8, fp8_e4m3, fp8_e5m2")
+	fs.BoolVar(&f.expertParallel, "enable-expert-parallel", false, "MoE models: place whole experts on the tensor-parallel GPUs (EP size = TP) instead of slicing each expert")
 	fs.BoolVar(&f.legacyRequeueOrder, "legacy-requeue-order", false, "v0 chunked prefill: vLLM ≤0.5.4's running-queue order (new prefills first), before PR #7874")
 	// vLLM's -tp / -pp are two-letter single-dash flags pflag cannot
 	// express; vllmArgs rewrites them to these hidden long forms.
@@ -133,16 +136,26 @@ func (f *engineFlags) build() (perf.Deployment, perf.Capacity, engine.Config, pe
 	if f.tensorParallel < 1 || f.pipelineParallel < 1 {
 		return fail(fmt.Errorf("--tensor-parallel-size (%d) and --pipeline-parallel-size (%d) must be at least 1", f.tensorParallel, f.pipelineParallel))
 	}
+	// 0 is how these fields say "vLLM's default", so a 0 the user typed
+	// would silently become the default; vLLM rejects it.
 	for _, v := range []struct {
 		name string
 		n    int
 	}{{"max-model-len", f.maxModelLen}, {"max-num-seqs", f.maxNumSeqs}, {"max-num-batched-tokens", f.maxNumBatchedTokens}} {
-		if v.n < 0 {
-			return fail(fmt.Errorf("--%s (%d) must be positive, or left unset for vLLM's default", v.name, v.n))
+		if v.n < 0 || (v.n == 0 && f.changed(v.name)) {
+			return fail(fmt.Errorf("--%s %d: must be at least 1; leave it unset for vLLM's default", v.name, v.n))
 		}
 	}
-	if f.gpuMemoryUtilization <= 0 {
-		return fail(fmt.Errorf("--gpu-memory-utilization (%g) must be a fraction in (0, 1]; vLLM's default is 0.9", f.gpuMemoryUtilization))
+	if u := f.gpuMemoryUtilization; !(u > 0 && u <= 1) {
+		return fail(fmt.Errorf("--gpu-memory-utilization %g: %s; vLLM's default is 0.9", u, perf.GPUMemoryUtilizationRange))
+	}
+	preemptionChoices := []string{"recompute", "swap"}
+	if f.preemptionMode != "" && !slices.Contains(preemptionChoices, f.preemptionMode) {
+		return fail(invalidChoice("preemption-mode", "'"+f.preemptionMode+"'", quoteAll(preemptionChoices)))
+	}
+	allowLong, err := allowLongMaxModelLen()
+	if err != nil {
+		return fail(err)
 	}
 	if f.swapSpace < 0 {
 		return fail(fmt.Errorf("--swap-space (%g) must be 0 or more GiB; vLLM's default is 4", f.swapSpace))
@@ -151,9 +164,9 @@ func (f *engineFlags) build() (perf.Deployment, perf.Capacity, engine.Config, pe
 		return fail(fmt.Errorf("--scheduler-delay-factor (%g) must not be negative", f.schedulerDelayFactor))
 	}
 
-	model, err := perf.LookupModel(f.model)
+	model, err := perf.LookupModelInCache(f.model, hfEnv().CacheDirs())
 	if err != nil {
-		return fail(err)
+		return fail(fmt.Errorf("--model: %w", err))
 	}
 	gpu, err := lookupGPU(f.gpu)
 	if err != nil {
@@ -166,6 +179,7 @@ func (f *engineFlags) build() (perf.Deployment, perf.Capacity, engine.Config, pe
 		GPUMemoryUtilization: f.gpuMemoryUtilization, SwapSpaceGiB: f.swapSpace,
 		BlockSize: f.blockSize, MaxNumBatchedTokens: f.maxNumBatchedTokens,
 		MaxNumSeqs: f.maxNumSeqs, MaxModelLen: f.maxModelLen, EngineVersion: string(version),
+		ExpertParallel: f.expertParallel, AllowLongMaxModelLen: allowLong,
 	}
 	if version == engine.V1 {
 		d.SwapSpaceGiB = 0 // V1 has no swap space
@@ -200,11 +214,10 @@ func (f *engineFlags) build() (perf.Deployment, perf.Capacity, engine.Config, pe
 	}
 	var mode engine.PreemptionMode
 	switch f.preemptionMode {
-	case "":
 	case "swap":
 		mode = engine.PreemptSwap
-	default:
-		mode = engine.PreemptRecompute // vLLM: any other string means recompute
+	case "recompute":
+		mode = engine.PreemptRecompute
 	}
 	if resolved, err = d.Resolve(); err != nil {
 		return fail(err)
@@ -230,7 +243,7 @@ func (f *engineFlags) build() (perf.Deployment, perf.Capacity, engine.Config, pe
 	}
 	capacity, err := resolved.Capacity()
 	if err != nil {
-		return fail(err)
+		return fail(withTensorParallelFlag(err, resolved.MaxModelLen))
 	}
 	ec.NumGPUBlocks, ec.NumCPUBlocks = capacity.GPUBlocks, capacity.CPUBlocks
 	if err := ec.Validate(); err != nil {
@@ -261,4 +274,45 @@ func quoteAll(ss []string) []string {
 		out[i] = "'" + s + "'"
 	}
 	return out
+}
+
+// withTensorParallelFlag restates perf's tensor_parallel_size advice as
+// the flag to type.
+func withTensorParallelFlag(err error, maxModelLen int) error {
+	var se *perf.StartupError
+	if !errors.As(err, &se) || se.Reason != perf.ReasonWeightsExceedGPU {
+		return err
+	}
+	base := strings.TrimSuffix(se.Message, se.Advice)
+	if se.SuggestedTensorParallel == 0 {
+		return fmt.Errorf("%s No -tp up to 64 fits at --max-model-len %d: add -pp, lower --max-model-len, or use a quantized checkpoint", base, maxModelLen)
+	}
+	return fmt.Errorf("%s Use -tp %d, the smallest tensor parallel size that fits at --max-model-len %d, or a quantized checkpoint", base, se.SuggestedTensorParallel, maxModelLen)
+}
+
+// allowLongMaxModelLen reads VLLM_ALLOW_LONG_MAX_MODEL_LEN as vLLM does
+// (an integer, non-zero means allowed); "true"/"false" are accepted too.
+func allowLongMaxModelLen() (bool, error) {
+	const name = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
+	v := strings.TrimSpace(os.Getenv(name))
+	if v == "" {
+		return false, nil
+	}
+	if n, err := strconv.Atoi(v); err == nil {
+		return n != 0, nil
+	}
+	if b, err := strconv.ParseBool(v); err == nil {
+		return b, nil
+	}
+	return false, fmt.Errorf("%s=%q: set it to 1 to allow a --max-model-len above the model's, or 0", name, v)
+}
+
+// hfEnv is where the Hugging Face cache lives, from the environment.
+func hfEnv() perf.HFEnv {
+	home, _ := os.UserHomeDir()
+	hub := os.Getenv("HF_HUB_CACHE")
+	if hub == "" {
+		hub = os.Getenv("HUGGINGFACE_HUB_CACHE")
+	}
+	return perf.HFEnv{HubCache: hub, Home: os.Getenv("HF_HOME"), XDGCacheHome: os.Getenv("XDG_CACHE_HOME"), UserHome: home}
 }

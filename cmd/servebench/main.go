@@ -41,8 +41,18 @@ It also predicts vLLM's behaviour without a GPU (sim) and emulates a vLLM server
 var extraCommands []func() *cobra.Command
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, interrupt, stop := withInterrupts(context.Background())
 	defer stop()
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-signals
+		interrupt() // stop sending; in-flight requests get --interrupt-grace
+		<-signals
+		interrupt() // cut them off now; results are still printed and saved
+		// A third one kills the process the default way.
+		signal.Reset(os.Interrupt, syscall.SIGTERM)
+	}()
 	root := newRootCmd()
 	root.SetArgs(cliArgs(os.Args[1:]))
 	err := root.ExecuteContext(ctx)

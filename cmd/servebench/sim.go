@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,6 +12,7 @@ import (
 	"github.com/servebench/servebench/engine"
 	"github.com/servebench/servebench/metrics"
 	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/serve"
 	"github.com/servebench/servebench/sim"
 	"github.com/servebench/servebench/tokenizer"
 	"github.com/servebench/servebench/workload"
@@ -53,9 +51,9 @@ result block and JSON as bench, so predicted and measured runs compare line by l
 	f.engine.register(fs)
 	fs.StringVar(&f.tokenizer, "tokenizer", "", `tokenizer for text datasets (built-in name or tokenizer.json path); default: cl100k_base for sonnet, sharegpt and custom, none for random`)
 	fs.BoolVar(&f.throughput, "throughput", false, "offline throughput mode: every request arrives at t=0 (vLLM's throughput benchmark) and the Throughput line is printed")
-	fs.DurationVar(&f.statsInterval, "stats-interval", 0, "engine statistics sampling period in virtual time (default: vLLM's 5s for v0, 10s for v1)")
+	fs.DurationVar(&f.statsInterval, "stats-interval", 0, "engine statistics sampling period in virtual time, for the time series and --log-stats (default: vLLM's, 5s for v0 and 10s for v1; 0 disables, as in serve)")
 	fs.BoolVar(&f.logStats, "log-stats", false, "print vLLM's periodic stats lines (Avg prompt throughput ...) on stderr")
-	f.output.register(fs, false)
+	f.output.register(fs)
 	return cmd
 }
 
@@ -67,7 +65,7 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 		return err
 	}
 	if f.statsInterval < 0 {
-		return fmt.Errorf("--stats-interval %v: give a positive period, or 0 for vLLM's default", f.statsInterval)
+		return fmt.Errorf("--stats-interval %v: give a positive period, or 0 to disable", f.statsInterval)
 	}
 	metadata, err := f.output.validate()
 	if err != nil {
@@ -111,82 +109,67 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 		arrivals.Rate = math.Inf(1)
 		arrivals.RampUp = ""
 	}
-	workload.Assign(reqs, workload.Schedule(len(reqs), arrivals))
+	offsets, err := workload.Schedule(len(reqs), arrivals)
+	if err != nil {
+		return err
+	}
+	workload.Assign(reqs, offsets)
 
 	tokID := ""
 	if tok != nil {
 		tokID = tok.Name()
 	}
-	info := report.RunInfo{
-		Date: time.Now(), Backend: "sim", EndpointType: "sim", Label: f.output.label, ModelID: dep.Model.Name, TokenizerID: tokID,
-		NumPrompts: spec.NumPrompts, RequestRate: arrivals.Rate, Burstiness: arrivals.Burstiness, Metadata: metadata,
-		MaxConcurrency:    f.workload.maxConcurrency,
-		PercentileMetrics: pctMetrics, Percentiles: pcts, Goodput: len(sumOpts.Goodput) > 0,
+	info := newRunInfo("sim", dep.Model.Name, tokID, &f.workload, spec, arrivals, &f.output, metadata, sumOpts, pctMetrics, pcts)
+	outs, err := f.output.open(&info)
+	if err != nil {
+		return err
 	}
-	if arrivals.RampUp != "" {
-		info.RampUp = &report.RampUp{Strategy: arrivals.RampUp, StartRPS: arrivals.RampStart, EndRPS: arrivals.RampEnd}
-	}
-	resultPath, recordsPath := f.output.paths(&info)
-	var records *bufio.Writer
-	if recordsPath != "" {
-		fh, err := createFile("--records", recordsPath)
-		if err != nil {
-			return err
-		}
-		defer fh.Close()
-		records = bufio.NewWriterSize(fh, 1<<20)
-		defer records.Flush()
-	}
+	defer outs.close()
 
-	interval := f.statsInterval
-	if interval == 0 {
-		interval = 10 * time.Second
-		if ec.Version == engine.V0 {
-			interval = 5 * time.Second
-		}
+	// One meaning for 0 in sim and serve: unset takes vLLM's cadence, 0
+	// takes no samples (the printed maxima are exact either way).
+	interval := serve.DefaultStatsInterval(ec.Version)
+	if changed("stats-interval") {
+		interval = f.statsInterval
 	}
-	acc := metrics.NewAccumulator(sumOpts)
-	var kept []metrics.Record
-	var end time.Duration
-	var enc *json.Encoder
-	if records != nil {
-		enc = json.NewEncoder(records)
+	keep := metrics.KeepNone
+	switch {
+	case f.output.saveResult && f.output.saveDetailed:
+		keep = metrics.KeepFull
+	case f.output.saveResult:
+		keep = metrics.KeepLight
 	}
-	// The emit below keeps nothing of a record past its return (it copies
-	// what it keeps), so the simulator may recycle records.
+	var records *metrics.JSONLWriter
+	if w := outs.recordsWriter(); w != nil {
+		records = metrics.NewBufferedJSONLWriter(w, 1<<20)
+	}
+	recorder := metrics.NewRecorder(sumOpts, records, keep)
+	// The recorder copies what it keeps, so the simulator may recycle
+	// records. A records write error does not stop the simulation (it costs
+	// no server time); it is reported after the result.
 	cfg := sim.Config{Engine: ec, Model: stepModel, StatsInterval: interval, MaxConcurrency: f.workload.maxConcurrency, ReuseRecords: true}
 	if f.logStats {
 		cfg.OnStats = func(s sim.StatsSample) { writeSimStatsLine(errw, ec, s) }
 	}
 	res, err := sim.Run(ctx, cfg, reqs, func(r *metrics.Record) error {
-		acc.Add(r)
-		end = max(end, r.End())
-		if enc != nil {
-			if err := enc.Encode(r); err != nil {
-				return fmt.Errorf("write records: %w", err)
-			}
-		}
-		if resultPath != "" {
-			light := *r
-			light.ITL = nil
-			if f.output.saveDetailed {
-				light.ITL = slices.Clone(r.ITL)
-			}
-			kept = append(kept, light)
-		}
+		_ = recorder.Add(r)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
+	recordsErr := recorder.Close()
 	interrupted := ctx.Err() != nil
 	info.Interrupted = interrupted
 	// Duration as bench measures it: from the run's zero to the last
 	// completion, so simulated and measured throughputs compare directly.
-	summary := acc.Summary(end)
-	result := &report.Result{Info: info, Summary: summary, Records: kept,
+	summary := recorder.Summary(recorder.LastEnd())
+	result := &report.Result{Info: info, Summary: summary, Records: recorder.Records(),
 		Extra: []report.Section{{Key: "engine", Value: simEngineJSON(res, ec, dep.Model.Name, dep.GPU.Name, capacity.GPUBlocks)}}}
 	if err := report.WriteText(out, result); err != nil {
+		return err
+	}
+	if err := writeErrorSection(out, &summary); err != nil {
 		return err
 	}
 	if err := writeEngineSection(out, res); err != nil {
@@ -199,13 +182,10 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 	if res.Err != nil {
 		fmt.Fprintf(errw, "engine failed: %v\n", res.Err)
 	}
-	if err := f.output.write(out, errw, resultPath, result); err != nil {
+	if err := outs.write(out, errw, result); err != nil {
 		return err
 	}
-	if interrupted {
-		return exitCodeError{code: 130, err: fmt.Errorf("interrupted: partial simulation printed")}
-	}
-	return nil
+	return runOutcome(&summary, interrupted, 0, recordsErr, outs.savedPaths())
 }
 
 func simEngineJSON(res *sim.Result, ec engine.Config, model, gpu string, gpuBlocks int) map[string]any {
@@ -237,18 +217,13 @@ func writeEngineSection(w io.Writer, res *sim.Result) error {
 	if res.Engine.PrefixQueries > 0 {
 		hit = 100 * float64(res.Engine.PrefixHits) / float64(res.Engine.PrefixQueries)
 	}
-	var maxRun, maxWait, maxSwap int
-	var maxKV float64
-	for _, s := range res.Samples {
-		maxRun, maxWait, maxSwap = max(maxRun, s.Running), max(maxWait, s.Waiting), max(maxSwap, s.Swapped)
-		maxKV = max(maxKV, s.KVUsage)
-	}
+	m := res.Max
 	return report.WriteSection(w, "Simulated Engine", [][2]string{
 		{"Engine steps:", fmt.Sprint(res.Steps)},
 		{"Preemptions:", fmt.Sprint(res.Preemptions)},
 		{"Prefix cache hit rate (%):", fmt.Sprintf("%.2f", hit)},
-		{"Max running / waiting / swapped:", fmt.Sprintf("%d / %d / %d", maxRun, maxWait, maxSwap)},
-		{"Max GPU KV cache usage (%):", fmt.Sprintf("%.1f", 100*maxKV)},
+		{"Max running / waiting / swapped:", fmt.Sprintf("%d / %d / %d", m.Running, m.Waiting, m.Swapped)},
+		{"Max GPU KV cache usage (%):", fmt.Sprintf("%.1f", 100*m.KVUsage)},
 	})
 }
 

@@ -85,8 +85,8 @@ func TestSimSavesResultWithEngineStats(t *testing.T) {
 
 func TestSimRejectsWhatVLLMRejects(t *testing.T) {
 	_, _, err := runCLI(t, "sim", "--model", "Llama-3-70B", "--gpu", "A100-80GB", "--num-prompts", "1")
-	if err == nil || !strings.Contains(err.Error(), "No available memory for the cache blocks") {
-		t.Fatalf("Llama-3-70B on one A100-80GB: err = %v, want vLLM's no-memory error", err)
+	if err == nil || !strings.Contains(err.Error(), "raising gpu_memory_utilization cannot help. Use -tp 4") {
+		t.Fatalf("Llama-3-70B on one A100-80GB: err = %v, want the weights-exceed-the-GPU error suggesting -tp 4", err)
 	}
 	_, _, err = runCLI(t, "sim", "--engine", "v0", "--max-model-len", "4096", "--max-num-batched-tokens", "2048", "--num-prompts", "1")
 	if err == nil || !strings.Contains(err.Error(), "max_num_batched_tokens (2048) is smaller than max_model_len (4096)") {

@@ -1,0 +1,468 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/servebench/servebench/bench"
+	"github.com/servebench/servebench/report"
+)
+
+// sseServer answers every completion with tokens chunks, each after gap,
+// and counts the requests it got. A request canceled by the client ends
+// its stream.
+func sseServer(t *testing.T, tokens int, gap time.Duration) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	var calls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/models" {
+			_, _ = w.Write([]byte(`{"data":[{"id":"m"}]}`))
+			return
+		}
+		calls.Add(1)
+		w.Header().Set("Content-Type", "text/event-stream")
+		rc := http.NewResponseController(w)
+		for range tokens {
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(gap):
+			}
+			_, _ = w.Write([]byte("data: {\"choices\":[{\"text\":\"x\"}]}\n\n"))
+			_ = rc.Flush()
+		}
+		_, _ = w.Write([]byte("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":" + itoa(tokens) + "}}\n\ndata: [DONE]\n\n"))
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &calls
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+func listDir(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+var quickBench = []string{"--model", "m", "--num-prompts", "3", "--random-input-len", "4", "--random-output-len", "2",
+	"--skip-tokenizer-init", "--server-metrics-interval", "0"}
+
+// As in vLLM, files are written only when asked for.
+func TestFilesOnlyWhenAsked(t *testing.T) {
+	srv, _ := sseServer(t, 2, 0)
+	tests := []struct {
+		name string
+		args []string
+		want []string // file name patterns in the working directory
+	}{
+		{"bench without output flags", []string{"bench", "--base-url", srv.URL}, nil},
+		{"sim without output flags", []string{"sim", "--model", defaultEmbeddedModel, "--num-prompts", "3"}, nil},
+		{"--result-dir streams records only", []string{"bench", "--base-url", srv.URL, "--result-dir", "out"}, []string{"out/openai-infqps-m-*.records.jsonl"}},
+		{"--save-result", []string{"bench", "--base-url", srv.URL, "--save-result"}, []string{"openai-infqps-m-*.json", "openai-infqps-m-*.records.jsonl"}},
+		{"--records alone", []string{"bench", "--base-url", srv.URL, "--records", "r.jsonl"}, []string{"r.jsonl"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			t.Chdir(dir)
+			args := tt.args
+			if args[0] == "bench" {
+				args = append(args, quickBench...)
+			}
+			if _, _, err := runCLI(t, args...); err != nil {
+				t.Fatal(err)
+			}
+			var all []string
+			_ = filepath.WalkDir(".", func(path string, d fs.DirEntry, _ error) error {
+				if !d.IsDir() {
+					all = append(all, path)
+				}
+				return nil
+			})
+			if len(all) != len(tt.want) {
+				t.Fatalf("files written: %v, want %v", all, tt.want)
+			}
+			for _, pattern := range tt.want {
+				if m, _ := filepath.Glob(pattern); len(m) != 1 {
+					t.Errorf("no file matches %s among %v", pattern, all)
+				}
+			}
+		})
+	}
+}
+
+// An unwritable destination fails before any request is sent.
+func TestOutputPathsCheckedBeforeSending(t *testing.T) {
+	srv, calls := sseServer(t, 2, 0)
+	dir := t.TempDir()
+	blocker := filepath.Join(dir, "file")
+	if err := os.WriteFile(blocker, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	existing := filepath.Join(dir, "taken.jsonl")
+	if err := os.WriteFile(existing, []byte("another run's records\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, want string
+		args       []string
+	}{
+		{"result dir under a file", "--result-dir", []string{"--save-result", "--result-dir", filepath.Join(blocker, "sub")}},
+		{"summary json under a file", "--summary-json", []string{"--summary-json", filepath.Join(blocker, "s.json")}},
+		{"records under a file", "--records", []string{"--records", filepath.Join(blocker, "r.jsonl")}},
+		{"records file of another run", "already exists", []string{"--records", existing}},
+		{"explicit result name taken", "already exists", []string{"--save-result", "--result-dir", dir, "--result-filename", "taken.jsonl"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := runCLI(t, append(append([]string{"bench", "--base-url", srv.URL}, quickBench...), tt.args...)...)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want one naming %q", err, tt.want)
+			}
+			if n := calls.Load(); n != 0 {
+				t.Fatalf("%d requests sent before the output check failed", n)
+			}
+		})
+	}
+	if b, _ := os.ReadFile(existing); string(b) != "another run's records\n" {
+		t.Fatalf("another run's records file changed: %q", b)
+	}
+}
+
+// Two runs that would get the same default name (same second) get
+// distinct files: the second takes a -2 suffix for both result and records.
+func TestDefaultNamesNeverCollide(t *testing.T) {
+	dir := t.TempDir()
+	info := report.RunInfo{Date: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Backend: "openai", ModelID: "m", RequestRate: 1}
+	flags := &outputFlags{saveResult: true, resultDir: dir}
+	var paths []string
+	for range 3 {
+		outs, err := flags.open(&info)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer outs.close()
+		if _, err := outs.records.WriteString("{}\n"); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, outs.resultPath, outs.recordsPath)
+	}
+	want := []string{"openai-1.0qps-m-20260102-030405.json", "openai-1.0qps-m-20260102-030405.records.jsonl",
+		"openai-1.0qps-m-20260102-030405-2.json", "openai-1.0qps-m-20260102-030405-2.records.jsonl",
+		"openai-1.0qps-m-20260102-030405-3.json", "openai-1.0qps-m-20260102-030405-3.records.jsonl"}
+	for i, p := range paths {
+		if filepath.Base(p) != want[i] {
+			t.Fatalf("paths %v, want %v", paths, want)
+		}
+	}
+	// A result saved under a default name another run took meanwhile goes
+	// to the next free name; the other run's file is untouched.
+	outs, err := flags.open(&info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outs.close()
+	if err := os.WriteFile(outs.resultPath, []byte("theirs"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	if err := outs.write(&bytes.Buffer{}, &stderr, &report.Result{Info: info}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "openai-1.0qps-m-20260102-030405-4.json")); string(b) != "theirs" {
+		t.Fatalf("the other run's result was overwritten: %q", b)
+	}
+	if !strings.Contains(stderr.String(), "Saved result to "+filepath.Join(dir, "openai-1.0qps-m-20260102-030405-5.json")) {
+		t.Fatalf("saved where? %s", stderr.String())
+	}
+}
+
+// Results are written whole or not at all: through a temporary file moved
+// into place, leaving no temporary behind, and never over another file.
+func TestWriteAtomic(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "r.json")
+	if err := writeAtomic(path, []byte("first"), false); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeAtomic(path, []byte("second"), false); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("writing over an existing result: %v, want ErrExist", err)
+	}
+	if err := writeAtomic(filepath.Join(dir, "s.json"), []byte("a"), true); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeAtomic(filepath.Join(dir, "s.json"), []byte("b"), true); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := os.ReadFile(path)
+	s, _ := os.ReadFile(filepath.Join(dir, "s.json"))
+	if string(r) != "first" || string(s) != "b" {
+		t.Fatalf("result %q summary %q", r, s)
+	}
+	if names := listDir(t, dir); len(names) != 2 {
+		t.Fatalf("files left: %v", names)
+	}
+	// Into a directory that cannot take the file, nothing is created.
+	if err := writeAtomic(filepath.Join(dir, "r.json", "x.json"), []byte("x"), true); err == nil {
+		t.Fatal("wrote under a file")
+	}
+}
+
+// The initial test request stops a misconfigured run with the server's
+// reason, before anything is measured or written.
+func TestInitialTestRequestStopsWithTheReason(t *testing.T) {
+	var calls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"object":"error","message":"The model 'nope' does not exist.","type":"NotFoundError","code":404}`))
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	out, _, err := runCLI(t, append([]string{"bench", "--base-url", srv.URL, "--save-result", "--result-dir", dir}, quickBench...)...)
+	if err == nil || !strings.Contains(err.Error(), "HTTP 404") || !strings.Contains(err.Error(), "The model 'nope' does not exist.") {
+		t.Fatalf("err = %v, want the server's 404 reason", err)
+	}
+	if !strings.Contains(out, "Starting initial single prompt test run...") || calls.Load() != 1 {
+		t.Fatalf("%d requests, output:\n%s", calls.Load(), out)
+	}
+	if names := listDir(t, dir); len(names) != 0 {
+		t.Fatalf("a run stopped before it started left %v", names)
+	}
+}
+
+// A ramp-up run prints its ramp, not "Traffic request rate: inf"; a run
+// without --save-result that is interrupted does not claim to have saved.
+func TestRampPreambleAndHonestInterruptMessage(t *testing.T) {
+	srv, _ := sseServer(t, 2, 0)
+	out, _, err := runCLI(t, append([]string{"bench", "--base-url", srv.URL, "--ramp-up-strategy", "linear",
+		"--ramp-up-start-rps", "50", "--ramp-up-end-rps", "100"}, quickBench...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "Traffic request rate: inf") || !strings.Contains(out, "Traffic ramp-up strategy: linear.\nWill increase RPS from 50 to 100 RPS over the duration of the benchmark.\nBurstiness factor") {
+		t.Fatalf("preamble:\n%s", out)
+	}
+
+	slow, _ := sseServer(t, 5, 20*time.Millisecond)
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	root := newRootCmd()
+	root.SetOut(&bytes.Buffer{})
+	root.SetErr(&bytes.Buffer{})
+	root.SetArgs(cliArgs(append([]string{"bench", "--base-url", slow.URL, "--request-rate", "20", "--skip-test-request"},
+		"--model", "m", "--num-prompts", "1000", "--skip-tokenizer-init", "--server-metrics-interval", "0")))
+	err = root.ExecuteContext(ctx)
+	if err == nil || strings.Contains(err.Error(), "saved") || !strings.Contains(err.Error(), "interrupted: partial results printed (") {
+		t.Fatalf("err = %v, want an interrupt message that claims no file", err)
+	}
+}
+
+// A second Ctrl-C ends the run at once instead of waiting out the grace
+// period, with every request's record flushed and the result saved.
+func TestSecondInterruptExitsAtOnce(t *testing.T) {
+	srv, _ := sseServer(t, 1000, 20*time.Millisecond) // 20 s per request
+	dir := t.TempDir()
+	ctx, interrupt, stop := withInterrupts(t.Context())
+	defer stop()
+	time.AfterFunc(500*time.Millisecond, interrupt)
+	time.AfterFunc(800*time.Millisecond, interrupt)
+	root := newRootCmd()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&bytes.Buffer{})
+	root.SetArgs(cliArgs([]string{"bench", "--base-url", srv.URL, "--model", "m", "--num-prompts", "100", "--request-rate", "20",
+		"--random-input-len", "4", "--skip-tokenizer-init", "--server-metrics-interval", "0", "--skip-test-request",
+		"--save-result", "--result-dir", dir, "--result-filename", "r.json", "--interrupt-grace", "60s"}))
+	start := time.Now()
+	err := root.ExecuteContext(ctx)
+	// Bounded, not timed: a first Ctrl-C alone would wait the 60 s grace.
+	if took := time.Since(start); took > 30*time.Second {
+		t.Fatalf("run took %v after the second interrupt", took)
+	}
+	var exit exitCodeError
+	if !errors.As(err, &exit) || exit.code != 130 {
+		t.Fatalf("err = %v, want exit code 130", err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "r.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res map[string]any
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatal(err)
+	}
+	records, _ := os.ReadFile(filepath.Join(dir, "r.records.jsonl"))
+	measured := res["completed"].(float64) + res["failed"].(float64)
+	if n := bytes.Count(records, []byte("\n")); measured == 0 || float64(n) != measured {
+		t.Fatalf("records file has %d lines, result measured %v requests", n, measured)
+	}
+}
+
+// --stats-interval 0 disables the periodic samples in sim, as it does in
+// serve; unset, sim samples at vLLM's cadence.
+func TestSimStatsIntervalZeroDisables(t *testing.T) {
+	samples := func(args ...string) int {
+		t.Helper()
+		dir := t.TempDir()
+		_, _, err := runCLI(t, append([]string{"sim", "--model", defaultEmbeddedModel, "--num-prompts", "200", "--request-rate", "10",
+			"--save-result", "--result-dir", dir, "--result-filename", "r.json", "--records", "none"}, args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := os.ReadFile(filepath.Join(dir, "r.json"))
+		var res struct {
+			Engine struct {
+				Samples []any `json:"samples"`
+			} `json:"engine"`
+		}
+		if err := json.Unmarshal(raw, &res); err != nil {
+			t.Fatal(err)
+		}
+		return len(res.Engine.Samples)
+	}
+	if n := samples(); n == 0 {
+		t.Fatal("no samples at the default interval")
+	}
+	if n := samples("--stats-interval", "0"); n != 0 {
+		t.Fatalf("%d samples with --stats-interval 0, want none", n)
+	}
+}
+
+// A burst far shorter than the stats interval still shows its exact
+// maxima, and requests rejected for length are broken down by reason.
+func TestSimPrintsExactMaximaAndRejections(t *testing.T) {
+	out, _, err := runCLI(t, "sim", "--model", defaultEmbeddedModel, "--num-prompts", "300", "--random-input-len", "100",
+		"--random-output-len", "10", "--max-model-len", "100")
+	if err == nil || !strings.Contains(err.Error(), "no request succeeded") {
+		t.Fatalf("err = %v, want a non-zero exit when every request was rejected", err)
+	}
+	if !strings.Contains(out, "Failed Requests by Reason") || !strings.Contains(out, "300 ×") {
+		t.Fatalf("no breakdown of the rejections:\n%s", out)
+	}
+	out, _, err = runCLI(t, "sim", "--model", defaultEmbeddedModel, "--num-prompts", "300", "--random-input-len", "100", "--random-output-len", "10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The burst is admitted in one step (max-num-seqs 1024) and finishes
+	// in well under the 10 s stats interval.
+	if !strings.Contains(out, "Max running / waiting / swapped:         300 / ") {
+		t.Fatalf("maxima of a 300-request burst:\n%s", out)
+	}
+}
+
+// A full disk for the records stops sending, lets in-flight requests
+// finish, and still prints and saves the summary; the exit is non-zero.
+func TestFullDiskKeepsTheSummary(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	srv, calls := sseServer(t, 3, 10*time.Millisecond)
+	dir := t.TempDir()
+	out, _, err := runCLI(t, "bench", "--base-url", srv.URL, "--model", "m", "--num-prompts", "200", "--request-rate", "100",
+		"--random-input-len", "4", "--skip-tokenizer-init", "--server-metrics-interval", "0", "--skip-test-request",
+		"--records", "/dev/full", "--save-result", "--result-dir", dir, "--result-filename", "r.json")
+	if err == nil || !strings.Contains(err.Error(), "no space left on device") || !strings.Contains(err.Error(), "saved to "+filepath.Join(dir, "r.json")) {
+		t.Fatalf("err = %v, want the records error and where the result went", err)
+	}
+	if !strings.Contains(out, "Serving Benchmark Result") {
+		t.Fatalf("no result block:\n%s", out)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "r.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res map[string]any
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatal(err)
+	}
+	if sent := calls.Load(); sent >= 200 || res["completed"].(float64) != float64(sent) {
+		t.Fatalf("%d of 200 sent, %v completed: want sending stopped and every sent request summarised", sent, res["completed"])
+	}
+}
+
+// With no --base-url, --host or --port, bench uses a server answering at
+// the default address, else the emulator of --model, and says so.
+func TestDefaultTarget(t *testing.T) {
+	srv, calls := sseServer(t, 2, 0)
+	old := defaultTargetAddr
+	t.Cleanup(func() { defaultTargetAddr = old })
+
+	defaultTargetAddr = strings.TrimPrefix(srv.URL, "http://")
+	_, stderr, err := runCLI(t, append([]string{"bench"}, quickBench...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls.Load() != 4 || strings.Contains(stderr, "emulated") {
+		t.Fatalf("server at the default address got %d requests; stderr:\n%s", calls.Load(), stderr)
+	}
+
+	defaultTargetAddr = "127.0.0.1:0"
+	out, stderr, err := runCLI(t, "bench", "--model", "Qwen/Qwen2-7B", "--num-prompts", "3", "--random-input-len", "16", "--random-output-len", "4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	banner := "No server answered at 127.0.0.1:0: benchmarking the built-in emulated vLLM server at http://127.0.0.1:"
+	if !strings.Contains(stderr, banner) || !strings.Contains(stderr, "(model Qwen2-7B, GPU") || !strings.Contains(stderr, "pass --base-url") {
+		t.Fatalf("stderr lacks the one-line banner for the given model:\n%s", stderr)
+	}
+	if !strings.Contains(out, "Successful requests:                     3") {
+		t.Fatalf("output:\n%s", out)
+	}
+	if _, _, err := runCLI(t, "bench", "--model", "gpt-4o", "--num-prompts", "3"); err == nil || !strings.Contains(err.Error(), "--emulated-model") {
+		t.Fatalf("err = %v, want the emulator's refusal of an unknown model with the way out", err)
+	}
+}
+
+// A long run at low load can find the server idle at every scrape while
+// its token counters show the work: the section is printed then, and the
+// "none while requests were in flight" note only when nothing moved, with
+// a reason that fits the run's length.
+func TestServerMetricsSectionOnLightLoad(t *testing.T) {
+	tests := []struct {
+		name     string
+		summary  bench.ServerSummary
+		duration time.Duration
+		wantOut  string
+		wantNote string
+	}{
+		{"idle gauges, busy counters", bench.ServerSummary{Samples: 20, GenerationTokens: 30000, PromptTokens: 110000}, 100 * time.Second, "Server Metrics (scraped)", ""},
+		{"busy gauges", bench.ServerSummary{Samples: 3, MaxRunning: 4}, time.Second, "Server Metrics (scraped)", ""},
+		{"short run, nothing seen", bench.ServerSummary{Samples: 1}, time.Second, "", "shorter than --server-metrics-interval"},
+		{"long run, nothing moved", bench.ServerSummary{Samples: 20}, 100 * time.Second, "", "every scrape found the server idle"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errw bytes.Buffer
+			if err := writeServerMetrics(&out, &errw, &tt.summary, 5*time.Second, tt.duration); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out.String(), tt.wantOut) || (tt.wantOut == "") != (out.Len() == 0) {
+				t.Errorf("section %q, want %q", out.String(), tt.wantOut)
+			}
+			if !strings.Contains(errw.String(), tt.wantNote) || (tt.wantNote == "") != (errw.Len() == 0) {
+				t.Errorf("note %q, want %q", errw.String(), tt.wantNote)
+			}
+		})
+	}
+}
