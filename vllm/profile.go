@@ -114,8 +114,8 @@ type Line struct {
 	Name string // "0.5", "0.6", "0.7-0.10", "0.11+"
 	// First is the line's first release; Through its last minor version
 	// (every patch release of it belongs to the line), 0 for open-ended.
-	First   Release
-	Through int
+	First         Release
+	Through       int
 	DefaultEngine engine.Version
 	// Representative is the release --engine alone (or "X.Y") selects.
 	Representative Release

@@ -42,12 +42,12 @@ var v1Defaults = Defaults{
 // scheduling 29%, GPU 38%.
 var (
 	v05Host = HostOverhead{Overlap: OverlapNone,
-		SchedFixed: 1000 * us, SchedPerSeq: 45 * us,
-		OutputPerToken: 12 * us, APIPerChunk: 40 * us, APIPerRequest: 400 * us}
+		SchedFixed: 1000 * us, SchedPerSeq: 70 * us,
+		OutputPerToken: 15 * us, APIPerChunk: 45 * us, APIPerRequest: 400 * us}
 	// 0.6–0.10 V0: the same Python work, arranged to overlap the GPU.
 	v06Host = HostOverhead{Overlap: OverlapAsyncOutput,
-		SchedFixed: 1000 * us, SchedPerSeq: 45 * us,
-		OutputPerToken: 12 * us, APIPerChunk: 40 * us, APIPerRequest: 400 * us}
+		SchedFixed: 1000 * us, SchedPerSeq: 70 * us,
+		OutputPerToken: 15 * us, APIPerChunk: 45 * us, APIPerRequest: 400 * us}
 	// V1: a leaner scheduler (perf's former fixed V1 overhead: 0.4 ms + 2
 	// µs per sequence) and msgspec/ZMQ output handling in the front end.
 	v1Host = HostOverhead{Overlap: OverlapEngineCore,
