@@ -93,10 +93,10 @@ func TestBlogRatios(t *testing.T) {
 		t.Skip("simulates 2000 requests")
 	}
 	cases := []struct {
-		model, gpu                 string
-		tp                         int
-		wantThroughput, wantTPOT   float64
-		tolerance                  float64
+		model, gpu               string
+		tp                       int
+		wantThroughput, wantTPOT float64
+		tolerance                float64
 	}{
 		{"Llama-3-8B", "H100", 1, 2.7, 5, 0.25},
 	}

@@ -99,8 +99,7 @@ type EngineProfile struct {
 	Scheduler Scheduler
 	Host      HostOverhead
 	// BlockSizes are --block-size's accepted values; PreemptionModes
-	// --preemption-mode's (nil: the flag sends V1 back to V0, which this
-	// release line cannot do or which we refuse, see Resolve).
+	// --preemption-mode's.
 	BlockSizes      []int
 	PreemptionModes []string
 	// Metrics names the Prometheus family set (serve defines the names

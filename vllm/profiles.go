@@ -15,6 +15,8 @@ const us = time.Microsecond
 var (
 	v0BlockSizes = []int{8, 16, 32}
 	v1BlockSizes = []int{8, 16, 32, 64, 128}
+	// --preemption-mode's argparse choices; V1 accepts the flag and falls
+	// back to V0 (issue #18115), which engine.Config.Validate reports.
 	v0Preemption = []string{"recompute", "swap"}
 )
 
@@ -63,7 +65,7 @@ var (
 		Scheduler: Scheduler{AsyncOutputProc: true, MultiStep: true},
 		Host:      v06Host, BlockSizes: v0BlockSizes, PreemptionModes: v0Preemption, Metrics: engine.V0}
 	v1 = EngineProfile{Engine: engine.V1, Defaults: v1Defaults,
-		Host: v1Host, BlockSizes: v1BlockSizes, Metrics: engine.V1}
+		Host: v1Host, BlockSizes: v1BlockSizes, PreemptionModes: v0Preemption, Metrics: engine.V1}
 )
 
 // multiStepSince: --num-scheduler-steps arrived with PR #7000 (merged

@@ -31,6 +31,10 @@ type Options struct {
 	KVCacheDType                     string
 	LegacyRequeueOrder               *bool
 	NumSchedulerSteps                int
+	ExpertParallel                   bool
+	// AllowLongMaxModelLen is VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, read by
+	// the caller.
+	AllowLongMaxModelLen bool
 	// NoHostOverhead times steps by the GPU alone (the roofline's own
 	// fixed CPU cost included), as servebench did before host modelling.
 	NoHostOverhead bool
@@ -66,7 +70,8 @@ func Resolve(ctx context.Context, p Profile, model perf.Model, gpu perf.GPU, o O
 		KVCacheDType: o.KVCacheDType, EnforceEager: o.EnforceEager,
 		GPUMemoryUtilization: o.GPUMemoryUtilization, SwapSpaceGiB: p.Defaults.SwapSpaceGiB,
 		BlockSize: o.BlockSize, MaxNumSeqs: o.MaxNumSeqs, MaxModelLen: o.MaxModelLen,
-		EngineVersion: string(p.Engine),
+		EngineVersion:  string(p.Engine),
+		ExpertParallel: o.ExpertParallel, AllowLongMaxModelLen: o.AllowLongMaxModelLen,
 	}
 	if d.BlockSize == 0 {
 		d.BlockSize = p.Defaults.BlockSize
@@ -122,7 +127,7 @@ func Resolve(ctx context.Context, p Profile, model perf.Model, gpu perf.GPU, o O
 	case "swap":
 		mode = engine.PreemptSwap
 	default:
-		mode = engine.PreemptRecompute // vLLM: any other string means recompute
+		mode = engine.PreemptRecompute
 	}
 	legacy := p.Scheduler.LegacyRequeueOrder
 	if o.LegacyRequeueOrder != nil {
@@ -172,11 +177,14 @@ func checkChoices(p Profile, o Options) error {
 		for i, c := range p.BlockSizes {
 			names[i] = strconv.Itoa(c)
 		}
-		return invalidChoice("block-size", strconv.Itoa(o.BlockSize), names)
+		return InvalidChoice("block-size", strconv.Itoa(o.BlockSize), names)
 	}
 	kvChoices := []string{"auto", "fp8", "fp8_e4m3", "fp8_e5m2"}
 	if o.KVCacheDType != "" && !slices.Contains(kvChoices, o.KVCacheDType) {
-		return invalidChoice("kv-cache-dtype", "'"+o.KVCacheDType+"'", quoteAll(kvChoices))
+		return InvalidChoice("kv-cache-dtype", "'"+o.KVCacheDType+"'", quoteAll(kvChoices))
+	}
+	if o.PreemptionMode != "" && !slices.Contains(p.PreemptionModes, o.PreemptionMode) {
+		return InvalidChoice("preemption-mode", "'"+o.PreemptionMode+"'", quoteAll(p.PreemptionModes))
 	}
 	if o.TensorParallel < 0 || o.PipelineParallel < 0 {
 		return fmt.Errorf("tensor_parallel_size (%d) and pipeline_parallel_size (%d) must be at least 1", o.TensorParallel, o.PipelineParallel)
@@ -210,8 +218,8 @@ func checkChoices(p Profile, o Options) error {
 	return nil
 }
 
-// invalidChoice is argparse's choice error, as `vllm serve` prints it.
-func invalidChoice(flag, value string, choices []string) error {
+// InvalidChoice is argparse's choice error, as `vllm serve` prints it.
+func InvalidChoice(flag, value string, choices []string) error {
 	return fmt.Errorf("argument --%s: invalid choice: %s (choose from %s)", flag, value, strings.Join(choices, ", "))
 }
 

@@ -162,6 +162,7 @@ func runServe(cmd *cobra.Command, f *serveFlags, args []string) error {
 		StatsInterval:             stats,
 		Logger:                    logger,
 		MaxBodyBytes:              f.maxBodyBytes,
+		Version:                   f.engine.resolved.Profile.Release.String(),
 	}
 	addr := net.JoinHostPort(f.host, strconv.Itoa(f.port))
 	running, err := serve.Start(ctx, cfg, addr)
@@ -169,7 +170,7 @@ func runServe(cmd *cobra.Command, f *serveFlags, args []string) error {
 		return err
 	}
 	logger.Info(fmt.Sprintf("servebench serve: emulating vLLM %s (engine %s) with %s on %s (TP %d, PP %d), %s",
-		emulatedVLLMVersion(ec.Version), ec.Version, deployment.Model.Name, deployment.GPU.Name,
+		f.engine.resolved.Profile.Release, ec.Version, deployment.Model.Name, deployment.GPU.Name,
 		deployment.TensorParallel, deployment.PipelineParallel, describeEngineConfig(ec, capacity.MaxNumSeqs)))
 	if warning := exposureWarning(running.Addr(), f.apiKey); warning != "" {
 		logger.Warn(warning)
@@ -184,13 +185,6 @@ func runServe(cmd *cobra.Command, f *serveFlags, args []string) error {
 		return cause
 	}
 	return nil
-}
-
-func emulatedVLLMVersion(v engine.Version) string {
-	if v == engine.V0 {
-		return "0.5.4"
-	}
-	return "0.8.5"
 }
 
 func describeEngineConfig(ec engine.Config, maxSeqs int) string {
