@@ -56,7 +56,9 @@ type Resolved struct {
 // Resolve turns (release profile, model, GPU, user flags) into the engine
 // configuration, KV capacity and step model, checking in vLLM's order:
 // argument choices, model and cache config, scheduler config, then the
-// memory profile. Errors carry vLLM's texts where vLLM has one.
+// memory profile. Errors carry vLLM's texts where vLLM has one. When the
+// memory profile fails, the partly filled Resolved is returned with the
+// error.
 func Resolve(ctx context.Context, p Profile, model perf.Model, gpu perf.GPU, o Options) (*Resolved, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -154,7 +156,8 @@ func Resolve(ctx context.Context, p Profile, model perf.Model, gpu perf.GPU, o O
 	}
 	capacity, err := resolved.Capacity()
 	if err != nil {
-		return nil, err
+		// The resolved limits let the caller phrase advice (max_model_len).
+		return &Resolved{Profile: p, Deployment: resolved, Capacity: capacity, Engine: ec}, err
 	}
 	ec.NumGPUBlocks, ec.NumCPUBlocks = capacity.GPUBlocks, capacity.CPUBlocks
 	roof, err := perf.NewRoofline(resolved)

@@ -197,7 +197,10 @@ func (f *engineFlags) build() (perf.Deployment, perf.Capacity, engine.Config, pe
 	}
 	r, err := vllm.Resolve(context.Background(), profile, model, gpu, o)
 	if err != nil {
-		return fail(withTensorParallelFlag(err, f.maxModelLen))
+		if r != nil {
+			err = withTensorParallelFlag(err, r.Deployment.MaxModelLen)
+		}
+		return fail(err)
 	}
 	f.resolved = r
 	return r.Deployment, r.Capacity, r.Engine, r.StepModel, nil
