@@ -99,6 +99,7 @@ func TestBlogRatios(t *testing.T) {
 		tolerance                float64
 	}{
 		{"Llama-3-8B", "H100", 1, 2.7, 5, 0.25},
+		{"Llama-3-70B", "H100", 4, 1.8, 2, 0.25},
 	}
 	for _, c := range cases {
 		t.Run(c.model, func(t *testing.T) {

@@ -6,10 +6,14 @@ import (
 	"github.com/servebench/servebench/engine"
 )
 
-// memoryLogSince: vLLM prints its memory profile's parts from 0.6.5 on
-// (PR #10511, "overhaul memory profiling"); earlier releases print only
-// the block counts.
-var memoryLogSince = Release{0, 6, 5}
+// vLLM prints its memory profile's parts from 0.6.4 on: one "Memory
+// profiling results" line (PR #9352), then from 0.6.5 the weights /
+// non-torch / activation / KV breakdown (PR #10511). Earlier releases
+// print only the block counts.
+var (
+	memoryLogSince    = Release{0, 6, 4}
+	memoryLogOverhaul = Release{0, 6, 5}
+)
 
 const gibibyte = 1 << 30
 
@@ -25,13 +29,22 @@ func MemoryLines(r *Resolved) []string {
 	logits := float64(rows) * float64(d.Model.Vocab) * 4
 	gib := func(b float64) string { return fmt.Sprintf("%.2fGiB", b/gibibyte) }
 	var out []string
-	if r.Profile.Release.less(memoryLogSince) {
+	switch {
+	case r.Profile.Release.less(memoryLogSince):
 		out = append(out, fmt.Sprintf(
 			"Memory profile (modelled; vLLM %s logs no breakdown): total_gpu_memory (%s) x gpu_memory_utilization (%.2f) = %s; model weights %s; non_torch_memory %s; activation peak %s for %d batched tokens, of which sampler logits %s (%d rows x %d vocab, fp32); KV cache %s.",
 			r.Profile.Release, gib(float64(d.GPU.MemoryBytes)), d.GPUMemoryUtilization, gib(budget),
 			gib(float64(c.WeightBytes)), gib(float64(c.NonTorchBytes)), gib(float64(c.ActivationBytes)),
 			d.MaxNumBatchedTokens, gib(logits), rows, d.Model.Vocab, gib(float64(c.KVCacheBytes))))
-	} else {
+	case r.Profile.Release.less(memoryLogOverhaul):
+		initial := float64(c.WeightBytes + c.NonTorchBytes)
+		out = append(out, fmt.Sprintf(
+			"Memory profiling results: total_gpu_memory=%s initial_memory_usage=%s peak_torch_memory=%s memory_usage_post_profile=%s non_torch_memory=%s kv_cache_size=%s gpu_memory_utilization=%.2f",
+			gib(float64(d.GPU.MemoryBytes)), gib(initial), gib(float64(c.WeightBytes+c.ActivationBytes)), gib(initial),
+			gib(float64(c.NonTorchBytes)), gib(float64(c.KVCacheBytes)), d.GPUMemoryUtilization),
+			fmt.Sprintf("(modelled: peak_torch_memory = weights %s + activation peak %s for %d batched tokens, of which sampler logits %s for %d rows x %d vocab, fp32)",
+				gib(float64(c.WeightBytes)), gib(float64(c.ActivationBytes)), d.MaxNumBatchedTokens, gib(logits), rows, d.Model.Vocab))
+	default:
 		out = append(out,
 			fmt.Sprintf("the current vLLM instance can use total_gpu_memory (%s) x gpu_memory_utilization (%.2f) = %s",
 				gib(float64(d.GPU.MemoryBytes)), d.GPUMemoryUtilization, gib(budget)),

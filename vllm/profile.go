@@ -127,6 +127,18 @@ type Profile struct {
 	Release Release
 	Line    string
 	EngineProfile
+	Memory MemoryAccounting
+}
+
+// MemoryAccounting is how a release's profile run counts memory outside
+// PyTorch's allocator (CUDA context, cuBLAS workspaces, NCCL buffers),
+// which vLLM subtracts before sizing the KV cache.
+type MemoryAccounting struct {
+	Since  Release
+	Method string
+	// NonTorchGiB is the non-torch memory on one GPU; NonTorchMultiGPUGiB
+	// with tensor or pipeline parallelism.
+	NonTorchGiB, NonTorchMultiGPUGiB float64
 }
 
 // Name is how the profile reports itself: "0.6.3 (V0)".
@@ -199,7 +211,7 @@ func Lookup(version string, eng engine.Version) (Profile, error) {
 		if !ok {
 			return Profile{}, fmt.Errorf("vLLM %s has no %s engine (line %s supports %s)", rel, strings.ToUpper(string(eng)), l.Name, engineList(l))
 		}
-		return Profile{Release: rel, Line: l.Name, EngineProfile: ep}, nil
+		return Profile{Release: rel, Line: l.Name, EngineProfile: ep, Memory: memoryAccountingOf(rel)}, nil
 	}
 	return Profile{}, fmt.Errorf("vLLM version %s is not modelled; known release lines: %s", rel, KnownLines())
 }
@@ -212,4 +224,14 @@ func engineList(l Line) string {
 		}
 	}
 	return strings.Join(out, " and ")
+}
+
+func memoryAccountingOf(rel Release) MemoryAccounting {
+	m := memoryRules[0]
+	for _, r := range memoryRules {
+		if !rel.less(r.Since) {
+			m = r
+		}
+	}
+	return m
 }

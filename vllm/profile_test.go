@@ -79,3 +79,20 @@ func TestReleaseSwitches(t *testing.T) {
 		t.Error("Lookup modified the shared 0.5 profile")
 	}
 }
+
+// Each release counts non-torch memory as its profile run did (doc.go).
+func TestMemoryAccountingByRelease(t *testing.T) {
+	cases := []struct {
+		version  string
+		nonTorch float64
+	}{{"0.5.4", 1.25}, {"0.6.3", 1.25}, {"0.6.4", 0.35}, {"0.6.6", 1.79}, {"0.7.3", 0.16}, {"0.8.5", 0.16}, {"0.11.0", 0.16}}
+	for _, c := range cases {
+		p, err := Lookup(c.version, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Memory.NonTorchGiB != c.nonTorch {
+			t.Errorf("%s: non-torch %.2f GiB (%s), want %.2f", c.version, p.Memory.NonTorchGiB, p.Memory.Method, c.nonTorch)
+		}
+	}
+}

@@ -82,3 +82,17 @@ var lines = []Line{
 	{Name: "0.11+", First: Release{0, 11, 0}, DefaultEngine: engine.V1,
 		Representative: Release{0, 11, 0}, Engines: map[engine.Version]EngineProfile{engine.V1: v1}},
 }
+
+// memoryRules: how each release counted non-torch memory (doc.go, "Memory
+// profile"), by the first release that counted it that way. Multi-GPU
+// values without a published log keep perf's 3.0 GiB.
+var memoryRules = []MemoryAccounting{
+	{Since: Release{0, 5, 0}, Method: "peak = total − free after the profile run (CUDA context and allocator slack included)",
+		NonTorchGiB: 1.25, NonTorchMultiGPUGiB: 3.0},
+	{Since: Release{0, 6, 4}, Method: "torch.cuda.memory_stats peak plus the non-torch increase (PR #9352)",
+		NonTorchGiB: 0.35, NonTorchMultiGPUGiB: 3.0},
+	{Since: Release{0, 6, 5}, Method: "memory profiling overhaul (PR #10511)",
+		NonTorchGiB: 1.79, NonTorchMultiGPUGiB: 3.58},
+	{Since: Release{0, 7, 0}, Method: "non-torch increase over the post-initialisation baseline (PR #12126)",
+		NonTorchGiB: 0.16, NonTorchMultiGPUGiB: 3.0},
+}

@@ -78,6 +78,8 @@ func Resolve(ctx context.Context, p Profile, model perf.Model, gpu perf.GPU, o O
 	if d.BlockSize == 0 {
 		d.BlockSize = p.Defaults.BlockSize
 	}
+	d.NonTorchBytes = int64(p.Memory.NonTorchGiB * gibibyte)
+	d.NonTorchMultiGPUBytes = int64(p.Memory.NonTorchMultiGPUGiB * gibibyte)
 	if o.SwapSpaceGiB != nil && p.Engine == engine.V0 {
 		d.SwapSpaceGiB = *o.SwapSpaceGiB
 	}
