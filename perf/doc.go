@@ -162,7 +162,14 @@
 // taken as k·3·f_e + 3·f_shared wide. Worked numbers: Mixtral-8x7B weighs
 // 86.99 GiB (93,405,577,216 bytes, the checkpoint's safetensors size) and
 // 43.50 GiB per GPU at TP=2; on 2×H100 at 0.9 with V1 defaults that
-// leaves 23.7 GiB of KV cache, 387,888 tokens.
+// leaves 23.7 GiB of KV cache, 387,888 tokens. Checked against a vLLM log
+// (issue #21348, a 0.9-era V1 build): Qwen3-235B-A22B-FP8 on 4×H100 printed
+// "Available KV cache memory: 8.11 GiB" and "GPU KV cache size: 178,880
+// tokens"; here 12.20 GiB and 272,224 tokens. The KV bytes per token agree
+// (22,056 vs 22,313 tokens per GiB); the 4.1 GiB gap is memory outside the
+// KV cache that this model does not see [deviation: the FP8 checkpoint's
+// bf16 router/lm_head and block scales, and newer vLLM's CUDA-graph
+// reservation before sizing the cache].
 //
 // A deployment whose weights plus the CUDA runtime exceed a GPU fails with
 // ReasonWeightsExceedGPU (vLLM dies with CUDA out of memory while loading,

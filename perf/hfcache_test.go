@@ -81,6 +81,25 @@ func TestFindHFFile(t *testing.T) {
 			writeSnapshot(t, cache, "mistralai/Mixtral-8x7B-v0.1", "aaa111", mixtral, old)
 			return writeSnapshot(t, cache, "mistralai/Mixtral-8x7B-v0.1", "bbb222", mixtral, recent)
 		}},
+		{"snapshot files are symlinks into blobs, as huggingface_hub writes them", func(t *testing.T, cache string) string {
+			repo := filepath.Join(cache, "models--mistralai--Mixtral-8x7B-v0.1")
+			if err := os.MkdirAll(filepath.Join(repo, "blobs"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(repo, "blobs", "e3b0c442"), mixtral, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			snap := filepath.Join(repo, "snapshots", "ddd444")
+			if err := os.MkdirAll(snap, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			link := filepath.Join(snap, "config.json")
+			if err := os.Symlink(filepath.Join("..", "..", "blobs", "e3b0c442"), link); err != nil {
+				t.Skipf("no symlinks here: %v", err)
+			}
+			writeRef(t, cache, "mistralai/Mixtral-8x7B-v0.1", "ddd444")
+			return link
+		}},
 		{"a ref that climbs out is ignored", func(t *testing.T, cache string) string {
 			writeRef(t, cache, "mistralai/Mixtral-8x7B-v0.1", "../../../etc")
 			return writeSnapshot(t, cache, "mistralai/Mixtral-8x7B-v0.1", "ccc333", mixtral, old)

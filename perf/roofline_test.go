@@ -304,20 +304,26 @@ func TestStepTimeDoesNotAllocate(t *testing.T) {
 	_ = sink
 }
 
+// BenchmarkStepTime: a dense model, and an MoE one, whose steps also
+// count the experts their tokens touch (a math.Pow).
 func BenchmarkStepTime(b *testing.B) {
-	r := roofline(b, "Llama-3-70B", "H100", func(d *Deployment) { d.TensorParallel = 4 })
-	shapes := []StepShape{
-		decodeStep(128, 1500),
-		prefillStep(2048),
-		{PrefillTokens: 300, Prefills: 2, PrefillsDone: 1, Decodes: 40, AttnPairs: 900000, KVTokens: 50000},
-		{Decodes: 7, AttnPairs: 7000, KVTokens: 7007, SwapInBlocks: 2},
+	for _, model := range []string{"Llama-3-70B", "Mixtral-8x7B"} {
+		b.Run(model, func(b *testing.B) {
+			r := roofline(b, model, "H100", func(d *Deployment) { d.TensorParallel = 4 })
+			shapes := []StepShape{
+				decodeStep(128, 1500),
+				prefillStep(2048),
+				{PrefillTokens: 300, Prefills: 2, PrefillsDone: 1, Decodes: 40, AttnPairs: 900000, KVTokens: 50000},
+				{Decodes: 7, AttnPairs: 7000, KVTokens: 7007, SwapInBlocks: 2},
+			}
+			var sink time.Duration
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				sink += r.StepTime(shapes[i&3])
+			}
+			_ = sink
+		})
 	}
-	var sink time.Duration
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		sink += r.StepTime(shapes[i&3])
-	}
-	_ = sink
 }
 
 func BenchmarkNewRoofline(b *testing.B) {

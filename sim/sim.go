@@ -90,7 +90,9 @@ const (
 )
 
 // Run simulates reqs and calls emit with each request's record as soon as
-// it finishes or is rejected (the record is emit's to keep). Memory grows
+// it finishes or is rejected (the record is emit's to keep). emit has the
+// shape of metrics.Sink's Add, so a sink's Add (a metrics.Recorder's, as
+// the CLI passes) plugs in directly; an error from it stops the run. Memory grows
 // with the requests in flight, not with len(reqs) (apart from one pointer
 // per request). Requests are taken in Arrival order (stable). The result is
 // deterministic: the same input gives the same records and samples.

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -149,6 +150,9 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := f.output.checkDirs(); err != nil {
+		return err
+	}
 	headerPairs, err := parseKeyValues("--header", f.headers)
 	if err != nil {
 		return err
@@ -164,6 +168,7 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 	explicitTarget := baseURL != "" || changed("host") || changed("port")
 	if !explicitTarget && serverAnswers(ctx, f.defaultTarget) {
 		baseURL = "http://" + f.defaultTarget
+		fmt.Fprintf(errw, "No --base-url given: benchmarking the server answering at %s.\n", baseURL)
 	}
 	embedded := baseURL == "" && !explicitTarget
 	defaultTokenizer := ""
@@ -289,6 +294,9 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 		fmt.Fprintln(out, "Starting initial single prompt test run...")
 		if err := bench.InitialTest(ctx, cfg); err != nil {
 			outs.discardEmptyRecords()
+			if ctx.Err() != nil {
+				return exitCodeError{code: 130, err: errors.New("interrupted during the initial test request: nothing was measured")}
+			}
 			return fmt.Errorf("%w; check --model, --base-url and --endpoint, or pass --skip-test-request to run anyway", err)
 		}
 		fmt.Fprintln(out, "Initial test run completed. Starting main benchmark run...")
@@ -335,7 +343,7 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 	if err := outs.write(out, errw, result); err != nil {
 		return err
 	}
-	return runOutcome(&res.Summary, res.Interrupted, res.NotSent, res.SinkErr, outs.savedPaths())
+	return runOutcome(&res.Summary, res.Interrupted, res.NotSent, res.SinkErr, outs.savedPaths(res.SinkErr == nil))
 }
 
 func (f *benchFlags) requestExtras() (map[string]any, error) {

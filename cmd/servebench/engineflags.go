@@ -68,7 +68,7 @@ func (f *engineFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", 0, "maximum number of sequences per iteration (default: 256; v1 on GPUs with ≥70 GiB: 1024)")
 	fs.IntVar(&f.maxNumBatchedTokens, "max-num-batched-tokens", 0, "maximum number of batched tokens per iteration (default: vLLM's for the engine version and GPU)")
 	fs.IntVar(&f.blockSize, "block-size", 16, "token block size for contiguous chunks of tokens (v0: 8, 16, 32; v1 also 64, 128)")
-	fs.Float64Var(&f.gpuMemoryUtilization, "gpu-memory-utilization", 0.9, "fraction of GPU memory used for the model executor")
+	fs.Float64Var(&f.gpuMemoryUtilization, "gpu-memory-utilization", 0.9, "fraction of GPU memory used for the model executor, in (0, 1]")
 	fs.Float64Var(&f.swapSpace, "swap-space", 4, "CPU swap space size (GiB) per GPU (v0)")
 	fs.BoolVar(&f.enableChunkedPrefill, "enable-chunked-prefill", false, "chunk prefill requests by max_num_batched_tokens (v0 default: on only when max_model_len > 32768; v1: always on)")
 	fs.BoolVar(&f.enablePrefixCaching, "enable-prefix-caching", false, "enable automatic prefix caching (default: on for v1, off for v0)")

@@ -75,57 +75,80 @@ const maxNameAttempts = 1000
 func (o *outputFlags) open(info *report.RunInfo) (*outputs, error) {
 	out := &outputs{flags: o, defaultName: o.resultFilename == ""}
 	wantRecords := o.recordsPath != "none" && (o.recordsPath != "" || o.saveResult || o.resultDir != "")
+	name := o.resultFilename
+	if name == "" {
+		name = report.ResultFilename(info)
+	}
+	full := filepath.Join(o.resultDir, name)
+	// Check everything before creating the records file, so a failed
+	// check leaves nothing behind.
+	if o.saveResult && !o.appendResult && !out.defaultName && exists(full) {
+		return nil, fmt.Errorf("--result-filename %q: %s already exists; remove it, choose another name, or pass --append-result", o.resultFilename, full)
+	}
+	if err := o.checkDirs(); err != nil {
+		return nil, err
+	}
 	if o.saveResult || wantRecords {
-		name := o.resultFilename
-		if name == "" {
-			name = report.ResultFilename(info)
-		}
-		if err := out.claim(filepath.Join(o.resultDir, name), wantRecords); err != nil {
-			return nil, err
-		}
-	}
-	if o.saveResult {
-		if !o.appendResult && !out.defaultName {
-			if _, err := os.Lstat(out.resultPath); err == nil {
-				out.close()
-				return nil, fmt.Errorf("--result-filename %q: %s already exists; remove it, choose another name, or pass --append-result", o.resultFilename, out.resultPath)
-			}
-		}
-		if err := checkWritableDir("--result-dir", filepath.Dir(out.resultPath)); err != nil {
-			out.close()
-			return nil, err
-		}
-	}
-	if o.summaryJSON != "" && o.summaryJSON != "-" {
-		if err := checkWritableDir("--summary-json", filepath.Dir(o.summaryJSON)); err != nil {
-			out.close()
+		if err := out.claim(full, wantRecords); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
+// checkDirs checks that the result, records and summary directories can
+// take a file; cheap, so commands call it first, before any slow setup.
+func (o *outputFlags) checkDirs() error {
+	wantRecords := o.recordsPath != "none" && (o.recordsPath != "" || o.saveResult || o.resultDir != "")
+	if o.saveResult || (wantRecords && o.recordsPath == "") {
+		if err := checkWritableDir("--result-dir", filepath.Join(o.resultDir, filepath.Dir(o.resultFilename))); err != nil {
+			return err
+		}
+	}
+	if wantRecords && o.recordsPath != "" {
+		if st, err := os.Stat(o.recordsPath); err != nil || st.Mode().IsRegular() {
+			if err := checkWritableDir("--records", filepath.Dir(o.recordsPath)); err != nil {
+				return err
+			}
+		}
+	}
+	if o.summaryJSON != "" && o.summaryJSON != "-" {
+		if err := checkWritableDir("--summary-json", filepath.Dir(o.summaryJSON)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // claim settles the result path and creates the records file. A default
-// name already used by another run (result or records) gets a -2, -3...
-// disambiguator, so two runs started in the same second never share files.
+// result name already used by another run gets a -2, -3... disambiguator
+// (with its records beside it), so two runs started in the same second
+// never share files. A records file beside an explicit result name that is
+// taken (another run's, or one left by an interrupted run that --append-result
+// or a sweep's rerun reuses the name of) gets the disambiguator alone; an
+// explicit --records path that exists is an error.
 func (out *outputs) claim(full string, wantRecords bool) error {
 	o := out.flags
 	out.baseResultPath = full
 	for attempt := 1; attempt <= maxNameAttempts; attempt++ {
 		candidate := numberedName(full, attempt)
-		if out.defaultName && o.saveResult && exists(candidate) {
-			continue
+		resultPath := full
+		if out.defaultName && !o.appendResult {
+			resultPath = candidate
+			if o.saveResult && exists(candidate) {
+				continue
+			}
+		}
+		if !wantRecords {
+			out.resultPath = resultPath
+			return nil
 		}
 		recordsPath := o.recordsPath
 		if recordsPath == "" {
 			recordsPath = report.RecordsFilename(candidate)
 		}
-		if !wantRecords {
-			out.resultPath = candidate
-			return nil
-		}
 		fh, err := createExclusive(recordsPath)
-		if errors.Is(err, fs.ErrExist) && out.defaultName && o.recordsPath == "" {
+		if errors.Is(err, fs.ErrExist) && o.recordsPath == "" {
 			continue
 		}
 		if err != nil {
@@ -138,7 +161,7 @@ func (out *outputs) claim(full string, wantRecords bool) error {
 			}
 			return fmt.Errorf("%s: records file %q: %w", flag, recordsPath, err)
 		}
-		out.resultPath, out.recordsPath, out.records = candidate, recordsPath, fh
+		out.resultPath, out.recordsPath, out.records = resultPath, recordsPath, fh
 		return nil
 	}
 	return fmt.Errorf("--result-dir %q: no free result name after %d attempts beside %s; pass --result-filename", o.resultDir, maxNameAttempts, full)
@@ -220,13 +243,14 @@ func (out *outputs) recordsWriter() io.Writer {
 	return out.records
 }
 
-// savedPaths describes what write saved, for the interrupt message.
-func (out *outputs) savedPaths() []string {
+// savedPaths describes what was saved, for the final message; the records
+// file counts only if writing it never failed.
+func (out *outputs) savedPaths(recordsOK bool) []string {
 	var paths []string
 	if out.resultPath != "" && out.flags.saveResult {
 		paths = append(paths, out.resultPath)
 	}
-	if out.recordsPath != "" {
+	if out.recordsPath != "" && recordsOK {
 		paths = append(paths, out.recordsPath)
 	}
 	if s := out.flags.summaryJSON; s != "" && s != "-" {

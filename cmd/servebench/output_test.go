@@ -10,12 +10,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/servebench/servebench/bench"
+	"github.com/servebench/servebench/metrics"
 	"github.com/servebench/servebench/report"
 )
 
@@ -46,6 +48,34 @@ func sseServer(t *testing.T, tokens int, gap time.Duration) (*httptest.Server, *
 	}))
 	t.Cleanup(srv.Close)
 	return srv, &calls
+}
+
+// runCLIInterrupted runs servebench in-process and sends it a Ctrl-C
+// (cancels its context) after the given time.
+func runCLIInterrupted(t *testing.T, after time.Duration, args ...string) error {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	time.AfterFunc(after, cancel)
+	root := newRootCmd()
+	root.SetOut(&bytes.Buffer{})
+	root.SetErr(&bytes.Buffer{})
+	root.SetArgs(cliArgs(args))
+	return root.ExecuteContext(ctx)
+}
+
+// readResultJSON reads a saved result as a generic map.
+func readResultJSON(t *testing.T, path string) map[string]any {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res map[string]any
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return res
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
@@ -140,6 +170,9 @@ func TestOutputPathsCheckedBeforeSending(t *testing.T) {
 			}
 			if n := calls.Load(); n != 0 {
 				t.Fatalf("%d requests sent before the output check failed", n)
+			}
+			if names := listDir(t, dir); len(names) != 2 {
+				t.Fatalf("a failed check left files: %v", names)
 			}
 		})
 	}
@@ -265,14 +298,8 @@ func TestRampPreambleAndHonestInterruptMessage(t *testing.T) {
 	}
 
 	slow, _ := sseServer(t, 5, 20*time.Millisecond)
-	ctx, cancel := context.WithCancel(t.Context())
-	time.AfterFunc(300*time.Millisecond, cancel)
-	root := newRootCmd()
-	root.SetOut(&bytes.Buffer{})
-	root.SetErr(&bytes.Buffer{})
-	root.SetArgs(cliArgs(append([]string{"bench", "--base-url", slow.URL, "--request-rate", "20", "--skip-test-request"},
-		"--model", "m", "--num-prompts", "1000", "--skip-tokenizer-init", "--server-metrics-interval", "0")))
-	err = root.ExecuteContext(ctx)
+	err = runCLIInterrupted(t, 300*time.Millisecond, "bench", "--base-url", slow.URL, "--request-rate", "20", "--skip-test-request",
+		"--model", "m", "--num-prompts", "1000", "--skip-tokenizer-init", "--server-metrics-interval", "0")
 	if err == nil || strings.Contains(err.Error(), "saved") || !strings.Contains(err.Error(), "interrupted: partial results printed (") {
 		t.Fatalf("err = %v, want an interrupt message that claims no file", err)
 	}
@@ -304,14 +331,7 @@ func TestSecondInterruptExitsAtOnce(t *testing.T) {
 	if !errors.As(err, &exit) || exit.code != 130 {
 		t.Fatalf("err = %v, want exit code 130", err)
 	}
-	raw, err := os.ReadFile(filepath.Join(dir, "r.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res map[string]any
-	if err := json.Unmarshal(raw, &res); err != nil {
-		t.Fatal(err)
-	}
+	res := readResultJSON(t, filepath.Join(dir, "r.json"))
 	records, _ := os.ReadFile(filepath.Join(dir, "r.records.jsonl"))
 	measured := res["completed"].(float64) + res["failed"].(float64)
 	if n := bytes.Count(records, []byte("\n")); measured == 0 || float64(n) != measured {
@@ -357,7 +377,7 @@ func TestSimPrintsExactMaximaAndRejections(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no request succeeded") {
 		t.Fatalf("err = %v, want a non-zero exit when every request was rejected", err)
 	}
-	if !strings.Contains(out, "Failed Requests by Reason") || !strings.Contains(out, "300 ×") {
+	if !strings.Contains(out, "Failed Requests by Reason") || !strings.Contains(out, "This model's maximum context length is 100 tokens. However, you requested 110 tokens") {
 		t.Fatalf("no breakdown of the rejections:\n%s", out)
 	}
 	out, _, err = runCLI(t, "sim", "--model", defaultEmbeddedModel, "--num-prompts", "300", "--random-input-len", "100", "--random-output-len", "10")
@@ -382,20 +402,13 @@ func TestFullDiskKeepsTheSummary(t *testing.T) {
 	out, _, err := runCLI(t, "bench", "--base-url", srv.URL, "--model", "m", "--num-prompts", "200", "--request-rate", "100",
 		"--random-input-len", "4", "--skip-tokenizer-init", "--server-metrics-interval", "0", "--skip-test-request",
 		"--records", "/dev/full", "--save-result", "--result-dir", dir, "--result-filename", "r.json")
-	if err == nil || !strings.Contains(err.Error(), "no space left on device") || !strings.Contains(err.Error(), "saved to "+filepath.Join(dir, "r.json")) {
+	if err == nil || !strings.Contains(err.Error(), "no space left on device") || !strings.Contains(err.Error(), "saved to "+filepath.Join(dir, "r.json")+";") {
 		t.Fatalf("err = %v, want the records error and where the result went", err)
 	}
 	if !strings.Contains(out, "Serving Benchmark Result") {
 		t.Fatalf("no result block:\n%s", out)
 	}
-	raw, err := os.ReadFile(filepath.Join(dir, "r.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res map[string]any
-	if err := json.Unmarshal(raw, &res); err != nil {
-		t.Fatal(err)
-	}
+	res := readResultJSON(t, filepath.Join(dir, "r.json"))
 	if sent := calls.Load(); sent >= 200 || res["completed"].(float64) != float64(sent) {
 		t.Fatalf("%d of 200 sent, %v completed: want sending stopped and every sent request summarised", sent, res["completed"])
 	}
@@ -413,7 +426,7 @@ func TestDefaultTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if calls.Load() != 4 || strings.Contains(stderr, "emulated") {
+	if calls.Load() != 4 || strings.Contains(stderr, "emulated") || !strings.Contains(stderr, "benchmarking the server answering at "+srv.URL) {
 		t.Fatalf("server at the default address got %d requests; stderr:\n%s", calls.Load(), stderr)
 	}
 
@@ -464,5 +477,69 @@ func TestServerMetricsSectionOnLightLoad(t *testing.T) {
 				t.Errorf("note %q, want %q", errw.String(), tt.wantNote)
 			}
 		})
+	}
+}
+
+// Rerunning under an explicit result name whose records an earlier run
+// left (an interrupted sweep point, --append-result) keeps those records
+// and streams the new ones beside them under the next free name.
+func TestExplicitNameKeepsEarlierRecords(t *testing.T) {
+	srv, _ := sseServer(t, 2, 0)
+	dir := t.TempDir()
+	for _, extra := range [][]string{nil, {"--append-result"}} {
+		stale := filepath.Join(dir, "x.records.jsonl")
+		if err := os.WriteFile(stale, []byte("earlier\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.Remove(filepath.Join(dir, "x.json"))
+		_, stderr, err := runCLI(t, append(append([]string{"bench", "--base-url", srv.URL, "--save-result", "--result-dir", dir, "--result-filename", "x.json"}, quickBench...), extra...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := os.ReadFile(stale); string(b) != "earlier\n" {
+			t.Fatalf("earlier records overwritten: %q", b)
+		}
+		if !strings.Contains(stderr, "Per-request records: "+filepath.Join(dir, "x-2.records.jsonl")) || !strings.Contains(stderr, "Saved result to "+filepath.Join(dir, "x.json")) {
+			t.Fatalf("stderr:\n%s", stderr)
+		}
+		os.Remove(filepath.Join(dir, "x-2.records.jsonl"))
+	}
+}
+
+// Ctrl-C during the initial test request is an interrupt, not a
+// misconfiguration.
+func TestInterruptDuringInitialTest(t *testing.T) {
+	srv, _ := sseServer(t, 1000, 20*time.Millisecond)
+	err := runCLIInterrupted(t, 200*time.Millisecond, append([]string{"bench", "--base-url", srv.URL}, quickBench...)...)
+	var exit exitCodeError
+	if !errors.As(err, &exit) || exit.code != 130 || !strings.Contains(err.Error(), "interrupted during the initial test request") {
+		t.Fatalf("err = %v, want exit 130 for an interrupted test request", err)
+	}
+}
+
+func TestErrorSectionOrdersAndBoundsReasons(t *testing.T) {
+	errs := map[string]int{"HTTP 503: busy": 5, "canceled": 7, "b": 1, "a": 1}
+	for i := range maxErrorRows {
+		errs["rare "+itoa(i)] = 1
+	}
+	var b bytes.Buffer
+	s := metrics.Summary{Failed: 26, Errors: errs}
+	if err := writeErrorSection(&b, &s); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	want := []string{
+		"------------Failed Requests by Reason-------------",
+		"canceled                                 7         ",
+		"HTTP 503: busy                           5         ",
+		"a                                        1         ",
+		"b                                        1         ",
+	}
+	if len(lines) != maxErrorRows+3 || !slices.Equal(lines[:len(want)], want) || !strings.HasPrefix(lines[maxErrorRows+1], "(4 other reasons)                        4") {
+		t.Fatalf("section:\n%s", b.String())
+	}
+	b.Reset()
+	if err := writeErrorSection(&b, &metrics.Summary{Completed: 3}); err != nil || b.Len() != 0 {
+		t.Fatalf("a run without failures printed %q", b.String())
 	}
 }

@@ -53,7 +53,8 @@ func writePreamble(w io.Writer, info *report.RunInfo) error {
 const maxErrorRows = 10
 
 // writeErrorSection prints the failed requests by reason (the HTTP status
-// is part of the reason), most frequent first, for any run with failures.
+// is part of the reason) with their counts, most frequent first, for any
+// run with failures.
 func writeErrorSection(w io.Writer, s *metrics.Summary) error {
 	if s.Failed == 0 || len(s.Errors) == 0 {
 		return nil
@@ -66,10 +67,10 @@ func writeErrorSection(w io.Writer, s *metrics.Summary) error {
 			other += s.Errors[r]
 			continue
 		}
-		rows = append(rows, [2]string{strconv.Itoa(s.Errors[r]) + " ×", r})
+		rows = append(rows, [2]string{r, strconv.Itoa(s.Errors[r])})
 	}
 	if other > 0 {
-		rows = append(rows, [2]string{strconv.Itoa(other) + " ×", fmt.Sprintf("%d other reasons", len(reasons)-maxErrorRows)})
+		rows = append(rows, [2]string{fmt.Sprintf("(%d other reasons)", len(reasons)-maxErrorRows), strconv.Itoa(other)})
 	}
 	return report.WriteSection(w, "Failed Requests by Reason", rows)
 }

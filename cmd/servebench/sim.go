@@ -71,6 +71,9 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := f.output.checkDirs(); err != nil {
+		return err
+	}
 	dep, capacity, ec, stepModel, err := f.engine.build()
 	if err != nil {
 		return err
@@ -189,7 +192,7 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 	if err := outs.write(out, errw, result); err != nil {
 		return err
 	}
-	return runOutcome(&summary, interrupted, 0, recordsErr, outs.savedPaths())
+	return runOutcome(&summary, interrupted, 0, recordsErr, outs.savedPaths(recordsErr == nil))
 }
 
 func simEngineJSON(res *sim.Result, ec engine.Config, profile vllm.Profile, model, gpu string, gpuBlocks int) map[string]any {
