@@ -128,7 +128,7 @@ func runServe(cmd *cobra.Command, f *serveFlags, args []string) error {
 	if f.port < 0 || f.port > 65535 {
 		return fmt.Errorf("--port %d: give a port between 0 and 65535", f.port)
 	}
-	stats := serve.DefaultStatsInterval(ec.Version)
+	stats := f.engine.resolved.StatsInterval
 	if cmd.Flags().Changed("stats-interval") {
 		if f.statsInterval < 0 {
 			return fmt.Errorf("--stats-interval %v: give a positive period, or 0 to disable", f.statsInterval)
