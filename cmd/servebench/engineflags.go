@@ -196,6 +196,10 @@ func (f *engineFlags) build() (perf.Deployment, perf.Capacity, engine.Config, pe
 		}
 	}
 	r, err := vllm.Resolve(context.Background(), profile, model, gpu, o)
+	var optErr *vllm.OptionError
+	if errors.As(err, &optErr) {
+		return fail(fmt.Errorf("--%s: %s", strings.ReplaceAll(optErr.Option, "_", "-"), optErr.Msg))
+	}
 	if err != nil {
 		if r != nil {
 			err = withTensorParallelFlag(err, r.Deployment.MaxModelLen)
