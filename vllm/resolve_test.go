@@ -39,7 +39,8 @@ func TestResolveDefaults(t *testing.T) {
 		wantSeqs, wantTokens      int
 		wantLegacy                bool
 	}{
-		{"0.5.4 32K context: no chunking", "0.5.4", "Qwen2-0.5B", "H100", vllm.Options{}, false, false, 256, 32768, true},
+		{"0.5.4 8K context: no chunking", "0.5.4", "Qwen2-7B", "H100", vllm.Options{MaxModelLen: 8192}, false, false, 256, 8192, true},
+		{"0.5.4 at exactly 32K: no chunking", "0.5.4", "Qwen2-7B", "H100", vllm.Options{MaxModelLen: 32768}, false, false, 256, 32768, true},
 		{"0.5.4 128K context chunks by itself", "0.5.4", "Llama-3.1-8B", "H100", vllm.Options{}, true, false, 256, 512, true},
 		{"0.6.3 chunked on request", "0.6.3", "Qwen2-7B", "H100", vllm.Options{EnableChunkedPrefill: &on}, true, false, 256, 512, false},
 		{"0.8.5 V1 on a large GPU", "0.8.5", "Qwen2-7B", "H100", vllm.Options{}, true, true, 1024, 8192, false},
