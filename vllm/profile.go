@@ -38,6 +38,11 @@ const (
 	// num_scheduler_steps steps (0.6–0.10 V0). A step lasts
 	// max(GPU + scheduling/num_scheduler_steps, output processing, API work).
 	OverlapAsyncOutput Overlap = "async-output"
+	// OverlapSeparateAPI: 0.6–0.10 V0 with --disable-async-output-proc:
+	// output processing is back on the engine's critical path, the API
+	// server still its own process. A step lasts
+	// max(GPU + scheduling/num_scheduler_steps + output processing, API work).
+	OverlapSeparateAPI Overlap = "separate-api"
 	// OverlapEngineCore: the V1 engine core (scheduler + model runner) is
 	// its own process; detokenization and HTTP run in the front-end
 	// process. A step lasts max(GPU + scheduling, output processing + API

@@ -31,7 +31,9 @@ type Options struct {
 	KVCacheDType                     string
 	LegacyRequeueOrder               *bool
 	NumSchedulerSteps                int
-	ExpertParallel                   bool
+	// DisableAsyncOutputProc is --disable-async-output-proc (0.6+ V0).
+	DisableAsyncOutputProc bool
+	ExpertParallel         bool
 	// AllowLongMaxModelLen is VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, read by
 	// the caller.
 	AllowLongMaxModelLen bool
@@ -168,7 +170,11 @@ func Resolve(ctx context.Context, p Profile, model perf.Model, gpu perf.GPU, o O
 	}
 	var step perf.StepModel = roof
 	if !o.NoHostOverhead {
-		step = NewHostStepModel(roof, p.Host, o.NumSchedulerSteps)
+		host := p.Host
+		if o.DisableAsyncOutputProc {
+			host.Overlap = OverlapSeparateAPI
+		}
+		step = NewHostStepModel(roof, host, o.NumSchedulerSteps)
 	}
 	return &Resolved{Profile: p, Deployment: resolved, Capacity: capacity, Engine: ec,
 		StepModel: step, StatsInterval: p.Defaults.StatsInterval}, nil
@@ -219,6 +225,12 @@ func checkChoices(p Profile, o Options) error {
 			return optionError("num_scheduler_steps", "num_scheduler_steps (%d) needs the V0 engine: V1 has no multi-step scheduling", o.NumSchedulerSteps)
 		}
 		return optionError("num_scheduler_steps", "num_scheduler_steps (%d): vLLM %s has no multi-step scheduling; it arrived in %s (PR #7000)", o.NumSchedulerSteps, p.Release, multiStepSince)
+	}
+	if o.DisableAsyncOutputProc && !p.Scheduler.AsyncOutputProc {
+		if p.Engine == engine.V1 {
+			return optionError("disable_async_output_proc", "disable_async_output_proc: the V1 engine has no async output processor to disable")
+		}
+		return optionError("disable_async_output_proc", "disable_async_output_proc: vLLM %s has no async output processing; it arrived in 0.6.0 (PR #7049)", p.Release)
 	}
 	return nil
 }

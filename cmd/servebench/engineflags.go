@@ -50,6 +50,7 @@ type engineFlags struct {
 	vllmVersion          string
 	numSchedulerSteps    int
 	hostOverhead         bool
+	noAsyncOutputProc    bool
 
 	// resolved is build's full result: the release profile and memory
 	// profile besides what build returns.
@@ -63,6 +64,7 @@ func (f *engineFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.engineVersion, "engine", string(engine.V1), "vLLM engine generation to model: v0 or v1; without --vllm-version, shorthand for 0.5.4 (v0) or 0.8.5 (v1)")
 	fs.StringVar(&f.vllmVersion, "vllm-version", "", "vLLM release X.Y[.Z] to emulate: its defaults, flags, validation, scheduler switches and host overhead (lines "+vllm.KnownLines()+"; default: from --engine)")
 	fs.IntVar(&f.numSchedulerSteps, "num-scheduler-steps", 0, "multi-step scheduling: schedule once per this many steps (V0, vLLM ≥ 0.5.5; default 1)")
+	fs.BoolVar(&f.noAsyncOutputProc, "disable-async-output-proc", false, "V0, vLLM ≥ 0.6: process outputs on the engine's critical path instead of overlapping them with the next step")
 	fs.BoolVar(&f.hostOverhead, "host-overhead", true, "model the release's CPU work (scheduling, output processing, API server) and how it overlaps the GPU; false times steps by the GPU roofline alone")
 	fs.IntVar(&f.maxModelLen, "max-model-len", 0, "model context length (default: derived from the model config)")
 	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", 0, "maximum number of sequences per iteration (default: 256; v1 on GPUs with ≥70 GiB: 1024)")
@@ -173,6 +175,7 @@ func (f *engineFlags) build() (perf.Deployment, perf.Capacity, engine.Config, pe
 		EnforceEager: f.enforceEager, KVCacheDType: f.kvCacheDType,
 		ExpertParallel: f.expertParallel, AllowLongMaxModelLen: allowLong,
 		NumSchedulerSteps: f.numSchedulerSteps, NoHostOverhead: !f.hostOverhead,
+		DisableAsyncOutputProc: f.noAsyncOutputProc,
 	}
 	if f.changed("swap-space") {
 		o.SwapSpaceGiB = &f.swapSpace
