@@ -81,6 +81,12 @@
 // sequence) on the engine side. Qwen2-0.5B on an H100 at 100 concurrent
 // streams is host-bound in every V0 step (TestSmallModelHostBound).
 //
+// Not fitted, and off: vLLM's V1 alpha post (blog.vllm.ai, 2025-01-27)
+// reports up to 1.7× V1 throughput over V0 without multi-step; sim gives
+// 0.8.5 V1 2.15× over 0.7.3 V0 for Llama-3.1-8B on an H100 (1000
+// ShareGPT-like prompts at once), in part because V0 chunks that
+// 128K-context model's prompts with a 512-token budget.
+//
 // Deviations: multi-step scheduling only divides the scheduling cost; the
 // engine still schedules every step. Output processing of the last step
 // is not carried over to the next.
