@@ -43,19 +43,7 @@ type runStats struct {
 
 func simulate(t *testing.T, version, model, gpu string, o vllm.Options, reqs []workload.Request, maxConcurrency int) runStats {
 	t.Helper()
-	p, err := vllm.Lookup(version, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := perf.LookupModel(model)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := perf.LookupGPU(gpu)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := vllm.Resolve(context.Background(), p, m, g, o)
+	r, err := resolve(t, version, "", model, gpu, o)
 	if err != nil {
 		t.Fatal(err)
 	}
