@@ -11,7 +11,7 @@ import (
 	"github.com/servebench/servebench/vllm"
 )
 
-func resolve(t *testing.T, version string, eng engine.Version, model, gpu string, o vllm.Options) (*vllm.Resolved, error) {
+func resolve(t testing.TB, version string, eng engine.Version, model, gpu string, o vllm.Options) (*vllm.Resolved, error) {
 	t.Helper()
 	p, err := vllm.Lookup(version, eng)
 	if err != nil {
