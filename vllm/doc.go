@@ -9,14 +9,15 @@
 //
 // # Release lines and switches
 //
-//   - 0.5: V0 only. Chunked prefill re-queues new prefills ahead of
-//     running decodes (LegacyRequeueOrder), fixed by PR #7874 ("Fix #7592
-//     vllm 0.5.4 enable_chunked_prefill throughput is slightly lower than
-//     0.5.3~0.5.0", merged after 2024-08-27, so from 0.6.0). The PR title
-//     says 0.5.0–0.5.3 did not have the problem; the engine models one
-//     legacy order, so the whole line uses it [deviation].
-//     --num-scheduler-steps (multi-step, PR #7000, merged August 2024)
-//     exists from 0.5.5.
+//   - 0.5: V0 only. PR #6867 ("[core][scheduler] simplify and improve
+//     scheduler", 0.5.4) made chunked prefill re-queue new prefills ahead
+//     of running decodes (LegacyRequeueOrder); issue #7592 measured lower
+//     chunked-prefill throughput in 0.5.4 than in 0.5.0–0.5.3 and bisected
+//     it to that PR; PR #7874 (merged after 2024-08-27, so from 0.6.0)
+//     sorted decodes first again. 0.5.0–0.5.3 get the post-#7874 order:
+//     their own, pre-#6867 order is not modelled [deviation; #7874
+//     restored their throughput]. --num-scheduler-steps (multi-step, PR
+//     #7000, merged August 2024) exists from 0.5.5.
 //   - 0.6: V0 only; asynchronous output processing on by default (PR
 //     #7049, RFC #6913), combined with multi-step in PR #7921 and #8050;
 //     the OpenAI server runs in its own process (PR #6883, "Multiprocessing

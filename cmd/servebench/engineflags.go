@@ -83,7 +83,7 @@ func (f *engineFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.enforceEager, "enforce-eager", false, "always use eager-mode PyTorch (no CUDA graphs: slower steps, more KV memory)")
 	fs.StringVar(&f.kvCacheDType, "kv-cache-dtype", "auto", "KV cache data type: auto, fp8, fp8_e4m3, fp8_e5m2")
 	fs.BoolVar(&f.expertParallel, "enable-expert-parallel", false, "MoE models: place whole experts on the tensor-parallel GPUs (EP size = TP) instead of slicing each expert")
-	fs.BoolVar(&f.legacyRequeueOrder, "legacy-requeue-order", false, "v0 chunked prefill: vLLM ≤0.5.4's running-queue order (new prefills first), before PR #7874 (default: on for 0.5.x releases)")
+	fs.BoolVar(&f.legacyRequeueOrder, "legacy-requeue-order", false, "v0 chunked prefill: vLLM ≤0.5.4's running-queue order (new prefills first), before PR #7874 (default: on for 0.5.4 and 0.5.5, where PR #6867 introduced it)")
 	// vLLM's -tp / -pp are two-letter single-dash flags pflag cannot
 	// express; vllmArgs rewrites them to these hidden long forms.
 	fs.IntVar(&f.tensorParallel, "tp", 1, "")
