@@ -88,6 +88,10 @@ type Engine struct {
 	preempted, swappedOut                []*sequence
 	hits                                 []int32
 	outs                                 []Output
+
+	// passHook, when set (only by the differential oracle test), sees every
+	// scheduling pass, each of which is one schedule() call in vLLM.
+	passHook *passHook
 }
 
 // New validates cfg and builds an engine with all KV blocks free.
@@ -232,6 +236,9 @@ func (e *Engine) Stats() Stats {
 func (e *Engine) Schedule(now time.Duration) *Step {
 	st := &e.step
 	st.Rejected = st.Rejected[:0]
+	if e.passHook != nil {
+		e.passHook.rejected = 0
+	}
 	if e.pending {
 		return st
 	}
@@ -254,6 +261,9 @@ func (e *Engine) Schedule(now time.Duration) *Step {
 			e.scheduleV0Chunked()
 		default:
 			e.scheduleV0Default()
+		}
+		if e.passHook != nil {
+			e.passHook.endPass(e)
 		}
 		if e.err != nil {
 			e.die()
@@ -416,6 +426,9 @@ func (e *Engine) countPreemption(s *sequence, mode string) {
 	}
 	e.stats.Preemptions++
 	e.changed = true
+	if e.passHook != nil {
+		e.passHook.preempted(s, mode)
+	}
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }

@@ -46,7 +46,7 @@ func (e *Engine) scheduleV0Default() {
 			return
 		}
 		if len(e.preempted)+len(e.swappedOut) == 0 {
-			e.scheduleSwappedV0(&b, false)
+			e.scheduleSwappedV0(&b)
 		}
 	}
 	e.waiting.prependAll(e.preempted)
@@ -69,7 +69,7 @@ func (e *Engine) scheduleV0Chunked() {
 		return
 	}
 	if len(e.preempted)+len(e.swappedOut) == 0 {
-		e.scheduleSwappedV0(&b, true)
+		e.scheduleSwappedV0(&b)
 	}
 	e.schedulePrefillsV0(&b, true)
 	e.waiting.prependAll(e.preempted)
@@ -185,7 +185,7 @@ func (e *Engine) appendSlotV0(s *sequence) {
 }
 
 // scheduleSwappedV0 is _schedule_swapped.
-func (e *Engine) scheduleSwappedV0(b *budget, chunking bool) {
+func (e *Engine) scheduleSwappedV0(b *budget) {
 	for e.swapped.len() > 0 {
 		g := e.swapped.front()
 		required := g.cpuBlocks + 1 // plus one slot per sequence to append
@@ -202,14 +202,18 @@ func (e *Engine) scheduleSwappedV0(b *budget, chunking bool) {
 		if !fits {
 			return // LATER: wait for blocks to free up
 		}
+		// vLLM calls _schedule_swapped without enable_chunking, even with
+		// chunked prefill on: a swapped-out partial prefill comes back only
+		// once its whole remainder fits the token budget, and holds up the
+		// swapped queue until then.
 		n := g.len() - g.computed
-		if chunking {
-			n = min(n, b.remaining())
-		}
 		if n == 0 || !b.canSchedule(n, 1) {
 			return
 		}
 		e.swapped.popFront()
+		if e.passHook != nil {
+			e.passHook.swappedIn(g)
+		}
 		e.allocBlocks(g, g.cpuBlocks)
 		e.step.Shape.SwapInBlocks += g.cpuBlocks
 		e.freeCPU(g)

@@ -1,0 +1,364 @@
+#!/usr/bin/env python3
+"""Differential oracle: run vLLM's own scheduler and block manager on CPU.
+
+Reads scenario specs (engine/testdata/oracle/scenarios/*.json), drives the
+real vLLM scheduler from a checked-out vLLM source tree step by step, and
+writes one per-step trace per scenario (engine/testdata/oracle/<release>/).
+engine/oracle_test.go replays the same scenarios through the Go engine and
+requires identical traces.
+
+Only the scheduler, block manager, sequence and config modules are imported
+from vLLM; everything they import but do not use on this path (model
+registry, quantization, transformers, CUDA ops, platforms...) is replaced by
+inert stub modules, so no GPU, model or tokenizer is needed.
+
+The driver both sides share (virtual time, no wall clock):
+  * now starts at 0 and advances by step_seconds after every step that
+    scheduled at least one token (the model "runs" it);
+  * before each schedule() call every request whose arrival <= now is added,
+    in file order;
+  * a schedule() call that scheduled nothing but preempted, swapped out or
+    ignored something is followed at once by another at the same now;
+  * a schedule() call that did nothing jumps now to the next arrival;
+  * after a step runs, every scheduled request advances its computed tokens
+    and, once its prefill is complete, samples one token (ignore_eos: a
+    request generates exactly output_len tokens).
+
+Usage: oracle.py --vllm-src /tmp/vllm-v0.5.4 --release v0.5.4 \
+           --scenarios DIR --out DIR [--only NAME]
+"""
+import argparse
+import importlib.abc
+import importlib.machinery
+import json
+import os
+import sys
+import types
+
+# ---------------------------------------------------------------- stubbing
+
+
+class _Inert:
+    """Stands in for any class or function a stubbed module exports."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __call__(self, *args, **kwargs):
+        return _Inert()
+
+    def __getattr__(self, name):
+        return _Inert()
+
+    def __class_getitem__(cls, item):
+        return cls
+
+
+def _stub_module(name):
+    mod = types.ModuleType(name)
+    mod.__path__ = []  # a package, so stubbed submodules resolve too
+
+    def __getattr__(attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        value = type(attr, (_Inert,), {})
+        setattr(mod, attr, value)
+        return value
+
+    mod.__getattr__ = __getattr__
+    return mod
+
+
+class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Serves inert modules for the given prefixes (never for real code)."""
+
+    def __init__(self, prefixes):
+        self.prefixes = tuple(prefixes)
+
+    def find_spec(self, fullname, path, target=None):
+        if any(fullname == p or fullname.startswith(p + ".")
+               for p in self.prefixes):
+            return importlib.machinery.ModuleSpec(fullname, self,
+                                                  is_package=True)
+        return None
+
+    def create_module(self, spec):
+        return _stub_module(spec.name)
+
+    def exec_module(self, module):
+        pass
+
+
+def _package(name, path):
+    """Registers a package without running its __init__ (vllm/__init__.py
+    imports the whole engine)."""
+    mod = types.ModuleType(name)
+    mod.__path__ = [path]
+    sys.modules[name] = mod
+    return mod
+
+
+def _optional_stub(name, **attrs):
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        mod = _stub_module(name)
+        for k, v in attrs.items():
+            setattr(mod, k, v)
+        sys.modules[name] = mod
+
+
+def load_vllm(src):
+    """Makes vllm importable from src with only the scheduler path real."""
+    src = os.path.abspath(src)
+    sys.path.insert(0, src)
+    root = os.path.join(src, "vllm")
+    _package("vllm", root)
+    stubs = ["transformers", "vllm.model_executor", "vllm.tracing",
+             "vllm.transformers_utils", "vllm._custom_ops", "vllm._C",
+             "vllm.platforms", "vllm.spec_decode", "vllm.distributed",
+             "vllm.executor", "vllm.worker", "vllm.attention",
+             "vllm.multimodal", "vllm.inputs.registry", "vllm.engine",
+             "vllm.entrypoints", "vllm.compilation", "vllm.usage",
+             "vllm.plugins", "vllm.triton_utils", "vllm.lora.layers",
+             "vllm.lora.models", "vllm.lora.punica", "vllm.lora.utils",
+             "vllm.lora.peft_helper", "vllm.lora.resolver",
+             "vllm.v1.engine", "vllm.v1.worker", "vllm.v1.executor",
+             "vllm.v1.attention", "vllm.v1.spec_decode", "vllm.v1.metrics",
+             "vllm.v1.structured_output", "vllm.v1.sample",
+             "vllm.distributed.kv_transfer", "vllm.model_executor.layers",
+             "vllm.forward_context", "vllm.reasoning", "vllm.outputs",
+             "vllm.logits_process", "vllm.multimodal.inputs",
+             "vllm.transformers_utils.tokenizer", "vllm.beam_search",
+             "vllm.v1.kv_cache_interface_stub"]
+    sys.meta_path.insert(0, _StubFinder(stubs))
+    _optional_stub("pydantic", Field=lambda *a, **k: None)
+    _optional_stub("psutil")
+    _optional_stub("yaml")
+    # Values the config modules read at import time.
+    q = importlib.import_module("vllm.model_executor.layers.quantization")
+    q.QUANTIZATION_METHODS = []
+    tr = importlib.import_module("vllm.tracing")
+    tr.is_otel_installed = lambda: False
+    tr.is_otel_available = lambda: False
+    tr.otel_import_error_traceback = None
+
+
+# ---------------------------------------------------------------- scenarios
+
+PREFIX_BASE = 1_000_000_000  # prefix tokens: group g -> PREFIX_BASE + g*100_000 + i
+OUTPUT_BASE = 2_000_000_000  # generated tokens never collide with prompts
+
+
+def prompt_tokens(req):
+    """Token IDs of a request's prompt: explicit, or a shared prefix of
+    group prefix_group (prefix_len tokens) followed by tokens unique to the
+    request."""
+    if "prompt" in req:
+        return list(req["prompt"])
+    n = req["prompt_len"]
+    shared = min(req.get("prefix_len", 0), n)
+    group = req.get("prefix_group", 0)
+    toks = [PREFIX_BASE + group * 100_000 + i for i in range(shared)]
+    toks += [req["id"] * 100_000 + i for i in range(n - shared)]
+    return toks
+
+
+def output_token(req_id, k):
+    return OUTPUT_BASE + req_id * 10_000 + k
+
+
+# ---------------------------------------------------------------- V0 driver
+
+
+class FakeClock:
+    now = 0.0
+
+    def time(self):
+        return self.now
+
+    def monotonic(self):
+        return self.now
+
+    def perf_counter(self):
+        return self.now
+
+
+def run_v0(sc, trace_every):
+    import vllm.core.scheduler as sched_mod
+    from vllm.config import CacheConfig, SchedulerConfig
+    from vllm.sampling_params import SamplingParams
+    from vllm.sequence import Logprob, Sequence, SequenceGroup, SequenceStatus
+
+    clock = FakeClock()
+    real_time = sched_mod.time
+    sched_mod.time = clock  # _passed_delay and the evictor's access times
+
+    preempt_mode = sc.get("preemption_mode") or None
+    scheduler_config = SchedulerConfig(
+        sc["max_num_batched_tokens"], sc["max_num_seqs"],
+        sc["max_model_len"],
+        delay_factor=sc.get("delay_factor", 0.0),
+        enable_chunked_prefill=sc.get("chunked_prefill", False),
+        preemption_mode=preempt_mode)
+    cache_config = CacheConfig(sc["block_size"], 1.0, 0, "auto",
+                               enable_prefix_caching=sc.get(
+                                   "prefix_caching", False))
+    cache_config.num_gpu_blocks = sc["num_gpu_blocks"]
+    cache_config.num_cpu_blocks = sc.get("num_cpu_blocks", 0)
+    scheduler = sched_mod.Scheduler(scheduler_config, cache_config, None)
+
+    events = {"preempted": [], "swapped_in": []}
+    orig_preempt = scheduler._preempt
+    orig_swap_in = scheduler._swap_in
+
+    def preempt(seq_group, blocks_to_swap_out, preemption_mode=None):
+        mode = orig_preempt(seq_group, blocks_to_swap_out, preemption_mode)
+        name = "swap" if mode == sched_mod.PreemptionMode.SWAP else "recompute"
+        events["preempted"].append(f"{int(seq_group.request_id)}:{name}")
+        return mode
+
+    def swap_in(seq_group, blocks_to_swap_in):
+        events["swapped_in"].append(int(seq_group.request_id))
+        return orig_swap_in(seq_group, blocks_to_swap_in)
+
+    scheduler._preempt = preempt
+    scheduler._swap_in = swap_in
+
+    reqs = sorted(enumerate(sc["requests"]),
+                  key=lambda x: (x[1].get("arrival", 0), x[0]))
+    reqs = [r for _, r in reqs]
+    by_id = {}
+    trace, steps, runs = [], 0, 0
+    stats = {"preemptions": 0, "swap_outs": 0, "swap_ins": 0, "ignored": 0}
+    dt = sc.get("step_seconds", 1)
+    nxt = 0
+    died = None
+    max_calls = sc.get("max_steps", 200_000)
+    while True:
+        while nxt < len(reqs) and reqs[nxt].get("arrival", 0) <= clock.now:
+            r = reqs[nxt]
+            nxt += 1
+            seq = Sequence(r["id"], inputs={"prompt_token_ids": prompt_tokens(r)},
+                           block_size=sc["block_size"])
+            group = SequenceGroup(request_id=str(r["id"]), seqs=[seq],
+                                  arrival_time=float(r.get("arrival", 0)),
+                                  sampling_params=SamplingParams(
+                                      max_tokens=r["output_len"],
+                                      ignore_eos=True))
+            by_id[r["id"]] = (group, r["output_len"])
+            scheduler.add_seq_group(group)
+        if not scheduler.has_unfinished_seqs() and nxt >= len(reqs):
+            break
+        if steps >= max_calls:
+            raise RuntimeError(f"{sc['name']}: no end after {steps} steps")
+        events["preempted"].clear()
+        events["swapped_in"].clear()
+        try:
+            metas, out = scheduler.schedule()
+        except RuntimeError as err:  # vLLM's engine dies (no swap space)
+            died = str(err)
+        rec = {"i": steps, "now": clock.now}
+        if died is not None:
+            rec["died"] = died
+            trace.append(rec)
+            steps += 1
+            break
+        sched = sorted([int(g.seq_group.request_id), g.token_chunk_size]
+                       for g in out.scheduled_seq_groups)
+        ignored = sorted(int(g.request_id) for g in out.ignored_seq_groups)
+        rec["scheduled"] = sched
+        if events["preempted"]:
+            rec["preempted"] = list(events["preempted"])
+        if events["swapped_in"]:
+            rec["swapped_in"] = sorted(events["swapped_in"])
+        if ignored:
+            rec["ignored"] = ignored
+        rec["free_gpu"] = scheduler.block_manager.get_num_free_gpu_blocks()
+        rec["free_cpu"] = scheduler.block_manager.get_num_free_cpu_blocks()
+        stats["preemptions"] += len(events["preempted"])
+        stats["swap_outs"] += sum(1 for p in events["preempted"]
+                                  if p.endswith(":swap"))
+        stats["swap_ins"] += len(events["swapped_in"])
+        stats["ignored"] += len(ignored)
+        if trace_every <= 1 or steps % trace_every == 0:
+            trace.append(rec)
+        steps += 1
+        changed = events["preempted"] or ignored
+        if not sched:
+            if changed:
+                continue
+            if nxt < len(reqs):
+                clock.now = float(reqs[nxt].get("arrival", 0))
+                continue
+            raise RuntimeError(f"{sc['name']}: stuck at step {steps}")
+        # The model runs the step.
+        runs += 1
+        clock.now += dt
+        for sg in out.scheduled_seq_groups:
+            group = sg.seq_group
+            group.update_num_computed_tokens(sg.token_chunk_size)
+            seq = group.get_seqs()[0]
+            if seq.data.get_num_uncomputed_tokens() > 0:
+                continue  # partial prefill chunk: no sample
+            rid = int(group.request_id)
+            k = seq.get_output_len()
+            tok = output_token(rid, k)
+            seq.append_token_id(tok, {tok: Logprob(0.0)})
+            if seq.get_output_len() >= by_id[rid][1]:
+                seq.status = SequenceStatus.FINISHED_LENGTH_CAPPED
+                scheduler.free_seq(seq)
+        scheduler.free_finished_seq_groups()
+    sched_mod.time = real_time
+    stats["steps"] = steps
+    stats["model_steps"] = runs
+    return {"steps": stats, "trace_every": trace_every, "trace": trace,
+            "died": died}
+
+
+# ---------------------------------------------------------------- main
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--vllm-src", required=True)
+    ap.add_argument("--release", required=True)
+    ap.add_argument("--commit", default="")
+    ap.add_argument("--scenarios", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--only", default="")
+    args = ap.parse_args()
+    load_vllm(args.vllm_src)
+    os.makedirs(args.out, exist_ok=True)
+    names = sorted(f for f in os.listdir(args.scenarios)
+                   if f.endswith(".json"))
+    for fname in names:
+        with open(os.path.join(args.scenarios, fname)) as f:
+            sc = json.load(f)
+        if args.only and sc["name"] != args.only:
+            continue
+        if sc["engine"] != release_engine(args.release, sc):
+            continue
+        res = run_v0(sc, sc.get("trace_every", 1)) if sc["engine"] == "v0" \
+            else run_v1(sc, sc.get("trace_every", 1))
+        res = {"scenario": sc["name"], "release": args.release,
+               "commit": args.commit, **res}
+        path = os.path.join(args.out, fname)
+        with open(path, "w") as f:
+            json.dump(res, f, separators=(",", ":"))
+            f.write("\n")
+        print(f"{sc['name']}: {res['steps']}", file=sys.stderr)
+
+
+def release_engine(release, sc):
+    """V0 releases run V0 scenarios; V1-capable releases run V1 ones."""
+    return "v0" if release.startswith("v0.5") or release.startswith(
+        "v0.6") else "v1"
+
+
+def run_v1(sc, trace_every):
+    raise NotImplementedError("V1 driver")
+
+
+if __name__ == "__main__":
+    main()
