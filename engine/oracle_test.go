@@ -1,8 +1,11 @@
 package engine
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -108,7 +111,7 @@ func (sc *oracleScenario) config(release string) Config {
 type oracleStep struct {
 	I         int      `json:"i"`
 	Now       float64  `json:"now"`
-	Scheduled [][2]int `json:"scheduled"`
+	Scheduled string   `json:"scheduled"` // compactScheduled
 	Preempted []string `json:"preempted,omitempty"`
 	SwappedIn []int    `json:"swapped_in,omitempty"`
 	Ignored   []int    `json:"ignored,omitempty"`
@@ -177,9 +180,9 @@ func replayOracle(sc *oracleScenario, release string) (oracleTrace, error) {
 		}
 		st := e.Schedule(now)
 		for _, p := range hook.passes {
-			rec := oracleStep{I: c.Steps, Now: now.Seconds(), Scheduled: p.Scheduled, Preempted: p.Preempted,
-				SwappedIn: p.SwappedIn, Ignored: p.Ignored, FreeGPU: p.FreeGPU, FreeCPU: p.FreeCPU, Died: p.Died}
-			slices.SortFunc(rec.Scheduled, func(a, b [2]int) int { return a[0] - b[0] })
+			rec := oracleStep{I: c.Steps, Now: now.Seconds(), Scheduled: compactScheduled(p.Scheduled),
+				Preempted: p.Preempted, SwappedIn: p.SwappedIn, Ignored: p.Ignored, FreeGPU: p.FreeGPU,
+				FreeCPU: p.FreeCPU, Died: p.Died}
 			slices.Sort(rec.SwappedIn)
 			slices.Sort(rec.Ignored)
 			if rec.Died != "" {
@@ -222,6 +225,30 @@ func replayOracle(sc *oracleScenario, release string) (oracleTrace, error) {
 	}
 }
 
+// compactScheduled writes (request ID, tokens) pairs as oracle.py's
+// compact_scheduled does: sorted by ID, runs of consecutive IDs with the
+// same token count as one range, e.g. "1-10:1 15:1 22:22".
+func compactScheduled(pairs [][2]int) string {
+	slices.SortFunc(pairs, func(a, b [2]int) int { return a[0] - b[0] })
+	var sb strings.Builder
+	for i := 0; i < len(pairs); {
+		j := i
+		for j+1 < len(pairs) && pairs[j+1][0] == pairs[j][0]+1 && pairs[j+1][1] == pairs[i][1] {
+			j++
+		}
+		if sb.Len() > 0 {
+			sb.WriteByte(' ')
+		}
+		if j == i {
+			fmt.Fprintf(&sb, "%d:%d", pairs[i][0], pairs[i][1])
+		} else {
+			fmt.Fprintf(&sb, "%d-%d:%d", pairs[i][0], pairs[j][0], pairs[i][1])
+		}
+		i = j + 1
+	}
+	return sb.String()
+}
+
 func cmpFloat(a, b float64) int {
 	switch {
 	case a < b:
@@ -249,10 +276,20 @@ var oracleKnownDeviations = map[string]string{
 		"combination and charges only the uncached tokens",
 }
 
+// loadJSON reads a JSON file, gunzipping it if its name ends in .gz.
 func loadJSON(path string, v any) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
+	}
+	if strings.HasSuffix(path, ".gz") {
+		zr, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if b, err = io.ReadAll(zr); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
@@ -302,13 +339,13 @@ func TestOracleConformance(t *testing.T) {
 			t.Errorf("traces for release %s, which oracleReleases does not describe", release)
 			continue
 		}
-		files, err := filepath.Glob(filepath.Join(oracleDir, release, "*.json"))
+		files, err := filepath.Glob(filepath.Join(oracleDir, release, "*.json.gz"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, f := range files {
 			total++
-			name := strings.TrimSuffix(filepath.Base(f), ".json")
+			name := strings.TrimSuffix(filepath.Base(f), ".json.gz")
 			t.Run(release+"/"+name, func(t *testing.T) {
 				var want oracleTrace
 				if err := loadJSON(f, &want); err != nil {

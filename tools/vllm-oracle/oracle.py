@@ -28,6 +28,7 @@ Usage: oracle.py --vllm-src /tmp/vllm-v0.5.4 --release v0.5.4 \
            --scenarios DIR --out DIR [--only NAME]
 """
 import argparse
+import gzip
 import importlib.abc
 import importlib.machinery
 import json
@@ -38,7 +39,14 @@ import types
 # ---------------------------------------------------------------- stubbing
 
 
-class _Inert:
+class _InertMeta(type):
+    def __getattr__(cls, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return type(name, (_Inert,), {})
+
+
+class _Inert(metaclass=_InertMeta):
     """Stands in for any class or function a stubbed module exports."""
 
     def __init__(self, *args, **kwargs):
@@ -98,14 +106,68 @@ def _package(name, path):
     return mod
 
 
-def _optional_stub(name, **attrs):
+def _optional_stub(finder, name, **attrs):
+    """Stubs a third-party module (and its submodules) only where it is not
+    installed."""
     try:
         importlib.import_module(name)
     except ImportError:
-        mod = _stub_module(name)
+        finder.prefixes += (name,)
+        mod = importlib.import_module(name)
         for k, v in attrs.items():
             setattr(mod, k, v)
-        sys.modules[name] = mod
+
+
+_MISSING = object()
+
+
+class _MsgspecField:
+    def __init__(self, default=_MISSING, default_factory=None, name=None):
+        self.default, self.default_factory = default, default_factory
+
+
+class _MsgspecStruct:
+    """The part of msgspec.Struct vLLM's data classes use: an __init__
+    taking the annotated fields positionally or by name, with defaults and
+    default factories, then __post_init__. Serialisation is never used."""
+
+    def __init_subclass__(cls, **options):
+        super().__init_subclass__()
+        fields = {}
+        for klass in reversed(cls.__mro__):
+            for name, ann in klass.__dict__.get("__annotations__", {}).items():
+                if "ClassVar" in str(ann):
+                    continue
+                value = klass.__dict__.get(name, _MISSING)
+                if isinstance(value, _MsgspecField):
+                    fields[name] = value
+                elif value is not _MISSING or name not in fields:
+                    fields[name] = _MsgspecField(default=value)
+        for name, f in fields.items():
+            if isinstance(cls.__dict__.get(name), _MsgspecField):
+                delattr(cls, name)
+        cls.__struct_fields__ = tuple(fields)
+        cls.__struct_defaults__ = fields
+
+    def __init__(self, *args, **kwargs):
+        names = self.__struct_fields__
+        for name, value in zip(names, args):
+            kwargs[name] = value
+        for name in names:
+            if name in kwargs:
+                value = kwargs[name]
+            else:
+                f = self.__struct_defaults__[name]
+                if f.default_factory is not None:
+                    value = f.default_factory()
+                elif f.default is not _MISSING:
+                    value = f.default
+                else:
+                    raise TypeError(f"missing required argument {name!r}")
+            object.__setattr__(self, name, value)
+        post = getattr(self, "__post_init__", None)
+        if post is not None:
+            post()
 
 
 def load_vllm(src):
@@ -131,10 +193,16 @@ def load_vllm(src):
              "vllm.logits_process", "vllm.multimodal.inputs",
              "vllm.transformers_utils.tokenizer", "vllm.beam_search",
              "vllm.v1.kv_cache_interface_stub"]
-    sys.meta_path.insert(0, _StubFinder(stubs))
-    _optional_stub("pydantic", Field=lambda *a, **k: None)
-    _optional_stub("psutil")
-    _optional_stub("yaml")
+    finder = _StubFinder(stubs)
+    sys.meta_path.insert(0, finder)
+    _optional_stub(finder, "pydantic", Field=lambda *a, **k: None)
+    for name in ("psutil", "yaml", "packaging", "cloudpickle", "zmq"):
+        _optional_stub(finder, name)
+    _optional_stub(finder, "msgspec", Struct=_MsgspecStruct, field=_MsgspecField,
+                   Meta=lambda *a, **k: None)
+    import typing_extensions  # Debian's predates TypeIs (same use as TypeGuard)
+    if not hasattr(typing_extensions, "TypeIs"):
+        typing_extensions.TypeIs = typing_extensions.TypeGuard
     # Values the config modules read at import time.
     q = importlib.import_module("vllm.model_executor.layers.quantization")
     q.QUANTIZATION_METHODS = []
@@ -166,6 +234,22 @@ def prompt_tokens(req):
 
 def output_token(req_id, k):
     return OUTPUT_BASE + req_id * 10_000 + k
+
+
+def compact_scheduled(pairs):
+    """[[id, tokens], ...] sorted by id -> "1-10:1 15:1 22:22": runs of
+    consecutive IDs with the same token count collapse into a range."""
+    parts, i = [], 0
+    while i < len(pairs):
+        j = i
+        while (j + 1 < len(pairs) and pairs[j + 1][0] == pairs[j][0] + 1
+               and pairs[j + 1][1] == pairs[i][1]):
+            j += 1
+        a, t = pairs[i]
+        b = pairs[j][0]
+        parts.append(f"{a}:{t}" if a == b else f"{a}-{b}:{t}")
+        i = j + 1
+    return " ".join(parts)
 
 
 # ---------------------------------------------------------------- V0 driver
@@ -255,7 +339,7 @@ def run_v0(sc, trace_every):
         events["preempted"].clear()
         events["swapped_in"].clear()
         try:
-            metas, out = scheduler.schedule()
+            out = scheduler.schedule()[1]
         except RuntimeError as err:  # vLLM's engine dies (no swap space)
             died = str(err)
         rec = {"i": steps, "now": clock.now}
@@ -267,7 +351,7 @@ def run_v0(sc, trace_every):
         sched = sorted([int(g.seq_group.request_id), g.token_chunk_size]
                        for g in out.scheduled_seq_groups)
         ignored = sorted(int(g.request_id) for g in out.ignored_seq_groups)
-        rec["scheduled"] = sched
+        rec["scheduled"] = compact_scheduled(sched)
         if events["preempted"]:
             rec["preempted"] = list(events["preempted"])
         if events["swapped_in"]:
@@ -343,11 +427,16 @@ def main():
             else run_v1(sc, sc.get("trace_every", 1))
         res = {"scenario": sc["name"], "release": args.release,
                "commit": args.commit, **res}
-        path = os.path.join(args.out, fname)
-        with open(path, "w") as f:
-            json.dump(res, f, separators=(",", ":"))
-            f.write("\n")
+        write_trace(os.path.join(args.out, fname + ".gz"), res)
         print(f"{sc['name']}: {res['steps']}", file=sys.stderr)
+
+
+def write_trace(path, res):
+    """Gzipped JSON, byte-for-byte reproducible (no name, mtime 0)."""
+    data = (json.dumps(res, separators=(",", ":")) + "\n").encode()
+    with open(path, "wb") as raw:
+        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as f:
+            f.write(data)
 
 
 def release_engine(release, sc):
