@@ -84,9 +84,9 @@ func (r oracleRequest) arrival() time.Duration {
 // oracleReleases maps each release whose traces are committed to the engine
 // switches that release had.
 var oracleReleases = map[string]struct{ legacyRequeueOrder bool }{
-	"v0.5.4":       {legacyRequeueOrder: true}, // before PR #7874 (0.6.0)
-	"v0.6.1.post2": {legacyRequeueOrder: false},
-	"v0.8.5-main":  {},
+	"v0.5.4":        {legacyRequeueOrder: true}, // before PR #7874 (0.6.0)
+	"v0.6.1.post2":  {legacyRequeueOrder: false},
+	"main-98c89e16": {}, // upstream main of 2025-05-07, after v0.8.5, before v0.9.0
 }
 
 func (sc *oracleScenario) config(release string) Config {
@@ -114,6 +114,7 @@ type oracleStep struct {
 	Scheduled string   `json:"scheduled"` // compactScheduled
 	Preempted []string `json:"preempted,omitempty"`
 	SwappedIn []int    `json:"swapped_in,omitempty"`
+	Hits      []string `json:"hits,omitempty"` // "id:tokens", first admissions with a prefix-cache hit
 	Ignored   []int    `json:"ignored,omitempty"`
 	FreeGPU   int      `json:"free_gpu"`
 	FreeCPU   int      `json:"free_cpu"`
@@ -181,8 +182,8 @@ func replayOracle(sc *oracleScenario, release string) (oracleTrace, error) {
 		st := e.Schedule(now)
 		for _, p := range hook.passes {
 			rec := oracleStep{I: c.Steps, Now: now.Seconds(), Scheduled: compactScheduled(p.Scheduled),
-				Preempted: p.Preempted, SwappedIn: p.SwappedIn, Ignored: p.Ignored, FreeGPU: p.FreeGPU,
-				FreeCPU: p.FreeCPU, Died: p.Died}
+				Preempted: p.Preempted, SwappedIn: p.SwappedIn, Hits: formatHits(p.Hits), Ignored: p.Ignored,
+				FreeGPU: p.FreeGPU, FreeCPU: p.FreeCPU, Died: p.Died}
 			slices.Sort(rec.SwappedIn)
 			slices.Sort(rec.Ignored)
 			if rec.Died != "" {
@@ -249,6 +250,15 @@ func compactScheduled(pairs [][2]int) string {
 	return sb.String()
 }
 
+func formatHits(hits [][2]int) []string {
+	slices.SortFunc(hits, func(a, b [2]int) int { return a[0] - b[0] })
+	var out []string
+	for _, h := range hits {
+		out = append(out, fmt.Sprintf("%d:%d", h[0], h[1]))
+	}
+	return out
+}
+
 func cmpFloat(a, b float64) int {
 	switch {
 	case a < b:
@@ -270,10 +280,12 @@ func cmpOr(v, def float64) float64 {
 // known to differ from vLLM, with the reason. A listed pair that matches
 // fails the test, so the list cannot go stale.
 var oracleKnownDeviations = map[string]string{
-	"v0.5.4/v0_prefix_cache_chunked": "vLLM 0.5.4 cannot run chunked prefill with prefix caching: its model " +
-		"runner raises \"chunked prefill cannot be used with prefix caching now.\" at the first prefix hit, and its " +
-		"scheduler charges the whole prompt (cached blocks included) to the token budget; the engine serves the " +
-		"combination and charges only the uncached tokens",
+	"v0.5.4/v0_prefix_cache_chunked": "vLLM 0.5.4 cannot serve chunked prefill with prefix caching (its model " +
+		"runner raises \"chunked prefill cannot be used with prefix caching now.\" at the first hit); its scheduler " +
+		"charges cached prompt tokens to the token budget, the engine charges only uncached ones",
+	"v0.6.1.post2/v0_prefix_cache_chunked": "with chunked prefill and prefix caching vLLM 0.6's scheduler charges " +
+		"cached prompt tokens to the token budget and rounds a chunk that does not fit down to a multiple of " +
+		"block_size (_get_num_new_tokens); the engine charges only uncached tokens and does not round",
 }
 
 // loadJSON reads a JSON file, gunzipping it if its name ends in .gz.

@@ -15,6 +15,7 @@ type passRecord struct {
 	Scheduled [][2]int // request ID and tokens (V0: charged to the budget)
 	Preempted []string // "id:mode" in preemption order
 	SwappedIn []int
+	Hits      [][2]int // V1: request ID, prefix-cache hit tokens at its first admission
 	Ignored   []int
 	FreeGPU   int
 	FreeCPU   int
@@ -27,6 +28,10 @@ func (h *passHook) preempted(s *sequence, mode string) {
 		name = "swap"
 	}
 	h.current.Preempted = append(h.current.Preempted, strconv.FormatUint(s.id, 10)+":"+name)
+}
+
+func (h *passHook) hit(s *sequence, tokens int) {
+	h.current.Hits = append(h.current.Hits, [2]int{int(s.id), tokens})
 }
 
 func (h *passHook) swappedIn(s *sequence) {

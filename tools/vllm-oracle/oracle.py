@@ -97,6 +97,26 @@ class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         pass
 
 
+class _MissingThirdPartyFinder(_StubFinder):
+    """Last on sys.meta_path: a third-party module that is not installed
+    becomes an inert stub (vLLM's utils import many that the scheduler never
+    calls). vllm's own modules are never stubbed this way: a missing one is
+    an error."""
+
+    def __init__(self):
+        super().__init__(())
+        self.stubbed = set()
+
+    def find_spec(self, fullname, path, target=None):
+        top = fullname.split(".")[0]
+        if (top in ("vllm", "torch") or top.startswith("_")
+                or top in sys.stdlib_module_names):
+            return None  # platform probes (try: import _winapi) stay real
+        self.stubbed.add(fullname.split(".")[0])
+        return importlib.machinery.ModuleSpec(fullname, self,
+                                              is_package=True)
+
+
 def _package(name, path):
     """Registers a package without running its __init__ (vllm/__init__.py
     imports the whole engine)."""
@@ -106,14 +126,11 @@ def _package(name, path):
     return mod
 
 
-def _optional_stub(finder, name, **attrs):
-    """Stubs a third-party module (and its submodules) only where it is not
-    installed."""
-    try:
-        importlib.import_module(name)
-    except ImportError:
-        finder.prefixes += (name,)
-        mod = importlib.import_module(name)
+def _optional_stub(name, **attrs):
+    """Gives a third-party module stubbed for not being installed the few
+    working attributes vLLM's scheduler path needs from it."""
+    mod = importlib.import_module(name)
+    if isinstance(getattr(mod.__spec__, "loader", None), _StubFinder):
         for k, v in attrs.items():
             setattr(mod, k, v)
 
@@ -170,7 +187,7 @@ class _MsgspecStruct:
             post()
 
 
-def load_vllm(src):
+def load_vllm(src, v1=False):
     """Makes vllm importable from src with only the scheduler path real."""
     src = os.path.abspath(src)
     sys.path.insert(0, src)
@@ -193,16 +210,27 @@ def load_vllm(src):
              "vllm.logits_process", "vllm.multimodal.inputs",
              "vllm.transformers_utils.tokenizer", "vllm.beam_search",
              "vllm.v1.kv_cache_interface_stub"]
+    if v1:
+        # V1's config module (pydantic models, platform probing) is not
+        # needed: the V1 scheduler reads plain fields from its configs, so
+        # run_v1 passes namespaces holding exactly those.
+        stubs.append("vllm.config")
     finder = _StubFinder(stubs)
     sys.meta_path.insert(0, finder)
-    _optional_stub(finder, "pydantic", Field=lambda *a, **k: None)
-    for name in ("psutil", "yaml", "packaging", "cloudpickle", "zmq"):
-        _optional_stub(finder, name)
-    _optional_stub(finder, "msgspec", Struct=_MsgspecStruct, field=_MsgspecField,
+    sys.meta_path.append(_MissingThirdPartyFinder())
+    _optional_stub("pydantic", Field=lambda *a, **k: None)
+    _optional_stub("msgspec", Struct=_MsgspecStruct, field=_MsgspecField,
                    Meta=lambda *a, **k: None)
     import typing_extensions  # Debian's predates TypeIs (same use as TypeGuard)
     if not hasattr(typing_extensions, "TypeIs"):
         typing_extensions.TypeIs = typing_extensions.TypeGuard
+    if not hasattr(typing_extensions, "deprecated"):
+        typing_extensions.deprecated = lambda *a, **k: (lambda f: f)
+    if v1:
+        # vllm.utils registers custom GPU ops in a torch "FRAGMENT" library
+        # at import; Debian's torch predates that kind, and no op is used.
+        import torch.library
+        torch.library.Library = _Inert
     # Values the config modules read at import time.
     q = importlib.import_module("vllm.model_executor.layers.quantization")
     q.QUANTIZATION_METHODS = []
@@ -412,7 +440,8 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--only", default="")
     args = ap.parse_args()
-    load_vllm(args.vllm_src)
+    is_v1 = release_engine(args.release, {}) == "v1"
+    load_vllm(args.vllm_src, v1=is_v1)
     os.makedirs(args.out, exist_ok=True)
     names = sorted(f for f in os.listdir(args.scenarios)
                    if f.endswith(".json"))
@@ -446,7 +475,133 @@ def release_engine(release, sc):
 
 
 def run_v1(sc, trace_every):
-    raise NotImplementedError("V1 driver")
+    """Drives vllm/v1/core/sched/scheduler.py. The model runner is faked:
+    every scheduled request whose prefill is complete samples one token
+    (partial prefill chunks sample nothing, as the GPU runner discards
+    them), and update_from_output (vLLM's own) applies it."""
+    from types import SimpleNamespace
+
+    import torch
+    import vllm.v1.core.sched.scheduler as sched_mod
+    from vllm.sampling_params import SamplingParams
+    from vllm.v1.kv_cache_interface import (FullAttentionSpec, KVCacheConfig,
+                                            KVCacheGroupSpec)
+    from vllm.v1.outputs import ModelRunnerOutput
+    from vllm.v1.request import Request
+
+    clock = FakeClock()
+    sched_mod.time = clock
+    bs = sc["block_size"]
+    # Exactly the fields the scheduler and KV cache manager read.
+    scheduler_config = SimpleNamespace(
+        max_num_seqs=sc["max_num_seqs"],
+        max_num_batched_tokens=sc["max_num_batched_tokens"],
+        max_model_len=sc["max_model_len"], long_prefill_token_threshold=0,
+        disable_chunked_mm_input=False, chunked_prefill_enabled=True,
+        max_num_encoder_input_tokens=sc["max_num_batched_tokens"],
+        encoder_cache_size=sc["max_num_batched_tokens"])
+    cache_config = SimpleNamespace(
+        block_size=bs, num_gpu_blocks=sc["num_gpu_blocks"],
+        enable_prefix_caching=sc.get("prefix_caching", False),
+        prefix_caching_hash_algo="builtin")
+    model_config = SimpleNamespace(is_multimodal_model=False,
+                                   is_encoder_decoder=False,
+                                   max_model_len=sc["max_model_len"])
+    vllm_config = SimpleNamespace(
+        scheduler_config=scheduler_config, cache_config=cache_config,
+        model_config=model_config, lora_config=None, kv_events_config=None,
+        kv_transfer_config=None, speculative_config=None)
+    kv_cache_config = KVCacheConfig(
+        num_blocks=sc["num_gpu_blocks"], tensors={},
+        kv_cache_groups=[KVCacheGroupSpec(["layer"], FullAttentionSpec(
+            bs, 1, 1, torch.float32, False))])
+    scheduler = sched_mod.Scheduler(
+        vllm_config=vllm_config, kv_cache_config=kv_cache_config,
+        log_stats=False, structured_output_manager=SimpleNamespace(
+            grammar_bitmask=lambda *a, **k: None))
+    kvm = scheduler.kv_cache_manager
+
+    in_schedule = [False]
+    preempted = []
+    orig_free = kvm.free
+
+    def free(request):
+        if in_schedule[0]:  # inside schedule() only preemption frees
+            preempted.append(f"{int(request.request_id)}:recompute")
+        return orig_free(request)
+
+    kvm.free = free
+
+    reqs = sorted(enumerate(sc["requests"]),
+                  key=lambda x: (x[1].get("arrival", 0), x[0]))
+    reqs = [r for _, r in reqs]
+    trace, steps, runs = [], 0, 0
+    stats = {"preemptions": 0, "swap_outs": 0, "swap_ins": 0, "ignored": 0}
+    dt = sc.get("step_seconds", 1)
+    nxt = 0
+    max_calls = sc.get("max_steps", 200_000)
+    while True:
+        while nxt < len(reqs) and reqs[nxt].get("arrival", 0) <= clock.now:
+            r = reqs[nxt]
+            nxt += 1
+            scheduler.add_request(Request(
+                request_id=str(r["id"]), prompt_token_ids=prompt_tokens(r),
+                multi_modal_inputs=None, multi_modal_hashes=None,
+                multi_modal_placeholders=None,
+                sampling_params=SamplingParams(max_tokens=r["output_len"],
+                                               ignore_eos=True),
+                eos_token_id=None, arrival_time=float(r.get("arrival", 0))))
+        if not scheduler.has_unfinished_requests() and nxt >= len(reqs):
+            break
+        if steps >= max_calls:
+            raise RuntimeError(f"{sc['name']}: no end after {steps} steps")
+        preempted.clear()
+        in_schedule[0] = True
+        out = scheduler.schedule()
+        in_schedule[0] = False
+        sched = sorted([int(k), v] for k, v in
+                       out.num_scheduled_tokens.items())
+        rec = {"i": steps, "now": clock.now,
+               "scheduled": compact_scheduled(sched)}
+        if preempted:
+            rec["preempted"] = list(preempted)
+        hits = sorted((int(n.req_id), n.num_computed_tokens)
+                      for n in out.scheduled_new_reqs
+                      if n.num_computed_tokens > 0)
+        if hits:
+            rec["hits"] = [f"{a}:{b}" for a, b in hits]
+        rec["free_gpu"] = kvm.block_pool.get_num_free_blocks()
+        rec["free_cpu"] = 0
+        stats["preemptions"] += len(preempted)
+        if trace_every <= 1 or steps % trace_every == 0:
+            trace.append(rec)
+        steps += 1
+        if not sched:
+            if preempted:
+                continue
+            if nxt < len(reqs):
+                clock.now = float(reqs[nxt].get("arrival", 0))
+                continue
+            raise RuntimeError(f"{sc['name']}: stuck at step {steps}")
+        runs += 1
+        clock.now += dt
+        req_ids = [str(a) for a, _ in sched]
+        sampled = []
+        for rid in req_ids:
+            req = scheduler.requests[rid]
+            if req.num_computed_tokens < req.num_tokens:
+                sampled.append([])  # partial prefill: the runner discards it
+            else:
+                sampled.append([output_token(int(rid), req.num_output_tokens)])
+        scheduler.update_from_output(out, ModelRunnerOutput(
+            req_ids=req_ids, req_id_to_index={r: i for i, r in
+                                              enumerate(req_ids)},
+            sampled_token_ids=sampled, spec_token_ids=None, logprobs=None,
+            prompt_logprobs_dict={}))
+    stats["steps"] = steps
+    stats["model_steps"] = runs
+    return {"steps": stats, "trace_every": trace_every, "trace": trace,
+            "died": None}
 
 
 if __name__ == "__main__":
