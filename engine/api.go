@@ -13,6 +13,11 @@
 //
 // An Engine is not safe for concurrent use: one goroutine owns it.
 //
+// Conformance: TestOracleConformance replays scenarios through the engine
+// and requires the per-step traces that vLLM's own scheduler produced for
+// them (v0.5.4, v0.6.1.post2, and V1 from main one week after v0.8.5); see
+// tools/vllm-oracle.
+//
 // Where the model knowingly differs from vLLM:
 //   - A V1 request whose prompt plus max_tokens needs more KV blocks than
 //     the GPU has is rejected (ErrIgnored) when it reaches the head of the
@@ -29,6 +34,14 @@
 //     token is recomputed), charges the whole prompt to the token budget as
 //     0.5.4 does, evicts like block manager v1's LRUEvictor, but keeps no
 //     CPU-side cache and does not re-hit on swap-in.
+//   - V0 with both chunked prefill and prefix caching charges only the
+//     uncached prompt tokens to the token budget and never rounds a chunk;
+//     vLLM 0.6 charges cached tokens too and rounds a chunk that does not
+//     fit down to whole blocks, and 0.5.4 cannot serve the combination.
+//   - V1 keeps one block as vLLM's null block (PR #14097, since 0.8.3), so
+//     requests hold at most NumGPUBlocks-1; usage and Stats leave it out,
+//     as vLLM does since it subtracts the null block in get_usage (0.8.5
+//     still counted it: an idle engine reported 1/NumGPUBlocks).
 //   - Generated tokens get IDs unique to their request, so only the request
 //     itself (after a preemption) can hit blocks holding its output.
 //   - Not modelled: n>1/beam search, LoRA, priority scheduling, speculative

@@ -204,9 +204,10 @@ func (e *Engine) Idle() bool {
 }
 
 // KVUsage is vLLM's gpu_cache_usage: 1 - free/total, where free blocks
-// include evictable prefix-cached ones.
+// include evictable prefix-cached ones and, as in vLLM V1 since it subtracts
+// its null block, total counts only blocks requests can hold.
 func (e *Engine) KVUsage() float64 {
-	return 1 - float64(e.kv.free)/float64(e.kv.total)
+	return 1 - float64(e.kv.free)/float64(e.kv.usable())
 }
 
 // ResetPrefixCache drops every cached block hash (vLLM's
@@ -221,7 +222,7 @@ func (e *Engine) Stats() Stats {
 	st := e.stats
 	st.Running, st.Waiting, st.Swapped = e.running.len(), e.waiting.len(), e.swapped.len()
 	st.GPUBlocksTotal = e.kv.total
-	st.GPUBlocksUsed = e.kv.total - e.kv.free
+	st.GPUBlocksUsed = e.kv.usable() - e.kv.free // V1's null block is not "used"
 	st.CPUBlocksTotal = e.cfg.NumCPUBlocks
 	st.CPUBlocksUsed = e.cpuUsed
 	return st

@@ -202,7 +202,7 @@ func TestResetPrefixCache(t *testing.T) {
 }
 
 func TestBlockPoolV1EvictsFreedTailFirst(t *testing.T) {
-	p := newBlockPool(7, true, false) // block 0 is V1's null block
+	p := newBlockPool(7, true, false)             // block 0 is V1's null block
 	a := []int32{p.alloc(), p.alloc(), p.alloc()} // 1,2,3
 	for i, b := range a {
 		p.setHash(b, uint64(100+i))

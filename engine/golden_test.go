@@ -297,9 +297,10 @@ func traceRun(t *testing.T, sc traceScenario) string {
 			}
 		}
 		s := e.Stats()
+		// free/usable: V1's null block is neither.
 		fmt.Fprintf(&b, "step %2d t=%-5v %-24s swap out %d in %d | free %2d/%d cpu %d/%d | run %d wait %d swap %d | preempted %d\n",
 			step, now, strings.Join(sched, ", "), st.Shape.SwapOutBlocks, st.Shape.SwapInBlocks,
-			s.GPUBlocksTotal-s.GPUBlocksUsed, s.GPUBlocksTotal, s.CPUBlocksUsed, s.CPUBlocksTotal,
+			e.kv.free, e.kv.usable(), s.CPUBlocksUsed, s.CPUBlocksTotal,
 			s.Running, s.Waiting, s.Swapped, s.Preemptions)
 		now += traceStepTime
 		outs := e.Complete(st)

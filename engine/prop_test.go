@@ -171,10 +171,7 @@ func drive(t testing.TB, e *Engine, plan []plannedRequest) runOutcome {
 		}
 	}
 	s := e.Stats()
-	// V1's null block stays used (vLLM counts it in usage too).
-	reserved := e.kv.reserved
-	if !e.Idle() || s.GPUBlocksUsed != reserved || s.CPUBlocksUsed != 0 ||
-		e.KVUsage() != 1-float64(s.GPUBlocksTotal-reserved)/float64(s.GPUBlocksTotal) {
+	if !e.Idle() || s.GPUBlocksUsed != 0 || s.CPUBlocksUsed != 0 || e.KVUsage() != 0 {
 		t.Fatalf("blocks leaked at the end: %+v usage %v", s, e.KVUsage())
 	}
 	if len(e.byID) != 0 {
