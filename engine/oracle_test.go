@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	stdcmp "cmp"
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
@@ -152,7 +153,7 @@ func replayOracle(sc *oracleScenario, release string) (oracleTrace, error) {
 	hook := &passHook{}
 	e.passHook = hook
 	reqs := slices.Clone(sc.Requests)
-	slices.SortStableFunc(reqs, func(a, b oracleRequest) int { return cmpFloat(a.Arrival, b.Arrival) })
+	slices.SortStableFunc(reqs, func(a, b oracleRequest) int { return stdcmp.Compare(a.Arrival, b.Arrival) })
 	dt := time.Duration(cmpOr(sc.StepSeconds, 1) * float64(time.Second))
 	maxSteps := sc.MaxSteps
 	if maxSteps == 0 {
@@ -257,16 +258,6 @@ func formatHits(hits [][2]int) []string {
 		out = append(out, fmt.Sprintf("%d:%d", h[0], h[1]))
 	}
 	return out
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func cmpOr(v, def float64) float64 {

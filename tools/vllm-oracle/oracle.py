@@ -280,7 +280,58 @@ def compact_scheduled(pairs):
     return " ".join(parts)
 
 
-# ---------------------------------------------------------------- V0 driver
+# ---------------------------------------------------------------- drivers
+
+def drive(sc, trace_every, clock, has_work, add, schedule, run):
+    """The driver both engines share (see the module doc). add(request)
+    queues a request; schedule() makes one schedule() call and returns its
+    trace fields (without "i" and "now") and whether it preempted, swapped
+    out or ignored anything; run() applies the model's step."""
+    reqs = sorted(enumerate(sc["requests"]),
+                  key=lambda x: (x[1].get("arrival", 0), x[0]))
+    reqs = [r for _, r in reqs]
+    stats = {"preemptions": 0, "swap_outs": 0, "swap_ins": 0, "ignored": 0}
+    trace, steps, runs, nxt, died = [], 0, 0, 0, None
+    dt = sc.get("step_seconds", 1)
+    max_calls = sc.get("max_steps", 200_000)
+    while True:
+        while nxt < len(reqs) and reqs[nxt].get("arrival", 0) <= clock.now:
+            add(reqs[nxt])
+            nxt += 1
+        if not has_work() and nxt >= len(reqs):
+            break
+        if steps >= max_calls:
+            raise RuntimeError(f"{sc['name']}: no end after {steps} steps")
+        fields, changed = schedule()
+        rec = {"i": steps, "now": clock.now, **fields}
+        steps += 1
+        if "died" in rec:
+            died = rec["died"]
+            trace.append(rec)
+            break
+        preempted = rec.get("preempted", [])
+        stats["preemptions"] += len(preempted)
+        stats["swap_outs"] += sum(1 for p in preempted if p.endswith(":swap"))
+        stats["swap_ins"] += len(rec.get("swapped_in", []))
+        stats["ignored"] += len(rec.get("ignored", []))
+        if trace_every <= 1 or rec["i"] % trace_every == 0:
+            trace.append(rec)
+        if not rec["scheduled"]:
+            if changed:
+                continue
+            if nxt < len(reqs):
+                clock.now = float(reqs[nxt].get("arrival", 0))
+                continue
+            raise RuntimeError(f"{sc['name']}: stuck at step {steps}")
+        runs += 1
+        clock.now += dt
+        run()
+    stats["steps"] = steps
+    stats["model_steps"] = runs
+    return {"steps": stats, "trace_every": trace_every, "trace": trace,
+            "died": died}
+
+
 
 
 class FakeClock:
@@ -337,49 +388,29 @@ def run_v0(sc, trace_every):
     scheduler._preempt = preempt
     scheduler._swap_in = swap_in
 
-    reqs = sorted(enumerate(sc["requests"]),
-                  key=lambda x: (x[1].get("arrival", 0), x[0]))
-    reqs = [r for _, r in reqs]
-    by_id = {}
-    trace, steps, runs = [], 0, 0
-    stats = {"preemptions": 0, "swap_outs": 0, "swap_ins": 0, "ignored": 0}
-    dt = sc.get("step_seconds", 1)
-    nxt = 0
-    died = None
-    max_calls = sc.get("max_steps", 200_000)
-    while True:
-        while nxt < len(reqs) and reqs[nxt].get("arrival", 0) <= clock.now:
-            r = reqs[nxt]
-            nxt += 1
-            seq = Sequence(r["id"], inputs={"prompt_token_ids": prompt_tokens(r)},
-                           block_size=sc["block_size"])
-            group = SequenceGroup(request_id=str(r["id"]), seqs=[seq],
-                                  arrival_time=float(r.get("arrival", 0)),
-                                  sampling_params=SamplingParams(
-                                      max_tokens=r["output_len"],
-                                      ignore_eos=True))
-            by_id[r["id"]] = (group, r["output_len"])
-            scheduler.add_seq_group(group)
-        if not scheduler.has_unfinished_seqs() and nxt >= len(reqs):
-            break
-        if steps >= max_calls:
-            raise RuntimeError(f"{sc['name']}: no end after {steps} steps")
+    def add(r):
+        seq = Sequence(r["id"], inputs={"prompt_token_ids": prompt_tokens(r)},
+                       block_size=sc["block_size"])
+        group = SequenceGroup(request_id=str(r["id"]), seqs=[seq],
+                              arrival_time=float(r.get("arrival", 0)),
+                              sampling_params=SamplingParams(
+                                  max_tokens=r["output_len"],
+                                  ignore_eos=True))
+        max_tokens[r["id"]] = r["output_len"]
+        scheduler.add_seq_group(group)
+
+    def schedule():
         events["preempted"].clear()
         events["swapped_in"].clear()
         try:
             out = scheduler.schedule()[1]
         except RuntimeError as err:  # vLLM's engine dies (no swap space)
-            died = str(err)
-        rec = {"i": steps, "now": clock.now}
-        if died is not None:
-            rec["died"] = died
-            trace.append(rec)
-            steps += 1
-            break
-        sched = sorted([int(g.seq_group.request_id), g.token_chunk_size]
-                       for g in out.scheduled_seq_groups)
+            return {"died": str(err)}, True
+        last[0] = out
+        rec = {"scheduled": compact_scheduled(sorted(
+            [int(g.seq_group.request_id), g.token_chunk_size]
+            for g in out.scheduled_seq_groups))}
         ignored = sorted(int(g.request_id) for g in out.ignored_seq_groups)
-        rec["scheduled"] = compact_scheduled(sched)
         if events["preempted"]:
             rec["preempted"] = list(events["preempted"])
         if events["swapped_in"]:
@@ -388,44 +419,30 @@ def run_v0(sc, trace_every):
             rec["ignored"] = ignored
         rec["free_gpu"] = scheduler.block_manager.get_num_free_gpu_blocks()
         rec["free_cpu"] = scheduler.block_manager.get_num_free_cpu_blocks()
-        stats["preemptions"] += len(events["preempted"])
-        stats["swap_outs"] += sum(1 for p in events["preempted"]
-                                  if p.endswith(":swap"))
-        stats["swap_ins"] += len(events["swapped_in"])
-        stats["ignored"] += len(ignored)
-        if trace_every <= 1 or steps % trace_every == 0:
-            trace.append(rec)
-        steps += 1
-        changed = events["preempted"] or ignored
-        if not sched:
-            if changed:
-                continue
-            if nxt < len(reqs):
-                clock.now = float(reqs[nxt].get("arrival", 0))
-                continue
-            raise RuntimeError(f"{sc['name']}: stuck at step {steps}")
-        # The model runs the step.
-        runs += 1
-        clock.now += dt
-        for sg in out.scheduled_seq_groups:
+        return rec, bool(events["preempted"] or ignored)
+
+    def run():
+        for sg in last[0].scheduled_seq_groups:
             group = sg.seq_group
             group.update_num_computed_tokens(sg.token_chunk_size)
             seq = group.get_seqs()[0]
             if seq.data.get_num_uncomputed_tokens() > 0:
                 continue  # partial prefill chunk: no sample
             rid = int(group.request_id)
-            k = seq.get_output_len()
-            tok = output_token(rid, k)
+            tok = output_token(rid, seq.get_output_len())
             seq.append_token_id(tok, {tok: Logprob(0.0)})
-            if seq.get_output_len() >= by_id[rid][1]:
+            if seq.get_output_len() >= max_tokens[rid]:
                 seq.status = SequenceStatus.FINISHED_LENGTH_CAPPED
                 scheduler.free_seq(seq)
         scheduler.free_finished_seq_groups()
-    sched_mod.time = real_time
-    stats["steps"] = steps
-    stats["model_steps"] = runs
-    return {"steps": stats, "trace_every": trace_every, "trace": trace,
-            "died": died}
+
+    max_tokens, last = {}, [None]
+    try:
+        return drive(sc, trace_every, clock, scheduler.has_unfinished_seqs,
+                     add, schedule, run)
+    finally:
+        sched_mod.time = real_time
+
 
 
 # ---------------------------------------------------------------- main
@@ -532,37 +549,23 @@ def run_v1(sc, trace_every):
 
     kvm.free = free
 
-    reqs = sorted(enumerate(sc["requests"]),
-                  key=lambda x: (x[1].get("arrival", 0), x[0]))
-    reqs = [r for _, r in reqs]
-    trace, steps, runs = [], 0, 0
-    stats = {"preemptions": 0, "swap_outs": 0, "swap_ins": 0, "ignored": 0}
-    dt = sc.get("step_seconds", 1)
-    nxt = 0
-    max_calls = sc.get("max_steps", 200_000)
-    while True:
-        while nxt < len(reqs) and reqs[nxt].get("arrival", 0) <= clock.now:
-            r = reqs[nxt]
-            nxt += 1
-            scheduler.add_request(Request(
-                request_id=str(r["id"]), prompt_token_ids=prompt_tokens(r),
-                multi_modal_inputs=None, multi_modal_hashes=None,
-                multi_modal_placeholders=None,
-                sampling_params=SamplingParams(max_tokens=r["output_len"],
-                                               ignore_eos=True),
-                eos_token_id=None, arrival_time=float(r.get("arrival", 0))))
-        if not scheduler.has_unfinished_requests() and nxt >= len(reqs):
-            break
-        if steps >= max_calls:
-            raise RuntimeError(f"{sc['name']}: no end after {steps} steps")
+    def add(r):
+        scheduler.add_request(Request(
+            request_id=str(r["id"]), prompt_token_ids=prompt_tokens(r),
+            multi_modal_inputs=None, multi_modal_hashes=None,
+            multi_modal_placeholders=None,
+            sampling_params=SamplingParams(max_tokens=r["output_len"],
+                                           ignore_eos=True),
+            eos_token_id=None, arrival_time=float(r.get("arrival", 0))))
+
+    def schedule():
         preempted.clear()
         in_schedule[0] = True
         out = scheduler.schedule()
         in_schedule[0] = False
-        sched = sorted([int(k), v] for k, v in
-                       out.num_scheduled_tokens.items())
-        rec = {"i": steps, "now": clock.now,
-               "scheduled": compact_scheduled(sched)}
+        last[0] = out
+        rec = {"scheduled": compact_scheduled(sorted(
+            [int(k), v] for k, v in out.num_scheduled_tokens.items()))}
         if preempted:
             rec["preempted"] = list(preempted)
         hits = sorted((int(n.req_id), n.num_computed_tokens)
@@ -572,20 +575,11 @@ def run_v1(sc, trace_every):
             rec["hits"] = [f"{a}:{b}" for a, b in hits]
         rec["free_gpu"] = kvm.block_pool.get_num_free_blocks()
         rec["free_cpu"] = 0
-        stats["preemptions"] += len(preempted)
-        if trace_every <= 1 or steps % trace_every == 0:
-            trace.append(rec)
-        steps += 1
-        if not sched:
-            if preempted:
-                continue
-            if nxt < len(reqs):
-                clock.now = float(reqs[nxt].get("arrival", 0))
-                continue
-            raise RuntimeError(f"{sc['name']}: stuck at step {steps}")
-        runs += 1
-        clock.now += dt
-        req_ids = [str(a) for a, _ in sched]
+        return rec, bool(preempted)
+
+    def run():
+        out = last[0]
+        req_ids = sorted(out.num_scheduled_tokens, key=int)
         sampled = []
         for rid in req_ids:
             req = scheduler.requests[rid]
@@ -594,14 +588,14 @@ def run_v1(sc, trace_every):
             else:
                 sampled.append([output_token(int(rid), req.num_output_tokens)])
         scheduler.update_from_output(out, ModelRunnerOutput(
-            req_ids=req_ids, req_id_to_index={r: i for i, r in
-                                              enumerate(req_ids)},
+            req_ids=req_ids,
+            req_id_to_index={r: i for i, r in enumerate(req_ids)},
             sampled_token_ids=sampled, spec_token_ids=None, logprobs=None,
             prompt_logprobs_dict={}))
-    stats["steps"] = steps
-    stats["model_steps"] = runs
-    return {"steps": stats, "trace_every": trace_every, "trace": trace,
-            "died": None}
+
+    last = [None]
+    return drive(sc, trace_every, clock, scheduler.has_unfinished_requests,
+                 add, schedule, run)
 
 
 if __name__ == "__main__":
