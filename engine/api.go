@@ -25,6 +25,10 @@
 //     admitting it would livelock.
 //   - V0 answers a swap-in that only the watermark blocks while no block is
 //     held with NEVER (the request fails) where vLLM waits forever.
+//   - V0 swaps a swapped-out request back in unchunked (as vLLM does, even
+//     with chunked prefill), so a partial prefill whose remainder exceeds
+//     max_num_batched_tokens can never return: vLLM then waits forever;
+//     the engine fails it once nothing else runs or waits.
 //   - A scheduling pass that only preempts or rejects is followed at once by
 //     another within the same Schedule, so a swap-out-only step costs no
 //     time of its own.

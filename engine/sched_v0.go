@@ -207,6 +207,15 @@ func (e *Engine) scheduleSwappedV0(b *budget) {
 		// once its whole remainder fits the token budget, and holds up the
 		// swapped queue until then.
 		n := g.len() - g.computed
+		if n > e.cfg.MaxNumBatchedTokens && e.stuckBehindSwapped() {
+			// vLLM waits forever here: the remainder never fits the budget
+			// unchunked. Once nothing else can run, fail it instead.
+			e.swapped.popFront()
+			e.reject(g, fmt.Sprintf("Failing the request %d because its remaining %d prompt tokens exceed "+
+				"max_num_batched_tokens (%d) and a swapped-out prefill is swapped in unchunked.",
+				g.id, n, e.cfg.MaxNumBatchedTokens))
+			continue
+		}
 		if n == 0 || !b.canSchedule(n, 1) {
 			return
 		}
@@ -228,6 +237,12 @@ func (e *Engine) scheduleSwappedV0(b *budget) {
 		b.tokens += n
 		b.seqs++
 	}
+}
+
+// stuckBehindSwapped reports that, in the current pass, nothing runs and
+// nothing waits: only the swapped queue is left.
+func (e *Engine) stuckBehindSwapped() bool {
+	return e.running.len() == 0 && len(e.runDecodes)+len(e.runPrefills) == 0 && e.waiting.len() == 0
 }
 
 // schedulePrefillsV0 is _schedule_prefills: admit from the head of waiting

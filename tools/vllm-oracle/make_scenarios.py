@@ -105,6 +105,18 @@ def scenarios():
                   num_cpu_blocks=10, preemption_mode="swap",
                   max_num_batched_tokens=64, chunked_prefill=True,
                   requests=reqs(30, (30, 120), (20, 120), 9)))
+    # r3's prefill is swapped out mid-way; vLLM swaps in unchunked, so its
+    # 26-token remainder never fits the 6-token budget: vLLM livelocks.
+    s.append(base("v0_chunked_swap_prefill_over_budget", "v0", block_size=4,
+                  num_gpu_blocks=12, num_cpu_blocks=64, max_num_seqs=4,
+                  max_num_batched_tokens=6, max_model_len=128,
+                  chunked_prefill=True, preemption_mode="swap", requests=[
+                      {"id": 1, "prompt_len": 4, "output_len": 24},
+                      {"id": 2, "prompt_len": 4, "output_len": 20},
+                      {"id": 3, "prompt_len": 30, "output_len": 2,
+                       "arrival": 1},
+                      {"id": 4, "prompt_len": 6, "output_len": 2,
+                       "arrival": 3}]))
     # The "swap vs recompute" experiment (issue 8), scaled down: offline
     # prompts of 128 in / 128 out, max_num_seqs = max_num_batched_tokens.
     for blocks in (160, 400):

@@ -322,7 +322,11 @@ def drive(sc, trace_every, clock, has_work, add, schedule, run):
             if nxt < len(reqs):
                 clock.now = float(reqs[nxt].get("arrival", 0))
                 continue
-            raise RuntimeError(f"{sc['name']}: stuck at step {steps}")
+            # vLLM would wait forever (a livelock): record where.
+            rec["stuck"] = "requests remain but none can be scheduled"
+            if trace[-1] is not rec:
+                trace.append(rec)
+            break
         runs += 1
         clock.now += dt
         run()
