@@ -36,12 +36,11 @@
 //     only (as vLLM does since PR #25787), not every lookup attempt.
 //   - V0 prefix caching hits the leading full blocks with V1's cap (the last
 //     token is recomputed), charges the whole prompt to the token budget as
-//     0.5.4 does, evicts like block manager v1's LRUEvictor, but keeps no
+//     vLLM does, evicts like block manager v1's LRUEvictor, but keeps no
 //     CPU-side cache and does not re-hit on swap-in.
-//   - V0 with both chunked prefill and prefix caching charges only the
-//     uncached prompt tokens to the token budget and never rounds a chunk;
-//     vLLM 0.6 charges cached tokens too and rounds a chunk that does not
-//     fit down to whole blocks, and 0.5.4 cannot serve the combination.
+//   - V0 chunked prefill with prefix caching follows 0.6 (the budget pays
+//     for cached tokens too; a chunk that does not fit is cut to whole
+//     blocks); vLLM 0.5.4 cannot serve that combination at all.
 //   - V1 keeps one block as vLLM's null block (PR #14097, since 0.8.3), so
 //     requests hold at most NumGPUBlocks-1; usage and Stats leave it out,
 //     as vLLM does since it subtracts the null block in get_usage (0.8.5

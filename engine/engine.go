@@ -39,6 +39,7 @@ type sequence struct {
 	computed  int // tokens whose KV is computed (num_computed_tokens)
 	chunk     int // tokens scheduled in the current step
 	cached    int // prefix-cache hit tokens at the first admission
+	hit       int // V0: prefix-cache hit tokens of the current admission
 
 	gpuBlocks  int
 	cpuBlocks  int
@@ -307,7 +308,7 @@ func (e *Engine) Complete(st *Step) []Output {
 		if s.gen != en.gen {
 			continue // aborted while the step ran
 		}
-		s.computed += en.tokens
+		s.computed += en.charged
 		if v0 && en.prefill {
 			e.stats.PromptTokens += int64(en.charged)
 		}
@@ -353,13 +354,15 @@ func (e *Engine) Complete(st *Step) []Output {
 
 func isDone(s *sequence) bool { return s.state == stateDone }
 
-// addEntry puts s in the step with tokens to compute; charged is what the
-// token budget paid for them.
+// addEntry puts s in the step: charged tokens advance it (what the token
+// budget paid, vLLM's token_chunk_size), of which the model computes the
+// last tokens; the others are prefix-cache hits (V0 counts them as
+// scheduled, V1 does not).
 func (e *Engine) addEntry(s *sequence, tokens, charged int) {
 	st := &e.step
-	s.chunk = tokens
+	s.chunk = charged
 	s.lastAccess = e.now
-	ctx := s.computed
+	ctx := s.computed + charged - tokens
 	en := entry{s: s, gen: s.gen, tokens: tokens, ctx: ctx, charged: charged, prefill: !s.decoding}
 	st.entries = append(st.entries, en)
 	sh := &st.Shape

@@ -109,10 +109,7 @@ func boolRank(b bool) int {
 func (e *Engine) scheduleRunningV0(b *budget, chunking bool) {
 	for e.running.len() > 0 {
 		g := e.running.front()
-		n := g.len() - g.computed
-		if chunking {
-			n = min(n, b.remaining())
-		}
+		n := e.chunkV0(g.len()-g.computed, b, chunking)
 		if n == 0 {
 			break
 		}
@@ -137,7 +134,7 @@ func (e *Engine) scheduleRunningV0(b *budget, chunking bool) {
 			continue
 		}
 		e.appendSlotV0(g)
-		e.addEntry(g, n, n)
+		e.addEntry(g, uncachedTokens(g.computed, n, g.hit), n)
 		if g.decoding {
 			e.runDecodes = append(e.runDecodes, g)
 		} else {
@@ -172,6 +169,7 @@ func (e *Engine) preemptV0(s *sequence) {
 	e.countPreemption(s, "PreemptionMode.RECOMPUTE")
 	e.freeGPU(s)
 	s.computed = 0
+	s.hit = 0
 	s.decoding = false
 	s.state = stateWaiting
 	e.preempted = append(e.preempted, s)
@@ -239,6 +237,33 @@ func (e *Engine) scheduleSwappedV0(b *budget) {
 	}
 }
 
+// chunkV0 is _get_num_new_tokens for a request with remaining tokens left:
+// with chunking, what the budget has left; with prefix caching too, a chunk
+// that does not fit is cut to whole blocks (vLLM 0.6, so that no block is
+// half computed).
+func (e *Engine) chunkV0(remaining int, b *budget, chunking bool) int {
+	if !chunking || remaining <= b.remaining() {
+		return remaining
+	}
+	if e.cfg.EnablePrefixCaching {
+		return b.remaining() / e.cfg.BlockSize * e.cfg.BlockSize
+	}
+	return b.remaining()
+}
+
+// uncachedTokens is how many tokens of a chunk [ctx, ctx+n) the model
+// computes when the first hit tokens are prefix-cache hits: vLLM's model
+// runner skips the cached part but always computes at least one token.
+func uncachedTokens(ctx, n, hit int) int {
+	switch {
+	case hit <= ctx:
+		return n
+	case hit < ctx+n:
+		return ctx + n - hit
+	}
+	return 1
+}
+
 // stuckBehindSwapped reports that, in the current pass, nothing runs and
 // nothing waits: only the swapped queue is left.
 func (e *Engine) stuckBehindSwapped() bool {
@@ -259,12 +284,9 @@ func (e *Engine) schedulePrefillsV0(b *budget, chunking bool) {
 		g := e.waiting.front()
 		hits := e.findHits(g)
 		hitTokens := len(hits) * bs
-		// Without chunking 0.5.4's budget pays for the whole prompt; prefix
-		// hits only shorten the computation.
-		n := g.len()
-		if chunking {
-			n = min(g.len()-hitTokens, b.remaining())
-		}
+		// The budget pays for the whole prompt, cached blocks included;
+		// prefix hits only shorten the computation.
+		n := e.chunkV0(g.len(), b, chunking)
 		if n > limit {
 			e.waiting.popFront()
 			e.reject(g, fmt.Sprintf("Input prompt (%d tokens) is too long and exceeds limit of %d", n, limit))
@@ -286,14 +308,11 @@ func (e *Engine) schedulePrefillsV0(b *budget, chunking bool) {
 		e.takeHits(g, hits)
 		e.allocBlocks(g, required-len(hits))
 		e.cacheFull(g, g.len())
-		g.computed = hitTokens
+		g.computed = 0
+		g.hit = hitTokens
 		g.state = stateRunning
 		e.noteAdmission(g, hitTokens)
-		tokens := n
-		if !chunking {
-			tokens = g.len() - hitTokens
-		}
-		e.addEntry(g, tokens, n)
+		e.addEntry(g, uncachedTokens(0, n, hitTokens), n)
 		e.newPrefills = append(e.newPrefills, g)
 		b.tokens += n
 		b.seqs++
