@@ -166,6 +166,19 @@ def scenarios():
         s.append(base(f"v1_heavy_s{m}", "v1", num_gpu_blocks=160,
                       max_num_seqs=m, max_num_batched_tokens=max(m, 256),
                       requests=reqs(200, 128, 128, 10)))
+    s.append(base("v1_arrivals", "v1", num_gpu_blocks=150,
+                  max_num_batched_tokens=128,
+                  requests=reqs(60, (20, 300), (5, 60), 17, arrive_every=1)))
+    s.append(base("v1_max_num_seqs", "v1", num_gpu_blocks=300, max_num_seqs=3,
+                  max_num_batched_tokens=512,
+                  requests=reqs(20, (10, 100), (5, 30), 18)))
+    s.append(base("v1_prefix_cache_preempt", "v1", num_gpu_blocks=40,
+                  max_num_batched_tokens=256, prefix_caching=True,
+                  requests=reqs(40, (60, 160), (20, 100), 19,
+                                prefix_groups=2, prefix_len=96)))
+    s.append(base("v1_offline1000_s1024", "v1", num_gpu_blocks=2000,
+                  max_num_seqs=1024, max_num_batched_tokens=2048,
+                  trace_every=100, requests=reqs(1000, 512, 512, 11)))
     s.append(base("v1_offline1000_s256", "v1", num_gpu_blocks=2000,
                   max_num_seqs=256, max_num_batched_tokens=2048,
                   trace_every=100, requests=reqs(1000, 512, 512, 11)))
