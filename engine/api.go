@@ -13,6 +13,11 @@
 //
 // An Engine is not safe for concurrent use: one goroutine owns it.
 //
+// Conformance: TestOracleConformance replays scenarios through the engine
+// and requires the per-step traces that vLLM's own scheduler produced for
+// them (v0.5.4, v0.6.1.post2, and V1 from main one week after v0.8.5); see
+// tools/vllm-oracle.
+//
 // Where the model knowingly differs from vLLM:
 //   - A V1 request whose prompt plus max_tokens needs more KV blocks than
 //     the GPU has is rejected (ErrIgnored) when it reaches the head of the
@@ -20,6 +25,10 @@
 //     admitting it would livelock.
 //   - V0 answers a swap-in that only the watermark blocks while no block is
 //     held with NEVER (the request fails) where vLLM waits forever.
+//   - V0 swaps a swapped-out request back in unchunked (as vLLM does, even
+//     with chunked prefill), so a partial prefill whose remainder exceeds
+//     max_num_batched_tokens can never return: vLLM then waits forever;
+//     the engine fails it once nothing else runs or waits.
 //   - A scheduling pass that only preempts or rejects is followed at once by
 //     another within the same Schedule, so a swap-out-only step costs no
 //     time of its own.
@@ -27,8 +36,15 @@
 //     only (as vLLM does since PR #25787), not every lookup attempt.
 //   - V0 prefix caching hits the leading full blocks with V1's cap (the last
 //     token is recomputed), charges the whole prompt to the token budget as
-//     0.5.4 does, evicts like block manager v1's LRUEvictor, but keeps no
+//     vLLM does, evicts like block manager v1's LRUEvictor, but keeps no
 //     CPU-side cache and does not re-hit on swap-in.
+//   - V0 chunked prefill with prefix caching follows 0.6 (the budget pays
+//     for cached tokens too; a chunk that does not fit is cut to whole
+//     blocks); vLLM 0.5.4 cannot serve that combination at all.
+//   - V1 keeps one block as vLLM's null block (PR #14097, since 0.8.3), so
+//     requests hold at most NumGPUBlocks-1; usage and Stats leave it out,
+//     as vLLM does since it subtracts the null block in get_usage (0.8.5
+//     still counted it: an idle engine reported 1/NumGPUBlocks).
 //   - Generated tokens get IDs unique to their request, so only the request
 //     itself (after a preemption) can hit blocks holding its output.
 //   - Not modelled: n>1/beam search, LoRA, priority scheduling, speculative

@@ -39,6 +39,7 @@ type sequence struct {
 	computed  int // tokens whose KV is computed (num_computed_tokens)
 	chunk     int // tokens scheduled in the current step
 	cached    int // prefix-cache hit tokens at the first admission
+	hit       int // V0: prefix-cache hit tokens of the current admission
 
 	gpuBlocks  int
 	cpuBlocks  int
@@ -88,6 +89,10 @@ type Engine struct {
 	preempted, swappedOut                []*sequence
 	hits                                 []int32
 	outs                                 []Output
+
+	// passHook, when set (only by the differential oracle test), sees every
+	// scheduling pass, each of which is one schedule() call in vLLM.
+	passHook *passHook
 }
 
 // New validates cfg and builds an engine with all KV blocks free.
@@ -200,9 +205,10 @@ func (e *Engine) Idle() bool {
 }
 
 // KVUsage is vLLM's gpu_cache_usage: 1 - free/total, where free blocks
-// include evictable prefix-cached ones.
+// include evictable prefix-cached ones and, as in vLLM V1 since it subtracts
+// its null block, total counts only blocks requests can hold.
 func (e *Engine) KVUsage() float64 {
-	return 1 - float64(e.kv.free)/float64(e.kv.total)
+	return 1 - float64(e.kv.free)/float64(e.kv.usable())
 }
 
 // ResetPrefixCache drops every cached block hash (vLLM's
@@ -217,7 +223,7 @@ func (e *Engine) Stats() Stats {
 	st := e.stats
 	st.Running, st.Waiting, st.Swapped = e.running.len(), e.waiting.len(), e.swapped.len()
 	st.GPUBlocksTotal = e.kv.total
-	st.GPUBlocksUsed = e.kv.total - e.kv.free
+	st.GPUBlocksUsed = e.kv.usable() - e.kv.free // V1's null block is not "used"
 	st.CPUBlocksTotal = e.cfg.NumCPUBlocks
 	st.CPUBlocksUsed = e.cpuUsed
 	return st
@@ -232,6 +238,9 @@ func (e *Engine) Stats() Stats {
 func (e *Engine) Schedule(now time.Duration) *Step {
 	st := &e.step
 	st.Rejected = st.Rejected[:0]
+	if e.passHook != nil {
+		e.passHook.rejected = 0
+	}
 	if e.pending {
 		return st
 	}
@@ -254,6 +263,9 @@ func (e *Engine) Schedule(now time.Duration) *Step {
 			e.scheduleV0Chunked()
 		default:
 			e.scheduleV0Default()
+		}
+		if e.passHook != nil {
+			e.passHook.endPass(e)
 		}
 		if e.err != nil {
 			e.die()
@@ -296,7 +308,7 @@ func (e *Engine) Complete(st *Step) []Output {
 		if s.gen != en.gen {
 			continue // aborted while the step ran
 		}
-		s.computed += en.tokens
+		s.computed += en.charged
 		if v0 && en.prefill {
 			e.stats.PromptTokens += int64(en.charged)
 		}
@@ -342,13 +354,15 @@ func (e *Engine) Complete(st *Step) []Output {
 
 func isDone(s *sequence) bool { return s.state == stateDone }
 
-// addEntry puts s in the step with tokens to compute; charged is what the
-// token budget paid for them.
+// addEntry puts s in the step: charged tokens advance it (what the token
+// budget paid, vLLM's token_chunk_size), of which the model computes the
+// last tokens; the others are prefix-cache hits (V0 counts them as
+// scheduled, V1 does not).
 func (e *Engine) addEntry(s *sequence, tokens, charged int) {
 	st := &e.step
-	s.chunk = tokens
+	s.chunk = charged
 	s.lastAccess = e.now
-	ctx := s.computed
+	ctx := s.computed + charged - tokens
 	en := entry{s: s, gen: s.gen, tokens: tokens, ctx: ctx, charged: charged, prefill: !s.decoding}
 	st.entries = append(st.entries, en)
 	sh := &st.Shape
@@ -416,6 +430,9 @@ func (e *Engine) countPreemption(s *sequence, mode string) {
 	}
 	e.stats.Preemptions++
 	e.changed = true
+	if e.passHook != nil {
+		e.passHook.preempted(s, mode)
+	}
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }

@@ -202,24 +202,24 @@ func TestResetPrefixCache(t *testing.T) {
 }
 
 func TestBlockPoolV1EvictsFreedTailFirst(t *testing.T) {
-	p := newBlockPool(6, true, false)
-	a := []int32{p.alloc(), p.alloc(), p.alloc()} // 0,1,2
+	p := newBlockPool(7, true, false)             // block 0 is V1's null block
+	a := []int32{p.alloc(), p.alloc(), p.alloc()} // 1,2,3
 	for i, b := range a {
 		p.setHash(b, uint64(100+i))
 	}
 	for i := len(a) - 1; i >= 0; i-- { // free tail first, as Engine.freeGPU does
 		p.release(a[i], 0, 0)
 	}
-	// Never-used blocks 3,4,5 go first, then the freed request's tail block.
+	// Never-used blocks 4,5,6 go first, then the freed request's tail block.
 	var got []int32
 	for range 5 {
 		got = append(got, p.alloc())
 	}
-	want := []int32{3, 4, 5, 2, 1}
+	want := []int32{4, 5, 6, 3, 2}
 	if !slicesEqual(got, want) {
 		t.Fatalf("allocation order %v, want %v", got, want)
 	}
-	if p.lookup(100) != 0 || p.lookup(101) != noBlock || p.lookup(102) != noBlock {
+	if p.lookup(100) != 1 || p.lookup(101) != noBlock || p.lookup(102) != noBlock {
 		t.Fatalf("evicted blocks still cached, or the survivor is not: %v %v %v", p.lookup(100), p.lookup(101), p.lookup(102))
 	}
 }

@@ -152,7 +152,7 @@ func traceScenarios() []traceScenario {
 	// V1 recompute preemption: the newest running request loses its blocks,
 	// waits at the front of the queue, and re-prefills prompt plus output.
 	v1tight := small(V1)
-	v1tight.NumGPUBlocks = 4
+	v1tight.NumGPUBlocks = 5 // 4 usable: V1 reserves a null block
 	out = append(out, traceScenario{name: "v1_preempt_recompute_newest", cfg: v1tight, reqs: []Request{
 		{ID: 1, PromptLen: 6, MaxTokens: 8},
 		{ID: 2, PromptLen: 6, MaxTokens: 6, Arrival: 5 * ms},
@@ -162,7 +162,7 @@ func traceScenarios() []traceScenario {
 	// free: its recompute hits them (prompt and output alike) and only
 	// computes the rest, as in vLLM.
 	rehit := v1tight
-	rehit.NumGPUBlocks = 6
+	rehit.NumGPUBlocks = 7 // 6 usable
 	rehit.EnablePrefixCaching = true
 	out = append(out, traceScenario{name: "v1_preempt_rehits_own_blocks", cfg: rehit, reqs: []Request{
 		{ID: 1, Prompt: seqTokens(1, 6), MaxTokens: 14},
@@ -179,7 +179,7 @@ func traceScenarios() []traceScenario {
 		{ID: 2, PromptLen: 6, MaxTokens: 2},
 	}})
 	never1 := small(V1)
-	never1.NumGPUBlocks = 4
+	never1.NumGPUBlocks = 5 // 4 usable
 	out = append(out, traceScenario{name: "v1_never_fits_rejected", cfg: never1, reqs: []Request{
 		{ID: 1, PromptLen: 14, MaxTokens: 4},
 		{ID: 2, PromptLen: 6, MaxTokens: 2},
@@ -297,9 +297,10 @@ func traceRun(t *testing.T, sc traceScenario) string {
 			}
 		}
 		s := e.Stats()
+		// free/usable: V1's null block is neither.
 		fmt.Fprintf(&b, "step %2d t=%-5v %-24s swap out %d in %d | free %2d/%d cpu %d/%d | run %d wait %d swap %d | preempted %d\n",
 			step, now, strings.Join(sched, ", "), st.Shape.SwapOutBlocks, st.Shape.SwapInBlocks,
-			s.GPUBlocksTotal-s.GPUBlocksUsed, s.GPUBlocksTotal, s.CPUBlocksUsed, s.CPUBlocksTotal,
+			e.kv.free, e.kv.usable(), s.CPUBlocksUsed, s.CPUBlocksTotal,
 			s.Running, s.Waiting, s.Swapped, s.Preemptions)
 		now += traceStepTime
 		outs := e.Complete(st)

@@ -82,10 +82,13 @@ func (e *Engine) checkInvariants() error {
 		return fmt.Errorf("free GPU blocks %d outside [0, %d]", e.kv.free, e.kv.total)
 	}
 	if !e.kv.caching {
-		if e.kv.total-e.kv.free != used {
-			return fmt.Errorf("GPU blocks: %d held by requests, %d not free", used, e.kv.total-e.kv.free)
+		if e.kv.total-e.kv.free != used+e.kv.reserved {
+			return fmt.Errorf("GPU blocks: %d held by requests, %d reserved, %d not free", used, e.kv.reserved, e.kv.total-e.kv.free)
 		}
 		return nil
+	}
+	if e.kv.reserved > 0 {
+		refs[0]++ // V1's null block, the first block handed out
 	}
 	return e.kv.check(refs)
 }

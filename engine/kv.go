@@ -16,10 +16,11 @@ import "time"
 //     handed out first; after that the LRUEvictor evicts the free block with
 //     the oldest last access, ties to the one hashing the most tokens.
 type blockPool struct {
-	total   int
-	free    int // free blocks, including evictable cached ones
-	caching bool
-	v0      bool
+	total    int
+	free     int // free blocks, including evictable cached ones
+	reserved int // V1's null block: never free, never a request's
+	caching  bool
+	v0       bool
 
 	// meta is one record per block, so touching a block costs one cache
 	// line rather than one per field.
@@ -48,17 +49,37 @@ const noBlock int32 = -1
 
 func newBlockPool(total int, caching, v0 bool) blockPool {
 	p := blockPool{total: total, free: total, caching: caching, v0: v0}
-	if !caching {
-		return p
+	p.initBlocks()
+	if !v0 {
+		// V1's BlockPool takes the first free block as its null_block (vLLM
+		// PR #14097, 0.8.3): counted in num_gpu_blocks and usage, never
+		// handed to a request.
+		p.reserved = 1
+		if caching {
+			p.alloc()
+		} else {
+			p.free--
+		}
 	}
+	return p
+}
+
+// usable is the number of blocks requests can hold.
+func (p *blockPool) usable() int { return p.total - p.reserved }
+
+func (p *blockPool) initBlocks() {
+	if !p.caching {
+		return
+	}
+	total := p.total
 	p.meta = make([]blockMeta, total)
 	// Most cached blocks are full prompt blocks; start small and let the
 	// table grow with what is actually cached.
 	p.table = newHashTable(min(total, 1<<14))
-	if v0 {
+	if p.v0 {
 		p.lastAccess = make([]time.Duration, total)
 		p.live = make([]uint64, total)
-		return p
+		return
 	}
 	for i := range p.meta {
 		p.meta[i].prev = int32(i) - 1
@@ -66,7 +87,6 @@ func newBlockPool(total int, caching, v0 bool) blockPool {
 	}
 	p.meta[total-1].next = noBlock
 	p.head, p.tail = 0, int32(total-1)
-	return p
 }
 
 func (p *blockPool) unlink(b int32) {
@@ -201,7 +221,7 @@ func (p *blockPool) setHash(b int32, h uint64) {
 // reset empties the prefix cache; like vLLM it refuses while any block is
 // held by a request.
 func (p *blockPool) reset() bool {
-	if p.free != p.total {
+	if p.free != p.usable() {
 		return false
 	}
 	if !p.caching {

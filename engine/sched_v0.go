@@ -46,7 +46,7 @@ func (e *Engine) scheduleV0Default() {
 			return
 		}
 		if len(e.preempted)+len(e.swappedOut) == 0 {
-			e.scheduleSwappedV0(&b, false)
+			e.scheduleSwappedV0(&b)
 		}
 	}
 	e.waiting.prependAll(e.preempted)
@@ -69,7 +69,7 @@ func (e *Engine) scheduleV0Chunked() {
 		return
 	}
 	if len(e.preempted)+len(e.swappedOut) == 0 {
-		e.scheduleSwappedV0(&b, true)
+		e.scheduleSwappedV0(&b)
 	}
 	e.schedulePrefillsV0(&b, true)
 	e.waiting.prependAll(e.preempted)
@@ -109,10 +109,7 @@ func boolRank(b bool) int {
 func (e *Engine) scheduleRunningV0(b *budget, chunking bool) {
 	for e.running.len() > 0 {
 		g := e.running.front()
-		n := g.len() - g.computed
-		if chunking {
-			n = min(n, b.remaining())
-		}
+		n := e.chunkV0(g.len()-g.computed, b, chunking)
 		if n == 0 {
 			break
 		}
@@ -137,7 +134,7 @@ func (e *Engine) scheduleRunningV0(b *budget, chunking bool) {
 			continue
 		}
 		e.appendSlotV0(g)
-		e.addEntry(g, n, n)
+		e.addEntry(g, uncachedTokens(g.computed, n, g.hit), n)
 		if g.decoding {
 			e.runDecodes = append(e.runDecodes, g)
 		} else {
@@ -172,6 +169,7 @@ func (e *Engine) preemptV0(s *sequence) {
 	e.countPreemption(s, "PreemptionMode.RECOMPUTE")
 	e.freeGPU(s)
 	s.computed = 0
+	s.hit = 0
 	s.decoding = false
 	s.state = stateWaiting
 	e.preempted = append(e.preempted, s)
@@ -185,7 +183,7 @@ func (e *Engine) appendSlotV0(s *sequence) {
 }
 
 // scheduleSwappedV0 is _schedule_swapped.
-func (e *Engine) scheduleSwappedV0(b *budget, chunking bool) {
+func (e *Engine) scheduleSwappedV0(b *budget) {
 	for e.swapped.len() > 0 {
 		g := e.swapped.front()
 		required := g.cpuBlocks + 1 // plus one slot per sequence to append
@@ -202,14 +200,27 @@ func (e *Engine) scheduleSwappedV0(b *budget, chunking bool) {
 		if !fits {
 			return // LATER: wait for blocks to free up
 		}
+		// vLLM calls _schedule_swapped without enable_chunking, even with
+		// chunked prefill on: a swapped-out partial prefill comes back only
+		// once its whole remainder fits the token budget, and holds up the
+		// swapped queue until then.
 		n := g.len() - g.computed
-		if chunking {
-			n = min(n, b.remaining())
+		if n > e.cfg.MaxNumBatchedTokens && e.stuckBehindSwapped() {
+			// vLLM waits forever here: the remainder never fits the budget
+			// unchunked. Once nothing else can run, fail it instead.
+			e.swapped.popFront()
+			e.reject(g, fmt.Sprintf("Failing the request %d because its remaining %d prompt tokens exceed "+
+				"max_num_batched_tokens (%d) and a swapped-out prefill is swapped in unchunked.",
+				g.id, n, e.cfg.MaxNumBatchedTokens))
+			continue
 		}
 		if n == 0 || !b.canSchedule(n, 1) {
 			return
 		}
 		e.swapped.popFront()
+		if e.passHook != nil {
+			e.passHook.swappedIn(g)
+		}
 		e.allocBlocks(g, g.cpuBlocks)
 		e.step.Shape.SwapInBlocks += g.cpuBlocks
 		e.freeCPU(g)
@@ -226,6 +237,39 @@ func (e *Engine) scheduleSwappedV0(b *budget, chunking bool) {
 	}
 }
 
+// chunkV0 is _get_num_new_tokens for a request with remaining tokens left:
+// with chunking, what the budget has left; with prefix caching too, a chunk
+// that does not fit is cut to whole blocks (vLLM 0.6, so that no block is
+// half computed).
+func (e *Engine) chunkV0(remaining int, b *budget, chunking bool) int {
+	if !chunking || remaining <= b.remaining() {
+		return remaining
+	}
+	if e.cfg.EnablePrefixCaching {
+		return b.remaining() / e.cfg.BlockSize * e.cfg.BlockSize
+	}
+	return b.remaining()
+}
+
+// uncachedTokens is how many tokens of a chunk [ctx, ctx+n) the model
+// computes when the first hit tokens are prefix-cache hits: vLLM's model
+// runner skips the cached part but always computes at least one token.
+func uncachedTokens(ctx, n, hit int) int {
+	switch {
+	case hit <= ctx:
+		return n
+	case hit < ctx+n:
+		return ctx + n - hit
+	}
+	return 1
+}
+
+// stuckBehindSwapped reports that, in the current pass, nothing runs and
+// nothing waits: only the swapped queue is left.
+func (e *Engine) stuckBehindSwapped() bool {
+	return e.running.len() == 0 && len(e.runDecodes)+len(e.runPrefills) == 0 && e.waiting.len() == 0
+}
+
 // schedulePrefillsV0 is _schedule_prefills: admit from the head of waiting
 // while the delay has passed, the whole prompt's blocks fit above the
 // watermark and the budget allows; the first that does not fit blocks the
@@ -240,12 +284,9 @@ func (e *Engine) schedulePrefillsV0(b *budget, chunking bool) {
 		g := e.waiting.front()
 		hits := e.findHits(g)
 		hitTokens := len(hits) * bs
-		// Without chunking 0.5.4's budget pays for the whole prompt; prefix
-		// hits only shorten the computation.
-		n := g.len()
-		if chunking {
-			n = min(g.len()-hitTokens, b.remaining())
-		}
+		// The budget pays for the whole prompt, cached blocks included;
+		// prefix hits only shorten the computation.
+		n := e.chunkV0(g.len(), b, chunking)
 		if n > limit {
 			e.waiting.popFront()
 			e.reject(g, fmt.Sprintf("Input prompt (%d tokens) is too long and exceeds limit of %d", n, limit))
@@ -267,14 +308,11 @@ func (e *Engine) schedulePrefillsV0(b *budget, chunking bool) {
 		e.takeHits(g, hits)
 		e.allocBlocks(g, required-len(hits))
 		e.cacheFull(g, g.len())
-		g.computed = hitTokens
+		g.computed = 0
+		g.hit = hitTokens
 		g.state = stateRunning
 		e.noteAdmission(g, hitTokens)
-		tokens := n
-		if !chunking {
-			tokens = g.len() - hitTokens
-		}
-		e.addEntry(g, tokens, n)
+		e.addEntry(g, uncachedTokens(0, n, hitTokens), n)
 		e.newPrefills = append(e.newPrefills, g)
 		b.tokens += n
 		b.seqs++

@@ -41,14 +41,14 @@ func (e *Engine) scheduleV1() {
 	bs := e.cfg.BlockSize
 	for e.waiting.len() > 0 && tokenBudget > 0 && e.running.len() < e.cfg.MaxNumSeqs {
 		r := e.waiting.front()
-		if need := ceilDiv(r.promptLen+r.maxTokens-1, bs); need > e.kv.total {
+		if need := ceilDiv(r.promptLen+r.maxTokens-1, bs); need > e.kv.usable() {
 			// vLLM V1 refuses to start when max_model_len does not fit in
 			// the KV cache, so it never meets such a request; admitting it
 			// would livelock (it preempts itself forever), so it is failed.
 			e.waiting.popFront()
 			e.reject(r, fmt.Sprintf("Input prompt (%d tokens) plus max_tokens (%d) needs %d KV cache blocks, "+
 				"more than the %d the KV cache holds (%d tokens). Increase gpu_memory_utilization or decrease max_model_len.",
-				r.promptLen, r.maxTokens, need, e.kv.total, e.kv.total*bs))
+				r.promptLen, r.maxTokens, need, e.kv.usable(), e.kv.usable()*bs))
 			continue
 		}
 		hits := e.findHits(r)
@@ -61,6 +61,9 @@ func (e *Engine) scheduleV1() {
 		e.running.pushBack(r)
 		r.state = stateRunning
 		r.computed = hitTokens
+		if e.passHook != nil && !r.admitted && hitTokens > 0 {
+			e.passHook.hit(r, hitTokens)
+		}
 		e.noteAdmission(r, hitTokens)
 		e.addEntry(r, n, n)
 		tokenBudget -= n
