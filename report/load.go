@@ -33,6 +33,9 @@ type LoadedResult struct {
 	// name), so curves of two setups are drawn separately. Empty for loose
 	// files.
 	Series string
+	// labelIsFileName marks a Label taken from the file name, which
+	// LoadResultsWith lengthens into a path when two runs share it.
+	labelIsFileName bool
 	// RecordsPath is the per-request records file beside the result
 	// (<name>.records.jsonl) when it exists.
 	RecordsPath string
@@ -49,49 +52,145 @@ type Param struct {
 // manifestKind marks a sweep manifest (written by package sweep, which
 // report must not import, so the few fields read here are duplicated).
 
-// LoadResults reads result files and directories. A directory is walked for
-// *.json and *.jsonl results; a directory holding a sweep manifest.json is
-// read through the manifest instead, in point order with the swept
-// parameters attached. Per-request *.records.jsonl and vLLM's
+// LoadOptions shapes LoadResultsWith.
+type LoadOptions struct {
+	// Strict fails on the first result file or manifest that cannot be
+	// read, as LoadResults does. Without it such a file is skipped with a
+	// warning, so one run killed mid-write does not hide every other run.
+	Strict bool
+}
+
+// LoadWarning names a file LoadResultsWith skipped and why.
+type LoadWarning struct {
+	Path string
+	Err  error
+}
+
+// String is the one-line warning a CLI prints.
+func (w LoadWarning) String() string {
+	// Err names the file already.
+	return "warning: skipped " + w.Err.Error()
+}
+
+// LoadResults reads result files and directories and fails on the first
+// file that cannot be read; LoadResultsWith can skip such files instead.
+func LoadResults(paths ...string) ([]LoadedResult, error) {
+	results, _, err := LoadResultsWith(LoadOptions{Strict: true}, paths...)
+	return results, err
+}
+
+// LoadResultsWith reads result files and directories. A directory is
+// walked for *.json and *.jsonl results; a directory holding a sweep
+// manifest.json is read through the manifest instead, in point order with
+// the swept parameters attached. Per-request *.records.jsonl and vLLM's
 // *.pytorch.json traces are not results and are skipped, as are JSON files
 // in walked directories that carry no benchmark keys. A named file is
-// always read, even with no known keys (its cells are then blank).
-func LoadResults(paths ...string) ([]LoadedResult, error) {
+// always read, even with no known keys (its cells are then blank). A path
+// that does not exist is always an error; a file that exists but cannot be
+// decoded is a warning unless opts.Strict.
+func LoadResultsWith(opts LoadOptions, paths ...string) ([]LoadedResult, []LoadWarning, error) {
 	if len(paths) == 0 {
-		return nil, errors.New("no result files or directories given: pass at least one *.json file or a run directory")
+		return nil, nil, errors.New("no result files or directories given: pass at least one *.json file or a run directory")
 	}
+	l := &loader{strict: opts.Strict}
 	var results []LoadedResult
 	for _, p := range paths {
 		info, err := os.Stat(p)
 		if err != nil {
-			return nil, fmt.Errorf("result path %s: %w", p, err)
+			return nil, l.warnings, fmt.Errorf("result path %s: %w", p, err)
 		}
 		var got []LoadedResult
 		if info.IsDir() {
-			got, err = loadDir(p)
+			got, err = l.loadDir(p)
 		} else {
-			got, err = loadExplicitFile(p)
+			got, err = l.loadExplicitFile(p)
 		}
 		if err != nil {
-			return nil, err
+			return nil, l.warnings, err
 		}
 		results = append(results, got...)
 	}
-	return results, nil
+	disambiguateFileLabels(results)
+	return results, l.warnings, nil
 }
 
-func loadExplicitFile(path string) ([]LoadedResult, error) {
-	if isManifestName(path) {
-		if m, ok, err := readManifest(path); err != nil {
-			return nil, err
-		} else if ok {
-			return loadManifest(path, m)
+// disambiguateFileLabels lengthens labels taken from file names that
+// several runs share (every sweep point's result.json is "result") into
+// the shortest trailing part of their paths that tells them apart:
+// "rate-2/result", "rate-4/result".
+func disambiguateFileLabels(results []LoadedResult) {
+	count := map[string]int{}
+	for _, r := range results {
+		count[r.Label]++
+	}
+	clashes := map[string][]int{}
+	for i, r := range results {
+		if r.labelIsFileName && count[r.Label] > 1 {
+			clashes[r.Label] = append(clashes[r.Label], i)
 		}
 	}
-	return ReadResultFile(path)
+	for _, idx := range clashes {
+		parts := make([][]string, len(idx))
+		longest := 0
+		for k, i := range idx {
+			p := filepath.ToSlash(filepath.Clean(results[i].Path))
+			p = strings.TrimSuffix(strings.TrimSuffix(p, ".jsonl"), ".json")
+			parts[k] = strings.Split(p, "/")
+			longest = max(longest, len(parts[k]))
+		}
+		for n := 2; n <= longest; n++ {
+			labels := make([]string, len(idx))
+			seen := map[string]bool{}
+			unique := true
+			for k, comps := range parts {
+				tail := comps[max(len(comps)-n, 0):]
+				// Keep the "#N" of a run in a multi-run file.
+				suffix := strings.TrimPrefix(results[idx[k]].Label, comps[len(comps)-1])
+				labels[k] = strings.Join(tail, "/") + suffix
+				unique = unique && !seen[labels[k]]
+				seen[labels[k]] = true
+			}
+			if unique || n == longest {
+				for k, i := range idx {
+					results[i].Label = labels[k]
+				}
+				break
+			}
+		}
+	}
 }
 
-func loadDir(root string) ([]LoadedResult, error) {
+// loader carries the strictness and the warnings of one LoadResultsWith.
+type loader struct {
+	strict   bool
+	warnings []LoadWarning
+}
+
+// skip turns an unreadable file into a warning, or returns err when strict.
+func (l *loader) skip(path string, err error) error {
+	if l.strict {
+		return err
+	}
+	l.warnings = append(l.warnings, LoadWarning{Path: path, Err: err})
+	return nil
+}
+
+func (l *loader) loadExplicitFile(path string) ([]LoadedResult, error) {
+	if isManifestName(path) {
+		if m, ok, err := readManifest(path); err != nil {
+			return nil, l.skip(path, err)
+		} else if ok {
+			return l.loadManifest(path, m)
+		}
+	}
+	got, err := ReadResultFile(path)
+	if err != nil {
+		return nil, l.skip(path, err)
+	}
+	return got, nil
+}
+
+func (l *loader) loadDir(root string) ([]LoadedResult, error) {
 	var results []LoadedResult
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -104,12 +203,13 @@ func loadDir(root string) ([]LoadedResult, error) {
 			}
 			m, ok, err := readManifest(manifest)
 			if err != nil {
-				return err
+				// Unreadable manifest: warn and walk the directory as loose files.
+				return l.skip(manifest, err)
 			}
 			if !ok {
 				return nil
 			}
-			got, err := loadManifest(manifest, m)
+			got, err := l.loadManifest(manifest, m)
 			if err != nil {
 				return err
 			}
@@ -121,7 +221,7 @@ func loadDir(root string) ([]LoadedResult, error) {
 		}
 		got, err := ReadResultFile(path)
 		if err != nil {
-			return err
+			return l.skip(path, err)
 		}
 		for _, r := range got {
 			if r.hasBenchmarkKeys() {
@@ -169,12 +269,21 @@ func ReadResultFile(path string) ([]LoadedResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading result file: %w", err)
 	}
+	return decodeResultFile(path, data, func(records string) bool {
+		_, err := os.Stat(records)
+		return err == nil
+	})
+}
+
+// decodeResultFile builds the runs of one file's bytes; exists reports
+// whether the per-request records file beside it is there.
+func decodeResultFile(path string, data []byte, exists func(string) bool) ([]LoadedResult, error) {
 	objects, err := DecodeResultObjects(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	records := recordsPathFor(path)
-	if _, err := os.Stat(records); err != nil {
+	if !exists(records) {
 		records = ""
 	}
 	base := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(path), ".jsonl"), ".json")
@@ -186,7 +295,7 @@ func ReadResultFile(path string) ([]LoadedResult, error) {
 		}
 		r.Label = r.labelFromFields()
 		if r.Label == "" {
-			r.Label = base
+			r.Label, r.labelIsFileName = base, true
 			if len(objects) > 1 {
 				r.Label = fmt.Sprintf("%s#%d", base, i+1)
 			}

@@ -41,24 +41,39 @@ func readManifest(path string) (sweepManifest, bool, error) {
 
 // loadManifest returns the completed points of a sweep in point order.
 // Points still pending or failed have no result to show and are skipped.
-func loadManifest(path string, m sweepManifest) ([]LoadedResult, error) {
+// A manifest is data, not trust: result paths that leave the run directory
+// (absolute, "..", or a symlink pointing out) are refused, so a crafted
+// manifest cannot make report read or publish files elsewhere.
+func (l *loader) loadManifest(path string, m sweepManifest) ([]LoadedResult, error) {
 	dir := filepath.Dir(path)
 	series := m.Label
 	if series == "" {
 		series = filepath.Base(dir)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("opening sweep directory: %w", err)
+	}
+	defer root.Close()
+	exists := func(records string) bool {
+		rel, err := filepath.Rel(dir, records)
+		if err != nil {
+			return false
+		}
+		_, err = root.Stat(rel)
+		return err == nil
 	}
 	var results []LoadedResult
 	for _, p := range m.Points {
 		if p.Status != "done" || p.Result == "" {
 			continue
 		}
-		resultPath := p.Result
-		if !filepath.IsAbs(resultPath) {
-			resultPath = filepath.Join(dir, resultPath)
-		}
-		got, err := ReadResultFile(resultPath)
+		got, err := readPointResult(root, dir, p.Result, exists)
 		if err != nil {
-			return nil, fmt.Errorf("sweep %s, point %s: %w", dir, p.Name, err)
+			if err := l.skip(path, fmt.Errorf("sweep %s, point %s: %w", dir, p.Name, err)); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		for i := range got {
 			got[i].Params = slices.Clone(p.Params)
@@ -74,6 +89,20 @@ func loadManifest(path string, m sweepManifest) ([]LoadedResult, error) {
 		results = append(results, got...)
 	}
 	return results, nil
+}
+
+// readPointResult reads a point's result through root, which refuses
+// paths and symlinks that resolve outside the run directory.
+func readPointResult(root *os.Root, dir, result string, exists func(string) bool) ([]LoadedResult, error) {
+	rel := filepath.FromSlash(result)
+	if !filepath.IsLocal(rel) {
+		return nil, fmt.Errorf("result path %q leaves the run directory; report only reads files inside it", result)
+	}
+	data, err := root.ReadFile(rel)
+	if err != nil {
+		return nil, fmt.Errorf("reading result file: %w", err)
+	}
+	return decodeResultFile(filepath.Join(dir, rel), data, exists)
 }
 
 // pointLabel names a sweep point by its swept values, prefixed with the

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/servebench/servebench/report"
 	"github.com/servebench/servebench/sweep"
 	"github.com/spf13/cobra"
 )
@@ -185,7 +184,7 @@ func runSweep(ctx context.Context, cmd *cobra.Command, f *sweepFlags, args []str
 // printSweepTable prints whatever points finished, even after a failure,
 // so a long sweep is never all-or-nothing.
 func printSweepTable(f *sweepFlags, out, errw io.Writer) error {
-	results, err := report.LoadResults(f.dir)
+	results, err := f.table.loadResults(errw, f.dir)
 	if err != nil {
 		return err
 	}
