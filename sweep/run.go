@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/servebench/servebench/internal/redact"
 	"github.com/servebench/servebench/report"
 )
 
@@ -112,18 +113,25 @@ func Run(ctx context.Context, cfg Config) (*Manifest, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("no run directory given: pass --dir")
 	}
-	ex, err := newExecutor(cfg.Dir, cfg.Resume, cfg.Now, cfg.Logger, cfg.Run, cfg.Progress)
+	ex, err := newExecutor(cfg.Dir, cfg.Resume, cfg.Now, cfg.Logger, cfg.Run, cfg.Progress, cfg.BaseArgs)
 	if err != nil {
 		return nil, err
 	}
+	grid := Grid(cfg.BaseArgs, cfg.Axes, cfg.Repeat)
 	m := ex.previous
 	if m != nil {
-		if diff := m.sameSweep(cfg.BaseArgs, cfg.Axes, cfg.Repeat); diff != "" {
+		if diff := m.sameSweep(redact.Args(cfg.BaseArgs), cfg.Axes, cfg.Repeat); diff != "" {
 			return nil, fmt.Errorf("cannot resume the sweep in %s: %s; use a new --dir or repeat the original command", cfg.Dir, diff)
 		}
 	} else {
 		m = ex.newManifest(cfg.Label, cfg.Target, cfg.BaseArgs, cfg.Axes, cfg.Repeat)
-		m.Points = Grid(cfg.BaseArgs, cfg.Axes, cfg.Repeat)
+		m.Points = grid
+	}
+	// The manifest keeps masked flags; the runs get the real ones, rebuilt
+	// from the command line on --resume.
+	for i := range m.Points {
+		ex.args[i] = grid[i].Args
+		m.Points[i].Args = redact.Args(grid[i].Args)
 	}
 	ex.manifest = m
 	if err := m.write(cfg.Dir); err != nil {
@@ -173,6 +181,11 @@ type executor struct {
 	previous *Manifest // the manifest found when resuming
 	manifest *Manifest
 
+	// args are each point's real flags, by index; the manifest holds them
+	// with credentials masked, and secrets are what to mask in free text.
+	args    map[int][]string
+	secrets []string
+
 	started           time.Time
 	total, remaining  int
 	done, failed, ran int
@@ -180,14 +193,14 @@ type executor struct {
 	estimatedTotal    bool
 }
 
-func newExecutor(dir string, resume bool, now func() time.Time, logger *slog.Logger, run Runner, progress func(Progress)) (*executor, error) {
+func newExecutor(dir string, resume bool, now func() time.Time, logger *slog.Logger, run Runner, progress func(Progress), base []string) (*executor, error) {
 	if now == nil {
 		now = time.Now
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	ex := &executor{dir: dir, now: now, logger: logger, run: run, progress: progress, started: now()}
+	ex := &executor{dir: dir, now: now, logger: logger, run: run, progress: progress, started: now(), secrets: redact.Secrets(base), args: map[int][]string{}}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating run directory: %w", err)
 	}
@@ -215,8 +228,8 @@ func (ex *executor) newManifest(label, target string, base []string, axes []Axis
 		axes = []Axis{}
 	}
 	return &Manifest{
-		Kind: ManifestKind, Version: 1, Label: label, Target: target,
-		BaseArgs: base, Axes: axes, Repeat: max(repeat, 1), Created: stamp, Updated: stamp,
+		Kind: ManifestKind, Version: 1, Label: label, Target: redact.URL(target),
+		BaseArgs: redact.Args(base), Axes: axes, Repeat: max(repeat, 1), Created: stamp, Updated: stamp,
 	}
 }
 
@@ -281,10 +294,11 @@ func (ex *executor) runPoint(ctx context.Context, i int) (map[string]any, error)
 	ex.report("start", i, 0)
 	ex.logger.Info("sweep point starting", "point", p.Name, "args", strings.Join(p.Args, " "))
 
-	result, err := ex.run(ctx, p.Args, path)
+	result, err := ex.run(ctx, ex.args[i], path)
 	if err == nil {
 		result, err = ensureResult(path, result)
 	}
+	err = redact.Error(err, ex.secrets)
 	took := ex.now().Sub(start)
 	if ctx.Err() != nil {
 		p.Status, p.Started = StatusPending, ""

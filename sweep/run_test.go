@@ -304,3 +304,59 @@ func TestRunConfigErrors(t *testing.T) {
 		t.Errorf("foreign manifest: %v", err)
 	}
 }
+
+// TestCredentialsReachTheRunButNotTheManifest checks that the manifest
+// and failure messages hold masked header values while every run, resumed
+// ones included, gets the real ones.
+func TestCredentialsReachTheRunButNotTheManifest(t *testing.T) {
+	const secret = "sk-PLANTED-secret"
+	dir := t.TempDir()
+	base, axes, err := ParseArgs([]string{"--header", "Authorization: Bearer " + secret, "--num-prompts", "1,2,3"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int32
+	var sawSecret atomic.Int32
+	var interrupted atomic.Bool
+	ctx, cancel := context.WithCancel(t.Context())
+	run := func(ctx context.Context, args []string, resultPath string) (map[string]any, error) {
+		if h, _ := flagValue(args, "header"); h == "Authorization: Bearer "+secret {
+			sawSecret.Add(1)
+		}
+		if n, _ := flagValue(args, "num-prompts"); n == "2" && calls.Load() == 1 {
+			calls.Add(1)
+			return nil, errors.New("server said: bad header Authorization: Bearer " + secret)
+		}
+		if n, _ := flagValue(args, "num-prompts"); n == "3" && interrupted.CompareAndSwap(false, true) {
+			cancel()
+			return nil, ctx.Err()
+		}
+		return promptRunner(&calls)(ctx, args, resultPath)
+	}
+	_, err = Run(ctx, Config{Dir: dir, BaseArgs: base, Axes: axes, Target: "http://user:pw-PLANTED@127.0.0.1:1", Run: run})
+	if err == nil || strings.Contains(err.Error(), "PLANTED") {
+		t.Fatalf("interrupted sweep error %v", err)
+	}
+	check := func() {
+		t.Helper()
+		data, err := os.ReadFile(filepath.Join(dir, ManifestName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(data), "PLANTED") {
+			t.Errorf("manifest holds a secret:\n%s", data)
+		}
+		if !strings.Contains(string(data), "Authorization: [REDACTED]") {
+			t.Errorf("manifest lost the masked header:\n%s", data)
+		}
+	}
+	check()
+	m, err := Run(t.Context(), Config{Dir: dir, BaseArgs: base, Axes: axes, Resume: true, Run: run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check()
+	if sawSecret.Load() != 5 || m.Points[1].Status != StatusDone {
+		t.Errorf("runs saw the real header %d times, want 5 (3 first, 2 resumed); points %+v", sawSecret.Load(), m.Points)
+	}
+}
