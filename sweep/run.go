@@ -65,7 +65,9 @@ type Progress struct {
 	// Took is this point's run time (done and failed events).
 	Took time.Duration
 	// Elapsed is the time since this sweep started; ETA estimates the
-	// time left from the mean run time so far (0 until a point finished).
+	// time left from the run times so far, following their trend, since
+	// points usually take longer as the load grows (0 until a point
+	// finished).
 	Elapsed, ETA time.Duration
 }
 
@@ -189,7 +191,9 @@ type executor struct {
 	started           time.Time
 	total, remaining  int
 	done, failed, ran int
-	spent             time.Duration
+	// took holds each finished run's duration by its point index, for the
+	// ETA's trend.
+	took []pointTime
 	estimatedTotal    bool
 }
 
@@ -264,12 +268,12 @@ func (ex *executor) report(event string, i int, took time.Duration) {
 		p.Remaining = max(ex.remaining-1, 0)
 	}
 	if ex.ran > 0 {
-		mean := ex.spent / time.Duration(ex.ran)
+		first := i + 1
 		left := p.Remaining
 		if event == "start" {
-			left++ // this one is still to finish
+			first, left = i, left+1 // this one is still to finish
 		}
-		p.ETA = mean * time.Duration(left)
+		p.ETA = estimateRemaining(ex.took, first, left)
 	}
 	ex.progress(p)
 }
@@ -306,7 +310,7 @@ func (ex *executor) runPoint(ctx context.Context, i int) (map[string]any, error)
 	}
 	p.Finished, p.DurationS = ex.now().UTC().Format(time.RFC3339), took.Seconds()
 	ex.ran++
-	ex.spent += took
+	ex.took = append(ex.took, pointTime{index: i, took: took})
 	ex.remaining = max(ex.remaining-1, 0)
 	if err != nil {
 		p.Status, p.Error = StatusFailed, oneLine(err.Error())
@@ -366,4 +370,48 @@ func oneLine(s string) string {
 		s = s[:i] + " …"
 	}
 	return s
+}
+
+// pointTime is how long the run of the point at index took.
+type pointTime struct {
+	index int
+	took  time.Duration
+}
+
+// estimateRemaining predicts the time the left points from index first on
+// take. With two or more runs measured it fits a least-squares line of run
+// time over point index and sums its values there: a sweep over rising
+// load (num-prompts 100..1600, request-rate 1..32) has points that grow,
+// and the mean of the early, short points would promise the end far too
+// soon. A line bending down is floored at half the shortest run measured,
+// since a run never takes nothing.
+func estimateRemaining(measured []pointTime, first, left int) time.Duration {
+	if len(measured) == 0 || left <= 0 {
+		return 0
+	}
+	var sumX, sumY float64
+	shortest := measured[0].took
+	for _, m := range measured {
+		sumX += float64(m.index)
+		sumY += m.took.Seconds()
+		shortest = min(shortest, m.took)
+	}
+	n := float64(len(measured))
+	meanX, meanY := sumX/n, sumY/n
+	var sxx, sxy float64
+	for _, m := range measured {
+		dx := float64(m.index) - meanX
+		sxx += dx * dx
+		sxy += dx * (m.took.Seconds() - meanY)
+	}
+	slope := 0.0
+	if sxx > 0 {
+		slope = sxy / sxx
+	}
+	floor := shortest.Seconds() / 2
+	total := 0.0
+	for k := range left {
+		total += max(meanY+slope*(float64(first+k)-meanX), floor)
+	}
+	return time.Duration(total * float64(time.Second))
 }
