@@ -79,7 +79,13 @@ axes, one search runs per grid point.`,
 			if dash := cmd.ArgsLenAtDash(); dash > 0 || dash < 0 && len(args) > 0 {
 				return fmt.Errorf("unexpected argument %q: benchmark flags go after --, e.g. servebench sweep -- --num-prompts 1,2,4", args[0])
 			}
-			return runSweep(cmd.Context(), cmd, f, args, makeRunner)
+			err := runSweep(cmd.Context(), cmd, f, args, makeRunner)
+			if err != nil && cmd.Context().Err() != nil {
+				// Ctrl-C: the shell convention (128+SIGINT) tells scripts the
+				// sweep did not finish, whatever the point's own error was.
+				return exitCodeError{code: 130, err: err}
+			}
+			return err
 		},
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
