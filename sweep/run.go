@@ -193,8 +193,8 @@ type executor struct {
 	done, failed, ran int
 	// took holds each finished run's duration by its point index, for the
 	// ETA's trend.
-	took []pointTime
-	estimatedTotal    bool
+	took           []pointTime
+	estimatedTotal bool
 }
 
 func newExecutor(dir string, resume bool, now func() time.Time, logger *slog.Logger, run Runner, progress func(Progress), base []string) (*executor, error) {
