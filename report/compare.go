@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -24,6 +25,24 @@ type CompareOptions struct {
 	// Labels replace the runs' labels in order (from --label); runs past
 	// the end keep theirs.
 	Labels []string
+	// AllColumns makes the terminal table show every column instead of
+	// TerminalColumns. Markdown, CSV and JSON always hold every column.
+	AllColumns bool
+	// Width is the terminal width the table is wrapped to (default
+	// DefaultTerminalWidth): columns that do not fit continue in a further
+	// block that repeats the label and group columns.
+	Width int
+}
+
+// DefaultTerminalWidth is the width terminal tables fit by default.
+const DefaultTerminalWidth = 120
+
+// TerminalColumns are the keys a terminal table shows by default, when the
+// runs have them: counts, throughput and the headline latencies, which fit
+// one 120-column screen beside a label.
+var TerminalColumns = []string{
+	"completed", "failed", "request_throughput", "request_goodput", "output_throughput",
+	"median_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms",
 }
 
 // CompareColumn is one metric column, named as vLLM's result block names it.
@@ -55,6 +74,9 @@ type CompareTable struct {
 	GroupBy string
 	Columns []CompareColumn
 	Rows    []CompareRow
+	// AllColumns and Width shape WriteTerminal (see CompareOptions).
+	AllColumns bool
+	Width      int
 }
 
 var percentileKey = regexp.MustCompile(`^p(\d+(?:\.\d+)?)_(ttft|tpot|itl|e2el|e2e_latency)_ms$`)
@@ -69,7 +91,7 @@ var latencyMetrics = []struct{ key, abbrev string }{
 // appear when at least one run has them; the core columns always appear
 // and are blank where a file lacks the key.
 func NewCompareTable(results []LoadedResult, opts CompareOptions) *CompareTable {
-	t := &CompareTable{GroupBy: opts.GroupBy, Columns: compareColumns(results)}
+	t := &CompareTable{GroupBy: opts.GroupBy, Columns: compareColumns(results), AllColumns: opts.AllColumns, Width: opts.Width}
 	runsPerFile := map[string]int{}
 	for _, r := range results {
 		runsPerFile[r.Path]++
@@ -299,12 +321,31 @@ func (t *CompareTable) Reporter(format string) (func(io.Writer) error, error) {
 
 // WriteTerminal writes an aligned plain-text table: text left-aligned,
 // numbers right-aligned, long headers wrapped over up to three lines so the
-// table stays about as wide as its values.
+// table stays about as wide as its values. It shows TerminalColumns unless
+// AllColumns; columns that do not fit Width continue in further blocks.
+// Labels are escaped so a label cannot send control sequences to the
+// terminal, and cut to maxTerminalLabel runes.
 func (t *CompareTable) WriteTerminal(w io.Writer) error {
-	header := t.headers()
+	fixed := []string{"Label"}
+	if t.GroupBy != "" {
+		fixed = append(fixed, t.GroupBy)
+	}
+	shown := t.terminalColumns()
+	header := slices.Clone(fixed)
+	for _, c := range shown {
+		header = append(header, t.Columns[c].Header)
+	}
 	rows := make([][]string, len(t.Rows))
 	for i, r := range t.Rows {
-		rows[i] = t.displayRow(r)
+		full := t.displayRow(r)
+		row := []string{TerminalSafe(shortenLabel(full[0], maxTerminalLabel))}
+		if t.GroupBy != "" {
+			row = append(row, TerminalSafe(full[1]))
+		}
+		for _, c := range shown {
+			row = append(row, full[len(fixed)+c])
+		}
+		rows[i] = row
 	}
 	widths := make([]int, len(header))
 	for _, r := range rows {
@@ -313,10 +354,8 @@ func (t *CompareTable) WriteTerminal(w io.Writer) error {
 		}
 	}
 	headerLines := make([][]string, len(header))
-	height := 1
 	for i, h := range header {
-		headerLines[i], widths[i] = wrapHeader(h, widths[i], maxHeaderLines)
-		height = max(height, len(headerLines[i]))
+		headerLines[i], widths[i] = wrapHeader(TerminalSafe(h), widths[i], maxHeaderLines)
 	}
 	numericGroup := t.numericGroup()
 	rightAligned := func(col int) bool {
@@ -329,41 +368,138 @@ func (t *CompareTable) WriteTerminal(w io.Writer) error {
 		return true
 	}
 	var b bytes.Buffer
-	writeLine := func(cells []string) {
+	for i, block := range splitColumns(widths, len(fixed), cmp.Or(t.Width, DefaultTerminalWidth)) {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		writeTerminalBlock(&b, block, widths, headerLines, rows, rightAligned)
+	}
+	if hidden := len(t.Columns) - len(shown); hidden > 0 {
+		fmt.Fprintf(&b, "(%d more columns: --all-columns shows them; --format md, csv and json hold them all)\n", hidden)
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// maxTerminalLabel keeps one long file name from pushing every metric off
+// the screen.
+const maxTerminalLabel = 40
+
+// terminalColumns returns the indices of the columns the terminal shows.
+func (t *CompareTable) terminalColumns() []int {
+	var out []int
+	for i, c := range t.Columns {
+		if t.AllColumns || slices.Contains(TerminalColumns, c.Key) && (c.Key != "failed" || t.anyNonZero(i)) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// anyNonZero tells whether some run has a non-zero value in column i: a
+// column of zero failures says nothing on a crowded screen.
+func (t *CompareTable) anyNonZero(i int) bool {
+	for _, r := range t.Rows {
+		if r.Cells[i].Present && r.Cells[i].Value != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// splitColumns groups column indices into blocks no wider than width, each
+// starting with the first fixed columns; a block always takes at least one
+// metric column, so a very narrow width still makes progress.
+func splitColumns(widths []int, fixed, width int) [][]int {
+	base := make([]int, fixed)
+	used := -2
+	for i := range fixed {
+		base[i] = i
+		used += widths[i] + 2
+	}
+	var blocks [][]int
+	block, blockWidth := slices.Clone(base), used
+	for c := fixed; c < len(widths); c++ {
+		if len(block) > fixed && blockWidth+2+widths[c] > width {
+			blocks = append(blocks, block)
+			block, blockWidth = slices.Clone(base), used
+		}
+		block = append(block, c)
+		blockWidth += 2 + widths[c]
+	}
+	return append(blocks, block)
+}
+
+func writeTerminalBlock(b *bytes.Buffer, block, widths []int, headerLines [][]string, rows [][]string, rightAligned func(int) bool) {
+	writeLine := func(cell func(col int) string) {
 		var line strings.Builder
-		for i, cell := range cells {
+		for i, col := range block {
 			if i > 0 {
 				line.WriteString("  ")
 			}
-			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(cell))
-			if rightAligned(i) {
-				line.WriteString(pad + cell)
+			text := cell(col)
+			pad := strings.Repeat(" ", widths[col]-utf8.RuneCountInString(text))
+			if rightAligned(col) {
+				line.WriteString(pad + text)
 			} else {
-				line.WriteString(cell + pad)
+				line.WriteString(text + pad)
 			}
 		}
 		b.WriteString(strings.TrimRight(line.String(), " ") + "\n")
 	}
+	height := 1
+	for _, col := range block {
+		height = max(height, len(headerLines[col]))
+	}
 	// Headers sit on the bottom lines so each one touches its rule.
 	for l := range height {
-		cells := make([]string, len(header))
-		for i, lines := range headerLines {
+		writeLine(func(col int) string {
+			lines := headerLines[col]
 			if k := l - (height - len(lines)); k >= 0 {
-				cells[i] = lines[k]
+				return lines[k]
 			}
-		}
-		writeLine(cells)
+			return ""
+		})
 	}
-	rules := make([]string, len(widths))
-	for i, n := range widths {
-		rules[i] = strings.Repeat("-", n)
-	}
-	writeLine(rules)
+	writeLine(func(col int) string { return strings.Repeat("-", widths[col]) })
 	for _, r := range rows {
-		writeLine(r)
+		writeLine(func(col int) string { return r[col] })
 	}
-	_, err := w.Write(b.Bytes())
-	return err
+}
+
+// TerminalSafe escapes control characters (ESC, CR, BEL, C1 codes) and
+// Unicode bidirectional overrides in s, Go-quoted (\x1b, \u202e), so text
+// from a result file cannot move the cursor, recolour or rewrite what a
+// terminal shows.
+func TerminalSafe(s string) string {
+	if !strings.ContainsFunc(s, unsafeRune) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if !unsafeRune(r) {
+			b.WriteRune(r)
+			continue
+		}
+		q := strconv.QuoteRuneToASCII(r)
+		b.WriteString(q[1 : len(q)-1])
+	}
+	return b.String()
+}
+
+func unsafeRune(r rune) bool {
+	return unicode.IsControl(r) || r == utf8.RuneError || unicode.Is(unicode.Bidi_Control, r)
+}
+
+// shortenLabel cuts s to n runes, keeping its start and end (where file
+// names differ) around an ellipsis.
+func shortenLabel(s string, n int) string {
+	runes := []rune(s)
+	if len(runes) <= n {
+		return s
+	}
+	head := (n - 1) / 2
+	return string(runes[:head]) + "…" + string(runes[len(runes)-(n-1-head):])
 }
 
 const maxHeaderLines = 3
@@ -410,7 +546,7 @@ func (t *CompareTable) numericGroup() bool {
 // WriteMarkdown writes a GitHub-flavoured Markdown table.
 func (t *CompareTable) WriteMarkdown(w io.Writer) error {
 	var b bytes.Buffer
-	escape := func(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+	escape := func(s string) string { return strings.ReplaceAll(TerminalSafe(s), "|", `\|`) }
 	line := func(cells []string) {
 		b.WriteString("|")
 		for _, c := range cells {

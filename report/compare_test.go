@@ -252,3 +252,106 @@ func TestFormatCell(t *testing.T) {
 		}
 	}
 }
+
+func TestTerminalTableFitsTheWidth(t *testing.T) {
+	results, err := LoadResults(goldenInputs(t)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := results[0]
+	long.Label = strings.Repeat("a-very-long-run-label-", 5)
+	results = append(results, long)
+	tests := []struct {
+		name    string
+		opts    CompareOptions
+		width   int
+		headers []string // must all appear somewhere
+	}{
+		{"default columns", CompareOptions{GroupBy: "request_rate"}, 120, []string{"P99", "TTFT", "throughput"}},
+		{"all columns wrap into blocks", CompareOptions{GroupBy: "request_rate", AllColumns: true}, 120, []string{"E2EL", "P95", "Total", "Benchmark"}},
+		{"narrow terminal", CompareOptions{AllColumns: true, Width: 80}, 80, []string{"E2EL"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := NewCompareTable(results, tt.opts).WriteTerminal(&b); err != nil {
+				t.Fatal(err)
+			}
+			for i, line := range strings.Split(b.String(), "\n") {
+				if n := len([]rune(line)); n > tt.width {
+					t.Errorf("line %d is %d columns wide, over %d: %q", i+1, n, tt.width, line)
+				}
+			}
+			for _, h := range tt.headers {
+				if !strings.Contains(b.String(), h) {
+					t.Errorf("table lacks %q:\n%s", h, b.String())
+				}
+			}
+		})
+	}
+}
+
+func TestAllColumnsShowEveryValueOnce(t *testing.T) {
+	results, err := LoadResults(goldenInputs(t)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := NewCompareTable(results, CompareOptions{AllColumns: true})
+	var b bytes.Buffer
+	if err := table.WriteTerminal(&b); err != nil {
+		t.Fatal(err)
+	}
+	// Every metric column's rule appears once across the blocks, plus the
+	// label column's once per block.
+	blocks := strings.Count(b.String(), "\n\n") + 1
+	rules := 0
+	for _, line := range strings.Split(b.String(), "\n") {
+		if strings.HasPrefix(line, "---") {
+			rules += len(strings.Fields(line))
+		}
+	}
+	if want := len(table.Columns) + blocks; rules != want {
+		t.Errorf("%d column rules in %d blocks, want %d:\n%s", rules, blocks, want, b.String())
+	}
+}
+
+func TestTerminalOutputEscapesControlCharacters(t *testing.T) {
+	dir := t.TempDir()
+	hostile := "run\x1b[2J\x1b]0;pwned\x07\r\u202ereversed\u009b"
+	path := filepath.Join(dir, "run.json")
+	data, err := json.Marshal(map[string]any{"completed": 1, "label": hostile, "request_rate": "x\x1b[31m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	results, err := LoadResults(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := NewCompareTable(results, CompareOptions{GroupBy: "request_rate"})
+	for _, format := range []string{"term", "md"} {
+		t.Run(format, func(t *testing.T) {
+			write, err := table.Reporter(format)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b bytes.Buffer
+			if err := write(&b); err != nil {
+				t.Fatal(err)
+			}
+			out := b.String()
+			for _, bad := range []string{"\x1b", "\x07", "\r", "\u202e", "\u009b"} {
+				if strings.Contains(out, bad) {
+					t.Errorf("output holds raw %q:\n%q", bad, out)
+				}
+			}
+			for _, want := range []string{`run\x1b[2J\x1b]0;pwned\a\r\u202ereversed`, `x\x1b[31m`} {
+				if !strings.Contains(out, want) {
+					t.Errorf("output lacks the escaped text %s:\n%s", want, out)
+				}
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/servebench/servebench/metrics"
@@ -198,22 +199,98 @@ func WriteHTML(w io.Writer, results []LoadedResult, opts HTMLOptions) error {
 	return rep.Write(w)
 }
 
+// htmlTable is one block of the runs table.
+type htmlTable struct {
+	Caption string
+	// Keys is how many leading columns name the run (label, group).
+	Keys   int
+	Header []string
+	Rows   [][]string
+}
+
+// maxHTMLTableMetrics keeps each block of the runs table narrow enough for
+// a laptop screen: a page that scrolls sideways hides the columns people
+// compare.
+const maxHTMLTableMetrics = 6
+
+// tableBlocks splits the runs table into blocks that each repeat the label
+// (and group) column: requests and throughput first, then the latency
+// metrics, joined while a block stays within maxHTMLTableMetrics columns.
+func (t *CompareTable) tableBlocks() []htmlTable {
+	fixed := 1
+	if t.GroupBy != "" {
+		fixed = 2
+	}
+	type section struct {
+		name string
+		cols []int
+	}
+	var sections []section
+	metricOf := func(key string) string {
+		for _, m := range latencyMetrics {
+			if strings.Contains(key, "_"+m.key+"_") || m.key == "e2el" && strings.Contains(key, "_e2e_latency_") {
+				return m.abbrev
+			}
+		}
+		return "Requests and throughput"
+	}
+	for i, c := range t.Columns {
+		name := metricOf(c.Key)
+		if len(sections) == 0 || sections[len(sections)-1].name != name {
+			sections = append(sections, section{name: name})
+		}
+		sections[len(sections)-1].cols = append(sections[len(sections)-1].cols, i)
+	}
+	// Join neighbouring latency sections while they fit.
+	var merged []section
+	for _, sec := range sections {
+		if n := len(merged); n > 0 && merged[n-1].name != "Requests and throughput" && sec.name != "Requests and throughput" &&
+			len(merged[n-1].cols)+len(sec.cols) <= maxHTMLTableMetrics {
+			merged[n-1].name += ", " + sec.name
+			merged[n-1].cols = append(merged[n-1].cols, sec.cols...)
+			continue
+		}
+		merged = append(merged, sec)
+	}
+	header := t.headers()
+	rows := make([][]string, len(t.Rows))
+	for i, r := range t.Rows {
+		rows[i] = t.displayRow(r)
+	}
+	var blocks []htmlTable
+	for _, sec := range merged {
+		// Even chunks: 8 columns make 4+4, not 6+2.
+		chunks := (len(sec.cols) + maxHTMLTableMetrics - 1) / maxHTMLTableMetrics
+		size := (len(sec.cols) + chunks - 1) / chunks
+		for start := 0; start < len(sec.cols); start += size {
+			cols := sec.cols[start:min(start+size, len(sec.cols))]
+			b := htmlTable{Caption: sec.name, Keys: fixed, Header: slices.Clone(header[:fixed])}
+			for _, c := range cols {
+				b.Header = append(b.Header, header[fixed+c])
+			}
+			for _, row := range rows {
+				cells := slices.Clone(row[:fixed])
+				for _, c := range cols {
+					cells = append(cells, row[fixed+c])
+				}
+				b.Rows = append(b.Rows, cells)
+			}
+			blocks = append(blocks, b)
+		}
+	}
+	return blocks
+}
+
 // Write renders the page.
 func (rep *HTMLReport) Write(w io.Writer) error {
-	header := rep.Table.headers()
-	rows := make([][]string, len(rep.Table.Rows))
-	for i, r := range rep.Table.Rows {
-		rows[i] = rep.Table.displayRow(r)
-	}
 	data := struct {
 		Report    *HTMLReport
-		Header    []string
-		Rows      [][]string
+		Tables    []htmlTable
 		UPlotJS   template.JS
 		UPlotCSS  template.CSS
 		ReportJS  template.JS
 		ReportCSS template.CSS
-	}{rep, header, rows, template.JS(uplotJS), template.CSS(uplotCSS), template.JS(reportJS), template.CSS(reportCSS)}
+	}{rep, rep.Table.tableBlocks(), template.JS(uplotJS), template.CSS(uplotCSS), template.JS(reportJS), template.CSS(reportCSS)}
 	var page bytes.Buffer
 	if err := reportTemplate.Execute(&page, data); err != nil {
 		return fmt.Errorf("rendering HTML report: %w", err)
@@ -267,7 +344,9 @@ func loadCharts(results []LoadedResult, groupBy string) []ChartSpec {
 			xSet[v] = true
 		}
 	}
-	if len(xSet) == 0 {
+	// One load is a dot per statistic, not a curve: the table says it
+	// better, and a chart of lone dots reads as an empty one.
+	if len(xSet) < 2 {
 		return nil
 	}
 	xs := make([]float64, 0, len(xSet))
@@ -295,7 +374,7 @@ func loadCharts(results []LoadedResult, groupBy string) []ChartSpec {
 		for si, name := range seriesNames {
 			for k, st := range stats {
 				values, any := averageAt(results, name, xKey, st.key, xs)
-				if !any {
+				if !any || !anyNonZero(values) {
 					continue
 				}
 				s := SeriesSpec{Label: st.label, Values: values}
@@ -557,7 +636,7 @@ func serverMetricsChart(index int, r LoadedResult, maxPoints int) (ChartSpec, bo
 	}
 	for i, c := range columns {
 		picked := pickIndices(values[i], keep)
-		if !anyFinite(picked) {
+		if !anyNonZero(picked) {
 			continue
 		}
 		chart.Series = append(chart.Series, SeriesSpec{Label: c.label, Color: paletteColor(i), Axis: c.axis, Values: picked})
@@ -577,8 +656,11 @@ func allAtMostOne(xs []float64) bool {
 	return true
 }
 
-func anyFinite(xs []float64) bool {
-	return slices.ContainsFunc(xs, isFiniteNumber)
+// anyNonZero tells a series worth drawing: one with no finite value, or
+// only zeros (a server that exports no such gauge, a metric a tool writes
+// as 0 when it did not measure it), would draw an empty chart.
+func anyNonZero(xs []float64) bool {
+	return slices.ContainsFunc(xs, func(x float64) bool { return isFiniteNumber(x) && x != 0 })
 }
 
 func pickIndices(xs []float64, idx []int) jsonFloats {

@@ -261,7 +261,15 @@ func chromiumArgs(profile string, extra ...string) []string {
 // read back from the DOM), then saves a screenshot.
 func TestHTMLRendersInChromium(t *testing.T) {
 	browser := chromium(t)
-	rep, err := BuildHTMLReport(htmlFixture(t), HTMLOptions{GroupBy: "request_rate", Title: "servebench sweep: two setups"})
+	// An overloaded setup queues for minutes: six-digit millisecond labels
+	// must still fit their axes.
+	overloaded := filepath.Join(t.TempDir(), "setupC")
+	writeSweepFixture(t, overloaded, "setup C", 0.5, []float64{2, 9}, false)
+	slow, err := LoadResults(overloaded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := BuildHTMLReport(append(htmlFixture(t), slow...), HTMLOptions{GroupBy: "request_rate", Title: "servebench sweep: three setups"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,15 +282,30 @@ func TestHTMLRendersInChromium(t *testing.T) {
 	if err := os.WriteFile(page, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 
-	dom, err := exec.CommandContext(ctx, browser, chromiumArgs(filepath.Join(dir, "profile-dom"),
-		"--virtual-time-budget=5000", "--dump-dom", "file://"+page)...).Output()
-	if err != nil {
-		t.Fatalf("chromium --dump-dom: %v", err)
+	var dom []byte
+	// A laptop, a half-screen window and a phone held sideways: the runs
+	// table must never scroll sideways, and no axis labels may collide.
+	for _, width := range []int{1400, 900, 700} {
+		dom, err = exec.CommandContext(ctx, browser, chromiumArgs(filepath.Join(dir, fmt.Sprintf("profile-dom-%d", width)),
+			"--virtual-time-budget=5000", fmt.Sprintf("--window-size=%d,2000", width), "--dump-dom", "file://"+page)...).Output()
+		if err != nil {
+			t.Fatalf("chromium --dump-dom: %v", err)
+		}
+		layout := regexp.MustCompile(`data-overlaps="([^"]*)" data-scrolls="([^"]*)"`).FindSubmatch(dom)
+		if layout == nil {
+			t.Fatalf("width %d: the page did not report its layout checks", width)
+		}
+		if len(layout[1]) > 0 {
+			t.Errorf("width %d: axis labels collide: %s", width, layout[1])
+		}
+		if len(layout[2]) > 0 {
+			t.Errorf("width %d: scrolls sideways: %s", width, layout[2])
+		}
 	}
-	status := regexp.MustCompile(`<p id="render-status" data-status="([^"]*)" data-charts="(\d+)" data-drawn="(\d+)">([^<]*)`).FindSubmatch(dom)
+	status := regexp.MustCompile(`<p id="render-status" data-status="([^"]*)" data-charts="(\d+)" data-drawn="(\d+)"[^>]*>([^<]*)`).FindSubmatch(dom)
 	if status == nil {
 		t.Fatalf("the page never reported its charts (script error?); status element: %s", regexp.MustCompile(`<p id="render-status"[^<]*`).Find(dom))
 	}
@@ -311,4 +334,81 @@ func TestHTMLRendersInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s", shot)
+}
+
+func TestHTMLReportDrawsNoEmptyCharts(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string { return writeResultFixture(t, dir, name, content) }
+	tests := []struct {
+		name     string
+		files    []string
+		noCharts []string // chart ID prefixes that must not appear
+		want     []string // chart IDs that must appear
+	}{
+		{"a single load draws no load curves",
+			[]string{write("one.json", `{"completed": 5, "request_rate": 4, "mean_ttft_ms": 12, "p99_ttft_ms": 30}`)},
+			[]string{"load-"}, nil},
+		{"a metric every run reports as 0 gets no chart",
+			[]string{
+				write("a.json", `{"completed": 5, "request_rate": 2, "mean_ttft_ms": 12, "mean_itl_ms": 0, "p99_itl_ms": 0}`),
+				write("b.json", `{"completed": 5, "request_rate": 4, "mean_ttft_ms": 15, "mean_itl_ms": 0, "p99_itl_ms": 0}`),
+			},
+			[]string{"load-itl"}, []string{"load-ttft"}},
+		{"server metrics that never moved get no chart",
+			[]string{write("idle.json", `{"completed": 5, "request_rate": 4, "server_metrics": {"samples": [{"t": 0, "running": 0, "waiting": 0}, {"t": 1, "running": 0, "waiting": 0}]}}`)},
+			[]string{"server-"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			results, err := LoadResults(tt.files...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := BuildHTMLReport(results, HTMLOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, c := range rep.Charts {
+				ids = append(ids, c.ID)
+				for _, s := range c.Series {
+					if !anyNonZero(s.Values) {
+						t.Errorf("chart %s draws the empty series %q", c.ID, s.Label)
+					}
+				}
+				for _, prefix := range tt.noCharts {
+					if strings.HasPrefix(c.ID, prefix) {
+						t.Errorf("chart %s drawn", c.ID)
+					}
+				}
+			}
+			for _, id := range tt.want {
+				if !strings.Contains(strings.Join(ids, " "), id) {
+					t.Errorf("chart %s missing from %v", id, ids)
+				}
+			}
+		})
+	}
+}
+
+func TestRunsTableIsSplitIntoNarrowBlocks(t *testing.T) {
+	rep, err := BuildHTMLReport(htmlFixture(t), HTMLOptions{GroupBy: "request_rate"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := rep.Table.tableBlocks()
+	seen := map[string]int{}
+	for _, b := range blocks {
+		if len(b.Header)-2 > maxHTMLTableMetrics || b.Header[0] != "Label" || b.Header[1] != "request_rate" {
+			t.Errorf("block %q has header %q", b.Caption, b.Header)
+		}
+		for _, h := range b.Header[2:] {
+			seen[h]++
+		}
+	}
+	for _, c := range rep.Table.Columns {
+		if seen[c.Header] != 1 {
+			t.Errorf("column %q appears %d times across the blocks", c.Header, seen[c.Header])
+		}
+	}
 }

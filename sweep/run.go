@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/servebench/servebench/internal/redact"
 	"github.com/servebench/servebench/report"
 )
 
@@ -64,7 +65,9 @@ type Progress struct {
 	// Took is this point's run time (done and failed events).
 	Took time.Duration
 	// Elapsed is the time since this sweep started; ETA estimates the
-	// time left from the mean run time so far (0 until a point finished).
+	// time left from the run times so far, following their trend, since
+	// points usually take longer as the load grows (0 until a point
+	// finished).
 	Elapsed, ETA time.Duration
 }
 
@@ -112,18 +115,25 @@ func Run(ctx context.Context, cfg Config) (*Manifest, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("no run directory given: pass --dir")
 	}
-	ex, err := newExecutor(cfg.Dir, cfg.Resume, cfg.Now, cfg.Logger, cfg.Run, cfg.Progress)
+	ex, err := newExecutor(cfg.Dir, cfg.Resume, cfg.Now, cfg.Logger, cfg.Run, cfg.Progress, cfg.BaseArgs)
 	if err != nil {
 		return nil, err
 	}
+	grid := Grid(cfg.BaseArgs, cfg.Axes, cfg.Repeat)
 	m := ex.previous
 	if m != nil {
-		if diff := m.sameSweep(cfg.BaseArgs, cfg.Axes, cfg.Repeat); diff != "" {
+		if diff := m.sameSweep(redact.Args(cfg.BaseArgs), cfg.Axes, cfg.Repeat); diff != "" {
 			return nil, fmt.Errorf("cannot resume the sweep in %s: %s; use a new --dir or repeat the original command", cfg.Dir, diff)
 		}
 	} else {
 		m = ex.newManifest(cfg.Label, cfg.Target, cfg.BaseArgs, cfg.Axes, cfg.Repeat)
-		m.Points = Grid(cfg.BaseArgs, cfg.Axes, cfg.Repeat)
+		m.Points = grid
+	}
+	// The manifest keeps masked flags; the runs get the real ones, rebuilt
+	// from the command line on --resume.
+	for i := range m.Points {
+		ex.args[i] = grid[i].Args
+		m.Points[i].Args = redact.Args(grid[i].Args)
 	}
 	ex.manifest = m
 	if err := m.write(cfg.Dir); err != nil {
@@ -173,21 +183,28 @@ type executor struct {
 	previous *Manifest // the manifest found when resuming
 	manifest *Manifest
 
+	// args are each point's real flags, by index; the manifest holds them
+	// with credentials masked, and secrets are what to mask in free text.
+	args    map[int][]string
+	secrets []string
+
 	started           time.Time
 	total, remaining  int
 	done, failed, ran int
-	spent             time.Duration
-	estimatedTotal    bool
+	// took holds each finished run's duration by its point index, for the
+	// ETA's trend.
+	took           []pointTime
+	estimatedTotal bool
 }
 
-func newExecutor(dir string, resume bool, now func() time.Time, logger *slog.Logger, run Runner, progress func(Progress)) (*executor, error) {
+func newExecutor(dir string, resume bool, now func() time.Time, logger *slog.Logger, run Runner, progress func(Progress), base []string) (*executor, error) {
 	if now == nil {
 		now = time.Now
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	ex := &executor{dir: dir, now: now, logger: logger, run: run, progress: progress, started: now()}
+	ex := &executor{dir: dir, now: now, logger: logger, run: run, progress: progress, started: now(), secrets: redact.Secrets(base), args: map[int][]string{}}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating run directory: %w", err)
 	}
@@ -215,8 +232,8 @@ func (ex *executor) newManifest(label, target string, base []string, axes []Axis
 		axes = []Axis{}
 	}
 	return &Manifest{
-		Kind: ManifestKind, Version: 1, Label: label, Target: target,
-		BaseArgs: base, Axes: axes, Repeat: max(repeat, 1), Created: stamp, Updated: stamp,
+		Kind: ManifestKind, Version: 1, Label: label, Target: redact.URL(target),
+		BaseArgs: redact.Args(base), Axes: axes, Repeat: max(repeat, 1), Created: stamp, Updated: stamp,
 	}
 }
 
@@ -251,12 +268,12 @@ func (ex *executor) report(event string, i int, took time.Duration) {
 		p.Remaining = max(ex.remaining-1, 0)
 	}
 	if ex.ran > 0 {
-		mean := ex.spent / time.Duration(ex.ran)
+		first := i + 1
 		left := p.Remaining
 		if event == "start" {
-			left++ // this one is still to finish
+			first, left = i, left+1 // this one is still to finish
 		}
-		p.ETA = mean * time.Duration(left)
+		p.ETA = estimateRemaining(ex.took, first, left)
 	}
 	ex.progress(p)
 }
@@ -281,10 +298,11 @@ func (ex *executor) runPoint(ctx context.Context, i int) (map[string]any, error)
 	ex.report("start", i, 0)
 	ex.logger.Info("sweep point starting", "point", p.Name, "args", strings.Join(p.Args, " "))
 
-	result, err := ex.run(ctx, p.Args, path)
+	result, err := ex.run(ctx, ex.args[i], path)
 	if err == nil {
 		result, err = ensureResult(path, result)
 	}
+	err = redact.Error(err, ex.secrets)
 	took := ex.now().Sub(start)
 	if ctx.Err() != nil {
 		p.Status, p.Started = StatusPending, ""
@@ -292,7 +310,7 @@ func (ex *executor) runPoint(ctx context.Context, i int) (map[string]any, error)
 	}
 	p.Finished, p.DurationS = ex.now().UTC().Format(time.RFC3339), took.Seconds()
 	ex.ran++
-	ex.spent += took
+	ex.took = append(ex.took, pointTime{index: i, took: took})
 	ex.remaining = max(ex.remaining-1, 0)
 	if err != nil {
 		p.Status, p.Error = StatusFailed, oneLine(err.Error())
@@ -352,4 +370,48 @@ func oneLine(s string) string {
 		s = s[:i] + " …"
 	}
 	return s
+}
+
+// pointTime is how long the run of the point at index took.
+type pointTime struct {
+	index int
+	took  time.Duration
+}
+
+// estimateRemaining predicts the time the left points from index first on
+// take. With two or more runs measured it fits a least-squares line of run
+// time over point index and sums its values there: a sweep over rising
+// load (num-prompts 100..1600, request-rate 1..32) has points that grow,
+// and the mean of the early, short points would promise the end far too
+// soon. A line bending down is floored at half the shortest run measured,
+// since a run never takes nothing.
+func estimateRemaining(measured []pointTime, first, left int) time.Duration {
+	if len(measured) == 0 || left <= 0 {
+		return 0
+	}
+	var sumX, sumY float64
+	shortest := measured[0].took
+	for _, m := range measured {
+		sumX += float64(m.index)
+		sumY += m.took.Seconds()
+		shortest = min(shortest, m.took)
+	}
+	n := float64(len(measured))
+	meanX, meanY := sumX/n, sumY/n
+	var sxx, sxy float64
+	for _, m := range measured {
+		dx := float64(m.index) - meanX
+		sxx += dx * dx
+		sxy += dx * (m.took.Seconds() - meanY)
+	}
+	slope := 0.0
+	if sxx > 0 {
+		slope = sxy / sxx
+	}
+	floor := shortest.Seconds() / 2
+	total := 0.0
+	for k := range left {
+		total += max(meanY+slope*(float64(first+k)-meanX), floor)
+	}
+	return time.Duration(total * float64(time.Second))
 }

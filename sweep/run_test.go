@@ -304,3 +304,131 @@ func TestRunConfigErrors(t *testing.T) {
 		t.Errorf("foreign manifest: %v", err)
 	}
 }
+
+// TestCredentialsReachTheRunButNotTheManifest checks that the manifest
+// and failure messages hold masked header values while every run, resumed
+// ones included, gets the real ones.
+func TestCredentialsReachTheRunButNotTheManifest(t *testing.T) {
+	const secret = "sk-PLANTED-secret"
+	dir := t.TempDir()
+	base, axes, err := ParseArgs([]string{"--header", "Authorization: Bearer " + secret, "--num-prompts", "1,2,3"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int32
+	var sawSecret atomic.Int32
+	var interrupted atomic.Bool
+	ctx, cancel := context.WithCancel(t.Context())
+	run := func(ctx context.Context, args []string, resultPath string) (map[string]any, error) {
+		if h, _ := flagValue(args, "header"); h == "Authorization: Bearer "+secret {
+			sawSecret.Add(1)
+		}
+		if n, _ := flagValue(args, "num-prompts"); n == "2" && calls.Load() == 1 {
+			calls.Add(1)
+			return nil, errors.New("server said: bad header Authorization: Bearer " + secret)
+		}
+		if n, _ := flagValue(args, "num-prompts"); n == "3" && interrupted.CompareAndSwap(false, true) {
+			cancel()
+			return nil, ctx.Err()
+		}
+		return promptRunner(&calls)(ctx, args, resultPath)
+	}
+	_, err = Run(ctx, Config{Dir: dir, BaseArgs: base, Axes: axes, Target: "http://user:pw-PLANTED@127.0.0.1:1", Run: run})
+	if err == nil || strings.Contains(err.Error(), "PLANTED") {
+		t.Fatalf("interrupted sweep error %v", err)
+	}
+	check := func() {
+		t.Helper()
+		data, err := os.ReadFile(filepath.Join(dir, ManifestName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(data), "PLANTED") {
+			t.Errorf("manifest holds a secret:\n%s", data)
+		}
+		if !strings.Contains(string(data), "Authorization: [REDACTED]") {
+			t.Errorf("manifest lost the masked header:\n%s", data)
+		}
+	}
+	check()
+	m, err := Run(t.Context(), Config{Dir: dir, BaseArgs: base, Axes: axes, Resume: true, Run: run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check()
+	if sawSecret.Load() != 5 || m.Points[1].Status != StatusDone {
+		t.Errorf("runs saw the real header %d times, want 5 (3 first, 2 resumed); points %+v", sawSecret.Load(), m.Points)
+	}
+}
+
+// TestETAFollowsGrowingRunTimes: runs that take 10 s per prompt make a
+// sweep over num-prompts 1..6 back-loaded; the ETA must add up the longer
+// runs still to come, not repeat the mean of the short ones behind.
+func TestETAFollowsGrowingRunTimes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
+		inner := promptRunner(&calls)
+		growing := func(ctx context.Context, args []string, path string) (map[string]any, error) {
+			v, _ := flagValue(args, "num-prompts")
+			n, _ := strconv.Atoi(v)
+			time.Sleep(time.Duration(n) * 10 * time.Second)
+			return inner(ctx, args, path)
+		}
+		etaAtStart := map[string]time.Duration{}
+		cfg := Config{
+			Dir: t.TempDir(), Axes: []Axis{{"num-prompts", []string{"1", "2", "3", "4", "5", "6"}}}, Run: growing,
+			Progress: func(p Progress) {
+				if p.Event == "start" {
+					etaAtStart[p.Point.Params[0].Value] = p.ETA
+				}
+			},
+		}
+		if _, err := Run(t.Context(), cfg); err != nil {
+			t.Fatal(err)
+		}
+		tests := []struct {
+			point string
+			want  time.Duration // the time the sweep really took from then on
+		}{
+			{"3", (30 + 40 + 50 + 60) * time.Second},
+			{"4", (40 + 50 + 60) * time.Second},
+			{"5", (50 + 60) * time.Second},
+			{"6", 60 * time.Second},
+		}
+		for _, tt := range tests {
+			if got := etaAtStart[tt.point]; got != tt.want {
+				t.Errorf("ETA at the start of num-prompts=%s: %s, want %s", tt.point, got, tt.want)
+			}
+		}
+	})
+}
+
+func TestEstimateRemaining(t *testing.T) {
+	s := func(d ...int) []pointTime {
+		out := make([]pointTime, len(d))
+		for i, v := range d {
+			out[i] = pointTime{index: i, took: time.Duration(v) * time.Second}
+		}
+		return out
+	}
+	tests := []struct {
+		name        string
+		measured    []pointTime
+		first, left int
+		want        time.Duration
+	}{
+		{"nothing measured", nil, 0, 3, 0},
+		{"nothing left", s(10, 20), 2, 0, 0},
+		{"one run: repeat it", s(10), 1, 3, 30 * time.Second},
+		{"flat", s(10, 10, 10), 3, 2, 20 * time.Second},
+		{"linear growth", s(10, 20), 2, 2, 70 * time.Second},
+		{"shrinking runs floor at half the shortest", s(40, 20), 2, 3, (10 + 10 + 10) * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := estimateRemaining(tt.measured, tt.first, tt.left); got != tt.want {
+				t.Errorf("estimateRemaining = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}

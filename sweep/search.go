@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/servebench/servebench/internal/redact"
 	"github.com/servebench/servebench/report"
 )
 
@@ -102,7 +103,7 @@ func Search(ctx context.Context, cfg SearchConfig) (*SearchResult, *Manifest, er
 	if err := cfg.setDefaults(); err != nil {
 		return nil, nil, err
 	}
-	ex, err := newExecutor(cfg.Dir, cfg.Resume, cfg.Now, cfg.Logger, cfg.Run, cfg.Progress)
+	ex, err := newExecutor(cfg.Dir, cfg.Resume, cfg.Now, cfg.Logger, cfg.Run, cfg.Progress, cfg.BaseArgs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -182,8 +183,8 @@ func (s *searcher) checkResumable(prev *Manifest) error {
 		return fmt.Errorf("cannot resume in %s: it holds a grid sweep, not an SLA search; use another --dir", s.cfg.Dir)
 	case prev.Search.Variable != s.cfg.Variable || prev.Search.SLA.String() != s.cfg.SLA.String():
 		return fmt.Errorf("cannot resume in %s: it searched %s for %s, now %s for %s; use another --dir", s.cfg.Dir, prev.Search.Variable, prev.Search.SLA, s.cfg.Variable, s.cfg.SLA)
-	case !slices.Equal(prev.BaseArgs, s.cfg.BaseArgs) && !(len(prev.BaseArgs) == 0 && len(s.cfg.BaseArgs) == 0):
-		return fmt.Errorf("cannot resume in %s: its benchmark flags were %q, now %q; use another --dir", s.cfg.Dir, prev.BaseArgs, s.cfg.BaseArgs)
+	case !slices.Equal(prev.BaseArgs, redact.Args(s.cfg.BaseArgs)) && !(len(prev.BaseArgs) == 0 && len(s.cfg.BaseArgs) == 0):
+		return fmt.Errorf("cannot resume in %s: its benchmark flags were %q, now %q; use another --dir", s.cfg.Dir, prev.BaseArgs, redact.Args(s.cfg.BaseArgs))
 	}
 	return nil
 }
@@ -402,12 +403,14 @@ func (s *searcher) evaluate(ctx context.Context, value float64) (*Trial, error) 
 		}
 		i := len(ex.manifest.Points)
 		name := fmt.Sprintf("sla-%02d-%s=%s", i, s.cfg.Variable, text)
+		args := append(slices.Clone(s.cfg.BaseArgs), "--"+s.cfg.Variable+"="+text)
 		point = Point{
 			Index: i, Name: name, Params: []Param{{Flag: s.cfg.Variable, Value: text}}, Repeat: 1,
-			Args:   append(slices.Clone(s.cfg.BaseArgs), "--"+s.cfg.Variable+"="+text),
+			Args:   redact.Args(args),
 			Status: StatusPending, Result: name + "/result.json",
 		}
 		ex.manifest.Points = append(ex.manifest.Points, point)
+		ex.args[i] = args
 		ex.total = len(ex.manifest.Points) + s.estimateLeft()
 		ex.remaining = ex.total - i
 		var err error

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/internal/redact"
 	"github.com/servebench/servebench/sweep"
 	"github.com/spf13/cobra"
 )
@@ -79,7 +79,13 @@ axes, one search runs per grid point.`,
 			if dash := cmd.ArgsLenAtDash(); dash > 0 || dash < 0 && len(args) > 0 {
 				return fmt.Errorf("unexpected argument %q: benchmark flags go after --, e.g. servebench sweep -- --num-prompts 1,2,4", args[0])
 			}
-			return runSweep(cmd.Context(), cmd, f, args, makeRunner)
+			err := runSweep(cmd.Context(), cmd, f, args, makeRunner)
+			if err != nil && cmd.Context().Err() != nil {
+				// Ctrl-C: the shell convention (128+SIGINT) tells scripts the
+				// sweep did not finish, whatever the point's own error was.
+				return exitCodeError{code: 130, err: err}
+			}
+			return err
 		},
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
@@ -185,7 +191,7 @@ func runSweep(ctx context.Context, cmd *cobra.Command, f *sweepFlags, args []str
 // printSweepTable prints whatever points finished, even after a failure,
 // so a long sweep is never all-or-nothing.
 func printSweepTable(f *sweepFlags, out, errw io.Writer) error {
-	results, err := report.LoadResults(f.dir)
+	results, err := f.table.loadResults(errw, f.dir)
 	if err != nil {
 		return err
 	}
@@ -285,34 +291,65 @@ func formatSLANumber(v float64) string {
 // inProcessRunner runs each point as `servebench <bench|sim> ARGS
 // --save-result ...` in this process, with the point's stdout and stderr
 // (the result block, warnings) kept in output.log beside its result,
-// under the command line that produced them.
+// under the command line that produced them. Credentials in the flags
+// (header values, URL passwords, $OPENAI_API_KEY) are masked in the log,
+// which only its owner may read, and in the returned error.
 func inProcessRunner(newRoot func() *cobra.Command, target sweepTarget) sweep.Runner {
 	return func(ctx context.Context, args []string, resultPath string) (map[string]any, error) {
 		dir := filepath.Dir(resultPath)
 		logPath := filepath.Join(dir, "output.log")
-		logFile, err := os.Create(logPath)
+		logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 		if err != nil {
 			return nil, fmt.Errorf("creating the point's log: %w", err)
 		}
 		root := newRoot()
-		full := append([]string{target.subcommand}, cliArgs(args)...)
+		full := append([]string{target.subcommand}, cliArgs(normalizeHeaderArgs(redact.MetadataArgs(args)))...)
 		full = append(full, target.args...)
 		full = append(full, "--save-result", "--result-dir", dir, "--result-filename", filepath.Base(resultPath))
 		// Only bench draws a progress bar; sim has no flag to turn one off.
 		if sub, _, err := root.Find([]string{target.subcommand}); err == nil && sub.Flags().Lookup("disable-tqdm") != nil {
 			full = append(full, "--disable-tqdm")
 		}
-		fmt.Fprintf(logFile, "$ servebench %s\n", strings.Join(full, " "))
+		secrets := redact.Secrets(full)
+		if key := os.Getenv("OPENAI_API_KEY"); len(key) >= 4 {
+			secrets = append(secrets, key)
+		}
+		log := redact.NewWriter(logFile, secrets)
+		fmt.Fprintf(log, "$ servebench %s\n", strings.Join(redact.Args(full), " "))
 		root.SetArgs(full)
-		root.SetOut(logFile)
-		root.SetErr(logFile)
+		root.SetOut(log)
+		root.SetErr(log)
 		runErr := root.ExecuteContext(ctx)
-		if err := logFile.Close(); err != nil && runErr == nil {
+		if err := errors.Join(log.Close(), logFile.Close()); err != nil && runErr == nil {
 			runErr = fmt.Errorf("writing %s: %w", logPath, err)
 		}
 		if runErr != nil {
-			return nil, fmt.Errorf("%s: %w (command and output in %s)", target.subcommand, runErr, logPath)
+			return nil, redact.Error(fmt.Errorf("%s: %w (command and output in %s)", target.subcommand, runErr, logPath), secrets)
 		}
 		return nil, nil
 	}
+}
+
+// normalizeHeaderArgs rewrites curl-style --header 'Name: value' into the
+// Name=value form bench parses, so both forms work in a sweep. A value
+// that is neither is passed on for bench to reject (its error is masked).
+func normalizeHeaderArgs(args []string) []string {
+	out := slices.Clone(args)
+	for i, a := range out {
+		switch {
+		case a == "--header" && i+1 < len(out):
+			out[i+1] = headerAsKeyValue(out[i+1])
+		case strings.HasPrefix(a, "--header="):
+			out[i] = "--header=" + headerAsKeyValue(strings.TrimPrefix(a, "--header="))
+		}
+	}
+	return out
+}
+
+func headerAsKeyValue(h string) string {
+	name, value, err := redact.SplitHeader(h)
+	if err != nil {
+		return h
+	}
+	return name + "=" + value
 }

@@ -13,6 +13,57 @@
     return q.toFixed(digits) + "%";
   }
 
+  // Keep only the percentile ticks that have room for their labels, so
+  // "0%" and "50%" do not collide on a narrow chart.
+  function pctSplits(u) {
+    var kept = [], lastPx = -Infinity;
+    var plotWidth = Math.max(1, u.width - 90);
+    PCT_SPLITS.forEach(function (x, i) {
+      var px = x / 3 * plotWidth;
+      var last = i === PCT_SPLITS.length - 1;
+      if (px - lastPx >= 44 || kept.length === 0) { kept.push(x); lastPx = px; }
+      else if (last) { kept[kept.length - 1] = x; lastPx = px; }
+    });
+    return kept;
+  }
+
+  // Size a y axis to its longest tick label, so "100,000" never runs into
+  // the axis title (uPlot's default is a fixed 50 px).
+  function axisSize(u, values, axisIdx, cycleNum) {
+    var axis = u.axes[axisIdx];
+    if (cycleNum > 1) return axis._size;
+    var size = axis.ticks.size + axis.gap;
+    var longest = (values || []).reduce(function (a, v) { return String(v).length > a.length ? String(v) : a; }, "");
+    if (longest !== "") {
+      u.ctx.font = axis.font[0];
+      size += u.ctx.measureText(longest).width / devicePixelRatio;
+    }
+    return Math.ceil(size) + 2;
+  }
+
+  // overlaps lists the axes whose tick labels collide with each other or,
+  // on y axes, spill into the axis title's room.
+  function overlaps(u) {
+    var found = [];
+    var ctx = u.ctx;
+    u.axes.forEach(function (axis, i) {
+      if (!axis.show || !axis._values || !axis._splits) return;
+      ctx.font = axis.font[0];
+      var widths = axis._values.map(function (v) { return ctx.measureText(String(v)).width / devicePixelRatio; });
+      var horizontal = axis.side === 0 || axis.side === 2;
+      if (!horizontal) {
+        var room = axis._size - axis.ticks.size - axis.gap;
+        if (Math.max.apply(null, widths.concat([0])) > room + 0.5) found.push("y" + i + " labels wider than the axis");
+        return;
+      }
+      var pos = axis._splits.map(function (x) { return u.valToPos(x, axis.scale || "x"); });
+      for (var k = 1; k < pos.length; k++) {
+        if (pos[k] - pos[k - 1] < (widths[k] + widths[k - 1]) / 2 + 2) found.push("x labels " + axis._values[k - 1] + "/" + axis._values[k]);
+      }
+    });
+    return found;
+  }
+
   function fromZero(u, min, max) {
     if (max == null || !isFinite(max)) return [0, 1];
     return [0, max > 0 ? max * 1.08 : 1];
@@ -84,14 +135,14 @@
         value: function (u, v) { return v == null ? "" : +v.toPrecision(5); }
       });
     });
-    var axes = [{ label: spec.xLabel }, { label: spec.yLabel, scale: "y" }];
+    var axes = [{ label: spec.xLabel }, { label: spec.yLabel, scale: "y", size: axisSize }];
     if (pct) {
-      axes[0].splits = function () { return PCT_SPLITS; };
+      axes[0].splits = pctSplits;
       axes[0].values = function (u, splits) { return splits.map(function (x) { return pctLabel(x); }); };
     }
     var scales = { x: { time: false }, y: { range: fromZero } };
     if (spec.y2Label) {
-      axes.push({ label: spec.y2Label, scale: "y2", side: 1, grid: { show: false } });
+      axes.push({ label: spec.y2Label, scale: "y2", side: 1, grid: { show: false }, size: axisSize });
       scales.y2 = { range: function () { return [0, 100]; } };
     }
     if (spec.kind === "gantt") {
@@ -141,10 +192,22 @@
     });
     var total = REPORT.charts.length;
     var drawn = total - failed.length;
+    var collisions = [];
+    state.plots.forEach(function (p) {
+      overlaps(p.plot).forEach(function (o) { collisions.push(p.spec.id + ": " + o); });
+    });
+    var wide = [];
+    Array.prototype.forEach.call(document.querySelectorAll(".table-wrap"), function (w, i) {
+      if (w.scrollWidth > w.clientWidth + 1) wide.push("table " + (i + 1) + " (" + w.scrollWidth + " > " + w.clientWidth + " px)");
+    });
+    if (document.documentElement.scrollWidth > document.documentElement.clientWidth + 1) wide.push("page");
     status.dataset.charts = String(total);
     status.dataset.drawn = String(drawn);
     status.dataset.status = failed.length === 0 ? "ok" : "incomplete";
     status.textContent = "charts drawn: " + drawn + "/" + total + (failed.length ? " (blank: " + failed.join(", ") + ")" : "");
+    // Read back by tests: label collisions and tables wider than the page.
+    status.dataset.overlaps = collisions.join("; ");
+    status.dataset.scrolls = wide.join("; ");
   }
 
   var status = document.getElementById("render-status");

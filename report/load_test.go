@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -351,3 +352,112 @@ func FuzzDecodeResultObjects(f *testing.F) {
 type nopWriter struct{}
 
 func (nopWriter) Write(p []byte) (int, error) { return len(p), nil }
+
+func TestCorruptResultIsSkippedWithAWarningUnlessStrict(t *testing.T) {
+	good := `{"completed": 5, "duration": 2, "label": "good"}`
+	tests := []struct {
+		name  string
+		files map[string]string
+		args  func(dir string) []string
+	}{
+		{"truncated file in a walked directory",
+			map[string]string{"a.json": good, "b.json": `{"completed": 50, "duration": 11.6`},
+			func(dir string) []string { return []string{dir} }},
+		{"truncated file named explicitly",
+			map[string]string{"a.json": good, "b.json": `{"completed": 50, "dur`},
+			func(dir string) []string { return []string{filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json")} }},
+		{"sweep point left half-written",
+			map[string]string{
+				"sweep/manifest.json":  `{"kind": "servebench-sweep", "points": [{"name": "p1", "status": "done", "result": "p1/result.json"}, {"name": "p2", "status": "done", "result": "p2/result.json"}]}`,
+				"sweep/p1/result.json": good,
+				"sweep/p2/result.json": `{"completed": `,
+			},
+			func(dir string) []string { return []string{dir} }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, content := range tt.files {
+				writeResultFixture(t, dir, name, content)
+			}
+			results, warnings, err := LoadResultsWith(LoadOptions{}, tt.args(dir)...)
+			if err != nil {
+				t.Fatalf("lenient load failed: %v", err)
+			}
+			if len(results) != 1 || !strings.HasPrefix(results[0].Label, "good") {
+				t.Fatalf("got %d runs %v, want the one good run", len(results), resultLabels(results))
+			}
+			if len(warnings) != 1 {
+				t.Fatalf("got %d warnings %v, want 1", len(warnings), warnings)
+			}
+			msg := warnings[0].String()
+			if !strings.Contains(msg, "result.json") && !strings.Contains(msg, "b.json") || strings.Contains(msg, "\n") {
+				t.Errorf("warning %q does not name the file on one line", msg)
+			}
+			if _, err := LoadResults(tt.args(dir)...); err == nil {
+				t.Error("strict load accepted the corrupt file")
+			}
+		})
+	}
+}
+
+func TestManifestPathsMustStayInsideTheRunDirectory(t *testing.T) {
+	tests := []struct {
+		name   string
+		result func(base string) string
+	}{
+		{"parent traversal", func(string) string { return "../secret.json" }},
+		{"traversal through a point", func(string) string { return "p0/../../secret.json" }},
+		{"absolute path", func(base string) string { return filepath.ToSlash(filepath.Join(base, "secret.json")) }},
+		{"symlink out", func(string) string { return "link/secret.json" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			base := t.TempDir()
+			writeResultFixture(t, base, "secret.json", `{"completed": 99, "label": "outside"}`)
+			dir := filepath.Join(base, "run")
+			writeResultFixture(t, dir, "p0/result.json", `{"completed": 1}`)
+			if err := os.Symlink(base, filepath.Join(dir, "link")); err != nil {
+				t.Fatal(err)
+			}
+			result := tt.result(base)
+			manifest := fmt.Sprintf(`{"kind": "servebench-sweep", "points": [{"name": "p0", "status": "done", "result": "p0/result.json"}, {"name": "evil", "status": "done", "result": %q}]}`, result)
+			writeResultFixture(t, dir, "manifest.json", manifest)
+
+			_, err := LoadResults(dir)
+			if err == nil || !strings.Contains(err.Error(), "evil") {
+				t.Fatalf("strict load followed %q: err = %v", result, err)
+			}
+			results, warnings, err := LoadResultsWith(LoadOptions{}, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range results {
+				if v, _ := r.Number("completed"); v == 99 {
+					t.Fatalf("read %s outside the run directory through %q", r.Path, result)
+				}
+			}
+			if len(results) != 1 || len(warnings) != 1 {
+				t.Errorf("got %d runs and warnings %v, want the inside run and one warning", len(results), warnings)
+			}
+		})
+	}
+}
+
+func TestFileNameLabelsThatClashUseThePath(t *testing.T) {
+	dir := t.TempDir()
+	a := writeResultFixture(t, dir, "baseline/rate-2/result.json", `{"completed": 1}`)
+	b := writeResultFixture(t, dir, "chunked/rate-2/result.json", `{"completed": 2}`)
+	c := writeResultFixture(t, dir, "chunked/rate-4/result.json", `{"completed": 3}`)
+	d := writeResultFixture(t, dir, "named/result.json", `{"completed": 4, "label": "mine"}`)
+	e := writeResultFixture(t, dir, "solo.json", `{"completed": 5}`)
+	rs, err := LoadResults(a, b, c, d, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(resultLabels(rs), "|")
+	want := "baseline/rate-2/result|chunked/rate-2/result|chunked/rate-4/result|mine|solo"
+	if got != want {
+		t.Errorf("labels = %s, want %s", got, want)
+	}
+}
