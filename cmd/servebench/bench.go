@@ -153,7 +153,7 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 	if err := f.output.checkDirs(); err != nil {
 		return err
 	}
-	headerPairs, err := parseKeyValues("--header", f.headers)
+	headerPairs, err := parseHeaders(f.headers)
 	if err != nil {
 		return err
 	}

@@ -304,3 +304,33 @@ func TestInterruptSavesPartialResult(t *testing.T) {
 		t.Fatalf("records file has %d lines, result says %v completed", n, completed)
 	}
 }
+
+func TestParseHeadersBothFormsNeverEchoTheValue(t *testing.T) {
+	const secret = "sk-planted-7c1f"
+	tests := []struct {
+		item      string
+		wantName  string
+		wantValue string
+		wantErr   bool
+	}{
+		{item: "Authorization: Bearer " + secret, wantName: "Authorization", wantValue: "Bearer " + secret},
+		{item: "Authorization=Bearer " + secret, wantName: "Authorization", wantValue: "Bearer " + secret},
+		{item: "X-Trace: a=b", wantName: "X-Trace", wantValue: "a=b"},
+		{item: "Bearer" + secret, wantErr: true},
+	}
+	for _, tt := range tests {
+		got, err := parseHeaders([]string{tt.item})
+		if tt.wantErr {
+			if err == nil {
+				t.Fatalf("parseHeaders(%q): want an error", tt.item)
+			}
+			if strings.Contains(err.Error(), secret) {
+				t.Fatalf("error repeats the secret: %v", err)
+			}
+			continue
+		}
+		if err != nil || len(got) != 1 || got[0][0] != tt.wantName || got[0][1] != tt.wantValue {
+			t.Fatalf("parseHeaders(%q) = %q, %v; want %s / %s", tt.item, got, err, tt.wantName, tt.wantValue)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/servebench/servebench/internal/redact"
 	"github.com/servebench/servebench/metrics"
 	"github.com/servebench/servebench/workload"
 )
@@ -139,7 +140,22 @@ func setIf(dst *int, v int) {
 	}
 }
 
-// parseKeyValues parses KEY=VALUE items (--metadata, --header).
+// parseHeaders parses --header items in either "Name: value" or Name=value
+// form. Its errors never repeat the item: a malformed Authorization header
+// must not print the token it carries.
+func parseHeaders(items []string) ([][2]string, error) {
+	out := make([][2]string, 0, len(items))
+	for i, item := range items {
+		name, value, err := redact.SplitHeader(item)
+		if err != nil {
+			return nil, fmt.Errorf("--header (item %d): %w", i+1, err)
+		}
+		out = append(out, [2]string{name, value})
+	}
+	return out, nil
+}
+
+// parseKeyValues parses KEY=VALUE items (--metadata).
 func parseKeyValues(flag string, items []string) ([][2]string, error) {
 	var out [][2]string
 	for _, item := range items {
