@@ -388,6 +388,10 @@ func resolveBenchTokenizer(ctx context.Context, f *benchFlags, defaultSpec, base
 	if spec == "" {
 		spec = defaultSpec
 	}
+	spec, err := resolveTokenizerSpec(spec)
+	if err != nil {
+		return nil, "", err
+	}
 	if spec != "" {
 		tok, err := tokenizer.New(ctx, spec, opts)
 		if err != nil {

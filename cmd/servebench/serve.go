@@ -139,7 +139,11 @@ func runServe(cmd *cobra.Command, f *serveFlags, args []string) error {
 		stats = 0
 	}
 	ctx := cmd.Context()
-	tok, err := tokenizer.New(ctx, f.tokenizer, tokenizer.Options{})
+	tokSpec, err := resolveTokenizerSpec(f.tokenizer)
+	if err != nil {
+		return err
+	}
+	tok, err := tokenizer.New(ctx, tokSpec, tokenizer.Options{})
 	if err != nil {
 		return fmt.Errorf("--tokenizer: %w", err)
 	}

@@ -91,6 +91,10 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 	if tokSpec == "" && textDataset {
 		tokSpec = "cl100k_base"
 	}
+	tokSpec, err = resolveTokenizerSpec(tokSpec)
+	if err != nil {
+		return err
+	}
 	tok, err := tokenizer.New(ctx, tokSpec, tokenizer.Options{})
 	if err != nil {
 		return fmt.Errorf("--tokenizer: %w", err)
