@@ -222,3 +222,48 @@ func TestSummaryJSON(t *testing.T) {
 	}
 	golden(t, "summary.golden.json", js)
 }
+
+// vLLM writes rates as Python floats ("4.0", "1.0") and keeps per-request
+// lists out of the file unless --save-detailed; both must match its bytes.
+func TestJSONRateAndListsAsVLLMWritesThem(t *testing.T) {
+	raw, err := os.ReadFile("testdata/vllm-4.0qps-tiny-20261122-062813.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `"num_prompts": 50, "request_rate": 4.0, "burstiness": 1.0, "max_concurrency": null`
+	if !bytes.Contains(raw, []byte(want)) {
+		t.Fatalf("the vLLM capture no longer contains %s", want)
+	}
+	tests := []struct {
+		name      string
+		rate      float64
+		burst     float64
+		detailed  bool
+		wantBytes string
+		wantLists bool
+	}{
+		{"vllm capture", 4, 1, false, want, false},
+		{"fractional", 0.25, 0.5, false, `"request_rate": 0.25, "burstiness": 0.5,`, false},
+		{"infinite", math.Inf(1), 1, false, `"request_rate": "inf", "burstiness": 1.0,`, false},
+		{"detailed", 4, 1, true, want, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := vllmCaptured()
+			r.Info.RequestRate, r.Info.Burstiness = tt.rate, tt.burst
+			r.Records = []metrics.Record{{Index: 0, Start: time.Second, Latency: time.Second, Success: true, OutputLen: 1}}
+			js, err := JSON(r, tt.detailed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Contains(js, []byte(tt.wantBytes)) {
+				t.Errorf("JSON lacks %s:\n%s", tt.wantBytes, js)
+			}
+			for _, key := range []string{"input_lens", "output_lens", "ttfts", "itls", "latencies", "start_times", "queue_times", "generated_texts", "errors"} {
+				if got := bytes.Contains(js, []byte(`"`+key+`"`)); got != tt.wantLists {
+					t.Errorf("detailed=%v: list %q present=%v", tt.detailed, key, got)
+				}
+			}
+		})
+	}
+}
