@@ -172,6 +172,9 @@ func WriteText(w io.Writer, r *Result) error {
 		lagP50, _ := s.SendLag.At(50)
 		b.WriteString(row("Send lag P50/P99/max (ms):", fmt.Sprintf("%.3f / %.3f / %.3f", lagP50, lagP99, s.SendLag.Max)))
 	}
+	if s.Retries > 0 {
+		b.WriteString(row("Resent after a closed reused connection:", fmt.Sprintf("%d (%d requests on reused connections)", s.Retries, s.ConnReused)))
+	}
 	if in.Interrupted {
 		b.WriteString("Run interrupted: the numbers above cover the requests measured before the stop.\n")
 	}
@@ -314,6 +317,10 @@ func JSON(r *Result, detailed bool) ([]byte, error) {
 	}
 	if len(s.Errors) > 0 {
 		o.add("error_counts", s.Errors)
+	}
+	if s.ConnReused > 0 || s.Retries > 0 {
+		o.add("connections_reused", s.ConnReused)
+		o.add("retries", s.Retries)
 	}
 	o.add("interrupted", in.Interrupted)
 	for _, sec := range r.Extra {

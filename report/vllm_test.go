@@ -267,3 +267,35 @@ func TestJSONRateAndListsAsVLLMWritesThem(t *testing.T) {
 		})
 	}
 }
+
+// Resends after closed reused connections show only when they happened, so
+// vLLM's block stays byte-identical otherwise.
+func TestRetriesReportedOnlyWhenNonzero(t *testing.T) {
+	for _, tc := range []struct {
+		retries, reused int
+		wantLine        string
+	}{
+		{0, 0, ""},
+		{0, 40, ""},
+		{7, 40, "Resent after a closed reused connection: 7 (40 requests on reused connections)\n"},
+	} {
+		r := vllmCaptured()
+		r.Summary.Retries, r.Summary.ConnReused = tc.retries, tc.reused
+		var text bytes.Buffer
+		if err := WriteText(&text, r); err != nil {
+			t.Fatal(err)
+		}
+		hasLine := strings.Contains(text.String(), "Resent after")
+		if hasLine != (tc.wantLine != "") || (hasLine && !strings.Contains(text.String(), tc.wantLine)) {
+			t.Errorf("retries %d: text block\n%s\nwant line %q", tc.retries, text.String(), tc.wantLine)
+		}
+		js, err := JSON(r, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantKeys := tc.retries > 0 || tc.reused > 0
+		if got := bytes.Contains(js, []byte(`"retries": `)) && bytes.Contains(js, []byte(`"connections_reused": `)); got != wantKeys {
+			t.Errorf("retries %d reused %d: JSON keys present=%v, want %v", tc.retries, tc.reused, got, wantKeys)
+		}
+	}
+}

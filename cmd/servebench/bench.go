@@ -41,6 +41,9 @@ type benchFlags struct {
 	numWarmups       int
 	readyCheckSec    float64
 	requestTimeout   time.Duration
+	firstByteTimeout time.Duration
+	chunkTimeout     time.Duration
+	connectionReuse  bool
 	requestIDPrefix  string
 	disableStream    bool
 	continuousUsage  bool
@@ -91,7 +94,10 @@ starts the built-in emulated vLLM server on a free loopback port and benchmarks 
 
 	fs.IntVar(&f.numWarmups, "num-warmups", 0, "warmup requests before the measured run (results discarded)")
 	fs.Float64Var(&f.readyCheckSec, "ready-check-timeout-sec", 0, "retry the first request up to this many seconds until the server answers")
-	fs.DurationVar(&f.requestTimeout, "request-timeout", 0, "per-request time limit including a stalled stream, e.g. 60s (0: none)")
+	fs.DurationVar(&f.requestTimeout, "request-timeout", 6*time.Hour, "per-request total time limit, as vLLM's client's 6 h (0: none)")
+	fs.DurationVar(&f.firstByteTimeout, "first-byte-timeout", 30*time.Minute, "time limit from sending a request to the first byte of its response body (0: none)")
+	fs.DurationVar(&f.chunkTimeout, "chunk-timeout", 5*time.Minute, "time limit between two reads of a streaming response (0: none)")
+	fs.BoolVar(&f.connectionReuse, "connection-reuse", true, "keep connections alive between requests; false opens one per request, like vLLM's and SGLang's clients")
 	fs.StringVar(&f.requestIDPrefix, "request-id-prefix", "", "x-request-id prefix (default bench-<random>-)")
 	fs.BoolVar(&f.disableStream, "disable-stream", false, "send non-streaming requests (TTFT then equals E2EL)")
 	fs.BoolVar(&f.continuousUsage, "continuous-usage-stats", false, "ask for usage on every chunk so multi-token chunks split ITL exactly")
@@ -193,7 +199,8 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 	clientCfg := client.Config{
 		BaseURL: baseURL, Endpoint: endpoint, Header: header, NoStream: f.disableStream,
 		IgnoreEOS: ignoreEOS, ExtraBody: extra, Timeout: f.requestTimeout, ContinuousUsage: f.continuousUsage,
-		InsecureSkipVerify: f.insecure,
+		InsecureSkipVerify: f.insecure, FirstByteTimeout: f.firstByteTimeout, ChunkTimeout: f.chunkTimeout,
+		DisableConnectionReuse: !f.connectionReuse,
 	}
 	modelID := f.model
 	if modelID == "" {
