@@ -267,8 +267,30 @@ func oneLine(b []byte) string {
 	return sb.String()
 }
 
+// Model is one entry of /v1/models.
+type Model struct {
+	ID string
+	// VocabSize is llama.cpp's meta.n_vocab; 0 when the server does not
+	// say (vLLM and SGLang do not).
+	VocabSize int
+}
+
 // Models lists the model ids at /v1/models, for a default --model.
 func (c *Client) Models(ctx context.Context) ([]string, error) {
+	models, err := c.ModelList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(models))
+	for i, m := range models {
+		ids[i] = m.ID
+	}
+	return ids, nil
+}
+
+// ModelList returns the entries of /v1/models with what they say about
+// their vocabulary.
+func (c *Client) ModelList(ctx context.Context) ([]Model, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.modelsURL, nil)
 	if err != nil {
 		return nil, fmt.Errorf("list models: %w", err)
@@ -288,22 +310,48 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 	}
 	var list struct {
 		Data []struct {
-			ID string `json:"id"`
+			ID   string `json:"id"`
+			Meta struct {
+				NVocab int `json:"n_vocab"`
+			} `json:"meta"`
 		} `json:"data"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&list); err != nil {
 		return nil, fmt.Errorf("list models at %s: response is not a model list (%w): pass --model explicitly", c.modelsURL, err)
 	}
-	ids := make([]string, 0, len(list.Data))
+	models := make([]Model, 0, len(list.Data))
 	for _, m := range list.Data {
 		if m.ID != "" {
-			ids = append(ids, m.ID)
+			models = append(models, Model{ID: m.ID, VocabSize: max(m.Meta.NVocab, 0)})
 		}
 	}
-	if len(ids) == 0 {
+	if len(models) == 0 {
 		return nil, fmt.Errorf("list models at %s: the server lists no models: pass --model explicitly", c.modelsURL)
 	}
-	return ids, nil
+	return models, nil
+}
+
+// VocabSize is the vocabulary size the server reports for model, or 0 when
+// it reports none. A server that lists one model (llama.cpp names it after
+// its file, whatever --model says) answers for it.
+//
+// vLLM is not probed through /detokenize: its Hugging Face tokenizers skip
+// unknown IDs instead of failing, so an ID past the vocabulary decodes like
+// a special token (to ""), and a search for the boundary would be wrong.
+func (c *Client) VocabSize(ctx context.Context, model string) (int, error) {
+	models, err := c.ModelList(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, m := range models {
+		if m.ID == model {
+			return m.VocabSize, nil
+		}
+	}
+	if len(models) == 1 {
+		return models[0].VocabSize, nil
+	}
+	return 0, nil
 }
 
 // newRequest builds the POST without re-parsing the URL per request.

@@ -186,3 +186,33 @@ func TestConnectionReuseOff(t *testing.T) {
 		}
 	}
 }
+
+func TestVocabSizeFromModels(t *testing.T) {
+	tests := []struct {
+		name, body, model string
+		want              int
+	}{
+		{"llama.cpp single model, other name", `{"object":"list","data":[{"id":"/models/tiny.gguf","object":"model","owned_by":"llamacpp","meta":{"vocab_type":2,"n_vocab":4259,"n_ctx_train":2048}}]}`, "tiny", 4259},
+		{"vLLM says nothing", `{"object":"list","data":[{"id":"Qwen/Qwen2-7B","object":"model","max_model_len":32768}]}`, "Qwen/Qwen2-7B", 0},
+		{"several models: the matching one", `{"data":[{"id":"a","meta":{"n_vocab":100}},{"id":"b","meta":{"n_vocab":200}}]}`, "b", 200},
+		{"several models, none matches", `{"data":[{"id":"a","meta":{"n_vocab":100}},{"id":"b","meta":{"n_vocab":200}}]}`, "c", 0},
+		{"negative is unknown", `{"data":[{"id":"a","meta":{"n_vocab":-5}}]}`, "a", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != "/v1/models" {
+					http.NotFound(w, r)
+					return
+				}
+				_, _ = io.WriteString(w, tc.body)
+			}))
+			defer srv.Close()
+			c := newTestClient(t, Config{BaseURL: srv.URL})
+			got, err := c.VocabSize(context.Background(), tc.model)
+			if err != nil || got != tc.want {
+				t.Errorf("VocabSize = %d, %v; want %d", got, err, tc.want)
+			}
+		})
+	}
+}

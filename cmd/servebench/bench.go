@@ -226,6 +226,8 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 	}
 	defer cl.CloseIdleConnections()
 
+	vocab := serverVocab(ctx, cl, sendModel, spec.VocabSize, changed("vocab-size"))
+	f.workload.spec.VocabSize = vocab.size // the server tokenizer's fallback
 	tok, tokName, err := resolveBenchTokenizer(ctx, f, defaultTokenizer, baseURL, sendModel, header, httpClient, errw)
 	if err != nil {
 		return err
@@ -241,9 +243,8 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 		tokName = tok.Name()
 		fmt.Fprintln(errw, "Chat endpoint with token-ID prompts and no tokenizer: building prompts with the built-in cl100k_base encoding; input lengths are exact for it, approximate for the server's (pass --tokenizer to choose).")
 	}
-	if tok != nil && tok.VocabSize() > 0 && !changed("vocab-size") {
-		spec.VocabSize = tok.VocabSize()
-	}
+	vocab = vocab.final(tok)
+	spec.VocabSize = vocab.size
 
 	reqs, err := workload.Build(ctx, spec, tok)
 	if err != nil {
@@ -273,6 +274,9 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 
 	if err := report.WritePreamble(out, &info); err != nil {
 		return err
+	}
+	if idPrompts {
+		fmt.Fprint(out, vocab.preambleLine())
 	}
 
 	var scraper *bench.Scraper
@@ -370,8 +374,7 @@ func resolveBenchTokenizer(ctx context.Context, f *benchFlags, defaultSpec, base
 	if f.skipTokenizerInit {
 		return nil, "", nil
 	}
-	// Servers do not report their vocabulary size; random prompt IDs are
-	// drawn below --vocab-size, which every common model's vocabulary covers.
+	// VocabSize is the server's (llama.cpp reports it) or --vocab-size.
 	opts := tokenizer.Options{BaseURL: baseURL, Model: model, HTTPClient: hc, Header: header, VocabSize: f.workload.spec.VocabSize}
 	spec := f.tokenizer
 	if spec == "" {
