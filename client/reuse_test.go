@@ -29,6 +29,19 @@ func writeRawStream(w *bufio.Writer, events ...string) error {
 	return w.Flush()
 }
 
+// takeOver counts the request, reads its body and takes the connection
+// from the server, so the test writes the response bytes itself.
+func takeOver(t *testing.T, w http.ResponseWriter, r *http.Request, served *atomic.Int64) (net.Conn, *bufio.ReadWriter) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	served.Add(1)
+	conn, rw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		t.Errorf("hijack: %v", err)
+		return nil, nil
+	}
+	return conn, rw
+}
+
 // closingServer answers every request with a full stream and then closes
 // the connection without having announced it. With waitForNext it first
 // waits until the client has written its next request on the connection,
@@ -37,11 +50,8 @@ func writeRawStream(w *bufio.Writer, events ...string) error {
 func closingServer(t *testing.T, waitForNext bool, served *atomic.Int64) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		served.Add(1)
-		conn, rw, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			t.Errorf("hijack: %v", err)
+		conn, rw := takeOver(t, w, r, served)
+		if conn == nil {
 			return
 		}
 		defer conn.Close()
@@ -108,11 +118,8 @@ func TestResendOnReusedConnectionClosedBeforeResponse(t *testing.T) {
 func TestNoResendAfterResponseBytes(t *testing.T) {
 	var served atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		served.Add(1)
-		conn, rw, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			t.Errorf("hijack: %v", err)
+		conn, rw := takeOver(t, w, r, &served)
+		if conn == nil {
 			return
 		}
 		defer conn.Close()
