@@ -21,6 +21,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
 	"sync"
@@ -54,6 +55,16 @@ type Config struct {
 	ExtraBody map[string]any
 	// Timeout limits a whole request including a stalled stream; 0 = none.
 	Timeout time.Duration
+	// FirstByteTimeout limits the wait from sending a request to the first
+	// byte of its response body; 0 = none.
+	FirstByteTimeout time.Duration
+	// ChunkTimeout limits the silence between two reads of a response body
+	// once it has started; 0 = none.
+	ChunkTimeout time.Duration
+	// DisableConnectionReuse opens a new connection for every request, as
+	// vLLM's and SGLang's aiohttp clients do, so TTFT includes the connect
+	// for every request alike; ignored when Transport is set.
+	DisableConnectionReuse bool
 	// ContinuousUsage also asks for stream_options.continuous_usage_stats,
 	// whose per-chunk usage gives the tokens in each chunk.
 	ContinuousUsage bool
@@ -72,6 +83,8 @@ type Client struct {
 	header    http.Header
 	noStream  bool
 	timeout   time.Duration
+	firstByte time.Duration
+	chunkGap  time.Duration
 	http      *http.Client
 	streams   sync.Pool // *streamState, so buffers outlive one request
 }
@@ -114,8 +127,13 @@ func New(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("--endpoint %q does not form a valid URL with --base-url (%w): use e.g. /v1/completions", cfg.Endpoint, err)
 	}
 	full.User = base.User
-	if cfg.Timeout < 0 {
-		return nil, fmt.Errorf("--timeout %v is negative: use 0 for no limit or a positive duration such as 10m", cfg.Timeout)
+	for _, limit := range []struct {
+		name string
+		d    time.Duration
+	}{{"request timeout", cfg.Timeout}, {"first-byte timeout", cfg.FirstByteTimeout}, {"chunk timeout", cfg.ChunkTimeout}} {
+		if limit.d < 0 {
+			return nil, fmt.Errorf("%s %v is negative: use 0 for no limit or a positive duration such as 10m", limit.name, limit.d)
+		}
 	}
 	header := make(http.Header, len(cfg.Header)+3)
 	header["Content-Type"] = []string{"application/json"}
@@ -137,7 +155,9 @@ func New(cfg Config) (*Client, error) {
 	}
 	transport := cfg.Transport
 	if transport == nil {
-		transport = newTransport(cfg.InsecureSkipVerify)
+		t := newTransport(cfg.InsecureSkipVerify)
+		t.DisableKeepAlives = cfg.DisableConnectionReuse
+		transport = t
 	}
 	modelsPath := prefix + "/v1/models"
 	if i := strings.LastIndex(endpoint, "/v1/"); i >= 0 {
@@ -150,6 +170,8 @@ func New(cfg Config) (*Client, error) {
 		header:    header,
 		noStream:  cfg.NoStream,
 		timeout:   cfg.Timeout,
+		firstByte: cfg.FirstByteTimeout,
+		chunkGap:  cfg.ChunkTimeout,
 		http:      &http.Client{Transport: transport},
 	}
 	c.streams.New = func() any { return newStreamState() }
@@ -245,8 +267,30 @@ func oneLine(b []byte) string {
 	return sb.String()
 }
 
+// Model is one entry of /v1/models.
+type Model struct {
+	ID string
+	// VocabSize is llama.cpp's meta.n_vocab; 0 when the server does not
+	// say (vLLM and SGLang do not).
+	VocabSize int
+}
+
 // Models lists the model ids at /v1/models, for a default --model.
 func (c *Client) Models(ctx context.Context) ([]string, error) {
+	models, err := c.ModelList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(models))
+	for i, m := range models {
+		ids[i] = m.ID
+	}
+	return ids, nil
+}
+
+// ModelList returns the entries of /v1/models with what they say about
+// their vocabulary.
+func (c *Client) ModelList(ctx context.Context) ([]Model, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.modelsURL, nil)
 	if err != nil {
 		return nil, fmt.Errorf("list models: %w", err)
@@ -266,22 +310,48 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 	}
 	var list struct {
 		Data []struct {
-			ID string `json:"id"`
+			ID   string `json:"id"`
+			Meta struct {
+				NVocab int `json:"n_vocab"`
+			} `json:"meta"`
 		} `json:"data"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&list); err != nil {
 		return nil, fmt.Errorf("list models at %s: response is not a model list (%w): pass --model explicitly", c.modelsURL, err)
 	}
-	ids := make([]string, 0, len(list.Data))
+	models := make([]Model, 0, len(list.Data))
 	for _, m := range list.Data {
 		if m.ID != "" {
-			ids = append(ids, m.ID)
+			models = append(models, Model{ID: m.ID, VocabSize: max(m.Meta.NVocab, 0)})
 		}
 	}
-	if len(ids) == 0 {
+	if len(models) == 0 {
 		return nil, fmt.Errorf("list models at %s: the server lists no models: pass --model explicitly", c.modelsURL)
 	}
-	return ids, nil
+	return models, nil
+}
+
+// VocabSize is the vocabulary size the server reports for model, or 0 when
+// it reports none. A server that lists one model (llama.cpp names it after
+// its file, whatever --model says) answers for it.
+//
+// vLLM is not probed through /detokenize: its Hugging Face tokenizers skip
+// unknown IDs instead of failing, so an ID past the vocabulary decodes like
+// a special token (to ""), and a search for the boundary would be wrong.
+func (c *Client) VocabSize(ctx context.Context, model string) (int, error) {
+	models, err := c.ModelList(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, m := range models {
+		if m.ID == model {
+			return m.VocabSize, nil
+		}
+	}
+	if len(models) == 1 {
+		return models[0].VocabSize, nil
+	}
+	return 0, nil
 }
 
 // newRequest builds the POST without re-parsing the URL per request.
@@ -293,6 +363,13 @@ func (c *Client) newRequest(ctx context.Context, body []byte, requestID string) 
 	if requestID != "" {
 		h["X-Request-Id"] = []string{requestID}
 	}
+	// A POST is not idempotent, so net/http would not resend one that failed
+	// on a reused connection that the server had closed (llama.cpp closes
+	// after every stream without saying so). Resending is safe exactly in
+	// the cases the transport retries: nothing of the response arrived. A
+	// zero-length key marks the request replayable without sending the
+	// header; GetBody rewinds the body.
+	h["Idempotency-Key"] = nil
 	r := &http.Request{
 		Method:        http.MethodPost,
 		URL:           c.endpoint,
@@ -323,6 +400,7 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, requestID string
 	rec.Start, rec.TTFT, rec.Latency, rec.ITL, rec.FirstChunkTokens = time.Since(base), 0, 0, nil, 0
 	rec.OutputLen, rec.CachedTokens, rec.OutputLenSource = 0, 0, ""
 	rec.Success, rec.Error, rec.Status, rec.GeneratedText = false, "", 0, ""
+	rec.Retries, rec.ConnReused = 0, false
 	if req == nil {
 		rec.Error = "no request given"
 		return
@@ -334,16 +412,21 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, requestID string
 		rec.Error = err.Error()
 		return
 	}
-	reqCtx := ctx
+	reqCtx, cancelStalled := context.WithCancelCause(ctx)
+	defer cancelStalled(nil)
 	if c.timeout > 0 {
 		var cancel context.CancelFunc
-		reqCtx, cancel = context.WithTimeout(ctx, c.timeout)
+		reqCtx, cancel = context.WithTimeoutCause(reqCtx, c.timeout, &TimeoutError{Limit: LimitRequest, After: c.timeout})
 		defer cancel()
 	}
-	httpReq := c.newRequest(reqCtx, body, requestID)
+	conns := newConnTrace()
+	httpReq := c.newRequest(httptrace.WithClientTrace(reqCtx, &conns.trace), body, requestID)
 
 	rec.Start = time.Since(base)
+	watch := newStallWatch(base, rec.Start, c.firstByte, c.chunkGap, cancelStalled)
+	defer watch.stop()
 	resp, err := c.http.Do(httpReq)
+	rec.Retries, rec.ConnReused = conns.retries(), conns.reused.Load()
 	if err != nil {
 		rec.Latency = time.Since(base) - rec.Start
 		rec.Error = c.describe(ctx, reqCtx, err, "while waiting for the response")
@@ -359,6 +442,7 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, requestID string
 	st := c.streams.Get().(*streamState)
 	defer c.putStream(st)
 	st.begin(resp.Body, base, rec)
+	st.framer.watch = watch
 	ct := resp.Header.Get("Content-Type")
 	asJSON := false
 	switch {
@@ -391,8 +475,8 @@ func (c *Client) describe(ctx, reqCtx context.Context, err error, where string) 
 	if ctx.Err() != nil {
 		return "canceled"
 	}
-	if c.timeout > 0 && errors.Is(reqCtx.Err(), context.DeadlineExceeded) {
-		return fmt.Sprintf("timeout after %v %s", c.timeout, where)
+	if te, ok := timeoutCause(reqCtx); ok {
+		return te.Error()
 	}
 	var dnsErr *net.DNSError
 	switch {

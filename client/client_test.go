@@ -82,7 +82,9 @@ func TestNewValidation(t *testing.T) {
 		{Config{BaseURL: "http://127.0.0.1:8000?x=1"}, "query or fragment"},
 		{Config{BaseURL: "http://[::1"}, "is not a valid URL"},
 		{Config{BaseURL: "http://127.0.0.1:8000", Endpoint: "v1/completions"}, "must be a path starting with '/'"},
-		{Config{BaseURL: "http://127.0.0.1:8000", Timeout: -time.Second}, "--timeout -1s is negative"},
+		{Config{BaseURL: "http://127.0.0.1:8000", Timeout: -time.Second}, "request timeout -1s is negative"},
+		{Config{BaseURL: "http://127.0.0.1:8000", FirstByteTimeout: -time.Second}, "first-byte timeout -1s is negative"},
+		{Config{BaseURL: "http://127.0.0.1:8000", ChunkTimeout: -time.Second}, "chunk timeout -1s is negative"},
 		{Config{BaseURL: "http://127.0.0.1:8000", Header: http.Header{"Bad Name": {"x"}}}, "--header name"},
 		{Config{BaseURL: "http://127.0.0.1:8000", ExtraBody: map[string]any{"prompt": 1}}, "--extra-body key"},
 	}
@@ -473,7 +475,7 @@ func TestStallAndCancel(t *testing.T) {
 		var rec metrics.Record
 		c.Do(context.Background(), &workload.Request{Prompt: "x", OutputLen: 4}, "", time.Now(), &rec)
 		<-firstSent
-		if want := "timeout after 300ms while streaming (after 1 chunk)"; rec.Success || rec.Error != want {
+		if want := "request timeout: not finished within 300ms"; rec.Success || rec.Error != want {
 			t.Errorf("success %v error %q, want %q", rec.Success, rec.Error, want)
 		}
 		if rec.Status != 200 || rec.TTFT <= 0 || rec.Latency < 300*time.Millisecond {

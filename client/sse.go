@@ -52,6 +52,8 @@ type sseFramer struct {
 	eof     bool
 	readErr error
 	readAt  time.Duration
+	// watch, when set, learns of every read that returned bytes.
+	watch *stallWatch
 	// An event's only data line so far stays in buf at [lineStart,lineEnd)
 	// while inBuf; a second line or a refill moves it to data.
 	inBuf              bool
@@ -72,6 +74,7 @@ func (f *sseFramer) reset(src io.Reader, base time.Time) {
 	f.eof = false
 	f.readErr = nil
 	f.readAt = 0
+	f.watch = nil
 	f.inBuf = false
 	f.data = f.data[:0]
 }
@@ -210,6 +213,7 @@ func (f *sseFramer) fill() error {
 		n, err := f.src.Read(f.buf[f.w:])
 		if n > 0 {
 			f.readAt = time.Since(f.base)
+			f.watch.markRead(f.readAt)
 			f.w += n
 		}
 		if err != nil {

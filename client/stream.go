@@ -60,7 +60,7 @@ func (s *streamState) begin(body io.Reader, base time.Time, rec *metrics.Record)
 // rare huge response grew, so the pool keeps only small buffers.
 func (s *streamState) release() {
 	s.rec = nil
-	s.framer.src = nil
+	s.framer.src, s.framer.watch = nil, nil
 	s.fields = chunkFields{}
 	if cap(s.framer.buf) > 64<<10 {
 		s.framer.buf = make([]byte, initialSSEBuffer)

@@ -205,3 +205,20 @@ func BenchmarkAccumulatorAdd(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/201, "ns/token")
 }
+
+func TestSummaryCountsRetriesAndReuseOverEveryRequest(t *testing.T) {
+	a := NewAccumulator(Options{})
+	recs := []Record{
+		{Success: true, OutputLen: 1, Latency: time.Millisecond, Retries: 1, ConnReused: false},
+		{Success: true, OutputLen: 1, Latency: time.Millisecond, ConnReused: true},
+		{Success: false, Error: "x", Retries: 2, ConnReused: true},
+		{Warmup: true, Retries: 5, ConnReused: true},
+	}
+	for i := range recs {
+		a.Add(&recs[i])
+	}
+	s := a.Summary(time.Second)
+	if s.Retries != 3 || s.ConnReused != 2 {
+		t.Errorf("retries %d reused %d, want 3 and 2 (failures count, warmups do not)", s.Retries, s.ConnReused)
+	}
+}

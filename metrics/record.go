@@ -54,6 +54,13 @@ type Record struct {
 	Error   string `json:"error,omitempty"`
 	// Status is the HTTP status code; 0 when no response arrived.
 	Status int `json:"status,omitempty"`
+	// Retries counts resends after a reused connection failed before any
+	// response byte arrived (the server had closed it); Start is still the
+	// first attempt's, so the lost time counts against the request.
+	Retries int `json:"retries,omitempty"`
+	// ConnReused is true when the response came on a connection taken from
+	// the client's idle pool (kept alive from an earlier request).
+	ConnReused bool `json:"conn_reused,omitempty"`
 
 	GeneratedText string `json:"generated_text,omitempty"`
 }

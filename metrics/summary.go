@@ -64,6 +64,11 @@ type Summary struct {
 	OutputLenSources map[string]int
 	// Errors counts failed requests by reason.
 	Errors map[string]int
+	// ConnReused counts requests answered on a kept-alive connection, and
+	// Retries the resends after a reused connection failed before any
+	// response byte (bench only; both over every request sent).
+	ConnReused int
+	Retries    int
 }
 
 // Accumulator builds a Summary from records streamed one at a time, so a
@@ -77,6 +82,7 @@ type Accumulator struct {
 	intervals                                          [][2]int64
 
 	completed, failed, good int
+	connReused, retries     int
 	totalIn, totalOut       int64
 	minStart                int64
 	sources, errors         map[string]int
@@ -102,6 +108,10 @@ func (a *Accumulator) Add(r *Record) {
 		return
 	}
 	a.lag = append(a.lag, ms(r.SendLag()))
+	a.retries += r.Retries
+	if r.ConnReused {
+		a.connReused++
+	}
 	if !r.Success {
 		a.failed++
 		reason := r.Error
@@ -187,6 +197,8 @@ func (a *Accumulator) Summary(duration time.Duration) Summary {
 		OutputLenSources: a.sources,
 		Errors:           a.errors,
 		GoodRequests:     a.good,
+		ConnReused:       a.connReused,
+		Retries:          a.retries,
 	}
 	if secs := duration.Seconds(); secs > 0 {
 		s.RequestThroughput = float64(a.completed) / secs

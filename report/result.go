@@ -172,6 +172,9 @@ func WriteText(w io.Writer, r *Result) error {
 		lagP50, _ := s.SendLag.At(50)
 		b.WriteString(row("Send lag P50/P99/max (ms):", fmt.Sprintf("%.3f / %.3f / %.3f", lagP50, lagP99, s.SendLag.Max)))
 	}
+	if s.Retries > 0 {
+		b.WriteString(row("Resent after a closed reused connection:", fmt.Sprintf("%d (%d requests on reused connections)", s.Retries, s.ConnReused)))
+	}
 	if in.Interrupted {
 		b.WriteString("Run interrupted: the numbers above cover the requests measured before the stop.\n")
 	}
@@ -250,16 +253,8 @@ func JSON(r *Result, detailed bool) ([]byte, error) {
 	for _, kv := range in.Metadata {
 		o.add(kv[0], kv[1])
 	}
-	if math.IsInf(in.RequestRate, 1) {
-		o.add("request_rate", "inf")
-	} else {
-		o.add("request_rate", in.RequestRate)
-	}
-	if math.IsInf(in.Burstiness, 1) {
-		o.add("burstiness", "inf")
-	} else {
-		o.add("burstiness", in.Burstiness)
-	}
+	o.add("request_rate", pythonFloatJSON(in.RequestRate))
+	o.add("burstiness", pythonFloatJSON(in.Burstiness))
 	if in.MaxConcurrency > 0 {
 		o.add("max_concurrency", in.MaxConcurrency)
 	} else {
@@ -290,17 +285,9 @@ func JSON(r *Result, detailed bool) ([]byte, error) {
 		o.add("output_lens", mapRecords(recs, func(r *metrics.Record) any { return outputLen(r) }))
 		o.add("ttfts", mapRecords(recs, func(r *metrics.Record) any { return r.TTFT.Seconds() }))
 		o.add("itls", mapRecords(recs, func(r *metrics.Record) any { return seconds(r.ITL) }))
-	}
-	if len(recs) > 0 {
 		o.add("latencies", mapRecords(recs, func(r *metrics.Record) any { return r.Latency.Seconds() }))
-	}
-	if detailed {
 		o.add("start_times", mapRecords(recs, func(r *metrics.Record) any { return r.Start.Seconds() }))
-	}
-	if len(recs) > 0 {
 		o.add("queue_times", mapRecords(recs, func(r *metrics.Record) any { return r.QueueTime().Seconds() }))
-	}
-	if detailed {
 		o.add("generated_texts", mapRecords(recs, func(r *metrics.Record) any { return r.GeneratedText }))
 		o.add("errors", mapRecords(recs, func(r *metrics.Record) any { return r.Error }))
 	}
@@ -330,6 +317,10 @@ func JSON(r *Result, detailed bool) ([]byte, error) {
 	}
 	if len(s.Errors) > 0 {
 		o.add("error_counts", s.Errors)
+	}
+	if s.ConnReused > 0 || s.Retries > 0 {
+		o.add("connections_reused", s.ConnReused)
+		o.add("retries", s.Retries)
 	}
 	o.add("interrupted", in.Interrupted)
 	for _, sec := range r.Extra {
@@ -406,6 +397,18 @@ func pythonFloat(v float64) string {
 		s += ".0"
 	}
 	return s
+}
+
+// pythonFloatJSON is v as Python's json.dump writes a float: 4.0 rather
+// than Go's 4, and the string "inf" that vLLM stores for an infinite rate.
+func pythonFloatJSON(v float64) any {
+	if math.IsInf(v, 1) {
+		return "inf"
+	}
+	if math.IsNaN(v) || math.IsInf(v, -1) {
+		return v // json.Marshal reports these as the error they are
+	}
+	return json.RawMessage(pythonFloat(v))
 }
 
 // RecordsFilename is where per-request records stream beside a result file.

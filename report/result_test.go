@@ -222,3 +222,80 @@ func TestSummaryJSON(t *testing.T) {
 	}
 	golden(t, "summary.golden.json", js)
 }
+
+// vLLM writes rates as Python floats ("4.0", "1.0") and keeps per-request
+// lists out of the file unless --save-detailed; both must match its bytes.
+func TestJSONRateAndListsAsVLLMWritesThem(t *testing.T) {
+	raw, err := os.ReadFile("testdata/vllm-4.0qps-tiny-20261122-062813.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `"num_prompts": 50, "request_rate": 4.0, "burstiness": 1.0, "max_concurrency": null`
+	if !bytes.Contains(raw, []byte(want)) {
+		t.Fatalf("the vLLM capture no longer contains %s", want)
+	}
+	tests := []struct {
+		name      string
+		rate      float64
+		burst     float64
+		detailed  bool
+		wantBytes string
+		wantLists bool
+	}{
+		{"vllm capture", 4, 1, false, want, false},
+		{"fractional", 0.25, 0.5, false, `"request_rate": 0.25, "burstiness": 0.5,`, false},
+		{"infinite", math.Inf(1), 1, false, `"request_rate": "inf", "burstiness": 1.0,`, false},
+		{"detailed", 4, 1, true, want, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := vllmCaptured()
+			r.Info.RequestRate, r.Info.Burstiness = tt.rate, tt.burst
+			r.Records = []metrics.Record{{Index: 0, Start: time.Second, Latency: time.Second, Success: true, OutputLen: 1}}
+			js, err := JSON(r, tt.detailed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Contains(js, []byte(tt.wantBytes)) {
+				t.Errorf("JSON lacks %s:\n%s", tt.wantBytes, js)
+			}
+			for _, key := range []string{"input_lens", "output_lens", "ttfts", "itls", "latencies", "start_times", "queue_times", "generated_texts", "errors"} {
+				if got := bytes.Contains(js, []byte(`"`+key+`"`)); got != tt.wantLists {
+					t.Errorf("detailed=%v: list %q present=%v", tt.detailed, key, got)
+				}
+			}
+		})
+	}
+}
+
+// Resends after closed reused connections show only when they happened, so
+// vLLM's block stays byte-identical otherwise.
+func TestRetriesReportedOnlyWhenNonzero(t *testing.T) {
+	for _, tc := range []struct {
+		retries, reused int
+		wantLine        string
+	}{
+		{0, 0, ""},
+		{0, 40, ""},
+		{7, 40, "Resent after a closed reused connection: 7 (40 requests on reused connections)\n"},
+	} {
+		r := vllmCaptured()
+		r.Summary.Retries, r.Summary.ConnReused = tc.retries, tc.reused
+		var text bytes.Buffer
+		if err := WriteText(&text, r); err != nil {
+			t.Fatal(err)
+		}
+		hasLine := strings.Contains(text.String(), "Resent after")
+		if hasLine != (tc.wantLine != "") || (hasLine && !strings.Contains(text.String(), tc.wantLine)) {
+			t.Errorf("retries %d: text block\n%s\nwant line %q", tc.retries, text.String(), tc.wantLine)
+		}
+		js, err := JSON(r, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantKeys := tc.retries > 0 || tc.reused > 0
+		if got := bytes.Contains(js, []byte(`"retries": `)) && bytes.Contains(js, []byte(`"connections_reused": `)); got != wantKeys {
+			t.Errorf("retries %d reused %d: JSON keys present=%v, want %v", tc.retries, tc.reused, got, wantKeys)
+		}
+	}
+}

@@ -42,6 +42,9 @@ type benchFlags struct {
 	numWarmups       int
 	readyCheckSec    float64
 	requestTimeout   time.Duration
+	firstByteTimeout time.Duration
+	chunkTimeout     time.Duration
+	connectionReuse  bool
 	requestIDPrefix  string
 	disableStream    bool
 	continuousUsage  bool
@@ -98,7 +101,10 @@ benchmarks that. Files are written only with --save-result, --records or --resul
 
 	fs.IntVar(&f.numWarmups, "num-warmups", 0, "warmup requests before the measured run (results discarded)")
 	fs.Float64Var(&f.readyCheckSec, "ready-check-timeout-sec", 0, "retry the first request up to this many seconds until the server answers")
-	fs.DurationVar(&f.requestTimeout, "request-timeout", 0, "per-request time limit including a stalled stream, e.g. 60s (0: none)")
+	fs.DurationVar(&f.requestTimeout, "request-timeout", 6*time.Hour, "per-request total time limit, as vLLM's client's 6 h (0: none)")
+	fs.DurationVar(&f.firstByteTimeout, "first-byte-timeout", 30*time.Minute, "time limit from sending a request to the first byte of its response body (0: none)")
+	fs.DurationVar(&f.chunkTimeout, "chunk-timeout", 5*time.Minute, "time limit between two reads of a streaming response (0: none)")
+	fs.BoolVar(&f.connectionReuse, "connection-reuse", true, "keep connections alive between requests; false opens one per request, like vLLM's and SGLang's clients")
 	fs.StringVar(&f.requestIDPrefix, "request-id-prefix", "", "x-request-id prefix (default bench-<random>-)")
 	fs.BoolVar(&f.disableStream, "disable-stream", false, "send non-streaming requests (TTFT then equals E2EL)")
 	fs.BoolVar(&f.continuousUsage, "continuous-usage-stats", false, "ask for usage on every chunk so multi-token chunks split ITL exactly")
@@ -214,7 +220,8 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 	clientCfg := client.Config{
 		BaseURL: baseURL, Endpoint: endpoint, Header: header, NoStream: f.disableStream,
 		IgnoreEOS: ignoreEOS, ExtraBody: extra, Timeout: f.requestTimeout, ContinuousUsage: f.continuousUsage,
-		InsecureSkipVerify: f.insecure,
+		InsecureSkipVerify: f.insecure, FirstByteTimeout: f.firstByteTimeout, ChunkTimeout: f.chunkTimeout,
+		DisableConnectionReuse: !f.connectionReuse,
 	}
 	modelID := f.model
 	if modelID == "" {
@@ -240,6 +247,8 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 	}
 	defer cl.CloseIdleConnections()
 
+	vocab := serverVocab(ctx, cl, sendModel, spec.VocabSize, changed("vocab-size"))
+	f.workload.spec.VocabSize = vocab.size // the server tokenizer's fallback
 	tok, tokName, err := resolveBenchTokenizer(ctx, f, defaultTokenizer, baseURL, sendModel, header, httpClient, errw)
 	if err != nil {
 		return err
@@ -255,9 +264,8 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 		tokName = tok.Name()
 		fmt.Fprintln(errw, "Chat endpoint with token-ID prompts and no tokenizer: building prompts with the built-in cl100k_base encoding; input lengths are exact for it, approximate for the server's (pass --tokenizer to choose).")
 	}
-	if tok != nil && tok.VocabSize() > 0 && !changed("vocab-size") {
-		spec.VocabSize = tok.VocabSize()
-	}
+	vocab = vocab.final(tok)
+	spec.VocabSize = vocab.size
 
 	reqs, err := workload.Build(ctx, spec, tok)
 	if err != nil {
@@ -305,6 +313,9 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 
 	if err := writePreamble(out, &info); err != nil {
 		return err
+	}
+	if idPrompts {
+		fmt.Fprint(out, vocab.preambleLine())
 	}
 	if f.scrapeInterval > 0 {
 		s := bench.NewScraper(baseURL+"/metrics", httpClient, f.scrapeInterval)
@@ -381,8 +392,7 @@ func resolveBenchTokenizer(ctx context.Context, f *benchFlags, defaultSpec, base
 	if f.skipTokenizerInit {
 		return nil, "", nil
 	}
-	// Servers do not report their vocabulary size; random prompt IDs are
-	// drawn below --vocab-size, which every common model's vocabulary covers.
+	// VocabSize is the server's (llama.cpp reports it) or --vocab-size.
 	opts := tokenizer.Options{BaseURL: baseURL, Model: model, HTTPClient: hc, Header: header, VocabSize: f.workload.spec.VocabSize}
 	spec := f.tokenizer
 	if spec == "" {

@@ -150,6 +150,10 @@ func TestAPIKeyIsSentButNeverWritten(t *testing.T) {
 	var mu sync.Mutex
 	var gotAuth []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/completions" { // the /v1/models vocabulary probe
+			http.NotFound(w, r)
+			return
+		}
 		mu.Lock()
 		gotAuth = append(gotAuth, r.Header.Get("Authorization"))
 		mu.Unlock()
