@@ -275,7 +275,7 @@ func (s *Server) routes() http.Handler {
 	if s.cfg.APIKey != "" {
 		h = requireAPIKey(s.cfg.APIKey, h)
 	}
-	return s.track(h)
+	return s.track(bodyDeadline(s.cfg.BodyReadTimeout, h))
 }
 
 // track counts in-flight handlers so Close can wait for them.
@@ -433,6 +433,10 @@ func (s *Server) version(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) resetPrefixCache(w http.ResponseWriter, r *http.Request) {
+	if _, e := readBody(w, r, s.cfg.MaxBodyBytes); e != nil {
+		writeAPIError(w, e, s.cfg.ErrorStyle)
+		return
+	}
 	ok, err := s.ResetPrefixCache(r.Context())
 	if err != nil {
 		writeAPIError(w, &apiError{Status: http.StatusServiceUnavailable, Type: "ServiceUnavailableError", Message: err.Error()}, s.cfg.ErrorStyle)
