@@ -315,6 +315,9 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 		} else {
 			fmt.Fprintf(errw, "Server metrics: %d scrapes, none while requests were in flight (the run was shorter than --server-metrics-interval %s).\n", s.Samples, f.scrapeInterval)
 		}
+		if s.EmulatorLag != nil && s.EmulatorLag.Warning() != "" {
+			fmt.Fprintln(errw, s.EmulatorLag.Warning())
+		}
 	}
 	if recordsFile != nil {
 		fmt.Fprintf(errw, "Per-request records: %s\n", recordsPath)
@@ -419,12 +422,16 @@ func serverMetricsJSON(res *bench.Result) map[string]any {
 }
 
 func writeServerSection(w io.Writer, s *bench.ServerSummary) error {
-	return report.WriteSection(w, "Server Metrics (scraped)", [][2]string{
+	rows := [][2]string{
 		{"Samples:", strconv.Itoa(s.Samples)},
 		{"Running requests mean / max:", fmt.Sprintf("%.2f / %.0f", s.MeanRunning, s.MaxRunning)},
 		{"Waiting requests mean / max:", fmt.Sprintf("%.2f / %.0f", s.MeanWaiting, s.MaxWaiting)},
 		{"KV cache usage mean / max (%):", fmt.Sprintf("%.1f / %.1f", 100*s.MeanKVCacheUsage, 100*s.MaxKVCacheUsage)},
 		{"Prefix cache hit rate (%):", fmt.Sprintf("%.1f", 100*s.PrefixCacheHitRate)},
 		{"Preemptions:", fmt.Sprintf("%.0f", s.Preemptions)},
-	})
+	}
+	if s.EmulatorLag != nil {
+		rows = append(rows, s.EmulatorLag.Rows()...)
+	}
+	return report.WriteSection(w, "Server Metrics (scraped)", rows)
 }
