@@ -50,18 +50,30 @@ func (l *pipeListener) dial() net.Conn {
 	}
 }
 
+// startLoop creates a Server inside a synctest bubble, lets prepare adjust
+// it, and runs its step loop on runtime timers (the fake clock); stop ends
+// the loop and waits for it.
+func startLoop(t *testing.T, cfg Config, prepare func(*Server)) (s *Server, stop func()) {
+	t.Helper()
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.coarseClock = true
+	if prepare != nil {
+		prepare(s)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.Run(ctx) }()
+	return s, func() { cancel(); <-done }
+}
+
 // serveInBubble runs s's step loop and an http.Server for it on a pipe
 // listener, and stops both when the test function returns.
 func serveInBubble(t *testing.T, cfg Config, test func(l *pipeListener)) {
 	synctest.Test(t, func(t *testing.T) {
-		s, err := New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.coarseClock = true
-		ctx, cancel := context.WithCancel(context.Background())
-		runDone := make(chan struct{})
-		go func() { defer close(runDone); _ = s.Run(ctx) }()
+		s, stopLoop := startLoop(t, cfg, nil)
 		l := newPipeListener()
 		hs := &http.Server{Handler: s.Handler()}
 		serveDone := make(chan struct{})
@@ -69,8 +81,7 @@ func serveInBubble(t *testing.T, cfg Config, test func(l *pipeListener)) {
 		test(l)
 		_ = hs.Close()
 		<-serveDone
-		cancel()
-		<-runDone
+		stopLoop()
 	})
 }
 

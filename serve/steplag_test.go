@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -37,23 +36,18 @@ func TestStepLoopLag(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t)
 			cfg.StatsInterval = time.Second
-			var logs syncBuffer
+			// Read only after the bubble has ended, when no goroutine writes.
+			var logs bytes.Buffer
 			cfg.Logger = slog.New(NewLogHandler(&logs, slog.LevelInfo))
 			var page string
 			var lag LagStats
 			var snap Snapshot
 			synctest.Test(t, func(t *testing.T) {
-				s, err := New(cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				s.coarseClock = true
-				if tc.stall > 0 {
-					s.slowHost = func() { time.Sleep(tc.stall) }
-				}
-				ctx, cancel := context.WithCancel(context.Background())
-				done := make(chan struct{})
-				go func() { defer close(done); _ = s.Run(ctx) }()
+				s, stop := startLoop(t, cfg, func(s *Server) {
+					if tc.stall > 0 {
+						s.slowHost = func() { time.Sleep(tc.stall) }
+					}
+				})
 				st := newStream(engine.Request{ID: 1, Prompt: []int32{500, 501, 502}, PromptLen: 3, MaxTokens: 300, Arrival: s.now()}, 300, true, 0)
 				if err := s.submit(st); err != nil {
 					t.Fatal(err)
@@ -64,11 +58,11 @@ func TestStepLoopLag(t *testing.T) {
 				s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 				page = rec.Body.String()
 				lag = s.StepLag()
-				if snap, err = s.Snapshot(ctx); err != nil {
+				var err error
+				if snap, err = s.Snapshot(context.Background()); err != nil {
 					t.Fatal(err)
 				}
-				cancel()
-				<-done
+				stop()
 			})
 			parser := expfmt.NewTextParser(model.LegacyValidation)
 			fams, err := parser.TextToMetricFamilies(strings.NewReader(page))
@@ -97,22 +91,4 @@ func TestStepLoopLag(t *testing.T) {
 			}
 		})
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers and readers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
