@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	names "github.com/servebench/servebench/metrics"
 )
 
 // ServerSample is one scrape of the target's Prometheus /metrics during a
@@ -35,21 +37,36 @@ type ServerSample struct {
 	Preemptions      float64 `json:"preemptions"`
 	PromptTokens     float64 `json:"prompt_tokens"`
 	GenerationTokens float64 `json:"generation_tokens"`
+
+	// StepLag is servebench serve's step-loop lag histogram (cumulative
+	// since the server started); nil for other servers.
+	StepLag *HistogramSample `json:"step_lag,omitempty"`
+	// StepLoopBehind is serve's seconds behind the model, cumulative.
+	StepLoopBehind float64 `json:"step_loop_behind,omitempty"`
+}
+
+// HistogramSample is one scrape of a Prometheus histogram: the upper
+// bounds of its finite buckets and the cumulative count at each, plus the
+// total count (the +Inf bucket).
+type HistogramSample struct {
+	Bounds     []float64 `json:"bounds"`
+	Cumulative []float64 `json:"cumulative"`
+	Count      float64   `json:"count"`
 }
 
 // Metric names by meaning, newest first: vLLM renamed several over time
 // (V0 → V1 → 0.10), and llama.cpp and SGLang expose the same gauges under
 // their own names.
 var (
-	runningNames    = []string{"vllm:num_requests_running", "llamacpp:requests_processing", "sglang:num_running_reqs"}
-	waitingNames    = []string{"vllm:num_requests_waiting", "llamacpp:requests_deferred", "sglang:num_queue_reqs"}
-	swappedNames    = []string{"vllm:num_requests_swapped"}
-	kvUsageNames    = []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "llamacpp:kv_cache_usage_ratio", "sglang:token_usage"}
-	prefixHitNames  = []string{"vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits"}
-	prefixQueryName = []string{"vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries"}
-	preemptionNames = []string{"vllm:num_preemptions_total", "vllm:num_preemptions"}
-	promptTokNames  = []string{"vllm:prompt_tokens_total", "llamacpp:prompt_tokens_total", "sglang:prompt_tokens_total"}
-	genTokNames     = []string{"vllm:generation_tokens_total", "llamacpp:tokens_predicted_total", "sglang:generation_tokens_total"}
+	runningNames    = []string{names.VLLMRunning, "llamacpp:requests_processing", "sglang:num_running_reqs"}
+	waitingNames    = []string{names.VLLMWaiting, "llamacpp:requests_deferred", "sglang:num_queue_reqs"}
+	swappedNames    = []string{names.VLLMSwapped}
+	kvUsageNames    = []string{names.VLLMKVCacheUsage, names.VLLMGPUCacheUsage, "llamacpp:kv_cache_usage_ratio", "sglang:token_usage"}
+	prefixHitNames  = []string{names.VLLMPrefixHits, names.VLLMGPUPrefixHits, "vllm:gpu_prefix_cache_hits"}
+	prefixQueryName = []string{names.VLLMPrefixQueries, names.VLLMGPUPrefixQueries, "vllm:gpu_prefix_cache_queries"}
+	preemptionNames = []string{names.VLLMPreemptions, "vllm:num_preemptions"}
+	promptTokNames  = []string{names.VLLMPromptTokens, "llamacpp:prompt_tokens_total", "sglang:prompt_tokens_total"}
+	genTokNames     = []string{names.VLLMGenTokens, "llamacpp:tokens_predicted_total", "sglang:generation_tokens_total"}
 	// knownPrefixes are the metric namespaces a scrape must contain to be
 	// worth keeping.
 	knownPrefixes = []string{"vllm:", "llamacpp:", "sglang:"}
@@ -194,7 +211,7 @@ func parseMetrics(r io.Reader) (map[string]*dto.MetricFamily, error) {
 }
 
 func sampleFrom(fams map[string]*dto.MetricFamily) ServerSample {
-	return ServerSample{
+	sample := ServerSample{
 		Running:          familyValue(fams, runningNames, false),
 		Waiting:          familyValue(fams, waitingNames, false),
 		Swapped:          familyValue(fams, swappedNames, false),
@@ -204,7 +221,41 @@ func sampleFrom(fams map[string]*dto.MetricFamily) ServerSample {
 		Preemptions:      familyValue(fams, preemptionNames, false),
 		PromptTokens:     familyValue(fams, promptTokNames, false),
 		GenerationTokens: familyValue(fams, genTokNames, false),
+		StepLag:          histogramValue(fams[names.StepLoopLag]),
+		StepLoopBehind:   familyValue(fams, []string{names.StepLoopBehind}, false),
 	}
+	return sample
+}
+
+// histogramValue sums a histogram family over its label sets, or returns
+// nil when there is none (or its label sets disagree on the buckets).
+func histogramValue(fam *dto.MetricFamily) *HistogramSample {
+	var h *HistogramSample
+	for _, m := range fam.GetMetric() {
+		hist := m.GetHistogram()
+		if hist == nil {
+			continue
+		}
+		var bounds, counts []float64
+		for _, b := range hist.GetBucket() {
+			if math.IsInf(b.GetUpperBound(), 1) {
+				continue
+			}
+			bounds = append(bounds, b.GetUpperBound())
+			counts = append(counts, float64(b.GetCumulativeCount()))
+		}
+		if h == nil {
+			h = &HistogramSample{Bounds: bounds, Cumulative: counts}
+		} else if !slices.Equal(h.Bounds, bounds) {
+			return nil
+		} else {
+			for i, c := range counts {
+				h.Cumulative[i] += c
+			}
+		}
+		h.Count += float64(hist.GetSampleCount())
+	}
+	return h
 }
 
 // familyValue sums (or, with mean, averages) the first family present
@@ -264,6 +315,48 @@ type ServerSummary struct {
 	Preemptions      float64 `json:"preemptions"`
 	PromptTokens     float64 `json:"prompt_tokens"`
 	GenerationTokens float64 `json:"generation_tokens"`
+	// EmulatorLag is set when the target is servebench serve.
+	EmulatorLag *EmulatorLag `json:"emulator_lag,omitempty"`
+}
+
+// EmulatorLag is how far servebench serve's step loop fell behind its
+// engine model during the run: when it is over the limits, the run
+// measured the host as much as the model.
+type EmulatorLag struct {
+	Steps float64 `json:"steps"`
+	// P99Seconds is the step-lag p99, interpolated within the histogram's
+	// buckets as Prometheus's histogram_quantile does.
+	P99Seconds float64 `json:"p99_seconds"`
+	// OverLimitShare is the share of steps later than the p99 limit (exact:
+	// the limit is a bucket edge); over 1% means p99 is over the limit.
+	OverLimitShare float64 `json:"over_limit_share"`
+	// BehindSeconds is how much longer the run took than the model says,
+	// BehindShare that as a share of the scraped span of the run.
+	BehindSeconds float64 `json:"behind_seconds"`
+	BehindShare   float64 `json:"behind_share"`
+}
+
+// OverLimits reports whether the lag is past either of serve's warning
+// limits (5 ms at p99, 1% of the run behind).
+func (l *EmulatorLag) OverLimits() bool {
+	return l.OverLimitShare > 0.01 || l.BehindShare > names.StepLoopBehindShareLimit
+}
+
+// Rows are the lines of the lag in the server-metrics section.
+func (l *EmulatorLag) Rows() [][2]string {
+	return [][2]string{
+		{"Emulator step-loop lag p99 (ms):", fmt.Sprintf("%.2f", 1000*l.P99Seconds)},
+		{"Emulator behind the model (ms):", fmt.Sprintf("%.1f (%.2f%% of the run)", 1000*l.BehindSeconds, 100*l.BehindShare)},
+	}
+}
+
+// Warning is a line for stderr when the lag is past the limits, else "".
+func (l *EmulatorLag) Warning() string {
+	if !l.OverLimits() {
+		return ""
+	}
+	return fmt.Sprintf("Warning: the emulated server fell behind its engine model (step-loop lag p99 %.2f ms, limit %.0f ms; %.1f ms behind, %.2f%% of the run, limit %.0f%%): these timings include the host's delays. Free CPU or lower the load.",
+		1000*l.P99Seconds, 1000*names.StepLoopLagP99Limit, 1000*l.BehindSeconds, 100*l.BehindShare, 100*names.StepLoopBehindShareLimit)
 }
 
 // SummarizeServer computes maxima and means of the gauges and the deltas of
@@ -293,5 +386,62 @@ func SummarizeServer(samples []ServerSample) ServerSummary {
 	sum.Preemptions = delta(first.Preemptions, last.Preemptions)
 	sum.PromptTokens = delta(first.PromptTokens, last.PromptTokens)
 	sum.GenerationTokens = delta(first.GenerationTokens, last.GenerationTokens)
+	sum.EmulatorLag = summarizeLag(samples)
 	return sum
+}
+
+// summarizeLag takes the step-lag histogram's growth between the first and
+// last samples (all of it when there is one sample: a server started for
+// the run).
+func summarizeLag(samples []ServerSample) *EmulatorLag {
+	first, last := samples[0], samples[len(samples)-1]
+	if last.StepLag == nil {
+		return nil
+	}
+	counts := slices.Clone(last.StepLag.Cumulative)
+	total := last.StepLag.Count
+	behind := last.StepLoopBehind
+	span := last.At
+	if len(samples) > 1 && first.StepLag != nil && slices.Equal(first.StepLag.Bounds, last.StepLag.Bounds) {
+		for i := range counts {
+			counts[i] = max(counts[i]-first.StepLag.Cumulative[i], 0)
+		}
+		total = max(total-first.StepLag.Count, 0)
+		behind = max(behind-first.StepLoopBehind, 0)
+		span = last.At - first.At
+	}
+	lag := &EmulatorLag{Steps: total, BehindSeconds: behind}
+	if span > 0 {
+		lag.BehindShare = behind / span.Seconds()
+	}
+	if total == 0 {
+		return lag
+	}
+	lag.P99Seconds = histogramQuantile(0.99, last.StepLag.Bounds, counts, total)
+	if i := slices.Index(last.StepLag.Bounds, names.StepLoopLagP99Limit); i >= 0 {
+		lag.OverLimitShare = (total - counts[i]) / total
+	}
+	return lag
+}
+
+// histogramQuantile is Prometheus's histogram_quantile on cumulative
+// bucket counts: linear within the bucket holding the rank, the largest
+// finite bound when the rank lies in the +Inf bucket.
+func histogramQuantile(q float64, bounds, cumulative []float64, total float64) float64 {
+	rank := q * total
+	lower, below := 0.0, 0.0
+	for i, upper := range bounds {
+		if cumulative[i] >= rank {
+			in := cumulative[i] - below
+			if in <= 0 {
+				return upper
+			}
+			return lower + (upper-lower)*(rank-below)/in
+		}
+		lower, below = upper, cumulative[i]
+	}
+	if len(bounds) == 0 {
+		return 0
+	}
+	return bounds[len(bounds)-1]
 }

@@ -87,8 +87,6 @@ func pct(sorted []time.Duration, p float64) time.Duration {
 	return sorted[int(p*float64(len(sorted)-1))]
 }
 
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
 // BenchmarkStreams streams N concurrent requests of 200 tokens through a
 // model whose every step takes 10 ms (the ITL of the peer comparison), with
 // the client in the same process on the same cores. It reports the write

@@ -59,6 +59,13 @@ type Config struct {
 
 	// MaxBodyBytes bounds request bodies (larger → 413); 0 → 8 MiB.
 	MaxBodyBytes int64
+	// BodyReadTimeout bounds the time to receive one request body; a
+	// client still sending when it expires gets a 408 and its connection
+	// is closed. Streamed responses are not bounded by it. 0 → 30 s.
+	BodyReadTimeout time.Duration
+	// MaxConnections caps the connections open at once; further clients
+	// wait in the listen backlog until one closes. 0 → no cap.
+	MaxConnections int
 	// StreamWriteTimeout closes the connection of a client that has not
 	// accepted a write for this long; 0 → 60 s.
 	StreamWriteTimeout time.Duration
@@ -72,6 +79,7 @@ type Config struct {
 
 const (
 	defaultMaxBodyBytes  = 8 << 20
+	defaultBodyTimeout   = 30 * time.Second
 	defaultWriteTimeout  = 60 * time.Second
 	defaultShutdownGrace = 5 * time.Second
 )
@@ -96,6 +104,9 @@ func (c *Config) withDefaults() Config {
 	}
 	if out.MaxBodyBytes <= 0 {
 		out.MaxBodyBytes = defaultMaxBodyBytes
+	}
+	if out.BodyReadTimeout <= 0 {
+		out.BodyReadTimeout = defaultBodyTimeout
 	}
 	if out.StreamWriteTimeout <= 0 {
 		out.StreamWriteTimeout = defaultWriteTimeout
@@ -129,6 +140,9 @@ func (c *Config) validate() error {
 		if n == "" {
 			return errors.New("serve: an empty served model name; pass non-empty --served-model-name values")
 		}
+	}
+	if c.MaxConnections < 0 {
+		return fmt.Errorf("serve: max connections %d is negative; use 0 for no cap", c.MaxConnections)
 	}
 	if c.StatsInterval < 0 {
 		return fmt.Errorf("serve: stats interval %v is negative; use 0 to disable the stats line", c.StatsInterval)

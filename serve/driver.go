@@ -3,10 +3,12 @@ package serve
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/servebench/servebench/engine"
 	"github.com/servebench/servebench/internal/clock"
+	names "github.com/servebench/servebench/metrics"
 )
 
 // maxClockDebt bounds how far the step loop may run behind the model's
@@ -37,6 +39,11 @@ type driver struct {
 
 	modelTime, busyWall time.Duration
 	clockResets         int64
+	// behind is how far the model's timeline was pushed back in total;
+	// intervalLag and intervalBehind cover the current stats interval.
+	behind         time.Duration
+	intervalLag    *lagHistogram
+	intervalBehind time.Duration
 
 	statsEvery   time.Duration
 	statsAt      time.Duration // engine clock of the last stats line
@@ -53,7 +60,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if !s.started.CompareAndSwap(false, true) {
 		return errors.New("serve: Run called twice on one Server")
 	}
-	d := &driver{s: s, eng: s.eng, streams: make(map[uint64]*stream), statsEvery: s.cfg.StatsInterval}
+	d := &driver{s: s, eng: s.eng, streams: make(map[uint64]*stream), statsEvery: s.cfg.StatsInterval, intervalLag: new(lagHistogram)}
 	defer d.shutdown()
 	for _, line := range s.StartupLines() {
 		s.log.Info(line)
@@ -105,13 +112,18 @@ func (s *Server) Run(ctx context.Context) error {
 			h.Observe(float64(step.Shape.Tokens()))
 		}
 		outs := d.eng.Complete(step)
+		if s.slowHost != nil {
+			s.slowHost()
+		}
 		d.deliver(outs, clock, due)
+		d.observeLag(s.now() - due)
 		d.observe()
 		d.maybeLogStats(due)
 		clock = due
 		if now := s.now(); now-due > maxClockDebt {
 			clock = now
 			d.clockResets++
+			d.fellBehind(now - due)
 		}
 	}
 	if busy {
@@ -254,6 +266,23 @@ func (d *driver) noteEngineError(err error) {
 	s.mu.Unlock()
 }
 
+// observeLag records how late a step's tokens were released against the
+// model's timeline.
+func (d *driver) observeLag(lag time.Duration) {
+	lag = max(lag, 0)
+	d.s.stepLag.record(lag, 1)
+	d.intervalLag.record(lag, 1)
+	d.s.metrics.stepLag.Observe(lag.Seconds())
+}
+
+// fellBehind records that the timeline restarted from the wall clock,
+// debt later than the model: the emulated run is that much longer.
+func (d *driver) fellBehind(debt time.Duration) {
+	d.behind += debt
+	d.intervalBehind += debt
+	d.s.metrics.stepBehind.Add(debt.Seconds())
+}
+
 func (d *driver) observe() {
 	cur := engineSample{stats: d.eng.Stats(), kvUsage: d.eng.KVUsage()}
 	d.s.metrics.observeEngine(&cur, &d.prev)
@@ -305,14 +334,45 @@ func (d *driver) maybeLogStats(now time.Duration) {
 		m.avgPromptTput.Set(pt)
 		m.avgGenTput.Set(gt)
 	}
-	for _, l := range line.Lines() {
+	lines := line.Lines()
+	lag := d.intervalLag.stats()
+	for i, l := range lines {
+		var attrs []any
+		if i == len(lines)-1 && lag.Tokens > 0 {
+			// The step loop's own figures ride on the stats line as
+			// key=value attributes after vLLM's text, which stays intact
+			// for tools that parse it.
+			attrs = []any{"step_lag_p99_ms", fmt.Sprintf("%.2f", ms(lag.P99)), "behind_ms", fmt.Sprintf("%.1f", ms(d.intervalBehind))}
+		}
 		if line.Idle() {
-			d.s.log.Debug(l)
+			d.s.log.Debug(l, attrs...)
 		} else {
-			d.s.log.Info(l)
+			d.s.log.Info(l, attrs...)
 		}
 	}
+	if warning := lagWarning(lag.P99, d.intervalBehind, now-d.statsAt); lag.Tokens > 0 && warning != "" {
+		d.s.log.Warn(warning)
+	}
+	d.intervalLag, d.intervalBehind = new(lagHistogram), 0
 	d.statsAt, d.statsPrev = now, cur
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// lagWarning says when the step loop fell behind the model by more than
+// names.StepLoopLagP99Limit at p99 or names.StepLoopBehindShareLimit of
+// the period, or returns "".
+func lagWarning(p99, behind, period time.Duration) string {
+	p99Limit := time.Duration(names.StepLoopLagP99Limit * float64(time.Second))
+	share := 0.0
+	if period > 0 {
+		share = float64(behind) / float64(period)
+	}
+	if p99 <= p99Limit && share <= names.StepLoopBehindShareLimit {
+		return ""
+	}
+	return fmt.Sprintf("The emulator fell behind the engine model: step-loop lag p99 %.2f ms (limit %.0f ms), %.1f ms behind in %.1f s (%.2f%%, limit %.0f%%). Token timings include this host's delays: free CPU or lower the load.",
+		ms(p99), ms(p99Limit), ms(behind), period.Seconds(), 100*share, 100*names.StepLoopBehindShareLimit)
 }
 
 func ratio(a, b int64) float64 {

@@ -135,17 +135,7 @@ func runInBubble(t *testing.T, cfg Config, reqs []workload.Request) (map[int]obs
 	results := map[int]observed{}
 	var snap Snapshot
 	synctest.Test(t, func(t *testing.T) {
-		s, err := New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.coarseClock = true
-		ctx, cancel := context.WithCancel(context.Background())
-		runDone := make(chan struct{})
-		go func() {
-			defer close(runDone)
-			_ = s.Run(ctx)
-		}()
+		s, stop := startLoop(t, cfg, nil)
 		var mu sync.Mutex
 		var wg sync.WaitGroup
 		for _, w := range reqs {
@@ -163,15 +153,15 @@ func runInBubble(t *testing.T, cfg Config, reqs []workload.Request) (map[int]obs
 			})
 		}
 		wg.Wait()
-		snap, err = s.Snapshot(ctx)
+		var err error
+		snap, err = s.Snapshot(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !snap.Idle || snap.Engine.GPUBlocksUsed != 0 && !cfg.Engine.EnablePrefixCaching || snap.Requests != 0 {
 			t.Errorf("after all requests: %+v", snap)
 		}
-		cancel()
-		<-runDone
+		stop()
 	})
 	return results, snap
 }

@@ -149,14 +149,7 @@ func TestStatsLog(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h = &recordingHandler{start: time.Now()}
 				cfg.Logger = slog.New(h)
-				s, err := New(cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				s.coarseClock = true
-				ctx, cancel := context.WithCancel(context.Background())
-				done := make(chan struct{})
-				go func() { defer close(done); _ = s.Run(ctx) }()
+				s, stop := startLoop(t, cfg, nil)
 				var wg sync.WaitGroup
 				for i := range 8 {
 					time.Sleep(700 * time.Millisecond)
@@ -172,8 +165,7 @@ func TestStatsLog(t *testing.T) {
 				}
 				wg.Wait()
 				time.Sleep(25 * time.Second)
-				cancel()
-				<-done
+				stop()
 			})
 			got := strings.Join(h.lines, "\n") + "\n"
 			golden := "testdata/stats_" + string(version) + ".golden"

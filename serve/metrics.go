@@ -5,59 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/servebench/servebench/engine"
-)
-
-// Histogram buckets exactly as vLLM registers them (vllm/engine/metrics.py
-// in 0.5.4 for V0, vllm/v1/metrics/loggers.py in 0.8.5 and later for V1).
-var (
-	bucketsTTFTV0    = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0}
-	bucketsTPOTV0    = []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5}
-	bucketsE2EV0     = []float64{1.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0}
-	bucketsTTFTV1    = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0}
-	bucketsTPOTV1    = []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0}
-	bucketsLatencyV1 = []float64{0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960, 1920, 7680}
-	bucketsIteration = []float64{1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384}
-)
-
-// Metric names. V1 exports both the 0.8.5 names (gpu_cache_usage_perc,
-// gpu_prefix_cache_*) and their current replacements (kv_cache_usage_perc,
-// prefix_cache_*, inter_token_latency_seconds,
-// request_time_per_output_token_seconds), so dashboards and scrapers of
-// either era find what they look for.
-const (
-	metricRunning          = "vllm:num_requests_running"
-	metricWaiting          = "vllm:num_requests_waiting"
-	metricSwapped          = "vllm:num_requests_swapped"
-	metricGPUCacheUsage    = "vllm:gpu_cache_usage_perc"
-	metricCPUCacheUsage    = "vllm:cpu_cache_usage_perc"
-	metricKVCacheUsage     = "vllm:kv_cache_usage_perc"
-	metricPrefixQueries    = "vllm:prefix_cache_queries_total"
-	metricPrefixHits       = "vllm:prefix_cache_hits_total"
-	metricGPUPrefixQueries = "vllm:gpu_prefix_cache_queries_total"
-	metricGPUPrefixHits    = "vllm:gpu_prefix_cache_hits_total"
-	metricGPUPrefixRate    = "vllm:gpu_prefix_cache_hit_rate"
-	metricPreemptions      = "vllm:num_preemptions_total"
-	metricPromptTokens     = "vllm:prompt_tokens_total"
-	metricGenTokens        = "vllm:generation_tokens_total"
-	metricSuccess          = "vllm:request_success_total"
-	metricTTFT             = "vllm:time_to_first_token_seconds"
-	metricTPOT             = "vllm:time_per_output_token_seconds"
-	metricITL              = "vllm:inter_token_latency_seconds"
-	metricReqTPOT          = "vllm:request_time_per_output_token_seconds"
-	metricE2E              = "vllm:e2e_request_latency_seconds"
-	metricQueueTime        = "vllm:request_queue_time_seconds"
-	metricInferenceTime    = "vllm:request_inference_time_seconds"
-	metricPrefillTime      = "vllm:request_prefill_time_seconds"
-	metricDecodeTime       = "vllm:request_decode_time_seconds"
-	metricReqPromptTokens  = "vllm:request_prompt_tokens"
-	metricReqGenTokens     = "vllm:request_generation_tokens"
-	metricIterationTokens  = "vllm:iteration_tokens_total"
-	metricParamsN          = "vllm:request_params_n"
-	metricParamsBestOf     = "vllm:request_params_best_of"
-	metricParamsMaxTokens  = "vllm:request_params_max_tokens"
-	metricAvgPromptTput    = "vllm:avg_prompt_throughput_toks_per_s"
-	metricAvgGenTput       = "vllm:avg_generation_throughput_toks_per_s"
-	metricCacheConfig      = "vllm:cache_config_info"
+	names "github.com/servebench/servebench/metrics"
 )
 
 // Finish reasons, vLLM's label values of request_success_total.
@@ -106,6 +54,10 @@ type promMetrics struct {
 	reqPromptTokens, reqGenTokens          prometheus.Histogram
 	iterationTokens                        prometheus.Histogram
 	paramsN, paramsBestOf, paramsMaxTokens prometheus.Histogram
+
+	// servebench's own: the step loop against the model's timeline.
+	stepLag    prometheus.Histogram
+	stepBehind prometheus.Counter
 }
 
 func newPromMetrics(modelName string, ec engine.Config) *promMetrics {
@@ -131,68 +83,70 @@ func newPromMetrics(modelName string, ec engine.Config) *promMetrics {
 		return h
 	}
 
-	m.running = gauge(metricRunning, "Number of requests currently running on GPU.")
-	m.waiting = gauge(metricWaiting, "Number of requests waiting to be processed.")
-	m.preemptions = counter(metricPreemptions, "Cumulative number of preemption from the engine.")
-	m.promptTokens = counter(metricPromptTokens, "Number of prefill tokens processed.")
-	m.genTokens = counter(metricGenTokens, "Number of generation tokens processed.")
-	successVec := prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricSuccess,
+	m.running = gauge(names.VLLMRunning, "Number of requests currently running on GPU.")
+	m.waiting = gauge(names.VLLMWaiting, "Number of requests waiting to be processed.")
+	m.preemptions = counter(names.VLLMPreemptions, "Cumulative number of preemption from the engine.")
+	m.promptTokens = counter(names.VLLMPromptTokens, "Number of prefill tokens processed.")
+	m.genTokens = counter(names.VLLMGenTokens, "Number of generation tokens processed.")
+	successVec := prometheus.NewCounterVec(prometheus.CounterOpts{Name: names.VLLMSuccess,
 		Help: "Count of successfully processed requests.", ConstLabels: labels}, []string{"finished_reason"})
 	m.reg.MustRegister(successVec)
 	for _, r := range []string{finishStop, finishLength, finishAbort} {
 		m.success[r] = successVec.WithLabelValues(r)
 	}
+	m.stepLag = histogram(names.StepLoopLag, "How late each engine step's tokens were released, in seconds past the instant the step model says the step ends (servebench's emulator only).", names.BucketsStepLoopLag())
+	m.stepBehind = counter(names.StepLoopBehind, "Seconds the model's timeline was pushed back because the step loop fell too far behind to catch up (servebench's emulator only).")
 	lenBuckets := build125Buckets(max(ec.MaxModelLen, 1))
-	m.reqPromptTokens = histogram(metricReqPromptTokens, "Number of prefill tokens processed.", lenBuckets)
-	m.reqGenTokens = histogram(metricReqGenTokens, "Number of generation tokens processed.", lenBuckets)
-	m.paramsN = histogram(metricParamsN, "Histogram of the n request parameter.", []float64{1, 2, 5, 10, 20})
+	m.reqPromptTokens = histogram(names.VLLMReqPromptTokens, "Number of prefill tokens processed.", lenBuckets)
+	m.reqGenTokens = histogram(names.VLLMReqGenTokens, "Number of generation tokens processed.", lenBuckets)
+	m.paramsN = histogram(names.VLLMParamsN, "Histogram of the n request parameter.", []float64{1, 2, 5, 10, 20})
 
-	info := prometheus.NewGauge(prometheus.GaugeOpts{Name: metricCacheConfig, Help: "Information of the LLMEngine CacheConfig",
+	info := prometheus.NewGauge(prometheus.GaugeOpts{Name: names.VLLMCacheConfig, Help: "Information of the LLMEngine CacheConfig",
 		ConstLabels: cacheConfigLabels(ec)})
 	info.Set(1)
 	m.reg.MustRegister(info)
 
 	if !v1 {
-		m.swapped = gauge(metricSwapped, "Number of requests swapped to CPU.")
-		m.kvUsage = []prometheus.Gauge{gauge(metricGPUCacheUsage, "GPU KV-cache usage. 1 means 100 percent usage.")}
-		m.cpuUsage = gauge(metricCPUCacheUsage, "CPU KV-cache usage. 1 means 100 percent usage.")
-		m.avgPromptTput = gauge(metricAvgPromptTput, "Average prefill throughput in tokens/s.")
-		m.avgGenTput = gauge(metricAvgGenTput, "Average generation throughput in tokens/s.")
+		m.swapped = gauge(names.VLLMSwapped, "Number of requests swapped to CPU.")
+		m.kvUsage = []prometheus.Gauge{gauge(names.VLLMGPUCacheUsage, "GPU KV-cache usage. 1 means 100 percent usage.")}
+		m.cpuUsage = gauge(names.VLLMCPUCacheUsage, "CPU KV-cache usage. 1 means 100 percent usage.")
+		m.avgPromptTput = gauge(names.VLLMAvgPromptTput, "Average prefill throughput in tokens/s.")
+		m.avgGenTput = gauge(names.VLLMAvgGenTput, "Average generation throughput in tokens/s.")
 		if ec.EnablePrefixCaching {
-			m.prefixHitRate = gauge(metricGPUPrefixRate, "GPU prefix cache block hit rate.")
+			m.prefixHitRate = gauge(names.VLLMGPUPrefixRate, "GPU prefix cache block hit rate.")
 		}
-		m.ttft = histogram(metricTTFT, "Histogram of time to first token in seconds.", bucketsTTFTV0)
-		m.tpot = []prometheus.Histogram{histogram(metricTPOT, "Histogram of time per output token in seconds.", bucketsTPOTV0)}
-		m.e2e = histogram(metricE2E, "Histogram of end to end request latency in seconds.", bucketsE2EV0)
-		m.paramsBestOf = histogram(metricParamsBestOf, "Histogram of the best_of request parameter.", []float64{1, 2, 5, 10, 20})
+		m.ttft = histogram(names.VLLMTTFT, "Histogram of time to first token in seconds.", names.BucketsTTFTV0())
+		m.tpot = []prometheus.Histogram{histogram(names.VLLMTPOT, "Histogram of time per output token in seconds.", names.BucketsTPOTV0())}
+		m.e2e = histogram(names.VLLME2E, "Histogram of end to end request latency in seconds.", names.BucketsE2EV0())
+		m.paramsBestOf = histogram(names.VLLMParamsBestOf, "Histogram of the best_of request parameter.", []float64{1, 2, 5, 10, 20})
 		return m
 	}
 
 	m.kvUsage = []prometheus.Gauge{
-		gauge(metricGPUCacheUsage, "GPU KV-cache usage. 1 means 100 percent usage."),
-		gauge(metricKVCacheUsage, "KV-cache usage. 1 means 100 percent usage."),
+		gauge(names.VLLMGPUCacheUsage, "GPU KV-cache usage. 1 means 100 percent usage."),
+		gauge(names.VLLMKVCacheUsage, "KV-cache usage. 1 means 100 percent usage."),
 	}
 	m.prefixQueries = []prometheus.Counter{
-		counter(metricGPUPrefixQueries, "GPU prefix cache queries, in terms of number of queried tokens."),
-		counter(metricPrefixQueries, "Prefix cache queries, in terms of number of queried tokens."),
+		counter(names.VLLMGPUPrefixQueries, "GPU prefix cache queries, in terms of number of queried tokens."),
+		counter(names.VLLMPrefixQueries, "Prefix cache queries, in terms of number of queried tokens."),
 	}
 	m.prefixHits = []prometheus.Counter{
-		counter(metricGPUPrefixHits, "GPU prefix cache hits, in terms of number of cached tokens."),
-		counter(metricPrefixHits, "Prefix cache hits, in terms of number of cached tokens."),
+		counter(names.VLLMGPUPrefixHits, "GPU prefix cache hits, in terms of number of cached tokens."),
+		counter(names.VLLMPrefixHits, "Prefix cache hits, in terms of number of cached tokens."),
 	}
-	m.ttft = histogram(metricTTFT, "Histogram of time to first token in seconds.", bucketsTTFTV1)
+	m.ttft = histogram(names.VLLMTTFT, "Histogram of time to first token in seconds.", names.BucketsTTFTV1())
 	m.tpot = []prometheus.Histogram{
-		histogram(metricTPOT, "Histogram of time per output token in seconds.", bucketsTPOTV1),
-		histogram(metricITL, "Histogram of inter-token latency in seconds.", bucketsTPOTV1),
+		histogram(names.VLLMTPOT, "Histogram of time per output token in seconds.", names.BucketsTPOTV1()),
+		histogram(names.VLLMITL, "Histogram of inter-token latency in seconds.", names.BucketsTPOTV1()),
 	}
-	m.reqTPOT = histogram(metricReqTPOT, "Histogram of time_per_output_token_seconds per request.", bucketsTPOTV1)
-	m.e2e = histogram(metricE2E, "Histogram of end to end request latency in seconds.", bucketsLatencyV1)
-	m.queue = histogram(metricQueueTime, "Histogram of time spent in WAITING phase for request.", bucketsLatencyV1)
-	m.inference = histogram(metricInferenceTime, "Histogram of time spent in RUNNING phase for request.", bucketsLatencyV1)
-	m.prefill = histogram(metricPrefillTime, "Histogram of time spent in PREFILL phase for request.", bucketsLatencyV1)
-	m.decode = histogram(metricDecodeTime, "Histogram of time spent in DECODE phase for request.", bucketsLatencyV1)
-	m.iterationTokens = histogram(metricIterationTokens, "Histogram of number of tokens per engine_step.", bucketsIteration)
-	m.paramsMaxTokens = histogram(metricParamsMaxTokens, "Histogram of the max_tokens request parameter.", lenBuckets)
+	m.reqTPOT = histogram(names.VLLMReqTPOT, "Histogram of time_per_output_token_seconds per request.", names.BucketsTPOTV1())
+	m.e2e = histogram(names.VLLME2E, "Histogram of end to end request latency in seconds.", names.BucketsLatencyV1())
+	m.queue = histogram(names.VLLMQueueTime, "Histogram of time spent in WAITING phase for request.", names.BucketsLatencyV1())
+	m.inference = histogram(names.VLLMInferenceTime, "Histogram of time spent in RUNNING phase for request.", names.BucketsLatencyV1())
+	m.prefill = histogram(names.VLLMPrefillTime, "Histogram of time spent in PREFILL phase for request.", names.BucketsLatencyV1())
+	m.decode = histogram(names.VLLMDecodeTime, "Histogram of time spent in DECODE phase for request.", names.BucketsLatencyV1())
+	m.iterationTokens = histogram(names.VLLMIterationTokens, "Histogram of number of tokens per engine_step.", names.BucketsIteration())
+	m.paramsMaxTokens = histogram(names.VLLMParamsMaxTokens, "Histogram of the max_tokens request parameter.", lenBuckets)
 	return m
 }
 

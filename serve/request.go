@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
+	"time"
 )
 
 // rawRequest is the union of the /v1/completions and /v1/chat/completions
@@ -60,6 +62,20 @@ const completionsDefaultMaxTokens = 16 // vLLM's CompletionRequest default, as O
 // decodeBody reads a JSON object from r's body, bounded by limit. A body over
 // the limit is a 413; malformed JSON and wrong types are 400s naming the field.
 func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, into any) *apiError {
+	body, e := readBody(w, r, limit)
+	if e != nil {
+		return e
+	}
+	return decodeJSON(body, into)
+}
+
+// readBody reads r's body, bounded by limit in size and by the read
+// deadline bodyDeadline armed (a slow client gets a 408). The deadline is
+// lifted once the body is in: it must not cut a long streamed response,
+// during which net/http keeps reading the connection to notice the client
+// leaving (it lifts deadlines itself when it starts that read; this does
+// not depend on it).
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *apiError) {
 	// Reading into a buffer of the announced size, rather than growing one,
 	// keeps a large body from costing twice its size.
 	var buf bytes.Buffer
@@ -67,16 +83,35 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, into any) *
 		buf.Grow(int(r.ContentLength) + bytes.MinRead)
 	}
 	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
-	body := buf.Bytes()
 	if err != nil {
 		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return &apiError{Status: http.StatusRequestEntityTooLarge, Type: "RequestEntityTooLarge",
+		switch {
+		case errors.As(err, &tooBig):
+			return nil, &apiError{Status: http.StatusRequestEntityTooLarge, Type: "RequestEntityTooLarge",
 				Message: fmt.Sprintf("Request body exceeds the limit of %d bytes; send a smaller request or raise --max-request-body-bytes.", limit)}
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			w.Header().Set("Connection", "close")
+			return nil, &apiError{Status: http.StatusRequestTimeout, Type: "RequestTimeout",
+				Message: "The request body did not arrive in time; send it at once, or raise the server's body read timeout."}
 		}
-		return badRequest("Could not read the request body: %v", err)
+		return nil, badRequest("Could not read the request body: %v", err)
 	}
-	return decodeJSON(body, into)
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+	return buf.Bytes(), nil
+}
+
+// bodyDeadline arms a read deadline for the body of every request that has
+// one: without it a client sending a byte every few seconds holds its
+// connection and handler forever (slowloris). Doing it in the handler,
+// rather than through http.Server.ReadTimeout, protects any server the
+// Handler is mounted on. Handlers lift it in readBody.
+func bodyDeadline(timeout time.Duration, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Body != http.NoBody {
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func decodeJSON(body []byte, into any) *apiError {

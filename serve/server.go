@@ -37,8 +37,12 @@ type Server struct {
 	log     *slog.Logger
 	lag     lagHistogram // token write lag
 	wakeLag lagHistogram // step loop wake-up lag
-	base    time.Time    // engine clock zero
-	handler http.Handler
+	stepLag lagHistogram // step release lag against the model's timeline
+	// slowHost, when set, runs inside every step: tests use it to play a
+	// loaded host that makes the loop fall behind.
+	slowHost func()
+	base     time.Time // engine clock zero
+	handler  http.Handler
 
 	// coarseClock makes the step loop sleep on runtime timers only: tests
 	// under testing/synctest run on a fake clock that clock.Sleeper's nanosleep (a real
@@ -121,6 +125,11 @@ func (s *Server) WriteLag() LagStats { return s.lag.stats() }
 // StepWakeLag summarizes how late the step loop woke up after each step's
 // due instant (timer and scheduling latency): a floor under WriteLag.
 func (s *Server) StepWakeLag() LagStats { return s.wakeLag.stats() }
+
+// StepLag summarizes how late each engine step's tokens were released
+// against the model's timeline: the emulator's own lag, exported on
+// /metrics as servebench:step_loop_lag_seconds.
+func (s *Server) StepLag() LagStats { return s.stepLag.stats() }
 
 // now is the engine clock: time since the server was created.
 func (s *Server) now() time.Duration { return time.Since(s.base) }
@@ -216,6 +225,9 @@ type Snapshot struct {
 	// ClockResets counts the times the loop fell more than maxClockDebt
 	// behind the model's timeline and restarted it from the wall clock.
 	ClockResets int64
+	// Behind is the total time the timeline was pushed back at those
+	// resets: how much longer the run took than the model says.
+	Behind time.Duration
 }
 
 // Snapshot reads the engine state from the step loop; Run must be running.
@@ -230,6 +242,7 @@ func (s *Server) Snapshot(ctx context.Context) (Snapshot, error) {
 			ModelTime:   d.modelTime,
 			BusyWall:    d.busyWall,
 			ClockResets: d.clockResets,
+			Behind:      d.behind,
 		}
 	})
 	return snap, err
@@ -275,7 +288,7 @@ func (s *Server) routes() http.Handler {
 	if s.cfg.APIKey != "" {
 		h = requireAPIKey(s.cfg.APIKey, h)
 	}
-	return s.track(h)
+	return s.track(bodyDeadline(s.cfg.BodyReadTimeout, h))
 }
 
 // track counts in-flight handlers so Close can wait for them.
@@ -433,6 +446,10 @@ func (s *Server) version(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) resetPrefixCache(w http.ResponseWriter, r *http.Request) {
+	if _, e := readBody(w, r, s.cfg.MaxBodyBytes); e != nil {
+		writeAPIError(w, e, s.cfg.ErrorStyle)
+		return
+	}
 	ok, err := s.ResetPrefixCache(r.Context())
 	if err != nil {
 		writeAPIError(w, &apiError{Status: http.StatusServiceUnavailable, Type: "ServiceUnavailableError", Message: err.Error()}, s.cfg.ErrorStyle)

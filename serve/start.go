@@ -41,6 +41,9 @@ func Start(ctx context.Context, cfg Config, addr string) (*Running, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: listening on %s: %w (pick a free port with --port, or 0 for any)", addr, err)
 	}
+	if n := s.cfg.MaxConnections; n > 0 {
+		ln = newLimitListener(ln, n)
+	}
 	loopCtx, stopLoop := context.WithCancel(context.WithoutCancel(ctx))
 	r := &Running{
 		Server:    s,

@@ -157,3 +157,27 @@ func TestLongPieceIsLinear(t *testing.T) {
 		t.Errorf("a piece of exactly maxPieceBytes: %d IDs, tiktoken %d", len(got), len(want))
 	}
 }
+
+// FuzzEncodeLimit checks on arbitrary text that EncodeLimit never refuses
+// a text that fits and never claims more tokens than the text has.
+func FuzzEncodeLimit(f *testing.F) {
+	for _, seed := range []string{"", "hello world", strings.Repeat(" ", 300), strings.Repeat("a", 5000), "<|endoftext|>x", "\xff\xfe e\u0301"} {
+		f.Add(seed, uint16(3))
+	}
+	tk := mustBuiltin(f, "cl100k_base")
+	ctx := context.Background()
+	f.Fuzz(func(t *testing.T, text string, limit uint16) {
+		want, err := tk.Encode(ctx, text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := EncodeLimit(ctx, tk, text, int(limit))
+		var le *LimitError
+		switch {
+		case int(limit) >= len(want) && (err != nil || !slices.Equal(got, want)):
+			t.Errorf("limit %d, %d tokens: got %d IDs, err %v", limit, len(want), len(got), err)
+		case int(limit) < len(want) && (!errors.As(err, &le) || le.AtLeast <= int(limit) || le.AtLeast > len(want)):
+			t.Errorf("limit %d, %d tokens: err %v", limit, len(want), err)
+		}
+	})
+}

@@ -456,6 +456,9 @@ func serverMetricsJSON(res *bench.Result) map[string]any {
 // it idle even on a long run, while the token counters still show the work
 // done; so the section is printed whenever either shows load.
 func writeServerMetrics(out, errw io.Writer, s *bench.ServerSummary, interval, runDuration time.Duration) error {
+	if s.EmulatorLag != nil && s.EmulatorLag.Warning() != "" {
+		fmt.Fprintln(errw, s.EmulatorLag.Warning())
+	}
 	if s.MaxRunning > 0 || s.MaxWaiting > 0 || s.MaxKVCacheUsage > 0 || s.GenerationTokens > 0 || s.PromptTokens > 0 {
 		return writeServerSection(out, s)
 	}
@@ -468,12 +471,16 @@ func writeServerMetrics(out, errw io.Writer, s *bench.ServerSummary, interval, r
 }
 
 func writeServerSection(w io.Writer, s *bench.ServerSummary) error {
-	return report.WriteSection(w, "Server Metrics (scraped)", [][2]string{
+	rows := [][2]string{
 		{"Samples:", strconv.Itoa(s.Samples)},
 		{"Running requests mean / max:", fmt.Sprintf("%.2f / %.0f", s.MeanRunning, s.MaxRunning)},
 		{"Waiting requests mean / max:", fmt.Sprintf("%.2f / %.0f", s.MeanWaiting, s.MaxWaiting)},
 		{"KV cache usage mean / max (%):", fmt.Sprintf("%.1f / %.1f", 100*s.MeanKVCacheUsage, 100*s.MaxKVCacheUsage)},
 		{"Prefix cache hit rate (%):", fmt.Sprintf("%.1f", 100*s.PrefixCacheHitRate)},
 		{"Preemptions:", fmt.Sprintf("%.0f", s.Preemptions)},
-	})
+	}
+	if s.EmulatorLag != nil {
+		rows = append(rows, s.EmulatorLag.Rows()...)
+	}
+	return report.WriteSection(w, "Server Metrics (scraped)", rows)
 }

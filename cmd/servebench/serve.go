@@ -37,6 +37,8 @@ type serveFlags struct {
 	errorStyle      string
 	promptDetails   bool
 	maxBodyBytes    int64
+	bodyTimeout     time.Duration
+	maxConnections  int
 	logLevel        string
 }
 
@@ -89,6 +91,8 @@ Test a router against several emulated replicas:
 	fs.StringVar(&f.errorStyle, "error-style", string(serve.ErrorStyleNested), "error body shape: nested ({\"error\":{...}}, current vLLM) or legacy ({\"object\":\"error\",...}, vLLM ≤0.8)")
 	fs.BoolVar(&f.promptDetails, "enable-prompt-tokens-details", false, "report usage.prompt_tokens_details.cached_tokens (prefix-cache hits)")
 	fs.Int64Var(&f.maxBodyBytes, "max-request-body-bytes", 8<<20, "largest request body accepted (larger → 413)")
+	fs.DurationVar(&f.bodyTimeout, "request-body-timeout", 30*time.Second, "time a client has to send a request body (slower → 408 and the connection is closed); streamed responses are not bounded by it")
+	fs.IntVar(&f.maxConnections, "max-connections", 0, "most connections open at once; more wait until one closes (0: no cap)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level of the vLLM-style lines on stderr: debug, info, warning, error")
 	return cmd
 }
@@ -124,6 +128,12 @@ func runServe(cmd *cobra.Command, f *serveFlags, args []string) error {
 	level, err := parseServeLogLevel(f.logLevel)
 	if err != nil {
 		return err
+	}
+	if f.bodyTimeout <= 0 {
+		return fmt.Errorf("--request-body-timeout %v: give a positive duration", f.bodyTimeout)
+	}
+	if f.maxConnections < 0 {
+		return fmt.Errorf("--max-connections %d: give a positive number, or 0 for no cap", f.maxConnections)
 	}
 	if f.port < 0 || f.port > 65535 {
 		return fmt.Errorf("--port %d: give a port between 0 and 65535", f.port)
@@ -167,6 +177,8 @@ func runServe(cmd *cobra.Command, f *serveFlags, args []string) error {
 		Logger:                    logger,
 		MaxBodyBytes:              f.maxBodyBytes,
 		Version:                   f.engine.resolved.Profile.Release.String(),
+		BodyReadTimeout:           f.bodyTimeout,
+		MaxConnections:            f.maxConnections,
 	}
 	addr := net.JoinHostPort(f.host, strconv.Itoa(f.port))
 	running, err := serve.Start(ctx, cfg, addr)
