@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -19,12 +18,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
+	"github.com/servebench/servebench/internal/golden"
 	"github.com/servebench/servebench/internal/jsonenc"
 	"github.com/servebench/servebench/metrics"
 	"github.com/servebench/servebench/workload"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 func TestMain(m *testing.M) {
 	if os.Getenv(holdServerEnv) != "" {
@@ -206,22 +204,7 @@ func TestCapturedStreams(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden := filepath.Join("testdata", "golden", strings.TrimSuffix(strings.TrimSuffix(tc.file, ".txt"), ".json")+".json")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(golden, append(got, '\n'), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create)", err)
-			}
-			if d := cmp.Diff(strings.TrimSpace(string(want)), string(got)); d != "" {
-				t.Errorf("record differs from %s (-want +got):\n%s", golden, d)
-			}
+			golden.CheckFile(t, filepath.Join("testdata", "golden", strings.TrimSuffix(strings.TrimSuffix(tc.file, ".txt"), ".json")+".json"), append(got, '\n'))
 		})
 	}
 }

@@ -1,18 +1,14 @@
 package engine
 
 import (
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/servebench/servebench/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 type abortEvent struct {
 	id uint64
@@ -206,20 +202,7 @@ func TestGoldenTraces(t *testing.T) {
 	for _, sc := range traceScenarios() {
 		t.Run(sc.name, func(t *testing.T) {
 			got := traceRun(t, sc)
-			path := filepath.Join("testdata", sc.name+".golden")
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test ./engine -run TestGoldenTraces -update to create it)", err)
-			}
-			if diff := cmp.Diff(string(want), got); diff != "" {
-				t.Fatalf("trace differs from %s (-want +got):\n%s", path, diff)
-			}
+			golden.CheckFile(t, filepath.Join("testdata", sc.name+".golden"), []byte(got))
 		})
 	}
 }

@@ -2,18 +2,16 @@ package perf
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/servebench/servebench/internal/golden"
+
 	"github.com/google/go-cmp/cmp"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 func deployment(t testing.TB, model, gpu string, edit func(*Deployment)) Deployment {
 	t.Helper()
@@ -410,19 +408,7 @@ func TestCapacityGolden(t *testing.T) {
 		}
 		b.WriteString("\n")
 	}
-	golden := filepath.Join("testdata", "capacity.golden")
-	if *update {
-		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test ./perf -run TestCapacityGolden -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), b.String()); diff != "" {
-		t.Errorf("capacity differs from %s (-want +got); rerun with -update if intended:\n%s", golden, diff)
-	}
+	golden.CheckFile(t, filepath.Join("testdata", "capacity.golden"), []byte(b.String()))
 }
 
 // VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, which vLLM's own error suggests, lets a

@@ -9,25 +9,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/servebench/servebench/internal/golden"
 )
 
 // compareGolden compares got with testdata/compare/name, rewriting it
 // under -update.
 func compareGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", "compare", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden %s (run with -update to create): %v", path, err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from golden (run with -update if intended)\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
+	golden.CheckFile(t, filepath.Join("testdata", "compare", name), got)
 }
 
 // goldenInputs are real vLLM and SGLang outputs, a servebench result
@@ -36,7 +26,7 @@ func compareGolden(t *testing.T, name string, got []byte) {
 func goldenInputs(t *testing.T) []string {
 	t.Helper()
 	dir := filepath.Join("testdata", "compare")
-	if *update {
+	if golden.Updating() {
 		syntheticRun{label: "servebench-8qps", rate: 8, capacity: 12, requests: 120, outputLen: 16, seed: 11}.write(t, dir)
 	}
 	return []string{

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/servebench/servebench/internal/golden"
 )
 
 // htmlFixture is two setups swept over request rate, one with per-request
@@ -55,20 +57,7 @@ func TestHTMLReportChartsGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("testdata", "html", "charts.golden.txt")
-	got := chartOutline(rep)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden (run with -update to create): %v", err)
-	}
-	if got != string(want) {
-		t.Errorf("chart outline differs from %s (run with -update if intended)\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
+	golden.CheckFile(t, filepath.Join("testdata", "html", "charts.golden.txt"), []byte(chartOutline(rep)))
 }
 
 func TestLoadCurveValuesComeFromTheResults(t *testing.T) {

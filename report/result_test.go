@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,26 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/servebench/servebench/internal/golden"
+
 	"github.com/servebench/servebench/metrics"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files")
-
-func golden(t *testing.T, name string, got []byte) {
+func checkGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden %s (run with -update to create): %v", path, err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%s differs from golden (run with -update if intended)\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
+	golden.CheckFile(t, filepath.Join("testdata", name), got)
 }
 
 func dist(mean, median, std, p99 float64) metrics.Distribution {
@@ -118,7 +105,7 @@ func TestTextAndJSONGolden(t *testing.T) {
 	if err := WriteText(&text, r); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "result.golden.txt", text.Bytes())
+	checkGolden(t, "result.golden.txt", text.Bytes())
 
 	for _, detailed := range []bool{false, true} {
 		js, err := JSON(r, detailed)
@@ -142,9 +129,9 @@ func TestTextAndJSONGolden(t *testing.T) {
 			if n := len(decoded["ttfts"].([]any)); n != 2 {
 				t.Errorf("ttfts has %d entries, want 2 (warmup excluded)", n)
 			}
-			golden(t, "result.detailed.golden.json", js)
+			checkGolden(t, "result.detailed.golden.json", js)
 		} else {
-			golden(t, "result.golden.json", js)
+			checkGolden(t, "result.golden.json", js)
 		}
 	}
 }
@@ -220,7 +207,7 @@ func TestSummaryJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "summary.golden.json", js)
+	checkGolden(t, "summary.golden.json", js)
 }
 
 // vLLM writes rates as Python floats ("4.0", "1.0") and keeps per-request

@@ -5,12 +5,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/servebench/servebench/internal/golden"
 
 	"github.com/servebench/servebench/engine"
 )
@@ -168,19 +169,7 @@ func TestStatsLog(t *testing.T) {
 				stop()
 			})
 			got := strings.Join(h.lines, "\n") + "\n"
-			golden := "testdata/stats_" + string(version) + ".golden"
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("log lines differ from %s:\n got:\n%s\nwant:\n%s", golden, got, want)
-			}
+			golden.CheckFile(t, "testdata/stats_"+string(version)+".golden", []byte(got))
 		})
 	}
 }

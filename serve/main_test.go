@@ -2,18 +2,16 @@ package serve
 
 import (
 	"context"
-	"flag"
 	"sync"
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/servebench/servebench/engine"
 	"github.com/servebench/servebench/perf"
 	"github.com/servebench/servebench/tokenizer"
-	"go.uber.org/goleak"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)

@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -15,14 +13,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/servebench/servebench/internal/golden"
+
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/servebench/servebench/engine"
 	"github.com/servebench/servebench/metrics"
 	"github.com/servebench/servebench/perf"
 	"github.com/servebench/servebench/workload"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // linearModel: fixed + per-token + per-KV-entry costs, a stand-in for perf's
 // roofline with realistic magnitudes (≈10 ms decode steps for an 8B model).
@@ -139,20 +138,7 @@ func TestRunGolden(t *testing.T) {
 			if again := render(); again != got {
 				t.Fatal("two runs of the same input differ")
 			}
-			path := filepath.Join("testdata", "run_"+m.name+".golden")
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test ./sim -run TestRunGolden -update to create it)", err)
-			}
-			if diff := cmp.Diff(string(want), got); diff != "" {
-				t.Fatalf("output differs from %s (-want +got):\n%s", path, diff)
-			}
+			golden.CheckFile(t, filepath.Join("testdata", "run_"+m.name+".golden"), []byte(got))
 		})
 	}
 }

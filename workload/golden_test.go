@@ -3,39 +3,21 @@ package workload
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"hash/fnv"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	"github.com/servebench/servebench/internal/golden"
+)
 
 // checkGolden compares got with testdata/golden/name.golden. The golden files
 // pin the exact streams: a change there breaks the promise that a seed gives
 // the same workload across servebench versions, so it must be deliberate.
 func checkGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", "golden", name+".golden")
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (go test -run %s -update rewrites it)\n got:\n%s\nwant:\n%s", path, t.Name(), got, want)
-	}
+	golden.CheckFile(t, filepath.Join("testdata", "golden", name+".golden"), got)
 }
 
 func renderRequests(reqs []Request) []byte {
