@@ -1,5 +1,7 @@
 package engine
 
+import "github.com/servebench/servebench/internal/mix"
+
 // Block hashes chain like vLLM's hash_block_tokens: a block's hash covers
 // its parent's hash and its own tokens, so equal hashes mean equal prefixes.
 // 64-bit hashes make a false hit practically impossible (about n²/2⁶⁵ for n
@@ -12,15 +14,6 @@ const (
 	tokenSalt  uint64 = 0xd6e8feb86659fd93
 	nonzeroSub uint64 = 1
 )
-
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
-}
 
 // generatedToken stands in for the ID of the output token at position p.
 // Generated tokens have no real IDs; these are unique to the request and
@@ -50,7 +43,7 @@ func (e *Engine) blockHash(s *sequence, i int) uint64 {
 			h = (h ^ s.generatedToken(p)) * hashPrime
 			h ^= h >> 29
 		}
-		h = mix64(h)
+		h = mix.Finalize(h)
 		if h == 0 {
 			h = nonzeroSub
 		}

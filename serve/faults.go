@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/servebench/servebench/internal/mix"
 )
 
 // FaultType is one kind of injected failure.
@@ -72,7 +74,7 @@ func (f Faults) pick(seed uint64, k uint64) FaultType {
 	if f.Rate <= 0 {
 		return ""
 	}
-	h := mix64(seed ^ mix64(k^0x5fa17))
+	h := mix.SplitMix64(seed ^ mix.SplitMix64(k^0x5fa17))
 	if float64(h>>11)/(1<<53) >= f.Rate {
 		return ""
 	}
@@ -80,7 +82,7 @@ func (f Faults) pick(seed uint64, k uint64) FaultType {
 	if len(types) == 0 {
 		types = AllFaultTypes
 	}
-	return types[mix64(h)%uint64(len(types))]
+	return types[mix.SplitMix64(h)%uint64(len(types))]
 }
 
 // dropAfter is after how many of n tokens a drop fault closes the stream.
@@ -88,7 +90,7 @@ func dropAfter(seed, k uint64, n int) int {
 	if n <= 1 {
 		return 0
 	}
-	return int(mix64(seed^mix64(k^0xd409)) % uint64(n))
+	return int(mix.SplitMix64(seed^mix.SplitMix64(k^0xd409)) % uint64(n))
 }
 
 func faultError(t FaultType) *apiError {

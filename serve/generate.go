@@ -11,6 +11,7 @@ import (
 
 	"github.com/servebench/servebench/engine"
 	"github.com/servebench/servebench/internal/jsonenc"
+	"github.com/servebench/servebench/internal/mix"
 	"github.com/servebench/servebench/tokenizer"
 )
 
@@ -77,9 +78,9 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 		return
 	}
 
-	textSeed := mix64(s.cfg.Seed ^ hashIDs(ids))
+	textSeed := mix.SplitMix64(s.cfg.Seed ^ hashIDs(ids))
 	if g.seed != nil {
-		textSeed = mix64(s.cfg.Seed ^ mix64(uint64(*g.seed)^0x5eed))
+		textSeed = mix.SplitMix64(s.cfg.Seed ^ mix.SplitMix64(uint64(*g.seed)^0x5eed))
 	}
 	rng := rand.New(rand.NewPCG(textSeed, 0x6f75746c656e))
 	outLen, hitLimit := s.cfg.OutputLen.outputLen(rng, limit, min(g.minTokens, limit), g.ignoreEOS, unlimited)
@@ -176,7 +177,7 @@ func (s *Server) newResponse(r *http.Request, g *genRequest, st *stream, promptT
 	}
 	base := r.Header.Get("X-Request-Id")
 	if base == "" {
-		base = fmt.Sprintf("%016x%016x", mix64(s.cfg.Seed^st.req.ID), mix64(st.textSeed^st.req.ID))
+		base = fmt.Sprintf("%016x%016x", mix.SplitMix64(s.cfg.Seed^st.req.ID), mix.SplitMix64(st.textSeed^st.req.ID))
 	}
 	rs := &response{
 		chat:            g.chat,

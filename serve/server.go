@@ -18,7 +18,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/servebench/servebench/engine"
+	"github.com/servebench/servebench/internal/mix"
 	"github.com/servebench/servebench/perf"
 	"github.com/servebench/servebench/tokenizer"
 )
@@ -422,7 +424,7 @@ func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
 			ID: name, Object: "model", Created: created, OwnedBy: "vllm", Root: s.cfg.Model,
 			MaxModelLen: s.cfg.Engine.MaxModelLen,
 			Permission: []modelPermission{{
-				ID: fmt.Sprintf("modelperm-%032x", mix64(s.cfg.Seed^uint64(i+1))), Object: "model_permission", Created: created,
+				ID: fmt.Sprintf("modelperm-%032x", mix.SplitMix64(s.cfg.Seed^uint64(i+1))), Object: "model_permission", Created: created,
 				AllowSampling: true, AllowLogprobs: true, AllowView: true, Organization: "*",
 			}},
 		})

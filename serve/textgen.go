@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/servebench/servebench/internal/mix"
 	"github.com/servebench/servebench/tokenizer"
 )
 
@@ -73,18 +74,9 @@ func newTextGen(ctx context.Context, tok tokenizer.Tokenizer) (*textGen, error) 
 // identified by seed.
 func (g *textGen) appendText(b []byte, seed uint64, from, n int) []byte {
 	for i := from; i < from+n; i++ {
-		b = append(b, g.words[mix64(seed+uint64(i))%uint64(len(g.words))]...)
+		b = append(b, g.words[mix.SplitMix64(seed+uint64(i))%uint64(len(g.words))]...)
 	}
 	return b
-}
-
-// mix64 is splitmix64's finalizer: a cheap bijective hash, so consecutive
-// positions give unrelated words.
-func mix64(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	return x ^ (x >> 31)
 }
 
 // hashIDs is FNV-1a over token IDs: the seed of a request's output when the
