@@ -27,8 +27,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unicode/utf8"
 
+	"github.com/servebench/servebench/internal/textline"
 	"github.com/servebench/servebench/metrics"
 	"github.com/servebench/servebench/workload"
 )
@@ -240,31 +240,7 @@ func readStatusError(resp *http.Response) *StatusError {
 	n, _ := io.ReadFull(resp.Body, buf)
 	// Drain a little more so the connection can be reused.
 	_, _ = io.CopyN(io.Discard, resp.Body, 64<<10)
-	return &StatusError{Code: resp.StatusCode, Body: oneLine(buf[:n])}
-}
-
-// oneLine makes b safe for a one-line error: valid UTF-8, no control
-// characters, no runs of blanks.
-func oneLine(b []byte) string {
-	var sb strings.Builder
-	space := false
-	for len(b) > 0 {
-		r, size := utf8.DecodeRune(b)
-		b = b[size:]
-		if r == utf8.RuneError && size == 1 {
-			continue // a cut at the byte limit may split the last rune
-		}
-		if r < ' ' || r == 0x7f || r == ' ' {
-			space = sb.Len() > 0
-			continue
-		}
-		if space {
-			sb.WriteByte(' ')
-			space = false
-		}
-		sb.WriteRune(r)
-	}
-	return sb.String()
+	return &StatusError{Code: resp.StatusCode, Body: textline.OneLine(string(buf[:n]), 0)}
 }
 
 // Model is one entry of /v1/models.
@@ -493,5 +469,5 @@ func (c *Client) describe(ctx, reqCtx context.Context, err error, where string) 
 	if errors.As(err, &urlErr) {
 		err = urlErr.Err // the URL is known to the user and only adds noise
 	}
-	return oneLine([]byte(err.Error() + " " + where))
+	return textline.OneLine(err.Error()+" "+where, 0)
 }

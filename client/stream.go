@@ -8,6 +8,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/servebench/servebench/internal/textline"
 	"github.com/servebench/servebench/metrics"
 )
 
@@ -176,7 +177,7 @@ func (s *streamState) apply(f *chunkFields, at time.Duration) bool {
 		if !f.HasError {
 			msg = f.TopMessage
 		}
-		text := oneLine(head(msg, errorBodyBytes))
+		text := textline.OneLine(string(head(msg, errorBodyBytes)), 0)
 		if text == "" {
 			text = "(no message)"
 		}
@@ -304,7 +305,7 @@ func (s *streamState) errorText(data []byte) string {
 			data = f.TopMessage
 		}
 	}
-	if text := oneLine(head(data, errorBodyBytes)); text != "" {
+	if text := textline.OneLine(string(head(data, errorBodyBytes)), 0); text != "" {
 		return text
 	}
 	return "(no message)"

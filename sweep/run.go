@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/servebench/servebench/internal/redact"
+	"github.com/servebench/servebench/internal/textline"
 	"github.com/servebench/servebench/report"
 )
 
@@ -313,7 +314,7 @@ func (ex *executor) runPoint(ctx context.Context, i int) (map[string]any, error)
 	ex.took = append(ex.took, pointTime{index: i, took: took})
 	ex.remaining = max(ex.remaining-1, 0)
 	if err != nil {
-		p.Status, p.Error = StatusFailed, oneLine(err.Error())
+		p.Status, p.Error = StatusFailed, textline.OneLine(err.Error(), 0)
 		ex.failed++
 		if serr := ex.save(); serr != nil {
 			return nil, serr
@@ -362,14 +363,6 @@ func readResultMap(path string, data []byte) (map[string]any, error) {
 		return nil, fmt.Errorf("the run's result %s: %w", path, err)
 	}
 	return objects[len(objects)-1], nil
-}
-
-func oneLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i] + " …"
-	}
-	return s
 }
 
 // pointTime is how long the run of the point at index took.

@@ -11,7 +11,8 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
-	"unicode/utf8"
+
+	"github.com/servebench/servebench/internal/textline"
 )
 
 // maxResponseBytes bounds a /tokenize or /detokenize response body; a
@@ -260,7 +261,7 @@ func (s *Server) post(ctx context.Context, target string, body, out any) error {
 			Method:     http.MethodPost,
 			URL:        target,
 			StatusCode: resp.StatusCode,
-			Body:       oneLine(string(snippet), 200),
+			Body:       textline.OneLine(string(snippet), 200),
 		})
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
@@ -271,24 +272,7 @@ func (s *Server) post(ctx context.Context, target string, body, out any) error {
 		return fmt.Errorf("tokenizer server: POST %s: response exceeds %d MiB", target, maxResponseBytes>>20)
 	}
 	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("tokenizer server: POST %s: response is not the expected JSON (%v): %s", target, err, oneLine(string(data), 200))
+		return fmt.Errorf("tokenizer server: POST %s: response is not the expected JSON (%v): %s", target, err, textline.OneLine(string(data), 200))
 	}
 	return nil
-}
-
-// oneLine keeps the first non-empty line of s, cut to at most limit bytes
-// on a rune boundary.
-func oneLine(s string, limit int) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
-		s = s[:i]
-	}
-	if len(s) <= limit {
-		return s
-	}
-	cut := limit
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
 }

@@ -193,7 +193,7 @@ func TestServerErrors(t *testing.T) {
 	}{
 		{"vLLM unknown model", http.StatusNotFound, vllmError, false, []string{"404 Not Found", "/tokenize", "The model `nope` does not exist."}},
 		{"multi-line body", http.StatusInternalServerError, "boom\ntraceback line\n", false, []string{"500", "boom"}},
-		{"long body", http.StatusBadGateway, strings.Repeat("x", 5000), false, []string{"502", "..."}},
+		{"long body", http.StatusBadGateway, strings.Repeat("x", 5000), false, []string{"502", "…"}},
 		{"not JSON", http.StatusOK, "<html>oops</html>", false, []string{"/tokenize", "not the expected JSON", "<html>"}},
 		{"no tokens", http.StatusOK, `{"detail":"hm"}`, false, []string{`no "tokens"`}},
 		{"tokens not IDs", http.StatusOK, `{"tokens":["a"]}`, false, []string{"not a list of integer IDs"}},

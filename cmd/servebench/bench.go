@@ -21,6 +21,7 @@ import (
 
 	"github.com/servebench/servebench/bench"
 	"github.com/servebench/servebench/client"
+	"github.com/servebench/servebench/internal/textline"
 	"github.com/servebench/servebench/report"
 	"github.com/servebench/servebench/serve"
 	"github.com/servebench/servebench/tokenizer"
@@ -430,7 +431,7 @@ func oneLineErr(err error) string {
 	if err == nil {
 		return "no error"
 	}
-	return oneLine(err.Error())
+	return textline.OneLine(err.Error(), 0)
 }
 
 func serverMetricsJSON(res *bench.Result) map[string]any {

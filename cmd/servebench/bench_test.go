@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/servebench/servebench/internal/textline"
 )
 
 // runCLI runs servebench in-process with args, as main does.
@@ -209,7 +211,7 @@ func TestBenchBadInputIsOneLineError(t *testing.T) {
 				t.Fatalf("accepted %v", tt.args)
 			}
 			msg := err.Error()
-			if !strings.Contains(msg, tt.want) || strings.Contains(oneLine(msg), "\n") {
+			if !strings.Contains(msg, tt.want) || strings.Contains(textline.OneLine(msg, 0), "\n") {
 				t.Fatalf("error %q should name %q on one line", msg, tt.want)
 			}
 		})

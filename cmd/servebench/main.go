@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/servebench/servebench/internal/textline"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -57,7 +59,7 @@ func main() {
 	root.SetArgs(cliArgs(os.Args[1:]))
 	err := root.ExecuteContext(ctx)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "servebench: "+oneLine(err.Error()))
+		fmt.Fprintln(os.Stderr, "servebench: "+textline.OneLine(err.Error(), 0))
 		var exit exitCodeError
 		if errors.As(err, &exit) {
 			os.Exit(exit.code)
@@ -75,10 +77,6 @@ type exitCodeError struct {
 
 func (e exitCodeError) Error() string { return e.err.Error() }
 func (e exitCodeError) Unwrap() error { return e.err }
-
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
-}
 
 // multiValueFlags take several values after one flag, as vLLM's argparse
 // nargs="+" options do: "--goodput ttft:500 tpot:50".
