@@ -8,7 +8,6 @@ package bench
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"strconv"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/servebench/servebench/internal/clock"
+	"github.com/servebench/servebench/internal/option"
 	"github.com/servebench/servebench/metrics"
 	"github.com/servebench/servebench/tokenizer"
 	"github.com/servebench/servebench/workload"
@@ -114,7 +114,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, errors.New("bench: no client configured")
 	}
 	if len(cfg.Requests) == 0 {
-		return nil, errors.New("bench: no requests to send (check --num-prompts and the dataset)")
+		return nil, option.New("bench: no requests to send (check {num_prompts} and the dataset)")
 	}
 	if cfg.GracePeriod <= 0 {
 		cfg.GracePeriod = 5 * time.Second
@@ -183,7 +183,7 @@ func readyCheck(ctx context.Context, cfg Config) error {
 			return nil
 		}
 		if ctx.Err() != nil || time.Now().Add(time.Second).After(deadline) {
-			return fmt.Errorf("%w after %s: last attempt: %s (raise --ready-check-timeout-sec or check the server)", ErrNotReady, cfg.ReadyCheckTimeout, last.Error)
+			return option.Errorf("%w after %s: last attempt: %s (raise {ready_check_timeout_sec} or check the server)", ErrNotReady, cfg.ReadyCheckTimeout, last.Error)
 		}
 		select {
 		case <-ctx.Done():

@@ -2,12 +2,11 @@ package client
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
 	"slices"
 	"strconv"
 
 	"github.com/servebench/servebench/internal/jsonenc"
+	"github.com/servebench/servebench/internal/option"
 	"github.com/servebench/servebench/workload"
 )
 
@@ -63,11 +62,11 @@ func newBodyTemplate(cfg *Config, chat bool) (*bodyTemplate, error) {
 	slices.Sort(keys) // a stable body makes captures and tests comparable
 	for _, k := range keys {
 		if (k == "prompt" && !chat) || (k == "messages" && chat) {
-			return nil, fmt.Errorf("--extra-body key %q would replace the workload's prompt: remove it from --extra-body", k)
+			return nil, option.Errorf("{extra_body} key %q would replace the workload's prompt: remove it from {extra_body}", k)
 		}
 		v, err := json.Marshal(cfg.ExtraBody[k])
 		if err != nil {
-			return nil, fmt.Errorf("--extra-body key %q cannot be encoded as JSON (%w): give a JSON value", k, err)
+			return nil, option.Errorf("{extra_body} key %q cannot be encoded as JSON (%w): give a JSON value", k, err)
 		}
 		tail = append(tail, ',')
 		tail = jsonenc.AppendString(tail, k)
@@ -78,7 +77,7 @@ func newBodyTemplate(cfg *Config, chat bool) (*bodyTemplate, error) {
 	return t, nil
 }
 
-var errChatNeedsText = errors.New("the chat endpoint needs a text prompt but this request has only token IDs: use a tokenizer for the dataset or --endpoint /v1/completions")
+var errChatNeedsText = option.New("the chat endpoint needs a text prompt but this request has only token IDs: use a tokenizer for the dataset or {endpoint} /v1/completions")
 
 // appendBody encodes req's body onto dst.
 func (t *bodyTemplate) appendBody(dst []byte, req *workload.Request) ([]byte, error) {

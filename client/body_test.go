@@ -100,9 +100,9 @@ func TestRequestBodyErrors(t *testing.T) {
 		chat bool
 		want string
 	}{
-		{Config{ExtraBody: map[string]any{"prompt": "x"}}, false, `--extra-body key "prompt"`},
-		{Config{ExtraBody: map[string]any{"messages": "x"}}, true, `--extra-body key "messages"`},
-		{Config{ExtraBody: map[string]any{"f": func() {}}}, false, `--extra-body key "f" cannot be encoded`},
+		{Config{ExtraBody: map[string]any{"prompt": "x"}}, false, `extra_body key "prompt"`},
+		{Config{ExtraBody: map[string]any{"messages": "x"}}, true, `extra_body key "messages"`},
+		{Config{ExtraBody: map[string]any{"f": func() {}}}, false, `extra_body key "f" cannot be encoded`},
 	} {
 		_, err := newBodyTemplate(&tc.cfg, tc.chat)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -28,6 +28,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/servebench/servebench/internal/option"
 	"github.com/servebench/servebench/internal/textline"
 	"github.com/servebench/servebench/metrics"
 	"github.com/servebench/servebench/workload"
@@ -93,38 +94,38 @@ type Client struct {
 // flag at fault and how to fix it.
 func New(cfg Config) (*Client, error) {
 	if strings.TrimSpace(cfg.BaseURL) == "" {
-		return nil, errors.New("--base-url is empty: give the server's address, e.g. --base-url http://127.0.0.1:8000")
+		return nil, option.New("{base_url} is empty: give the server's address, e.g. {base_url} http://127.0.0.1:8000")
 	}
 	if lower := strings.ToLower(cfg.BaseURL); !strings.HasPrefix(lower, "http://") && !strings.HasPrefix(lower, "https://") {
-		return nil, fmt.Errorf("--base-url %q must start with http:// or https://, e.g. http://127.0.0.1:8000", cfg.BaseURL)
+		return nil, option.Errorf("{base_url} %q must start with http:// or https://, e.g. http://127.0.0.1:8000", cfg.BaseURL)
 	}
 	base, err := url.Parse(cfg.BaseURL)
 	if err != nil {
-		return nil, fmt.Errorf("--base-url %q is not a valid URL (%w): use e.g. http://127.0.0.1:8000", cfg.BaseURL, err)
+		return nil, option.Errorf("{base_url} %q is not a valid URL (%w): use e.g. http://127.0.0.1:8000", cfg.BaseURL, err)
 	}
 	if base.Scheme != "http" && base.Scheme != "https" {
-		return nil, fmt.Errorf("--base-url %q must start with http:// or https://, e.g. http://127.0.0.1:8000", cfg.BaseURL)
+		return nil, option.Errorf("{base_url} %q must start with http:// or https://, e.g. http://127.0.0.1:8000", cfg.BaseURL)
 	}
 	if base.Host == "" {
-		return nil, fmt.Errorf("--base-url %q has no host: use e.g. http://127.0.0.1:8000", cfg.BaseURL)
+		return nil, option.Errorf("{base_url} %q has no host: use e.g. http://127.0.0.1:8000", cfg.BaseURL)
 	}
 	if base.RawQuery != "" || base.Fragment != "" {
-		return nil, fmt.Errorf("--base-url %q has a query or fragment: give only scheme://host:port", cfg.BaseURL)
+		return nil, option.Errorf("{base_url} %q has a query or fragment: give only scheme://host:port", cfg.BaseURL)
 	}
 	prefix := strings.TrimRight(base.Path, "/")
 	if strings.HasSuffix(prefix, "/v1") || strings.Contains(prefix, "completions") {
-		return nil, fmt.Errorf("--base-url %q includes the API path %q: give only scheme://host:port and put the path in --endpoint (e.g. /v1/completions)", cfg.BaseURL, base.Path)
+		return nil, option.Errorf("{base_url} %q includes the API path %q: give only scheme://host:port and put the path in {endpoint} (e.g. /v1/completions)", cfg.BaseURL, base.Path)
 	}
 	endpoint := cfg.Endpoint
 	if endpoint == "" {
 		endpoint = "/v1/completions"
 	}
 	if !strings.HasPrefix(endpoint, "/") {
-		return nil, fmt.Errorf("--endpoint %q must be a path starting with '/', e.g. /v1/completions or /v1/chat/completions", cfg.Endpoint)
+		return nil, option.Errorf("{endpoint} %q must be a path starting with '/', e.g. /v1/completions or /v1/chat/completions", cfg.Endpoint)
 	}
 	full, err := url.Parse(base.Scheme + "://" + base.Host + prefix + endpoint)
 	if err != nil {
-		return nil, fmt.Errorf("--endpoint %q does not form a valid URL with --base-url (%w): use e.g. /v1/completions", cfg.Endpoint, err)
+		return nil, option.Errorf("{endpoint} %q does not form a valid URL with {base_url} (%w): use e.g. /v1/completions", cfg.Endpoint, err)
 	}
 	full.User = base.User
 	for _, limit := range []struct {
@@ -140,7 +141,7 @@ func New(cfg Config) (*Client, error) {
 	header["User-Agent"] = []string{"servebench"}
 	for k, vs := range cfg.Header {
 		if !validHeaderName(k) {
-			return nil, fmt.Errorf("--header name %q is not a valid HTTP header name: use name=value with letters, digits and '-'", k)
+			return nil, option.Errorf("{header} name %q is not a valid HTTP header name: use name=value with letters, digits and '-'", k)
 		}
 		ck := http.CanonicalHeaderKey(k)
 		if _, set := cfg.Header[ck]; set && ck != k {
@@ -293,7 +294,7 @@ func (c *Client) ModelList(ctx context.Context) ([]Model, error) {
 		} `json:"data"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&list); err != nil {
-		return nil, fmt.Errorf("list models at %s: response is not a model list (%w): pass --model explicitly", c.modelsURL, err)
+		return nil, option.Errorf("list models at %s: response is not a model list (%w): pass {model} explicitly", c.modelsURL, err)
 	}
 	models := make([]Model, 0, len(list.Data))
 	for _, m := range list.Data {
@@ -302,7 +303,7 @@ func (c *Client) ModelList(ctx context.Context) ([]Model, error) {
 		}
 	}
 	if len(models) == 0 {
-		return nil, fmt.Errorf("list models at %s: the server lists no models: pass --model explicitly", c.modelsURL)
+		return nil, option.Errorf("list models at %s: the server lists no models: pass {model} explicitly", c.modelsURL)
 	}
 	return models, nil
 }
@@ -457,7 +458,7 @@ func (c *Client) describe(ctx, reqCtx context.Context, err error, where string) 
 	var dnsErr *net.DNSError
 	switch {
 	case errors.As(err, &dnsErr):
-		return fmt.Sprintf("DNS lookup of %q failed (%s): check the host in --base-url", dnsErr.Name, dnsErr.Err)
+		return fmt.Sprintf("DNS lookup of %q failed (%s): check the host in the base URL", dnsErr.Name, dnsErr.Err)
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return fmt.Sprintf("connection refused by %s: is the server running and listening there?", c.endpoint.Host)
 	case errors.Is(err, syscall.ECONNRESET):

@@ -71,7 +71,7 @@ func TestNewValidation(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{Config{}, "--base-url is empty"},
+		{Config{}, "base_url is empty"},
 		{Config{BaseURL: "127.0.0.1:8000"}, "must start with http:// or https://"},
 		{Config{BaseURL: "ftp://127.0.0.1"}, "must start with http:// or https://"},
 		{Config{BaseURL: "http://"}, "has no host"},
@@ -83,8 +83,8 @@ func TestNewValidation(t *testing.T) {
 		{Config{BaseURL: "http://127.0.0.1:8000", Timeout: -time.Second}, "request timeout -1s is negative"},
 		{Config{BaseURL: "http://127.0.0.1:8000", FirstByteTimeout: -time.Second}, "first-byte timeout -1s is negative"},
 		{Config{BaseURL: "http://127.0.0.1:8000", ChunkTimeout: -time.Second}, "chunk timeout -1s is negative"},
-		{Config{BaseURL: "http://127.0.0.1:8000", Header: http.Header{"Bad Name": {"x"}}}, "--header name"},
-		{Config{BaseURL: "http://127.0.0.1:8000", ExtraBody: map[string]any{"prompt": 1}}, "--extra-body key"},
+		{Config{BaseURL: "http://127.0.0.1:8000", Header: http.Header{"Bad Name": {"x"}}}, "header name"},
+		{Config{BaseURL: "http://127.0.0.1:8000", ExtraBody: map[string]any{"prompt": 1}}, "extra_body key"},
 	}
 	for _, tc := range tests {
 		_, err := New(tc.cfg)
@@ -551,7 +551,7 @@ func TestModels(t *testing.T) {
 	}
 	empty := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, `{"data":[]}`) }))
 	defer empty.Close()
-	if _, err := newTestClient(t, Config{BaseURL: empty.URL}).Models(context.Background()); err == nil || !strings.Contains(err.Error(), "pass --model") {
+	if _, err := newTestClient(t, Config{BaseURL: empty.URL}).Models(context.Background()); err == nil || !strings.Contains(err.Error(), "pass model") {
 		t.Errorf("Models on an empty list: %v", err)
 	}
 }

@@ -58,6 +58,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/servebench/servebench/internal/option"
 	"github.com/servebench/servebench/perf"
 )
 
@@ -156,11 +157,11 @@ func (c Config) Validate() error {
 	}
 	if c.Version == V1 {
 		if c.PreemptionMode == PreemptSwap {
-			return errors.New("preemption_mode=swap requires --engine v0: vLLM's V1 engine only preempts by recompute " +
-				"and falls back to V0 when --preemption-mode is set")
+			return option.New("preemption_mode=swap requires {engine} v0: vLLM's V1 engine only preempts by recompute " +
+				"and falls back to V0 when {preemption_mode} is set")
 		}
 		if c.SchedulerDelayFactor > 0 {
-			return errors.New("scheduler_delay_factor requires --engine v0: vLLM's V1 scheduler has no delay factor " +
+			return option.New("scheduler_delay_factor requires {engine} v0: vLLM's V1 scheduler has no delay factor " +
 				"and falls back to V0 when it is set")
 		}
 	}

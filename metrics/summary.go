@@ -1,13 +1,14 @@
 package metrics
 
 import (
-	"fmt"
 	"math"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/servebench/servebench/internal/option"
 )
 
 // Options selects what a Summary reports beyond the fixed totals.
@@ -276,14 +277,14 @@ func ParseGoodput(args []string) (map[string]float64, error) {
 		for _, item := range strings.Fields(strings.ReplaceAll(arg, ",", " ")) {
 			key, val, ok := strings.Cut(item, ":")
 			if !ok {
-				return nil, fmt.Errorf("--goodput %q: expected KEY:VALUE_MS with KEY one of %s", item, strings.Join(GoodputKeys, ", "))
+				return nil, option.Errorf("{goodput} %q: expected KEY:VALUE_MS with KEY one of %s", item, strings.Join(GoodputKeys, ", "))
 			}
 			if !slices.Contains(GoodputKeys, key) {
-				return nil, fmt.Errorf("--goodput %q: invalid metric name %q; the service level objective name should be one of %s", item, key, strings.Join(GoodputKeys, ", "))
+				return nil, option.Errorf("{goodput} %q: invalid metric name %q; the service level objective name should be one of %s", item, key, strings.Join(GoodputKeys, ", "))
 			}
 			v, err := strconv.ParseFloat(val, 64)
 			if err != nil || v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-				return nil, fmt.Errorf("--goodput %q: invalid value %q; the service level objective value should be a non-negative number of milliseconds", item, val)
+				return nil, option.Errorf("{goodput} %q: invalid value %q; the service level objective value should be a non-negative number of milliseconds", item, val)
 			}
 			out[key] = v
 		}
@@ -301,12 +302,12 @@ func ParsePercentiles(s string) ([]float64, error) {
 		}
 		p, err := strconv.ParseFloat(f, 64)
 		if err != nil || p < 0 || p > 100 || math.IsNaN(p) {
-			return nil, fmt.Errorf("--metric-percentiles %q: %q is not a percentile between 0 and 100", s, f)
+			return nil, option.Errorf("{metric_percentiles} %q: %q is not a percentile between 0 and 100", s, f)
 		}
 		out = append(out, p)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("--metric-percentiles %q: give at least one percentile, e.g. 50,90,99", s)
+		return nil, option.Errorf("{metric_percentiles} %q: give at least one percentile, e.g. 50,90,99", s)
 	}
 	return out, nil
 }
@@ -323,14 +324,14 @@ func ParsePercentileMetrics(s string) ([]string, error) {
 			continue
 		}
 		if !slices.Contains(PercentileMetrics, f) {
-			return nil, fmt.Errorf("--percentile-metrics %q: unknown metric %q; choose from %s", s, f, strings.Join(PercentileMetrics, ", "))
+			return nil, option.Errorf("{percentile_metrics} %q: unknown metric %q; choose from %s", s, f, strings.Join(PercentileMetrics, ", "))
 		}
 		if !slices.Contains(out, f) {
 			out = append(out, f)
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("--percentile-metrics %q: give at least one of %s", s, strings.Join(PercentileMetrics, ", "))
+		return nil, option.Errorf("{percentile_metrics} %q: give at least one of %s", s, strings.Join(PercentileMetrics, ", "))
 	}
 	return out, nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/servebench/servebench/engine"
+	"github.com/servebench/servebench/internal/option"
 	"github.com/servebench/servebench/perf"
 	"github.com/servebench/servebench/tokenizer"
 )
@@ -134,11 +135,11 @@ func (c *Config) validate() error {
 		return errors.New("serve: Config.StepModel is nil; pass a perf.StepModel such as perf.NewRoofline(deployment)")
 	}
 	if c.Model == "" {
-		return errors.New("serve: Config.Model is empty; set the model name clients send (--model or --served-model-name)")
+		return option.New("serve: Config.Model is empty; set the model name clients send ({model} or {served_model_name})")
 	}
 	for _, n := range c.ServedModelNames {
 		if n == "" {
-			return errors.New("serve: an empty served model name; pass non-empty --served-model-name values")
+			return option.New("serve: an empty served model name; pass non-empty {served_model_name} values")
 		}
 	}
 	if c.MaxConnections < 0 {

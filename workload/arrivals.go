@@ -1,10 +1,11 @@
 package workload
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"time"
+
+	"github.com/servebench/servebench/internal/option"
 )
 
 // Ramp-up strategies accepted in Arrivals.RampUp.
@@ -42,31 +43,31 @@ func DefaultArrivals() Arrivals {
 func (a Arrivals) Validate() error {
 	switch {
 	case math.IsNaN(a.Rate) || a.Rate <= 0:
-		return fmt.Errorf("--request-rate %g: must be > 0 (inf sends every request at once)", a.Rate)
+		return option.Errorf("{request_rate} %g: must be > 0 (inf sends every request at once)", a.Rate)
 	case math.IsNaN(a.Burstiness) || a.Burstiness <= 0:
-		return fmt.Errorf("--burstiness %g: must be > 0 (1 is Poisson, inf gives constant gaps)", a.Burstiness)
+		return option.Errorf("{burstiness} %g: must be > 0 (1 is Poisson, inf gives constant gaps)", a.Burstiness)
 	}
 	switch a.RampUp {
 	case "":
 		if a.RampStart != 0 || a.RampEnd != 0 {
-			return fmt.Errorf("--ramp-up-start-rps %g / --ramp-up-end-rps %g: need --ramp-up-strategy linear or exponential", a.RampStart, a.RampEnd)
+			return option.Errorf("{ramp_up_start_rps} %g / {ramp_up_end_rps} %g: need {ramp_up_strategy} linear or exponential", a.RampStart, a.RampEnd)
 		}
 		return nil
 	case RampLinear, RampExponential:
 	default:
-		return fmt.Errorf("--ramp-up-strategy %q: must be %s or %s", a.RampUp, RampLinear, RampExponential)
+		return option.Errorf("{ramp_up_strategy} %q: must be %s or %s", a.RampUp, RampLinear, RampExponential)
 	}
 	switch {
 	case !math.IsInf(a.Rate, 1):
-		return fmt.Errorf("--request-rate %g: leave it at inf with --ramp-up-strategy (the ramp sets the rate)", a.Rate)
+		return option.Errorf("{request_rate} %g: leave it at inf with {ramp_up_strategy} (the ramp sets the rate)", a.Rate)
 	case math.IsNaN(a.RampStart) || a.RampStart <= 0 || math.IsInf(a.RampStart, 0):
 		// vLLM rejects 0 only for exponential, then fails an assertion on the
 		// first request's zero rate for linear; both need a positive start.
-		return fmt.Errorf("--ramp-up-start-rps %g: must be a finite rate > 0", a.RampStart)
+		return option.Errorf("{ramp_up_start_rps} %g: must be a finite rate > 0", a.RampStart)
 	case math.IsNaN(a.RampEnd) || math.IsInf(a.RampEnd, 0):
-		return fmt.Errorf("--ramp-up-end-rps %g: must be a finite rate", a.RampEnd)
+		return option.Errorf("{ramp_up_end_rps} %g: must be a finite rate", a.RampEnd)
 	case a.RampStart > a.RampEnd:
-		return fmt.Errorf("--ramp-up-start-rps %g: must not exceed --ramp-up-end-rps %g", a.RampStart, a.RampEnd)
+		return option.Errorf("{ramp_up_start_rps} %g: must not exceed {ramp_up_end_rps} %g", a.RampStart, a.RampEnd)
 	}
 	return nil
 }

@@ -233,7 +233,7 @@ func TestDatasetFileErrors(t *testing.T) {
 			s := DefaultSpec()
 			s.Dataset, s.Path = name, missing
 			_, err := Build(context.Background(), s, nil)
-			want := `dataset file "` + missing + `": no such file (pass --dataset-path)`
+			want := `dataset file "` + missing + `": no such file (pass dataset_path)`
 			if err == nil || err.Error() != want {
 				t.Errorf("Build = %v, want %q", err, want)
 			}
@@ -242,7 +242,7 @@ func TestDatasetFileErrors(t *testing.T) {
 			}
 			s.Path = dir
 			_, err = Build(context.Background(), s, nil)
-			if err == nil || !strings.Contains(err.Error(), "is a directory (pass a file to --dataset-path)") {
+			if err == nil || !strings.Contains(err.Error(), "is a directory (pass a file to dataset_path)") {
 				t.Errorf("Build on a directory = %v", err)
 			}
 		})
@@ -455,18 +455,18 @@ func TestSonnetErrors(t *testing.T) {
 		spec Spec
 		want string
 	}{
-		{"input not above the base prompt", sonnetSpec(even, 5, 14, 10, 0), "--sonnet-input-len 14: must be greater than the base prompt's 14 tokens"},
+		{"input not above the base prompt", sonnetSpec(even, 5, 14, 10, 0), "sonnet_input_len 14: must be greater than the base prompt's 14 tokens"},
 		// 14 base + round(15/10)=2 lines of 10 = 34 tokens > 29: never fits.
-		{"never fits", sonnetSpec(even, 5, 29, 10, 0), "only 0 of 5 sonnet prompts fit --sonnet-input-len 29 in 1250 draws"},
+		{"never fits", sonnetSpec(even, 5, 29, 10, 0), "only 0 of 5 sonnet prompts fit sonnet_input_len 29 in 1250 draws"},
 		{"empty file", sonnetSpec(writeTemp(t, "empty.txt", ""), 5, 100, 10, 0), "empty; the sonnet dataset needs lines of text"},
 		// vLLM's defaults on a 2 MB file without newlines used to give
 		// base-prompt-only prompts (14 tokens instead of up to 550).
 		{"one 2 MB line", sonnetSpec(writeTemp(t, "oneline.txt", strings.Repeat("word ", 400_000)), 5, 550, 150, 200),
-			`its 1 line(s) average 500000 tokens, more than twice the 536 tokens --sonnet-input-len 550 leaves after the 14-token base prompt, so every prompt would be the base prompt alone`},
+			`its 1 line(s) average 500000 tokens, more than twice the 536 tokens sonnet_input_len 550 leaves after the 14-token base prompt, so every prompt would be the base prompt alone`},
 		// Lines of 100 tokens: 3 drawn lines fit 550, but a 20-token prefix
 		// rounds to no line at all.
 		{"prefix shorter than a line", sonnetSpec(writeTemp(t, "long.txt", strings.Repeat(strings.Repeat("x", 399)+"\n", 20)), 5, 550, 150, 40),
-			"its lines average 100 tokens, more than twice the 26 tokens --sonnet-prefix-len 40 leaves after the 14-token base prompt, so prompts would share no prefix lines"},
+			"its lines average 100 tokens, more than twice the 26 tokens sonnet_prefix_len 40 leaves after the 14-token base prompt, so prompts would share no prefix lines"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

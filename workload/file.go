@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+
+	"github.com/servebench/servebench/internal/option"
 )
 
 // datasetError carries a message written for the user while keeping the
@@ -23,7 +25,7 @@ func openDataset(path string) (*os.File, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, &datasetError{fmt.Sprintf("dataset file %q: no such file (pass --dataset-path)", path), err}
+			return nil, option.Errorf("dataset file %q: no such file (pass {dataset_path})", path).WithCause(err)
 		}
 		cause := err
 		var pathErr *fs.PathError
@@ -39,7 +41,7 @@ func openDataset(path string) (*os.File, error) {
 	}
 	if info.IsDir() {
 		f.Close()
-		return nil, &datasetError{fmt.Sprintf("dataset file %q: is a directory (pass a file to --dataset-path)", path), fs.ErrInvalid}
+		return nil, option.Errorf("dataset file %q: is a directory (pass a file to {dataset_path})", path).WithCause(fs.ErrInvalid)
 	}
 	return f, nil
 }

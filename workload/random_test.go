@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/servebench/servebench/tokenizer"
 )
 
@@ -196,7 +197,7 @@ func TestRandomMinimumInputWithSpecialTokens(t *testing.T) {
 	greedy := newGreedyTokenizer()
 	greedy.numSpecial = 1
 	_, err := Build(context.Background(), randomSpec(5, 1, 4, 0, 0), countingSpecialTokenizer{greedy})
-	if err == nil || !strings.Contains(err.Error(), "--random-input-len 1: too small") {
+	if err == nil || !strings.Contains(err.Error(), "random_input_len 1: too small") {
 		t.Fatalf("Build = %v, want the too-small error once the BOS token is subtracted", err)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"io"
 	"math"
 	"strings"
+
+	"github.com/servebench/servebench/internal/option"
 )
 
 // sonnetBasePrompt is vLLM's sonnet instruction.
@@ -36,14 +38,14 @@ func (b *builder) sonnet() ([]Request, error) {
 	}
 	avg := float64(total) / float64(len(lines))
 	if avg <= 0 {
-		return nil, fmt.Errorf("dataset file %q: its lines have no tokens; pass a text file to --dataset-path", path)
+		return nil, option.Errorf("dataset file %q: its lines have no tokens; pass a text file to {dataset_path}", path)
 	}
 	baseLen, _, err := b.countTokens(sonnetBasePrompt)
 	if err != nil {
 		return nil, err
 	}
 	if o.InputLen <= baseLen {
-		return nil, fmt.Errorf("--sonnet-input-len %d: must be greater than the base prompt's %d tokens", o.InputLen, baseLen)
+		return nil, option.Errorf("{sonnet_input_len} %d: must be greater than the base prompt's %d tokens", o.InputLen, baseLen)
 	}
 	// Python's round() rounds half to even.
 	numInputLines := int(math.RoundToEven(float64(o.InputLen-baseLen) / avg))
@@ -53,13 +55,13 @@ func (b *builder) sonnet() ([]Request, error) {
 	// lines and silently sends the base prompt alone (a one-line 2 MB file
 	// gave 12-token prompts for --sonnet-input-len 550).
 	if numInputLines == 0 {
-		return nil, fmt.Errorf("dataset file %q: its %d line(s) average %.0f tokens, more than twice the %d tokens --sonnet-input-len %d leaves after the %d-token base prompt, so every prompt would be the base prompt alone; "+
-			"sonnet draws whole lines (split at newlines, as vLLM does): give a text with one short line per verse, raise --sonnet-input-len, or use --dataset-name random",
+		return nil, option.Errorf("dataset file %q: its %d line(s) average %.0f tokens, more than twice the %d tokens {sonnet_input_len} %d leaves after the %d-token base prompt, so every prompt would be the base prompt alone; "+
+			"sonnet draws whole lines (split at newlines, as vLLM does): give a text with one short line per verse, raise {sonnet_input_len}, or use {dataset_name} random",
 			path, len(lines), avg, o.InputLen-baseLen, o.InputLen, baseLen)
 	}
 	if numPrefixLines == 0 && o.PrefixLen > baseLen {
-		return nil, fmt.Errorf("dataset file %q: its lines average %.0f tokens, more than twice the %d tokens --sonnet-prefix-len %d leaves after the %d-token base prompt, so prompts would share no prefix lines; "+
-			"give a text with shorter lines, raise --sonnet-prefix-len, or set it to 0",
+		return nil, option.Errorf("dataset file %q: its lines average %.0f tokens, more than twice the %d tokens {sonnet_prefix_len} %d leaves after the %d-token base prompt, so prompts would share no prefix lines; "+
+			"give a text with shorter lines, raise {sonnet_prefix_len}, or set it to 0",
 			path, avg, o.PrefixLen-baseLen, o.PrefixLen, baseLen)
 	}
 	prefix := sonnetBasePrompt + strings.Join(lines[:min(numPrefixLines, len(lines))], "")
@@ -72,8 +74,8 @@ func (b *builder) sonnet() ([]Request, error) {
 	var sb strings.Builder
 	for draws := 0; len(reqs) < n; draws++ {
 		if draws == maxDraws {
-			return nil, fmt.Errorf("dataset file %q: only %d of %d sonnet prompts fit --sonnet-input-len %d in %d draws "+
-				"(base prompt, %d prefix lines and %d drawn lines of ~%.1f tokens each); raise --sonnet-input-len or lower --sonnet-prefix-len",
+			return nil, option.Errorf("dataset file %q: only %d of %d sonnet prompts fit {sonnet_input_len} %d in %d draws "+
+				"(base prompt, %d prefix lines and %d drawn lines of ~%.1f tokens each); raise {sonnet_input_len} or lower {sonnet_prefix_len}",
 				path, len(reqs), n, o.InputLen, draws, numPrefixLines, numDrawn, avg)
 		}
 		if err := b.canceled(); err != nil {

@@ -1,9 +1,10 @@
 package workload
 
 import (
-	"fmt"
 	"math"
 	"strings"
+
+	"github.com/servebench/servebench/internal/option"
 )
 
 // Dataset names accepted in Spec.Dataset (vLLM's --dataset-name values).
@@ -118,22 +119,22 @@ func (s Spec) Validate() error {
 		known = known || n == name
 	}
 	if !known {
-		return fmt.Errorf("--dataset-name %q: unknown dataset (want one of %s)", s.Dataset, strings.Join(datasetNames(), ", "))
+		return option.Errorf("{dataset_name} %q: unknown dataset (want one of %s)", s.Dataset, strings.Join(datasetNames(), ", "))
 	}
 	if s.NumPrompts < 1 {
-		return fmt.Errorf("--num-prompts %d: must be at least 1", s.NumPrompts)
+		return option.Errorf("{num_prompts} %d: must be at least 1", s.NumPrompts)
 	}
 	if s.VocabSize < 1 {
-		return fmt.Errorf("--vocab-size %d: must be at least 1", s.VocabSize)
+		return option.Errorf("{vocab_size} %d: must be at least 1", s.VocabSize)
 	}
 	switch name {
 	case DatasetRandom, DatasetPrefixRepetition:
 		if s.Path != "" {
-			return fmt.Errorf("--dataset-path %q: the %s dataset reads no file (pass --dataset-name sharegpt, custom or sonnet)", s.Path, name)
+			return option.Errorf("{dataset_path} %q: the %s dataset reads no file (pass {dataset_name} sharegpt, custom or sonnet)", s.Path, name)
 		}
 	default:
 		if s.Path == "" {
-			return fmt.Errorf("--dataset-path is required for --dataset-name %s", name)
+			return option.Errorf("{dataset_path} is required for {dataset_name} %s", name)
 		}
 	}
 	switch name {
@@ -143,11 +144,11 @@ func (s Spec) Validate() error {
 		return s.Sonnet.validate()
 	case DatasetShareGPT:
 		if s.ShareGPT.OutputLen < 0 {
-			return fmt.Errorf("--sharegpt-output-len %d: must be >= 1 (or 0 to use each reply's length)", s.ShareGPT.OutputLen)
+			return option.Errorf("{sharegpt_output_len} %d: must be >= 1 (or 0 to use each reply's length)", s.ShareGPT.OutputLen)
 		}
 	case DatasetCustom:
 		if s.Custom.OutputLen < 1 {
-			return fmt.Errorf("--custom-output-len %d: must be at least 1", s.Custom.OutputLen)
+			return option.Errorf("{custom_output_len} %d: must be at least 1", s.Custom.OutputLen)
 		}
 	case DatasetPrefixRepetition:
 		return s.PrefixRepetition.validate(s.NumPrompts)
@@ -159,13 +160,13 @@ func (o RandomOptions) validate() error {
 	r := o.RangeRatio
 	switch {
 	case math.IsNaN(r) || r < 0 || r >= 1:
-		return fmt.Errorf("--random-range-ratio %g: must be in [0, 1)", r)
+		return option.Errorf("{random_range_ratio} %g: must be in [0, 1)", r)
 	case o.InputLen < 0:
-		return fmt.Errorf("--random-input-len %d: must be >= 0", o.InputLen)
+		return option.Errorf("{random_input_len} %d: must be >= 0", o.InputLen)
 	case o.PrefixLen < 0:
-		return fmt.Errorf("--random-prefix-len %d: must be >= 0", o.PrefixLen)
+		return option.Errorf("{random_prefix_len} %d: must be >= 0", o.PrefixLen)
 	case o.OutputLen < 1:
-		return fmt.Errorf("--random-output-len %d: must be at least 1", o.OutputLen)
+		return option.Errorf("{random_output_len} %d: must be at least 1", o.OutputLen)
 	}
 	return o.checkMinInput(0)
 }
@@ -176,8 +177,8 @@ func (o RandomOptions) checkMinInput(numSpecial int) error {
 	real := max(0, o.InputLen-numSpecial)
 	minTotal := o.PrefixLen + int(math.Floor(float64(real)*(1-o.RangeRatio)))
 	if minTotal < 1 {
-		return fmt.Errorf("--random-input-len %d: too small, the shortest prompt would have %d tokens "+
-			"(%d special tokens, --random-range-ratio %g); raise --random-input-len or --random-prefix-len, or lower --random-range-ratio",
+		return option.Errorf("{random_input_len} %d: too small, the shortest prompt would have %d tokens "+
+			"(%d special tokens, {random_range_ratio} %g); raise {random_input_len} or {random_prefix_len}, or lower {random_range_ratio}",
 			o.InputLen, minTotal, numSpecial, o.RangeRatio)
 	}
 	return nil
@@ -186,13 +187,13 @@ func (o RandomOptions) checkMinInput(numSpecial int) error {
 func (o SonnetOptions) validate() error {
 	switch {
 	case o.InputLen < 1:
-		return fmt.Errorf("--sonnet-input-len %d: must be at least 1", o.InputLen)
+		return option.Errorf("{sonnet_input_len} %d: must be at least 1", o.InputLen)
 	case o.OutputLen < 1:
-		return fmt.Errorf("--sonnet-output-len %d: must be at least 1", o.OutputLen)
+		return option.Errorf("{sonnet_output_len} %d: must be at least 1", o.OutputLen)
 	case o.PrefixLen < 0:
-		return fmt.Errorf("--sonnet-prefix-len %d: must be >= 0", o.PrefixLen)
+		return option.Errorf("{sonnet_prefix_len} %d: must be >= 0", o.PrefixLen)
 	case o.PrefixLen > o.InputLen:
-		return fmt.Errorf("--sonnet-prefix-len %d: must not exceed --sonnet-input-len %d", o.PrefixLen, o.InputLen)
+		return option.Errorf("{sonnet_prefix_len} %d: must not exceed {sonnet_input_len} %d", o.PrefixLen, o.InputLen)
 	}
 	return nil
 }
@@ -200,17 +201,17 @@ func (o SonnetOptions) validate() error {
 func (o PrefixRepetitionOptions) validate(numPrompts int) error {
 	switch {
 	case o.PrefixLen < 0:
-		return fmt.Errorf("--prefix-repetition-prefix-len %d: must be >= 0", o.PrefixLen)
+		return option.Errorf("{prefix_repetition_prefix_len} %d: must be >= 0", o.PrefixLen)
 	case o.SuffixLen < 0:
-		return fmt.Errorf("--prefix-repetition-suffix-len %d: must be >= 0", o.SuffixLen)
+		return option.Errorf("{prefix_repetition_suffix_len} %d: must be >= 0", o.SuffixLen)
 	case o.PrefixLen+o.SuffixLen < 1:
-		return fmt.Errorf("--prefix-repetition-prefix-len 0 and --prefix-repetition-suffix-len 0: prompts would be empty; set either to at least 1")
+		return option.Errorf("{prefix_repetition_prefix_len} 0 and {prefix_repetition_suffix_len} 0: prompts would be empty; set either to at least 1")
 	case o.NumPrefixes < 1:
-		return fmt.Errorf("--prefix-repetition-num-prefixes %d: must be at least 1", o.NumPrefixes)
+		return option.Errorf("{prefix_repetition_num_prefixes} %d: must be at least 1", o.NumPrefixes)
 	case o.OutputLen < 1:
-		return fmt.Errorf("--prefix-repetition-output-len %d: must be at least 1", o.OutputLen)
+		return option.Errorf("{prefix_repetition_output_len} %d: must be at least 1", o.OutputLen)
 	case numPrompts < o.NumPrefixes:
-		return fmt.Errorf("--num-prompts %d: must be >= --prefix-repetition-num-prefixes %d (each prefix gets num-prompts/num-prefixes prompts)", numPrompts, o.NumPrefixes)
+		return option.Errorf("{num_prompts} %d: must be >= {prefix_repetition_num_prefixes} %d (each prefix gets num-prompts/num-prefixes prompts)", numPrompts, o.NumPrefixes)
 	}
 	return nil
 }

@@ -119,7 +119,7 @@ func (f *engineFlags) changed(name string) bool { return f.fs != nil && f.fs.Cha
 // step model. The full result stays in f.resolved.
 func (f *engineFlags) build() (perf.Deployment, perf.Capacity, engine.Config, perf.StepModel, error) {
 	fail := func(err error) (perf.Deployment, perf.Capacity, engine.Config, perf.StepModel, error) {
-		return perf.Deployment{}, perf.Capacity{}, engine.Config{}, nil, err
+		return perf.Deployment{}, perf.Capacity{}, engine.Config{}, nil, withFlagNames(err)
 	}
 	var version engine.Version
 	if f.changed("engine") || f.vllmVersion == "" {

@@ -34,6 +34,7 @@ It also predicts vLLM's behaviour without a GPU (sim) and emulates a vLLM server
 	for _, extra := range extraCommands {
 		root.AddCommand(extra())
 	}
+	speakFlags(root)
 	return root
 }
 
