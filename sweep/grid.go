@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/servebench/servebench/internal/option"
 	"github.com/servebench/servebench/report"
 )
 
@@ -29,7 +30,7 @@ type Axis struct {
 // ListValuedFlags are flags whose values are comma lists in their own
 // right, so a comma in them does not make an axis.
 func ListValuedFlags() []string {
-	return []string{"percentile-metrics", "metric-percentiles", "extra-body", "header", "metadata", "goodput", "timeline-itl-thresholds"}
+	return []string{"percentile-metrics", "metric-percentiles", "extra-body", "header", "metadata", "goodput"}
 }
 
 // ParseArgs splits benchmark flags into fixed arguments and axes: a flag
@@ -72,7 +73,7 @@ func ParseArgs(args []string, literal []string) (base []string, axes []Axis, err
 				return nil, nil, fmt.Errorf("--%s %s: empty value in the list; remove the extra comma", flag, value)
 			}
 			if slices.Contains(values, v) {
-				return nil, nil, fmt.Errorf("--%s %s: %s is listed twice; use --repeat to run a point more than once", flag, value, v)
+				return nil, nil, option.Errorf("--%s %s: %s is listed twice; use {repeat} to run a point more than once", flag, value, v)
 			}
 			values = append(values, v)
 		}

@@ -39,7 +39,7 @@ func TestParseArgs(t *testing.T) {
 			wantBase: []string{"--num-prompts", "100"},
 		},
 		{name: "empty list element", args: []string{"--num-prompts", "1,,2"}, wantErr: "empty value"},
-		{name: "repeated value", args: []string{"--num-prompts", "1,2,1"}, wantErr: "use --repeat"},
+		{name: "repeated value", args: []string{"--num-prompts", "1,2,1"}, wantErr: "use repeat"},
 		{name: "axis given twice", args: []string{"--num-prompts", "1,2", "--num-prompts=3,4"}, wantErr: "given twice"},
 		{name: "swept and fixed", args: []string{"--num-prompts", "1,2", "--num-prompts", "3"}, wantErr: "both swept and fixed"},
 	}

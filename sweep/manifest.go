@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/servebench/servebench/internal/option"
 )
 
 // ManifestKind marks a sweep manifest; package report looks for it.
@@ -47,7 +49,7 @@ func ReadManifest(dir string) (*Manifest, error) {
 		return nil, fmt.Errorf("%s is not a readable sweep manifest: %w; move it away to start over", path, err)
 	}
 	if m.Kind != ManifestKind {
-		return nil, fmt.Errorf("%s is not a servebench sweep manifest (kind %q); choose another --dir", path, m.Kind)
+		return nil, option.Errorf("%s is not a servebench sweep manifest (kind %q); choose another {dir}", path, m.Kind)
 	}
 	return &m, nil
 }

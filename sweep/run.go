@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/servebench/servebench/internal/option"
 	"github.com/servebench/servebench/internal/redact"
 	"github.com/servebench/servebench/internal/textline"
 	"github.com/servebench/servebench/report"
@@ -114,7 +115,7 @@ func Run(ctx context.Context, cfg Config) (*Manifest, error) {
 		return nil, errors.New("sweep: no Runner given")
 	}
 	if cfg.Dir == "" {
-		return nil, errors.New("no run directory given: pass --dir")
+		return nil, option.New("no run directory given: pass {dir}")
 	}
 	ex, err := newExecutor(cfg.Dir, cfg.Resume, cfg.Now, cfg.Logger, cfg.Run, cfg.Progress, cfg.BaseArgs)
 	if err != nil {
@@ -124,7 +125,7 @@ func Run(ctx context.Context, cfg Config) (*Manifest, error) {
 	m := ex.previous
 	if m != nil {
 		if diff := m.sameSweep(redact.Args(cfg.BaseArgs), cfg.Axes, cfg.Repeat); diff != "" {
-			return nil, fmt.Errorf("cannot resume the sweep in %s: %s; use a new --dir or repeat the original command", cfg.Dir, diff)
+			return nil, option.Errorf("cannot resume the sweep in %s: %s; use a new {dir} or repeat the original command", cfg.Dir, diff)
 		}
 	} else {
 		m = ex.newManifest(cfg.Label, cfg.Target, cfg.BaseArgs, cfg.Axes, cfg.Repeat)
@@ -157,7 +158,7 @@ func Run(ctx context.Context, cfg Config) (*Manifest, error) {
 		}
 		_, err := ex.runPoint(ctx, i)
 		if ctxErr := ctx.Err(); ctxErr != nil {
-			return m, fmt.Errorf("sweep interrupted with %d of %d points done; rerun with --resume to finish: %w", ex.done, ex.total, ctxErr)
+			return m, option.Errorf("sweep interrupted with %d of %d points done; rerun with {resume} to finish: %w", ex.done, ex.total, ctxErr)
 		}
 		if err != nil {
 			failures = append(failures, fmt.Sprintf("%s: %v", m.Points[i].Describe(), err))
@@ -167,7 +168,7 @@ func Run(ctx context.Context, cfg Config) (*Manifest, error) {
 		}
 	}
 	if len(failures) > 0 {
-		return m, fmt.Errorf("%d of %d sweep points failed (first: %s); rerun with --resume to retry them", len(failures), len(m.Points), failures[0])
+		return m, option.Errorf("%d of %d sweep points failed (first: %s); rerun with {resume} to retry them", len(failures), len(m.Points), failures[0])
 	}
 	return m, nil
 }
@@ -215,7 +216,7 @@ func newExecutor(dir string, resume bool, now func() time.Time, logger *slog.Log
 	}
 	if exists {
 		if !resume {
-			return nil, fmt.Errorf("%s already holds a sweep (%s); pass --resume to continue it, or choose another --dir", dir, ManifestName)
+			return nil, option.Errorf("%s already holds a sweep (%s); pass {resume} to continue it, or choose another {dir}", dir, ManifestName)
 		}
 		if ex.previous, err = ReadManifest(dir); err != nil {
 			return nil, err

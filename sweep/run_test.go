@@ -103,7 +103,7 @@ func TestRunRefusesToOverwriteASweep(t *testing.T) {
 	if _, err := Run(t.Context(), cfg); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Run(t.Context(), cfg); err == nil || !strings.Contains(err.Error(), "pass --resume") {
+	if _, err := Run(t.Context(), cfg); err == nil || !strings.Contains(err.Error(), "pass resume") {
 		t.Errorf("second run without --resume: %v", err)
 	}
 	cfg.Resume = true
@@ -133,7 +133,7 @@ func TestInterruptedSweepResumes(t *testing.T) {
 	}
 	cfg := Config{Dir: dir, Axes: []Axis{{"num-prompts", []string{"1", "2", "4", "8", "16"}}}, Run: interrupting}
 	_, err := Run(ctx, cfg)
-	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "3 of 5 points done") || !strings.Contains(err.Error(), "--resume") {
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "3 of 5 points done") || !strings.Contains(err.Error(), "rerun with resume") {
 		t.Fatalf("interrupted sweep returned %v", err)
 	}
 	m, err := ReadManifest(dir)
@@ -215,7 +215,7 @@ func TestFailedPointsAreRecordedAndRetriedOnResume(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "1 of 3 sweep points failed") {
 		t.Fatalf("err = %v", err)
 	}
-	if m.Points[1].Status != StatusFailed || m.Points[1].Error != "server returned 500 …" || m.Points[2].Status != StatusDone {
+	if m.Points[1].Status != StatusFailed || m.Points[1].Error != "server returned 500 traceback follows" || m.Points[2].Status != StatusDone {
 		t.Fatalf("points: %+v", m.Points)
 	}
 	calls.Store(0)
@@ -293,7 +293,7 @@ func TestRunConfigErrors(t *testing.T) {
 		t.Error("no runner accepted")
 	}
 	var calls atomic.Int32
-	if _, err := Run(t.Context(), Config{Run: promptRunner(&calls)}); err == nil || !strings.Contains(err.Error(), "--dir") {
+	if _, err := Run(t.Context(), Config{Run: promptRunner(&calls)}); err == nil || !strings.Contains(err.Error(), "pass dir") {
 		t.Errorf("no dir: %v", err)
 	}
 	dir := t.TempDir()

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/servebench/servebench/internal/option"
 	"github.com/servebench/servebench/internal/redact"
 	"github.com/servebench/servebench/report"
 )
@@ -143,16 +144,16 @@ func (cfg *SearchConfig) setDefaults() error {
 		return errors.New("sweep: no Runner given")
 	}
 	if cfg.Dir == "" {
-		return errors.New("no run directory given: pass --dir")
+		return option.New("no run directory given: pass {dir}")
 	}
 	if len(cfg.SLA) == 0 {
-		return errors.New("no SLA given: pass --sla 'p99_ttft_ms<=500,...'")
+		return option.New("no SLA given: pass {sla} 'p99_ttft_ms<=500,...'")
 	}
 	if cfg.Variable == "" {
 		cfg.Variable = VariableRequestRate
 	}
 	if cfg.Variable != VariableRequestRate && cfg.Variable != VariableMaxConcurrency {
-		return fmt.Errorf("--sla-variable %q: use %s or %s", cfg.Variable, VariableRequestRate, VariableMaxConcurrency)
+		return option.Errorf("{sla_variable} %q: use %s or %s", cfg.Variable, VariableRequestRate, VariableMaxConcurrency)
 	}
 	for _, a := range cfg.BaseArgs {
 		if name, _, _ := strings.Cut(a, "="); strings.HasPrefix(name, "-") && strings.TrimLeft(name, "-") == cfg.Variable {
@@ -160,7 +161,7 @@ func (cfg *SearchConfig) setDefaults() error {
 		}
 	}
 	if cfg.Min < 0 || cfg.Max < 0 || cfg.Max > 0 && cfg.Min >= cfg.Max {
-		return fmt.Errorf("--sla-min %g and --sla-max %g: need 0 <= min < max", cfg.Min, cfg.Max)
+		return option.Errorf("{sla_min} %g and {sla_max} %g: need 0 <= min < max", cfg.Min, cfg.Max)
 	}
 	if cfg.Tolerance <= 0 {
 		cfg.Tolerance = 0.05
@@ -180,11 +181,11 @@ func (cfg *SearchConfig) setDefaults() error {
 func (s *searcher) checkResumable(prev *Manifest) error {
 	switch {
 	case prev.Search == nil:
-		return fmt.Errorf("cannot resume in %s: it holds a grid sweep, not an SLA search; use another --dir", s.cfg.Dir)
+		return option.Errorf("cannot resume in %s: it holds a grid sweep, not an SLA search; use another {dir}", s.cfg.Dir)
 	case prev.Search.Variable != s.cfg.Variable || prev.Search.SLA.String() != s.cfg.SLA.String():
-		return fmt.Errorf("cannot resume in %s: it searched %s for %s, now %s for %s; use another --dir", s.cfg.Dir, prev.Search.Variable, prev.Search.SLA, s.cfg.Variable, s.cfg.SLA)
+		return option.Errorf("cannot resume in %s: it searched %s for %s, now %s for %s; use another {dir}", s.cfg.Dir, prev.Search.Variable, prev.Search.SLA, s.cfg.Variable, s.cfg.SLA)
 	case !slices.Equal(prev.BaseArgs, redact.Args(s.cfg.BaseArgs)) && !(len(prev.BaseArgs) == 0 && len(s.cfg.BaseArgs) == 0):
-		return fmt.Errorf("cannot resume in %s: its benchmark flags were %q, now %q; use another --dir", s.cfg.Dir, prev.BaseArgs, redact.Args(s.cfg.BaseArgs))
+		return option.Errorf("cannot resume in %s: its benchmark flags were %q, now %q; use another {dir}", s.cfg.Dir, prev.BaseArgs, redact.Args(s.cfg.BaseArgs))
 	}
 	return nil
 }
@@ -222,7 +223,7 @@ func (s *searcher) search(ctx context.Context) error {
 		}
 		throughput, ok := report.LoadedResult{Fields: t.Metrics}.Number("request_throughput")
 		if !ok || !(throughput > 0) || math.IsInf(throughput, 0) {
-			return s.stop(errors.New("the --request-rate inf probe reported no request_throughput to bound the search; pass --sla-max"))
+			return s.stop(option.New("the {request_rate} inf probe reported no request_throughput to bound the search; pass {sla_max}"))
 		}
 		s.result.ProbeThroughput = throughput
 		// The saturated throughput is where vLLM's auto_tune starts its
@@ -417,7 +418,7 @@ func (s *searcher) evaluate(ctx context.Context, value float64) (*Trial, error) 
 		metrics, err = ex.runPoint(ctx, i)
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, fmt.Errorf("SLA search interrupted after %d runs; rerun with --resume to continue: %w", s.result.Runs, ctx.Err())
+				return nil, option.Errorf("SLA search interrupted after %d runs; rerun with {resume} to continue: %w", s.result.Runs, ctx.Err())
 			}
 			return nil, fmt.Errorf("run at %s %s failed: %w", s.cfg.Variable, text, err)
 		}

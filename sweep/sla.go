@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/servebench/servebench/internal/option"
 	"github.com/servebench/servebench/report"
 )
 
@@ -44,12 +45,12 @@ func ParseSLA(s string) (SLA, error) {
 		}
 		t, err := parseTerm(term)
 		if err != nil {
-			return nil, fmt.Errorf("--sla %q: %w", s, err)
+			return nil, option.Errorf("{sla} %q: %w", s, err)
 		}
 		sla = append(sla, t)
 	}
 	if len(sla) == 0 {
-		return nil, fmt.Errorf("--sla %q has no terms; write e.g. 'p99_ttft_ms<=500,p99_tpot_ms<=50'", s)
+		return nil, option.Errorf("{sla} %q has no terms; write e.g. 'p99_ttft_ms<=500,p99_tpot_ms<=50'", s)
 	}
 	return sla, nil
 }

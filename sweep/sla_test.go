@@ -306,7 +306,7 @@ func TestSearchErrors(t *testing.T) {
 	noThroughput := func(ctx context.Context, args []string, path string) (map[string]any, error) {
 		return map[string]any{"p99_ttft_ms": 1e6}, nil
 	}
-	if _, _, err := Search(t.Context(), SearchConfig{Dir: t.TempDir(), SLA: sla, Run: noThroughput}); err == nil || !strings.Contains(err.Error(), "pass --sla-max") {
+	if _, _, err := Search(t.Context(), SearchConfig{Dir: t.TempDir(), SLA: sla, Run: noThroughput}); err == nil || !strings.Contains(err.Error(), "pass sla_max") {
 		t.Errorf("probe without throughput: %v", err)
 	}
 }
@@ -331,10 +331,10 @@ func TestInterruptedSearchResumesWithoutRepeatingRuns(t *testing.T) {
 		return inner(ctx, args, path)
 	}
 	cfg := SearchConfig{Dir: dir, SLA: sla, Run: interrupting}
-	if _, _, err := Search(ctx, cfg); err == nil || !strings.Contains(err.Error(), "--resume") {
+	if _, _, err := Search(ctx, cfg); err == nil || !strings.Contains(err.Error(), "rerun with resume") {
 		t.Fatalf("interrupted search: %v", err)
 	}
-	if _, _, err := Search(t.Context(), cfg); err == nil || !strings.Contains(err.Error(), "pass --resume") {
+	if _, _, err := Search(t.Context(), cfg); err == nil || !strings.Contains(err.Error(), "pass resume") {
 		t.Fatalf("restart without --resume: %v", err)
 	}
 	model.runs.Store(0)

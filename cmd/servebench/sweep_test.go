@@ -96,6 +96,7 @@ func executeForTest(t *testing.T, cmd *cobra.Command, ctx context.Context, args 
 	cmd.SetErr(&errb)
 	cmd.SetArgs(args)
 	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	speakFlags(cmd) // as newRootCmd does for every command
 	err = cmd.ExecuteContext(ctx)
 	return out.String(), errb.String(), err
 }
