@@ -63,11 +63,11 @@ func checkPartition(t *testing.T, reqs []Request, count int) {
 
 func TestShardPartitionUnionDisjointOrdered(t *testing.T) {
 	tests := []struct {
-		name   string
-		n      int
-		count  int
-		rate   float64
-		seed   int64
+		name  string
+		n     int
+		count int
+		rate  float64
+		seed  int64
 	}{
 		{name: "one shard is the whole run", n: 50, count: 1, rate: 10, seed: 1},
 		{name: "even split", n: 200, count: 4, rate: 2000, seed: 2},
