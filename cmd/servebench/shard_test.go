@@ -1,0 +1,134 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/servebench/servebench/metrics"
+	"github.com/servebench/servebench/report"
+)
+
+// envRunMain makes the test binary act as servebench, so --local can
+// re-execute it (os.Executable) as a shard process.
+const envRunMain = "SERVEBENCH_TEST_RUN_MAIN"
+
+func init() {
+	if os.Getenv(envRunMain) == "1" {
+		main()
+		os.Exit(0)
+	}
+}
+
+// recordsOf reads a records file, ordered by global index.
+func recordsOf(t *testing.T, path string) []metrics.Record {
+	t.Helper()
+	fh, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	recs, err := report.DecodeRecords(fh, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(recs, func(a, b metrics.Record) int { return a.Index - b.Index })
+	return recs
+}
+
+// scheduleOf is what the schedule fixes about each record: index, send
+// time, prompt length and max tokens.
+func scheduleOf(recs []metrics.Record) [][4]int64 {
+	out := make([][4]int64, len(recs))
+	for i, r := range recs {
+		out[i] = [4]int64{int64(r.Index), int64(r.Scheduled), int64(r.PromptLen), int64(r.MaxTokens)}
+	}
+	return out
+}
+
+var shardWorkload = []string{"--num-prompts", "200", "--request-rate", "400", "--random-input-len", "64", "--random-output-len", "8", "--seed", "5", "--skip-test-request"}
+
+// TestLocalShardsMergeToTheUnshardedSchedule runs 4 shard processes
+// against one emulated server and checks the merged run sent exactly the
+// unsharded run's schedule, each request once.
+func TestLocalShardsMergeToTheUnshardedSchedule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 4 processes")
+	}
+	t.Setenv(envRunMain, "1")
+	baseURL, _, _ := emulator(t)
+	dir := t.TempDir()
+	args := append([]string{"bench", "--shards", "4", "--local", "--base-url", baseURL, "--model", defaultEmbeddedModel, "--result-dir", filepath.Join(dir, "sharded")}, shardWorkload...)
+	out, stderr, err := runCLI(t, args...)
+	if err != nil {
+		t.Fatalf("%v\n%s\n%s", err, out, stderr)
+	}
+	for _, want := range []string{"Successful requests:                     200", "Shard 0/4:", "Shard 3/4:", "50 req, start late"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	merged, _ := filepath.Glob(filepath.Join(dir, "sharded", "*.records.jsonl"))
+	if len(merged) != 1 {
+		t.Fatalf("merged records files %v, want one", merged)
+	}
+	args = append([]string{"bench", "--base-url", baseURL, "--model", defaultEmbeddedModel, "--records", filepath.Join(dir, "whole.records.jsonl"), "--disable-tqdm"}, shardWorkload...)
+	if out, stderr, err := runCLI(t, args...); err != nil {
+		t.Fatalf("unsharded run: %v\n%s\n%s", err, out, stderr)
+	}
+	got, want := scheduleOf(recordsOf(t, merged[0])), scheduleOf(recordsOf(t, filepath.Join(dir, "whole.records.jsonl")))
+	if !slices.Equal(got, want) {
+		t.Fatalf("merged shards sent a different schedule than the unsharded run:\n got %v\nwant %v", got[:3], want[:3])
+	}
+	shardFiles, _ := filepath.Glob(filepath.Join(dir, "sharded", "shards-*", "*.shard.json"))
+	if len(shardFiles) != 4 {
+		t.Fatalf("shard manifests %v, want 4 kept under --result-dir", shardFiles)
+	}
+}
+
+func TestShardFlagErrors(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name    string
+		env     map[string]string
+		args    []string
+		wantErr string
+	}{
+		{name: "shard without an output", args: []string{"--shard", "0/2"}, wantErr: "--shard 0/2: give --result-dir DIR"},
+		{name: "shard with records none", args: []string{"--shard", "0/2", "--records", "none"}, wantErr: "drop --records none"},
+		{name: "index out of range", args: []string{"--shard", "2/2", "--result-dir", dir}, wantErr: `--shard "2/2": shard index 2: must be from 0 to 1`},
+		{name: "count without index", env: map[string]string{envShardCount: "4"}, args: []string{"--result-dir", dir}, wantErr: "$SERVEBENCH_SHARDS=4 is set but $JOB_COMPLETION_INDEX is not"},
+		{name: "index from the environment", env: map[string]string{envShardCount: "4", envCompletionIndex: "9"}, args: []string{"--result-dir", dir}, wantErr: `$JOB_COMPLETION_INDEX/$SERVEBENCH_SHARDS "9/4"`},
+		{name: "start-at alone", args: []string{"--start-at", "2026-11-23T12:00:00Z"}, wantErr: "--start-at needs --shard"},
+		{name: "bad start-at", args: []string{"--shard", "0/2", "--result-dir", dir, "--start-at", "noon"}, wantErr: `--start-at "noon": not an RFC3339 instant`},
+		{name: "shards without local", args: []string{"--shards", "4"}, wantErr: "--shards 4: add --local"},
+		{name: "too many local shards", args: []string{"--shards", "1000", "--local"}, wantErr: "--shards 1000: give 1 to 64"},
+		{name: "local with shard", args: []string{"--shards", "2", "--local", "--shard", "0/2"}, wantErr: "drop --shard and --start-at"},
+		{name: "more shards than requests", args: []string{"--shard", "5/8", "--num-prompts", "4", "--result-dir", dir, "--skip-test-request"}, wantErr: "the schedule has 4 requests, so this shard has none"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			_, _, err := runCLI(t, append([]string{"bench", "--disable-tqdm"}, tc.args...)...)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestMergeCommandRefusesAndReports(t *testing.T) {
+	dir := t.TempDir()
+	_, _, err := runCLI(t, "merge", dir)
+	if err == nil || !strings.Contains(err.Error(), "holds no *.shard.json manifests") {
+		t.Fatalf("merge of an empty directory: %v", err)
+	}
+	_, _, err = runCLI(t, "merge")
+	if err == nil {
+		t.Fatal("merge with no arguments succeeded")
+	}
+}
