@@ -55,6 +55,9 @@ func plural(n int) string {
 	return "s"
 }
 
+// VirtualClock is the clock source of simulated shards.
+const VirtualClock = "virtual"
+
 // ShardReport is one shard's part of a merged run.
 type ShardReport struct {
 	Shard, Shards int
@@ -172,6 +175,15 @@ func MergeShards(shards []LoadedShard) (*Merged, error) {
 	}
 	info := first.Manifest.Run.RunInfo()
 	info.Date = zero
+	if zero.IsZero() {
+		// Simulated shards share the virtual clock's zero; the run's date
+		// is the earliest shard's.
+		for _, s := range byIndex {
+			if d := s.Manifest.Run.Date; info.Date.IsZero() || d.Before(info.Date) {
+				info.Date = d
+			}
+		}
+	}
 	info.Interrupted = interrupted
 	merged.Result = &Result{Info: info, Summary: acc.Summary(duration), Records: all}
 	merged.Result.Extra = []Section{{Key: "shards", Value: shardsJSON(merged)}}
@@ -258,7 +270,9 @@ func (m *Merged) ShardRows() [][2]string {
 	for _, s := range m.Shards {
 		p99, _ := s.SendLag.At(99)
 		clock := "clock unknown"
-		if c := s.Clock; c.Source != "unknown" && c.Source != "" {
+		if c := s.Clock; c.Source == VirtualClock {
+			clock = "virtual clock"
+		} else if c.Source != "unknown" && c.Source != "" {
 			clock = fmt.Sprintf("clock offset %s ms ±%s ms", f2(ms(c.Offset)), f2(ms(c.MaxError)))
 			if !c.Synchronized {
 				clock = "clock not synchronized"

@@ -70,6 +70,7 @@ type ShardOptions struct {
 
 // ShardRunInfo is RunInfo as JSON (rates as strings: JSON has no inf).
 type ShardRunInfo struct {
+	Date              time.Time   `json:"date"`
 	Backend           string      `json:"backend"`
 	EndpointType      string      `json:"endpoint_type"`
 	Label             string      `json:"label,omitempty"`
@@ -89,7 +90,7 @@ type ShardRunInfo struct {
 // NewShardRunInfo converts in for a manifest.
 func NewShardRunInfo(in *RunInfo) ShardRunInfo {
 	return ShardRunInfo{
-		Backend: in.Backend, EndpointType: in.EndpointType, Label: in.Label, ModelID: in.ModelID, TokenizerID: in.TokenizerID,
+		Date: in.Date, Backend: in.Backend, EndpointType: in.EndpointType, Label: in.Label, ModelID: in.ModelID, TokenizerID: in.TokenizerID,
 		NumPrompts: in.NumPrompts, RequestRate: strconv.FormatFloat(in.RequestRate, 'g', -1, 64),
 		Burstiness: strconv.FormatFloat(in.Burstiness, 'g', -1, 64), MaxConcurrency: in.MaxConcurrency, RampUp: in.RampUp,
 		Metadata: in.Metadata, PercentileMetrics: in.PercentileMetrics, Percentiles: in.Percentiles, Goodput: in.Goodput,
@@ -106,7 +107,7 @@ func (s ShardRunInfo) RunInfo() RunInfo {
 		return f
 	}
 	return RunInfo{
-		Backend: s.Backend, EndpointType: s.EndpointType, Label: s.Label, ModelID: s.ModelID, TokenizerID: s.TokenizerID,
+		Date: s.Date, Backend: s.Backend, EndpointType: s.EndpointType, Label: s.Label, ModelID: s.ModelID, TokenizerID: s.TokenizerID,
 		NumPrompts: s.NumPrompts, RequestRate: parse(s.RequestRate), Burstiness: parse(s.Burstiness),
 		MaxConcurrency: s.MaxConcurrency, RampUp: s.RampUp, Metadata: s.Metadata,
 		PercentileMetrics: s.PercentileMetrics, Percentiles: s.Percentiles, Goodput: s.Goodput,

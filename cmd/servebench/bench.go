@@ -343,7 +343,7 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 	}
 	info.Interrupted = res.Interrupted
 	if shard != nil {
-		if err := shard.finish(errw, outs.recordsPath, scheduleHash, total, len(reqs), &info, sumOpts, res); err != nil {
+		if err := shard.finish(errw, outs.recordsPath, scheduleHash, total, len(reqs), &info, sumOpts, benchOutcome(res)); err != nil {
 			return err
 		}
 	}

@@ -141,15 +141,28 @@ func (r *shardRun) waitForStart(in io.Reader, errw io.Writer) (time.Time, error)
 	return at, nil
 }
 
+// shardOutcome is how a shard's run went, for its manifest.
+type shardOutcome struct {
+	started              time.Time
+	startLate, duration  time.Duration
+	interrupted, virtual bool
+	notSent              int
+}
+
+func benchOutcome(res *bench.Result) shardOutcome {
+	return shardOutcome{started: res.Started, startLate: res.StartLate, duration: res.Summary.Duration,
+		interrupted: res.Interrupted, notSent: res.NotSent}
+}
+
 // finish writes the shard's manifest beside its records file and prints
 // how the shard started.
-func (r *shardRun) finish(errw io.Writer, recordsPath, hash string, total, sent int, info *report.RunInfo, opts metrics.Options, res *bench.Result) error {
+func (r *shardRun) finish(errw io.Writer, recordsPath, hash string, total, sent int, info *report.RunInfo, opts metrics.Options, res shardOutcome) error {
 	host, _ := os.Hostname()
 	m := &report.ShardManifest{
 		Format: report.ShardFormat, ScheduleHash: hash, Shard: r.shard.Index, Shards: r.shard.Count,
 		TotalRequests: total, ShardRequests: sent, Records: filepath.Base(recordsPath), Host: host,
-		Started: res.Started, StartLate: res.StartLate, Clock: r.clock,
-		Duration: res.Summary.Duration, Interrupted: res.Interrupted, NotSent: res.NotSent,
+		Started: res.started, StartLate: res.startLate, Clock: r.clock,
+		Duration: res.duration, Interrupted: res.interrupted, NotSent: res.notSent,
 		Run: report.NewShardRunInfo(info), Summary: report.ShardOptions{Percentiles: opts.Percentiles, Goodput: opts.Goodput},
 	}
 	if !r.startAt.IsZero() {
@@ -164,13 +177,26 @@ func (r *shardRun) finish(errw io.Writer, recordsPath, hash string, total, sent 
 	if err := writeAtomic(path, data, false); err != nil {
 		return fmt.Errorf("shard manifest: %w", err)
 	}
-	fmt.Fprintln(errw, shardStatusLine(r, res))
+	if !res.virtual {
+		fmt.Fprintln(errw, shardStatusLine(r, res.startLate))
+	}
 	fmt.Fprintf(errw, "Shard manifest: %s\n", path)
 	return nil
 }
 
+// finishSim writes the manifest of a simulated shard: the whole schedule
+// was simulated (a shard's requests compete with every other request for
+// the engine, as on the real server) and only this shard's records kept.
+// Simulated shards share the virtual clock's zero.
+func (r *shardRun) finishSim(errw io.Writer, recordsPath string, reqs []workload.Request, info *report.RunInfo, opts metrics.Options, lastEnd time.Duration, interrupted bool) error {
+	owned := len(r.shard.Select(reqs))
+	r.clock = bench.ClockSync{Source: report.VirtualClock, Synchronized: true}
+	return r.finish(errw, recordsPath, workload.ScheduleHash(reqs), len(reqs), owned, info, opts,
+		shardOutcome{virtual: true, duration: lastEnd, interrupted: interrupted})
+}
+
 // shardStatusLine is the shard's one-line account of its start.
-func shardStatusLine(r *shardRun, res *bench.Result) string {
+func shardStatusLine(r *shardRun, startLate time.Duration) string {
 	clock := r.clock
 	sync := "clock sync unknown"
 	switch {
@@ -182,7 +208,7 @@ func shardStatusLine(r *shardRun, res *bench.Result) string {
 	}
 	late := "started when ready"
 	if !r.startAt.IsZero() {
-		late = "started " + ms2(res.StartLate) + " ms after --start-at " + r.startAt.UTC().Format(time.RFC3339Nano)
+		late = "started " + ms2(startLate) + " ms after --start-at " + r.startAt.UTC().Format(time.RFC3339Nano)
 	}
 	return fmt.Sprintf("Shard %s: %s; %s", r.shard, late, sync)
 }
