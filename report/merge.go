@@ -25,7 +25,7 @@ func (e *MissingShardsError) Error() string {
 		names[i] = strconv.Itoa(m) + "/" + strconv.Itoa(e.Shards)
 	}
 	return fmt.Sprintf("missing shard%s %s: have %d of %d (pass every shard's manifest, or the directory holding them all)",
-		plural(len(e.Missing)), strings.Join(names, ", "), e.Shards-len(e.Missing), e.Shards)
+		pluralSuffix(len(e.Missing)), strings.Join(names, ", "), e.Shards-len(e.Missing), e.Shards)
 }
 
 // MissingRequestsError reports requests of the schedule with no record.
@@ -45,10 +45,10 @@ func (e *MissingRequestsError) Error() string {
 	if len(e.Missing) > len(show) {
 		list += ", …"
 	}
-	return fmt.Sprintf("%d request%s of the schedule have no record (%s)%s", len(e.Missing), plural(len(e.Missing)), list, e.Why)
+	return fmt.Sprintf("%d request%s of the schedule have no record (%s)%s", len(e.Missing), pluralSuffix(len(e.Missing)), list, e.Why)
 }
 
-func plural(n int) string {
+func pluralSuffix(n int) string {
 	if n == 1 {
 		return ""
 	}
@@ -253,15 +253,13 @@ func shardsJSON(m *Merged) map[string]any {
 		p99, _ := s.SendLag.At(99)
 		list = append(list, map[string]any{
 			"shard": s.Shard, "host": s.Host, "requests": s.Requests,
-			"start_late_ms": ms(s.StartLate), "start_shift_ms": ms(s.Shift),
+			"start_late_ms": durationMS(s.StartLate), "start_shift_ms": durationMS(s.Shift),
 			"send_lag_mean_ms": s.SendLag.Mean, "send_lag_p99_ms": p99, "send_lag_max_ms": s.SendLag.Max,
 			"clock": s.Clock,
 		})
 	}
 	return map[string]any{"schedule_hash": m.ScheduleHash, "count": len(m.Shards), "shards": list}
 }
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // ShardRows are the rows of the "Shards" text section: per shard, its
 // requests, start lateness and send lag, and its clock's sync state.
@@ -273,14 +271,14 @@ func (m *Merged) ShardRows() [][2]string {
 		if c := s.Clock; c.Source == VirtualClock {
 			clock = "virtual clock"
 		} else if c.Source != "unknown" && c.Source != "" {
-			clock = fmt.Sprintf("clock offset %s ms ±%s ms", f2(ms(c.Offset)), f2(ms(c.MaxError)))
+			clock = fmt.Sprintf("clock offset %s ms ±%s ms", f2(durationMS(c.Offset)), f2(durationMS(c.MaxError)))
 			if !c.Synchronized {
 				clock = "clock not synchronized"
 			}
 		}
 		rows = append(rows, [2]string{
 			fmt.Sprintf("Shard %d/%d:", s.Shard, s.Shards),
-			fmt.Sprintf("%d req, start late %s ms, send lag p99 %s ms max %s ms, %s", s.Requests, f2(ms(s.StartLate+s.Shift)), f2(p99), f2(s.SendLag.Max), clock),
+			fmt.Sprintf("%d req, start late %s ms, send lag p99 %s ms max %s ms, %s", s.Requests, f2(durationMS(s.StartLate+s.Shift)), f2(p99), f2(s.SendLag.Max), clock),
 		})
 	}
 	return rows

@@ -366,8 +366,8 @@ func TestMergeShiftsLateShardsOntoOneTimeline(t *testing.T) {
 	if got := m.Shards[1].Shift; got != late {
 		t.Fatalf("shard 1 shift %v, want %v", got, late)
 	}
-	if m.Shards[1].SendLag.Mean != ms(late) || m.Shards[0].SendLag.Mean != 0 {
-		t.Fatalf("send lag means %v / %v ms, want 0 / %v", m.Shards[0].SendLag.Mean, m.Shards[1].SendLag.Mean, ms(late))
+	if m.Shards[1].SendLag.Mean != durationMS(late) || m.Shards[0].SendLag.Mean != 0 {
+		t.Fatalf("send lag means %v / %v ms, want 0 / %v", m.Shards[0].SendLag.Mean, m.Shards[1].SendLag.Mean, durationMS(late))
 	}
 	var lastEnd1 time.Duration
 	for _, r := range recs {
