@@ -30,22 +30,24 @@ func (e *MissingShardsError) Error() string {
 
 // MissingRequestsError reports requests of the schedule with no record.
 type MissingRequestsError struct {
-	Missing []int // global indices, ascending
+	// Count is how many are missing; Missing holds the first few global
+	// indices, ascending.
+	Count   int
+	Missing []int
 	// Why names the shards that lost requests and what their manifests say.
 	Why string
 }
 
 func (e *MissingRequestsError) Error() string {
-	show := e.Missing[:min(len(e.Missing), 5)]
-	parts := make([]string, len(show))
-	for i, m := range show {
+	parts := make([]string, len(e.Missing))
+	for i, m := range e.Missing {
 		parts[i] = strconv.Itoa(m)
 	}
 	list := strings.Join(parts, ", ")
-	if len(e.Missing) > len(show) {
+	if e.Count > len(e.Missing) {
 		list += ", …"
 	}
-	return fmt.Sprintf("%d request%s of the schedule have no record (%s)%s", len(e.Missing), pluralSuffix(len(e.Missing)), list, e.Why)
+	return fmt.Sprintf("%d request%s of the schedule have no record (%s)%s", e.Count, pluralSuffix(e.Count), list, e.Why)
 }
 
 func pluralSuffix(n int) string {
@@ -54,6 +56,10 @@ func pluralSuffix(n int) string {
 	}
 	return "s"
 }
+
+// maxMergeShards bounds a manifest's shard count, which sizes merge's
+// per-shard tables.
+const maxMergeShards = 1 << 16
 
 // VirtualClock is the clock source of simulated shards.
 const VirtualClock = "virtual"
@@ -96,8 +102,11 @@ func MergeShards(shards []LoadedShard) (*Merged, error) {
 		}
 	}
 	count := first.Manifest.Shards
-	if count < 1 {
-		return nil, fmt.Errorf("shard manifest %q: shards %d: must be at least 1", first.ManifestPath, count)
+	if count < 1 || count > maxMergeShards {
+		return nil, fmt.Errorf("shard manifest %q: shards %d: must be from 1 to %d", first.ManifestPath, count, maxMergeShards)
+	}
+	if first.Manifest.TotalRequests < 0 {
+		return nil, fmt.Errorf("shard manifest %q: total requests %d: must not be negative", first.ManifestPath, first.Manifest.TotalRequests)
 	}
 	byIndex := make([]*LoadedShard, count)
 	for i := range shards {
@@ -128,7 +137,10 @@ func MergeShards(shards []LoadedShard) (*Merged, error) {
 			zero = s.Manifest.Started
 		}
 	}
-	recordedBy := make([]int, total) // shard index + 1; 0: not recorded
+	// Keyed by global index, so a manifest's claimed total never sizes an
+	// allocation: only records that exist take memory.
+	recorded := map[int]bool{}
+	perShard := make([]int, count)
 	var all []metrics.Record
 	merged := &Merged{ScheduleHash: first.Manifest.ScheduleHash}
 	var duration time.Duration
@@ -147,10 +159,11 @@ func MergeShards(shards []LoadedShard) (*Merged, error) {
 				return nil, fmt.Errorf("records %q: request %d is outside the schedule of %d requests", s.RecordsPath, i, total)
 			case i%count != idx:
 				return nil, fmt.Errorf("records %q: request %d belongs to shard %d/%d, not %d/%d: the records and manifest do not match", s.RecordsPath, i, i%count, count, idx, count)
-			case recordedBy[i] != 0:
+			case recorded[i]:
 				return nil, fmt.Errorf("request %d recorded twice in %s: a request must be recorded once", i, s.RecordsPath)
 			}
-			recordedBy[i] = idx + 1
+			recorded[i] = true
+			perShard[idx]++
 			rec.Dispatched += shift
 			rec.Start += shift
 			shardAcc.Add(&rec)
@@ -163,7 +176,7 @@ func MergeShards(shards []LoadedShard) (*Merged, error) {
 			SendLag: shardAcc.Summary(0).SendLag, Clock: m.Clock,
 		})
 	}
-	if err := checkComplete(recordedBy, byIndex); err != nil {
+	if err := checkComplete(total, recorded, perShard, byIndex); err != nil {
 		return nil, err
 	}
 
@@ -223,28 +236,33 @@ func sameRun(a, b *LoadedShard) error {
 	return nil
 }
 
-func checkComplete(recordedBy []int, byIndex []*LoadedShard) error {
-	var missing []int
-	lost := map[int]bool{}
-	for i, by := range recordedBy {
-		if by == 0 {
-			missing = append(missing, i)
-			lost[i%len(byIndex)] = true
-		}
-	}
-	if len(missing) == 0 {
+// checkComplete reports the requests of a total-request schedule that
+// have no record, naming the shards that lost them.
+func checkComplete(total int, recorded map[int]bool, perShard []int, byIndex []*LoadedShard) error {
+	if len(recorded) == total {
 		return nil
 	}
+	count := len(byIndex)
+	var first []int
+	for i := 0; i < total && len(first) < 5; i++ {
+		if !recorded[i] {
+			first = append(first, i)
+		}
+	}
 	var why []string
-	for _, idx := range slices.Sorted(maps.Keys(lost)) {
+	for idx, got := range perShard {
+		owned := (total - idx + count - 1) / count
+		if got == owned {
+			continue
+		}
 		m := &byIndex[idx].Manifest
-		reason := "records incomplete: did it crash?"
+		reason := fmt.Sprintf("has %d of its %d: did it crash?", got, owned)
 		if m.Interrupted {
 			reason = fmt.Sprintf("interrupted, %d never sent", m.NotSent)
 		}
-		why = append(why, fmt.Sprintf("shard %d/%d %s", idx, len(byIndex), reason))
+		why = append(why, fmt.Sprintf("shard %d/%d %s", idx, count, reason))
 	}
-	return &MissingRequestsError{Missing: missing, Why: ": " + strings.Join(why, "; ") + "; rerun the run or the shard"}
+	return &MissingRequestsError{Count: total - len(recorded), Missing: first, Why: ": " + strings.Join(why, "; ") + "; rerun the run or the shard"}
 }
 
 func shardsJSON(m *Merged) map[string]any {

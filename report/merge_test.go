@@ -290,6 +290,22 @@ func TestMergeRefusesMismatchedShards(t *testing.T) {
 			wantErr: "summary options",
 		},
 		{
+			name: "total far beyond the records",
+			setup: func(t *testing.T, dir string) []string {
+				writeShards(t, dir, reqs, recs, unsharded, 1, func(m *ShardManifest) { m.TotalRequests = 1 << 40 })
+				return []string{dir}
+			},
+			wantErr: "1099511627736 requests of the schedule have no record (40, 41, 42, 43, 44, …): shard 0/1 has 40 of its 1099511627776",
+		},
+		{
+			name: "absurd shard count",
+			setup: func(t *testing.T, dir string) []string {
+				writeShards(t, dir, reqs, recs, unsharded, 1, func(m *ShardManifest) { m.Shards = 1 << 40 })
+				return []string{dir}
+			},
+			wantErr: "shards 1099511627776: must be from 1 to 65536",
+		},
+		{
 			name:    "empty directory",
 			setup:   func(t *testing.T, dir string) []string { return []string{dir} },
 			wantErr: "holds no *.shard.json manifests",
