@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/servebench/servebench/metrics"
 	"github.com/servebench/servebench/report"
@@ -211,4 +214,66 @@ func sortedStrings(list []any) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// TestLocalShardsInterrupted: a Ctrl-C during a --local run reaches every
+// shard once; each stops sending, records what it measured and says it
+// was interrupted, and the merge refuses the incomplete run naming them.
+func TestLocalShardsInterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 2 processes")
+	}
+	t.Setenv(envRunMain, "1")
+	baseURL, _, _ := emulator(t)
+	dir := t.TempDir()
+	ctx, interrupt, stop := withInterrupts(t.Context())
+	defer stop()
+	root := newRootCmd()
+	var out, errb bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	root.SetArgs([]string{"bench", "--shards", "2", "--local", "--base-url", baseURL, "--model", defaultEmbeddedModel, "--result-dir", dir,
+		"--num-prompts", "2000", "--request-rate", "100", "--random-input-len", "16", "--random-output-len", "4", "--skip-test-request"})
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	// Interrupt once both shards have recorded something.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		files, _ := filepath.Glob(filepath.Join(dir, "shards-*", "*.records.jsonl"))
+		started := 0
+		for _, f := range files {
+			if st, err := os.Stat(f); err == nil && st.Size() > 0 {
+				started++
+			}
+		}
+		if started == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("shards did not start within 30s:\n%s", errb.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	interrupt()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the local run did not stop within 30s of the interrupt")
+	}
+	if err == nil || !strings.Contains(err.Error(), "shard 0/2 interrupted") || !strings.Contains(err.Error(), "shard 1/2 interrupted") {
+		t.Fatalf("error %v, want the merge to name both interrupted shards", err)
+	}
+	var exit exitCodeError
+	if !errors.As(err, &exit) || exit.code != 130 {
+		t.Fatalf("error %v: want exit code 130 for an interrupted run", err)
+	}
+	for i := range 2 {
+		path := filepath.Join(dir, "shards-*", "shard-"+strconv.Itoa(i)+"-of-2.log")
+		logs, _ := filepath.Glob(path)
+		data, _ := os.ReadFile(logs[0])
+		if !strings.Contains(string(data), "interrupted: partial results") {
+			t.Errorf("shard %d log does not say it was interrupted:\n%s", i, data)
+		}
+	}
 }

@@ -113,7 +113,11 @@ func runLocalShards(ctx context.Context, cmd *cobra.Command, f *benchFlags) erro
 	}
 	merged, err := report.MergeShards(shards)
 	if err != nil {
-		return fmt.Errorf("%w (shard files in %s)", err, dir)
+		err = fmt.Errorf("%w (shard files in %s)", err, dir)
+		if ctx.Err() != nil {
+			return exitCodeError{code: 130, err: err}
+		}
+		return err
 	}
 	if err := writeMerged(out, errw, &f.output, metadata, merged); err != nil {
 		return err
@@ -186,6 +190,7 @@ type shardProcess struct {
 // send, hands them one start instant a second ahead, and waits for all.
 func runShardProcesses(ctx context.Context, exe string, common []string, n int, dir string) error {
 	procs := make([]*shardProcess, n)
+	allExited := make(chan struct{})
 	exited := make(chan int, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -229,9 +234,22 @@ func runShardProcesses(ctx context.Context, exe string, common []string, n int, 
 		_, _ = io.WriteString(p.stdin, startAt)
 		p.stdin.Close()
 	}
-	stop := context.AfterFunc(ctx, stopAll)
+	// The first interrupt lets the shards' requests in flight finish, the
+	// second cuts them off: forward each, as the shards do not share the
+	// terminal's process group.
+	stop := context.AfterFunc(ctx, func() {
+		stopAll()
+		if abort := abortChannel(ctx); abort != nil {
+			select {
+			case <-abort:
+				stopAll()
+			case <-allExited:
+			}
+		}
+	})
 	defer stop()
 	wg.Wait()
+	close(allExited)
 	var failed []string
 	for i, err := range errs {
 		var exit *exec.ExitError
@@ -253,6 +271,7 @@ func startShardProcess(exe string, common []string, i, n int, dir string) (*shar
 	c := exec.Command(exe, args...)
 	// The shard must not take its index from a Job's environment.
 	c.Env = withoutEnv(os.Environ(), envShardCount, envCompletionIndex)
+	ownProcessGroup(c)
 	logPath := filepath.Join(dir, fmt.Sprintf("shard-%d-of-%d.log", i, n))
 	log, err := os.Create(logPath)
 	if err != nil {
