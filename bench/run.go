@@ -58,6 +58,11 @@ type Config struct {
 	// KeepRecords keeps every record (with ITL and text) in the Result, for
 	// --save-detailed; without it the Result keeps only light copies.
 	KeepRecords bool
+	// StartAt, if set, is the wall-clock instant the schedule starts at
+	// (--start-at): the pacer waits for it after the ready check, initial
+	// test and warmups, and request offsets count from it, so shards of one
+	// run started on several machines share a timeline.
+	StartAt time.Time
 	// Sink, if set, also receives every measured record, after the records
 	// file and the summary have it.
 	Sink metrics.Sink
@@ -97,6 +102,12 @@ type Result struct {
 	SinkErr       error
 	ServerSamples []ServerSample
 	Server        *ServerSummary
+	// Started is the run's zero instant: Config.StartAt when set, else
+	// when pacing began. Record offsets count from it.
+	Started time.Time
+	// StartLate is how much after Config.StartAt pacing actually began
+	// (0 without StartAt).
+	StartLate time.Duration
 }
 
 // ErrNotReady is returned when the ready check never got a successful
@@ -274,9 +285,14 @@ func measure(ctx context.Context, cfg Config, log *slog.Logger) (*Result, error)
 	collected := make(chan error, 1)
 	go func() { collected <- collect(cfg, sink, stopSending, done, log) }()
 
+	// Runtime timers alone fire up to 1 ms late in a mostly idle process,
+	// which would be send lag; the sleeper finishes each wait in nanosleep.
+	sleeper := clock.NewSleeper(cfg.coarseTimers)
+	defer sleeper.Stop()
+	base, late := startInstant(sendCtx, sleeper, cfg.StartAt)
+
 	var scrapeWG sync.WaitGroup
 	scrapeCtx, stopScrape := context.WithCancel(sendCtx)
-	base := time.Now()
 	if cfg.Scraper != nil {
 		scrapeWG.Go(func() { cfg.Scraper.Run(scrapeCtx, base) })
 	}
@@ -285,10 +301,6 @@ func measure(ctx context.Context, cfg Config, log *slog.Logger) (*Result, error)
 	var inflight sync.WaitGroup
 	var neverSent atomic.Int64
 	sent := 0
-	// Runtime timers alone fire up to 1 ms late in a mostly idle process,
-	// which would be send lag; the sleeper finishes each wait in nanosleep.
-	sleeper := clock.NewSleeper(cfg.coarseTimers)
-	defer sleeper.Stop()
 	for i := range cfg.Requests {
 		req := &cfg.Requests[i]
 		due := base.Add(req.Arrival)
@@ -328,6 +340,8 @@ func measure(ctx context.Context, cfg Config, log *slog.Logger) (*Result, error)
 		Interrupted: ctx.Err() != nil,
 		NotSent:     len(cfg.Requests) - sent + int(neverSent.Load()),
 		SinkErr:     sinkErr,
+		Started:     base,
+		StartLate:   late,
 	}
 	if cfg.Scraper != nil {
 		res.ServerSamples = cfg.Scraper.Samples()
@@ -337,6 +351,24 @@ func measure(ctx context.Context, cfg Config, log *slog.Logger) (*Result, error)
 		}
 	}
 	return res, nil
+}
+
+// startInstant waits for startAt (zero: start now) and returns the run's
+// zero instant and how late the wait ended. The zero is the planned
+// instant even when the process got there late, so arrival offsets keep
+// their meaning on the shared timeline and the lateness shows as send lag
+// of the overdue requests instead of being hidden by a shifted schedule.
+func startInstant(ctx context.Context, sleeper *clock.Sleeper, startAt time.Time) (time.Time, time.Duration) {
+	if startAt.IsZero() {
+		return time.Now(), 0
+	}
+	// Interrupted while waiting: the send loop sees ctx done and sends nothing.
+	sleeper.Until(ctx, func() time.Duration { return time.Until(startAt) })
+	now := time.Now()
+	// Round(0) drops the monotonic reading, so the difference is on the
+	// wall clock, the clock startAt was given on.
+	late := max(now.Round(0).Sub(startAt), 0)
+	return now.Add(-late), late
 }
 
 // collect is the single consumer of finished records: it fills in output

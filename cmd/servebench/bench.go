@@ -31,6 +31,7 @@ import (
 // benchFlags are `servebench bench`'s flags beyond the shared workload ones.
 type benchFlags struct {
 	workload workloadFlags
+	shard    shardFlags
 
 	backend, baseURL, host, endpoint string
 	port                             int
@@ -86,6 +87,7 @@ benchmarks that. Files are written only with --save-result, --records or --resul
 	}
 	fs := cmd.Flags()
 	f.workload.register(fs)
+	f.shard.register(fs)
 	fs.StringVar(&f.backend, "backend", "openai", "API flavour: openai, vllm, sglang, lmdeploy, llama.cpp (completions) or openai-chat, vllm-chat, sglang-chat, tgi (chat)")
 	fs.StringVar(&f.baseURL, "base-url", "", "server base URL, e.g. http://127.0.0.1:8000 (overrides --host/--port)")
 	fs.StringVar(&f.host, "host", "127.0.0.1", "server host")
@@ -135,6 +137,9 @@ var completionBackends = map[string]bool{"openai": true, "vllm": true, "sglang":
 
 func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 	changed := cmd.Flags().Changed
+	if f.shard.local || changed("shards") {
+		return runLocalShards(ctx, cmd, f)
+	}
 	out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	spec, arrivals, sumOpts, pctMetrics, pcts, err := f.workload.resolve(changed)
 	if err != nil {
@@ -154,6 +159,10 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 		return fmt.Errorf("--num-warmups %d: must be 0 or more", f.numWarmups)
 	}
 	metadata, err := f.output.validate()
+	if err != nil {
+		return err
+	}
+	shard, err := f.shard.resolve(changed, &f.output)
 	if err != nil {
 		return err
 	}
@@ -277,6 +286,12 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 		return err
 	}
 	workload.Assign(reqs, offsets)
+	total, scheduleHash := len(reqs), ""
+	if shard != nil {
+		if reqs, scheduleHash, err = shard.selectRequests(reqs); err != nil {
+			return err
+		}
+	}
 
 	info := newRunInfo(f.backend, modelID, tokName, &f.workload, spec, arrivals, &f.output, metadata, sumOpts, pctMetrics, pcts)
 	outs, err := f.output.open(&info)
@@ -326,6 +341,11 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 		}
 		cancel()
 	}
+	if shard != nil {
+		if cfg.StartAt, err = shard.waitForStart(cmd.InOrStdin(), errw); err != nil {
+			return err
+		}
+	}
 	bar := newProgress(errw, len(reqs), f.disableTqdm)
 	cfg.OnRecord = bar.update
 	res, err := bench.Run(ctx, cfg)
@@ -334,6 +354,11 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 		return err
 	}
 	info.Interrupted = res.Interrupted
+	if shard != nil {
+		if err := shard.finish(errw, outs.recordsPath, scheduleHash, total, len(reqs), &info, sumOpts, benchOutcome(res)); err != nil {
+			return err
+		}
+	}
 	result := &report.Result{Info: info, Summary: res.Summary, Records: res.Records}
 	if res.Server != nil {
 		result.Extra = append(result.Extra, report.Section{Key: "server_metrics", Value: serverMetricsJSON(res)})

@@ -23,6 +23,7 @@ func init() { extraCommands = append(extraCommands, newSimCmd) }
 type simFlags struct {
 	workload workloadFlags
 	engine   engineFlags
+	shard    shardFlags
 
 	tokenizer     string
 	throughput    bool
@@ -54,6 +55,7 @@ result block and JSON as bench, so predicted and measured runs compare line by l
 	fs.DurationVar(&f.statsInterval, "stats-interval", 0, "engine statistics sampling period in virtual time, for the time series and --log-stats (default: vLLM's, 5s for v0 and 10s for v1; 0 disables, as in serve)")
 	fs.BoolVar(&f.logStats, "log-stats", false, "print vLLM's periodic stats lines (Avg prompt throughput ...) on stderr")
 	f.output.register(fs)
+	fs.StringVar(&f.shard.shard, "shard", "", "record only shard I/N of the simulated run (the whole schedule is simulated, so merged shards equal the unsharded run exactly)")
 	return cmd
 }
 
@@ -68,6 +70,10 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 		return fmt.Errorf("--stats-interval %v: give a positive period, or 0 to disable", f.statsInterval)
 	}
 	metadata, err := f.output.validate()
+	if err != nil {
+		return err
+	}
+	shard, err := f.shard.resolve(changed, &f.output)
 	if err != nil {
 		return err
 	}
@@ -163,6 +169,9 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 		cfg.OnStats = func(s sim.StatsSample) { writeSimStatsLine(errw, ec, s) }
 	}
 	res, err := sim.Run(ctx, cfg, reqs, func(r *metrics.Record) error {
+		if shard != nil && !shard.shard.Owns(r.Index) {
+			return nil
+		}
 		_ = recorder.Add(r)
 		return nil
 	})
@@ -175,6 +184,11 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 	// Duration as bench measures it: from the run's zero to the last
 	// completion, so simulated and measured throughputs compare directly.
 	summary := recorder.Summary(recorder.LastEnd())
+	if shard != nil {
+		if err := shard.finishSim(errw, outs.recordsPath, reqs, &info, sumOpts, recorder.LastEnd(), interrupted); err != nil {
+			return err
+		}
+	}
 	result := &report.Result{Info: info, Summary: summary, Records: recorder.Records(),
 		Extra: []report.Section{{Key: "engine", Value: simEngineJSON(res, ec, f.engine.resolved.Profile, dep.Model.Name, dep.GPU.Name, capacity.GPUBlocks)}}}
 	if err := report.WriteText(out, result); err != nil {

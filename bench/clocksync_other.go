@@ -1,0 +1,5 @@
+//go:build !linux
+
+package bench
+
+func readClockSync() ClockSync { return ClockSync{Source: "unknown"} }
