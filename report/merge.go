@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/servebench/servebench/bench"
+	"github.com/servebench/servebench/internal/option"
 	"github.com/servebench/servebench/metrics"
 )
 
@@ -207,7 +208,8 @@ func MergeShards(shards []LoadedShard) (*Merged, error) {
 func sameRun(a, b *LoadedShard) error {
 	ma, mb := &a.Manifest, &b.Manifest
 	differ := func(what, va, vb, hint string) error {
-		return fmt.Errorf("%s has %s %s but %s has %s: not shards of one run (%s)", b.ManifestPath, what, vb, a.ManifestPath, va, hint)
+		// what and hint are constants of this function: they may name options.
+		return option.Errorf("%s has "+what+" %s but %s has "+what+" %s: not shards of one run ("+hint+")", b.ManifestPath, vb, a.ManifestPath, va)
 	}
 	startAt := func(t *time.Time) string {
 		if t == nil {
@@ -219,19 +221,19 @@ func sameRun(a, b *LoadedShard) error {
 	case ma.ScheduleHash != mb.ScheduleHash:
 		return differ("schedule hash", ma.ScheduleHash, mb.ScheduleHash, "every shard needs the same seed, dataset, lengths and request rate")
 	case ma.Shards != mb.Shards:
-		return differ("shard count", strconv.Itoa(ma.Shards), strconv.Itoa(mb.Shards), "every shard needs the same --shard COUNT")
+		return differ("shard count", strconv.Itoa(ma.Shards), strconv.Itoa(mb.Shards), "every shard needs the same {shard} COUNT")
 	case ma.TotalRequests != mb.TotalRequests:
-		return differ("total requests", strconv.Itoa(ma.TotalRequests), strconv.Itoa(mb.TotalRequests), "every shard needs the same --num-prompts")
+		return differ("total requests", strconv.Itoa(ma.TotalRequests), strconv.Itoa(mb.TotalRequests), "every shard needs the same {num_prompts}")
 	case startAt(ma.StartAt) != startAt(mb.StartAt):
-		return differ("--start-at", startAt(ma.StartAt), startAt(mb.StartAt), "every shard of a run starts at one instant")
+		return differ("{start_at}", startAt(ma.StartAt), startAt(mb.StartAt), "every shard of a run starts at one instant")
 	case ma.Run.ModelID != mb.Run.ModelID || ma.Run.Backend != mb.Run.Backend:
 		return differ("model and backend", ma.Run.ModelID+" "+ma.Run.Backend, mb.Run.ModelID+" "+mb.Run.Backend, "every shard must target the same model")
 	case ma.Run.MaxConcurrency != mb.Run.MaxConcurrency:
-		return differ("--max-concurrency", strconv.Itoa(ma.Run.MaxConcurrency), strconv.Itoa(mb.Run.MaxConcurrency), "every shard needs the same flags")
+		return differ("{max_concurrency}", strconv.Itoa(ma.Run.MaxConcurrency), strconv.Itoa(mb.Run.MaxConcurrency), "every shard needs the same flags")
 	case !slices.Equal(ma.Summary.Percentiles, mb.Summary.Percentiles) || !maps.Equal(ma.Summary.Goodput, mb.Summary.Goodput) ||
 		!slices.Equal(ma.Run.PercentileMetrics, mb.Run.PercentileMetrics):
 		return differ("summary options", fmt.Sprint(ma.Summary, ma.Run.PercentileMetrics), fmt.Sprint(mb.Summary, mb.Run.PercentileMetrics),
-			"every shard needs the same --percentile-metrics, --metric-percentiles and --goodput")
+			"every shard needs the same {percentile_metrics}, {metric_percentiles} and {goodput}")
 	}
 	return nil
 }

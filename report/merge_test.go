@@ -275,7 +275,7 @@ func TestMergeRefusesMismatchedShards(t *testing.T) {
 				})
 				return []string{dir}
 			},
-			wantErr: "has --start-at 2026-01-01T00:00:00Z",
+			wantErr: "has start_at 2026-01-01T00:00:00Z",
 		},
 		{
 			name: "different percentiles",

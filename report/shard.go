@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/servebench/servebench/bench"
+	"github.com/servebench/servebench/internal/option"
 	"github.com/servebench/servebench/metrics"
 )
 
@@ -159,7 +160,7 @@ func LoadShards(paths ...string) ([]LoadedShard, error) {
 				return nil, fmt.Errorf("shard directory %q: %w", p, err)
 			}
 			if len(found) == 0 {
-				return nil, fmt.Errorf("shard directory %q holds no *%s manifests; pass the directory the shards wrote to (their --result-dir)", p, ShardManifestSuffix)
+				return nil, option.Errorf("shard directory %q holds no *%s manifests; pass the directory the shards wrote to (their {result_dir})", p, ShardManifestSuffix)
 			}
 			manifests = append(manifests, found...)
 		case strings.HasSuffix(p, ShardManifestSuffix):
@@ -167,7 +168,7 @@ func LoadShards(paths ...string) ([]LoadedShard, error) {
 		case strings.HasSuffix(p, ".jsonl"):
 			m := ShardManifestPath(p)
 			if _, err := os.Stat(m); err != nil {
-				return nil, fmt.Errorf("records file %q has no shard manifest beside it (%s): was it written with --shard?", p, m)
+				return nil, option.Errorf("records file %q has no shard manifest beside it (%s): was it written with {shard}?", p, m)
 			}
 			manifests = append(manifests, m)
 		default:

@@ -76,7 +76,7 @@ func TestResolveErrors(t *testing.T) {
 	}{
 		{"V0 block sizes", "0.6.3", "", vllm.Options{BlockSize: 64}, "argument --block-size: invalid choice: 64 (choose from 8, 16, 32)", ""},
 		{"preemption mode", "0.5.4", "", vllm.Options{PreemptionMode: "recomputation"}, "argument --preemption-mode: invalid choice: 'recomputation' (choose from 'recompute', 'swap')", ""},
-		{"V1 swap", "0.8.5", "", vllm.Options{PreemptionMode: "swap"}, "preemption_mode=swap requires --engine v0", ""},
+		{"V1 swap", "0.8.5", "", vllm.Options{PreemptionMode: "swap"}, "preemption_mode=swap requires engine v0", ""},
 		{"V1 multi-step", "0.9.0", engine.V1, vllm.Options{NumSchedulerSteps: 8}, "num_scheduler_steps (8) needs the V0 engine", "num_scheduler_steps"},
 		{"async output before 0.6", "0.5.4", "", vllm.Options{DisableAsyncOutputProc: true}, "vLLM 0.5.4 has no async output processing; it arrived in 0.6.0 (PR #7049)", "disable_async_output_proc"},
 		{"batched tokens below sequences", "0.6.3", "", vllm.Options{MaxNumSeqs: 256, MaxNumBatchedTokens: 128, EnableChunkedPrefill: new(true)},
