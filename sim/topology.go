@@ -734,7 +734,7 @@ func (t *fleet) prefillOutput(in *instance, i int, o *engine.Output) error {
 		bytesTime := float64(perRank) / tc.Link.Bandwidth()
 		hidden := 0.0
 		if bytesTime > 0 && stepDur > tc.Link.Setup {
-			hidden = min((stepDur - tc.Link.Setup).Seconds()/bytesTime, 1-1/float64(max(tc.Layers, 1)))
+			hidden = min((stepDur-tc.Link.Setup).Seconds()/bytesTime, 1-1/float64(max(tc.Layers, 1)))
 		}
 		f.delivered = hidden * float64(perRank)
 		tr.setupUntil = max(in.started+tc.Link.Setup, t.now)

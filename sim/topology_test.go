@@ -31,7 +31,9 @@ func runTopology(t *testing.T, cfg TopologyConfig, reqs []workload.Request) (*To
 var testLink = perf.KVLink{Name: "test", NICs: 1, NICBandwidth: 1e9, Setup: time.Millisecond}
 
 func pdConfig(p, d int, link perf.KVLink) TopologyConfig {
-	pool := func(n int) Pool { return Pool{Instances: n, Engine: engineConfig(engine.V1), Model: simpleModel, GPUs: 1} }
+	pool := func(n int) Pool {
+		return Pool{Instances: n, Engine: engineConfig(engine.V1), Model: simpleModel, GPUs: 1}
+	}
 	return TopologyConfig{Kind: Disaggregated, Router: RouteRoundRobin, Prefill: pool(p), Decode: pool(d),
 		Transfer: KVTransfer{Link: link, BytesPerToken: 1000, Ranks: 1, Handoff: HandoffSequential,
 			HopCost: 2 * time.Millisecond, Layers: 10, Overflow: OverflowSpill, SpillBandwidth: 1e8}}
@@ -201,7 +203,7 @@ func TestRemoteShapeTimesOneTokenPerPrefill(t *testing.T) {
 func topologyOutput(t *testing.T, cfg TopologyConfig, reqs []workload.Request) string {
 	res, recs := runTopology(t, cfg, reqs)
 	b, err := json.Marshal(struct {
-		R *TopologyResult
+		R    *TopologyResult
 		Recs []*metrics.Record
 	}{res, recs})
 	if err != nil {
