@@ -207,7 +207,7 @@ func runTopology(ctx context.Context, cfg sim.TopologyConfig, reqs []workload.Re
 	if err != nil {
 		return report.Section{}, nil, err
 	}
-	section := report.Section{Key: "topology", Value: topologyJSON(cfg, res)}
+	section := report.Section{Key: "fleet", Value: topologyJSON(cfg, res)}
 	write := func(w io.Writer) error { return writeTopologySection(w, cfg, res) }
 	return section, write, nil
 }
@@ -253,7 +253,15 @@ func topologyJSON(cfg sim.TopologyConfig, res *sim.TopologyResult) map[string]an
 		"instances": instances, "simulated_duration_s": res.Duration.Seconds(),
 		"prefix_cache_queries": res.PrefixQueries, "prefix_cache_hits": res.PrefixHits,
 	}
+	pool := func(p sim.Pool) map[string]any {
+		return map[string]any{"instances": p.Instances, "gpus_per_instance": p.GPUs, "max_num_seqs": p.Engine.MaxNumSeqs,
+			"max_num_batched_tokens": p.Engine.MaxNumBatchedTokens, "gpu_blocks": p.Engine.NumGPUBlocks}
+	}
+	if cfg.Kind == sim.Colocated {
+		out["replicas"] = pool(cfg.Replicas)
+	}
 	if cfg.Kind == sim.Disaggregated {
+		out["prefill"], out["decode"] = pool(cfg.Prefill), pool(cfg.Decode)
 		t, tr := cfg.Transfer, res.Transfers
 		out["kv_transfer"] = map[string]any{
 			"link": t.Link.Name, "nics": t.Link.NICs, "nic_bandwidth_gbps": t.Link.NICBandwidth / 1e9, "setup_ms": ms(t.Link.Setup),
