@@ -1,0 +1,141 @@
+package serve
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+)
+
+// ProxyPolicy is how the proxy picks a backend for each request.
+type ProxyPolicy string
+
+const (
+	// ProxyRoundRobin cycles through the backends in order.
+	ProxyRoundRobin ProxyPolicy = "rr"
+	// ProxyLeastLoaded picks the backend with the fewest requests in
+	// flight through this proxy (the first one on a tie).
+	ProxyLeastLoaded ProxyPolicy = "least-loaded"
+)
+
+// BackendHeader names the backend that served (or failed) a response.
+const BackendHeader = "X-Servebench-Backend"
+
+// Proxy is a router in front of a co-located fleet of OpenAI-compatible
+// servers: each request goes whole to one backend and its response, SSE
+// included, streams back chunk by chunk as the backend writes it. A
+// backend that cannot be reached fails that request with 502 and an
+// OpenAI-style error naming the backend; the others keep serving.
+type Proxy struct {
+	policy    ProxyPolicy
+	backends  []*proxyBackend
+	transport *http.Transport
+
+	mu   sync.Mutex
+	next int
+}
+
+type proxyBackend struct {
+	url      *url.URL
+	rp       *httputil.ReverseProxy
+	inFlight int // guarded by Proxy.mu
+}
+
+// NewProxy checks the backend URLs (absolute http or https) and the policy.
+func NewProxy(backends []string, policy ProxyPolicy) (*Proxy, error) {
+	if policy != ProxyRoundRobin && policy != ProxyLeastLoaded {
+		return nil, fmt.Errorf("proxy policy %q: use %q or %q", policy, ProxyRoundRobin, ProxyLeastLoaded)
+	}
+	if len(backends) == 0 {
+		return nil, errors.New("proxy: no backends; give at least one URL such as http://127.0.0.1:8001")
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	// Responses stream through as they are; compressing would buffer them.
+	tr.DisableCompression = true
+	p := &Proxy{policy: policy, transport: tr}
+	for _, raw := range backends {
+		u, err := url.Parse(strings.TrimRight(raw, "/"))
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("proxy backend %q: give an absolute http(s) URL such as http://127.0.0.1:8001", raw)
+		}
+		b := &proxyBackend{url: u}
+		b.rp = &httputil.ReverseProxy{
+			Rewrite: func(pr *httputil.ProxyRequest) {
+				pr.SetURL(u)
+				pr.Out.Host = u.Host
+			},
+			Transport: tr,
+			// Flush every write: SSE tokens must not wait in a buffer.
+			FlushInterval: -1,
+			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+				writeProxyError(w, http.StatusBadGateway, fmt.Sprintf("backend %s failed: %v", u, err))
+			},
+		}
+		p.backends = append(p.backends, b)
+	}
+	return p, nil
+}
+
+// ServeHTTP routes one request. /health answers for the proxy itself.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/health" {
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	b := p.acquire()
+	defer p.release(b)
+	w.Header().Set(BackendHeader, b.url.String())
+	b.rp.ServeHTTP(w, r)
+}
+
+func (p *Proxy) acquire() *proxyBackend {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var b *proxyBackend
+	switch p.policy {
+	case ProxyLeastLoaded:
+		b = p.backends[0]
+		for _, c := range p.backends[1:] {
+			if c.inFlight < b.inFlight {
+				b = c
+			}
+		}
+	default:
+		b = p.backends[p.next%len(p.backends)]
+		p.next++
+	}
+	b.inFlight++
+	return b
+}
+
+func (p *Proxy) release(b *proxyBackend) {
+	p.mu.Lock()
+	b.inFlight--
+	p.mu.Unlock()
+}
+
+// Close drops the proxy's idle backend connections.
+func (p *Proxy) Close() { p.transport.CloseIdleConnections() }
+
+// InFlight is the number of requests in flight per backend, in order.
+func (p *Proxy) InFlight() []int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]int, len(p.backends))
+	for i, b := range p.backends {
+		out[i] = b.inFlight
+	}
+	return out
+}
+
+func writeProxyError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{
+		"message": msg, "type": "BadGatewayError", "param": nil, "code": status,
+	}})
+}

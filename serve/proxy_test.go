@@ -1,0 +1,177 @@
+package serve
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// sseBackend streams three data chunks and [DONE], each flushed.
+func sseBackend(name string) *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := range 3 {
+			fmt.Fprintf(w, "data: {\"backend\":%q,\"chunk\":%d}\n\n", name, i)
+			w.(http.Flusher).Flush()
+		}
+		fmt.Fprint(w, "data: [DONE]\n\n")
+	}))
+}
+
+func newTestProxy(t *testing.T, policy ProxyPolicy, backends ...string) *httptest.Server {
+	t.Helper()
+	p, err := NewProxy(backends, policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := httptest.NewServer(p)
+	t.Cleanup(func() { front.Close(); p.Close() })
+	return front
+}
+
+func post(t *testing.T, client *http.Client, url string) (*http.Response, string) {
+	t.Helper()
+	resp, err := client.Post(url+"/v1/completions", "application/json", strings.NewReader(`{"prompt":"hi","stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, string(body)
+}
+
+// A killed backend fails exactly the requests routed to it, with a 502
+// naming it; round-robin keeps sending the rest to the live ones.
+func TestProxyRoutesAroundAKilledBackend(t *testing.T) {
+	var backends []*httptest.Server
+	var urls []string
+	for i := range 3 {
+		b := sseBackend(fmt.Sprint("b", i))
+		backends = append(backends, b)
+		urls = append(urls, b.URL)
+	}
+	defer func() {
+		for _, b := range backends {
+			b.Close()
+		}
+	}()
+	front := newTestProxy(t, ProxyRoundRobin, urls...)
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	backends[1].Close()
+	for i := range 9 {
+		resp, body := post(t, client, front.URL)
+		if got := resp.Header.Get(BackendHeader); got != urls[i%3] {
+			t.Errorf("request %d went to %s, want %s", i, got, urls[i%3])
+		}
+		if i%3 == 1 {
+			var e struct{ Error struct{ Message string } }
+			if resp.StatusCode != http.StatusBadGateway || json.Unmarshal([]byte(body), &e) != nil ||
+				!strings.Contains(e.Error.Message, urls[1]) {
+				t.Errorf("request %d to the killed backend: %d %s", i, resp.StatusCode, body)
+			}
+			continue
+		}
+		want := fmt.Sprintf(`"backend":"b%d"`, i%3)
+		if resp.StatusCode != http.StatusOK || strings.Count(body, want) != 3 || !strings.HasSuffix(body, "data: [DONE]\n\n") {
+			t.Errorf("request %d: %d %q", i, resp.StatusCode, body)
+		}
+	}
+}
+
+// The first chunk reaches the client while the backend still holds the
+// second: the proxy passes the stream through instead of buffering it.
+func TestProxyStreamsChunksAsWritten(t *testing.T) {
+	release := make(chan struct{})
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: first\n\n")
+		w.(http.Flusher).Flush()
+		<-release
+		fmt.Fprint(w, "data: second\n\n")
+	}))
+	defer backend.Close()
+	defer close(release)
+	front := newTestProxy(t, ProxyRoundRobin, backend.URL)
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	resp, err := client.Post(front.URL+"/v1/completions", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	line := make(chan string, 1)
+	go func() {
+		l, _ := bufio.NewReader(resp.Body).ReadString('\n')
+		line <- l
+	}()
+	select {
+	case l := <-line:
+		if l != "data: first\n" {
+			t.Fatalf("first line %q", l)
+		}
+	case <-time.After(10 * time.Second): // a guard against hanging, not a timing assertion
+		t.Fatal("the first chunk did not arrive while the backend held the second: the proxy buffers")
+	}
+}
+
+// least-loaded sends the next request away from a backend that is busy.
+func TestProxyLeastLoaded(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	busy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(entered)
+		<-release
+	}))
+	defer busy.Close()
+	idle := sseBackend("idle")
+	defer idle.Close()
+	front := newTestProxy(t, ProxyLeastLoaded, busy.URL, idle.URL)
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	first := make(chan string, 1)
+	go func() {
+		resp, err := client.Post(front.URL+"/v1/completions", "application/json", strings.NewReader(`{}`))
+		if err != nil {
+			first <- err.Error()
+			return
+		}
+		resp.Body.Close()
+		first <- resp.Header.Get(BackendHeader)
+	}()
+	<-entered
+	for range 3 {
+		resp, _ := post(t, client, front.URL)
+		if got := resp.Header.Get(BackendHeader); got != idle.URL {
+			t.Errorf("with %s busy, request went to %s", busy.URL, got)
+		}
+	}
+	close(release)
+	if got := <-first; got != busy.URL {
+		t.Errorf("first request went to %s, want %s", got, busy.URL)
+	}
+}
+
+func TestNewProxyErrors(t *testing.T) {
+	for _, tt := range []struct {
+		backends []string
+		policy   ProxyPolicy
+	}{
+		{nil, ProxyRoundRobin},
+		{[]string{"127.0.0.1:8001"}, ProxyRoundRobin},
+		{[]string{"ftp://127.0.0.1:8001"}, ProxyRoundRobin},
+		{[]string{"http://127.0.0.1:8001"}, "fastest"},
+	} {
+		if _, err := NewProxy(tt.backends, tt.policy); err == nil {
+			t.Errorf("%v %s: accepted", tt.backends, tt.policy)
+		}
+	}
+}
