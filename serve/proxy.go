@@ -1,9 +1,11 @@
 package serve
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -21,6 +23,9 @@ const (
 	// flight through this proxy (the first one on a tie).
 	ProxyLeastLoaded ProxyPolicy = "least-loaded"
 )
+
+// maxProxyBodyBytes bounds a request body the proxy buffers.
+const maxProxyBodyBytes = 64 << 20
 
 // BackendHeader names the backend that served (or failed) a response.
 const BackendHeader = "X-Servebench-Backend"
@@ -86,6 +91,17 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
+	// The body is read whole before it is forwarded, so the backend
+	// connection never waits on a slow client, and a backend that answers
+	// before reading all of it cannot fail the body copy (which makes the
+	// transport drop the connection mid-response).
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxProxyBodyBytes))
+	if err != nil {
+		writeProxyError(w, http.StatusBadRequest, fmt.Sprintf("reading the request body: %v (the proxy takes at most %d MiB)", err, maxProxyBodyBytes>>20))
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
 	b := p.acquire()
 	defer p.release(b)
 	w.Header().Set(BackendHeader, b.url.String())

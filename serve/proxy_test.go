@@ -175,3 +175,28 @@ func TestNewProxyErrors(t *testing.T) {
 		}
 	}
 }
+
+// Many /tokenize and /detokenize calls through the proxy to a real serve
+// backend all come back whole, as bench's tokenizer makes them.
+func TestProxyTokenizeRoundTrips(t *testing.T) {
+	backend := startServer(t, testConfig(t))
+	front := newTestProxy(t, ProxyLeastLoaded, backend.URL())
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	ids := make([]string, 2000)
+	for i := range ids {
+		ids[i] = fmt.Sprint(1000 + i)
+	}
+	body := `{"tokens":[` + strings.Join(ids, ",") + `]}`
+	for i := range 50 {
+		resp, err := client.Post(front.URL+"/detokenize", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || !strings.HasPrefix(string(got), `{"prompt":`) {
+			t.Fatalf("request %d: %d %v %.80s", i, resp.StatusCode, err, got)
+		}
+	}
+}
