@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -188,15 +189,23 @@ func TestProxyTokenizeRoundTrips(t *testing.T) {
 		ids[i] = fmt.Sprint(1000 + i)
 	}
 	body := `{"tokens":[` + strings.Join(ids, ",") + `]}`
-	for i := range 50 {
-		resp, err := client.Post(front.URL+"/detokenize", "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil || resp.StatusCode != http.StatusOK || !strings.HasPrefix(string(got), `{"prompt":`) {
-			t.Fatalf("request %d: %d %v %.80s", i, resp.StatusCode, err, got)
-		}
+	var wg sync.WaitGroup
+	for c := range 8 {
+		wg.Go(func() {
+			for i := range 25 {
+				resp, err := client.Post(front.URL+"/detokenize", "application/json", strings.NewReader(body))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				got, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil || resp.StatusCode != http.StatusOK || !strings.HasPrefix(string(got), `{"prompt":`) {
+					t.Errorf("client %d request %d: %d %v %.80s", c, i, resp.StatusCode, err, got)
+					return
+				}
+			}
+		})
 	}
+	wg.Wait()
 }
