@@ -9,8 +9,10 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // ProxyPolicy is how the proxy picks a backend for each request.
@@ -39,16 +41,28 @@ type Proxy struct {
 	policy    ProxyPolicy
 	backends  []*proxyBackend
 	transport *http.Transport
+	// Ejection is how long a backend that failed a request is left out of
+	// the rotation (passive health checking, like Envoy's outlier
+	// ejection); without it least-loaded sends nearly everything to a dead
+	// backend, whose requests fail fastest (measured: 272 of 300 failed
+	// with one of three backends down). When every backend is ejected, all
+	// are tried. Set before serving.
+	Ejection time.Duration
+	now      func() time.Time
 
 	mu   sync.Mutex
 	next int
 }
 
 type proxyBackend struct {
-	url      *url.URL
-	rp       *httputil.ReverseProxy
-	inFlight int // guarded by Proxy.mu
+	url       *url.URL
+	rp        *httputil.ReverseProxy
+	inFlight  int       // guarded by Proxy.mu
+	downUntil time.Time // guarded by Proxy.mu
 }
+
+// DefaultProxyEjection is Proxy.Ejection's default.
+const DefaultProxyEjection = 5 * time.Second
 
 // NewProxy checks the backend URLs (absolute http or https) and the policy.
 func NewProxy(backends []string, policy ProxyPolicy) (*Proxy, error) {
@@ -61,7 +75,7 @@ func NewProxy(backends []string, policy ProxyPolicy) (*Proxy, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	// Responses stream through as they are; compressing would buffer them.
 	tr.DisableCompression = true
-	p := &Proxy{policy: policy, transport: tr}
+	p := &Proxy{policy: policy, transport: tr, Ejection: DefaultProxyEjection, now: time.Now}
 	for _, raw := range backends {
 		u, err := url.Parse(strings.TrimRight(raw, "/"))
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -77,6 +91,9 @@ func NewProxy(backends []string, policy ProxyPolicy) (*Proxy, error) {
 			// Flush every write: SSE tokens must not wait in a buffer.
 			FlushInterval: -1,
 			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+				if r.Context().Err() == nil { // the backend failed, not the client
+					p.eject(b)
+				}
 				writeProxyError(w, http.StatusBadGateway, fmt.Sprintf("backend %s failed: %v", u, err))
 			},
 		}
@@ -115,21 +132,33 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (p *Proxy) acquire() *proxyBackend {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	now := p.now()
+	up := func(b *proxyBackend) bool { return !now.Before(b.downUntil) }
+	if !slices.ContainsFunc(p.backends, up) {
+		up = func(*proxyBackend) bool { return true }
+	}
 	var b *proxyBackend
 	switch p.policy {
 	case ProxyLeastLoaded:
-		b = p.backends[0]
-		for _, c := range p.backends[1:] {
-			if c.inFlight < b.inFlight {
+		for _, c := range p.backends {
+			if up(c) && (b == nil || c.inFlight < b.inFlight) {
 				b = c
 			}
 		}
 	default:
-		b = p.backends[p.next%len(p.backends)]
-		p.next++
+		for b == nil || !up(b) {
+			b = p.backends[p.next%len(p.backends)]
+			p.next++
+		}
 	}
 	b.inFlight++
 	return b
+}
+
+func (p *Proxy) eject(b *proxyBackend) {
+	p.mu.Lock()
+	b.downUntil = p.now().Add(p.Ejection)
+	p.mu.Unlock()
 }
 
 func (p *Proxy) release(b *proxyBackend) {

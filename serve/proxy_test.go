@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -50,42 +51,68 @@ func post(t *testing.T, client *http.Client, url string) (*http.Response, string
 	return resp, string(body)
 }
 
-// A killed backend fails exactly the requests routed to it, with a 502
-// naming it; round-robin keeps sending the rest to the live ones.
+func newTestProxyWith(t *testing.T, p *Proxy) *httptest.Server {
+	t.Helper()
+	front := httptest.NewServer(p)
+	t.Cleanup(func() { front.Close(); p.Close() })
+	return front
+}
+
+// A killed backend fails the request routed to it with a 502 naming it,
+// then stays out of the rotation for Proxy.Ejection while the rest route;
+// after that it is tried again. Under least-loaded, a dead backend (always
+// idle) would otherwise draw nearly every request.
 func TestProxyRoutesAroundAKilledBackend(t *testing.T) {
-	var backends []*httptest.Server
-	var urls []string
-	for i := range 3 {
-		b := sseBackend(fmt.Sprint("b", i))
-		backends = append(backends, b)
-		urls = append(urls, b.URL)
-	}
-	defer func() {
-		for _, b := range backends {
-			b.Close()
-		}
-	}()
-	front := newTestProxy(t, ProxyRoundRobin, urls...)
-	client := &http.Client{Transport: &http.Transport{}}
-	defer client.CloseIdleConnections()
-	backends[1].Close()
-	for i := range 9 {
-		resp, body := post(t, client, front.URL)
-		if got := resp.Header.Get(BackendHeader); got != urls[i%3] {
-			t.Errorf("request %d went to %s, want %s", i, got, urls[i%3])
-		}
-		if i%3 == 1 {
-			var e struct{ Error struct{ Message string } }
-			if resp.StatusCode != http.StatusBadGateway || json.Unmarshal([]byte(body), &e) != nil ||
-				!strings.Contains(e.Error.Message, urls[1]) {
-				t.Errorf("request %d to the killed backend: %d %s", i, resp.StatusCode, body)
+	for _, policy := range []ProxyPolicy{ProxyRoundRobin, ProxyLeastLoaded} {
+		t.Run(string(policy), func(t *testing.T) {
+			var backends []*httptest.Server
+			var urls []string
+			for i := range 3 {
+				b := sseBackend(fmt.Sprint("b", i))
+				defer b.Close()
+				backends = append(backends, b)
+				urls = append(urls, b.URL)
 			}
-			continue
-		}
-		want := fmt.Sprintf(`"backend":"b%d"`, i%3)
-		if resp.StatusCode != http.StatusOK || strings.Count(body, want) != 3 || !strings.HasSuffix(body, "data: [DONE]\n\n") {
-			t.Errorf("request %d: %d %q", i, resp.StatusCode, body)
-		}
+			// Backend 0 is the one least-loaded picks first among idle ones.
+			dead := 0
+			if policy == ProxyRoundRobin {
+				dead = 1
+			}
+			backends[dead].Close()
+			p, err := NewProxy(urls, policy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			clock := time.Unix(1000, 0)
+			p.now = func() time.Time { return clock }
+			front := newTestProxyWith(t, p)
+			client := &http.Client{Transport: &http.Transport{}}
+			defer client.CloseIdleConnections()
+			var failedAt []int
+			for i := range 12 {
+				if i == 8 {
+					clock = clock.Add(p.Ejection) // the ejection ends
+				}
+				resp, body := post(t, client, front.URL)
+				from := resp.Header.Get(BackendHeader)
+				if resp.StatusCode == http.StatusBadGateway {
+					var e struct{ Error struct{ Message string } }
+					if from != urls[dead] || json.Unmarshal([]byte(body), &e) != nil || !strings.Contains(e.Error.Message, urls[dead]) {
+						t.Errorf("request %d: 502 from %s: %s", i, from, body)
+					}
+					failedAt = append(failedAt, i)
+					continue
+				}
+				n := slices.Index(urls, from)
+				want := fmt.Sprintf(`"backend":"b%d"`, n)
+				if resp.StatusCode != http.StatusOK || n == dead || strings.Count(body, want) != 3 || !strings.HasSuffix(body, "data: [DONE]\n\n") {
+					t.Errorf("request %d from %s: %d %q", i, from, resp.StatusCode, body)
+				}
+			}
+			if len(failedAt) != 2 || failedAt[0] > 1 || failedAt[1] < 8 {
+				t.Errorf("failed requests %v: want one before the ejection and one after it ends", failedAt)
+			}
+		})
 	}
 }
 
