@@ -47,22 +47,7 @@ func TestProxyCommand(t *testing.T) {
 	root.SetArgs([]string{"proxy", "--port", "0", "--backend", urls[0] + "," + urls[1]})
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()
-	urlRE := regexp.MustCompile(`on (http://127\.0\.0\.1:\d+)`)
-	var base string
-	for deadline := time.Now().Add(10 * time.Second); base == ""; {
-		if m := urlRE.FindStringSubmatch(stderr.String()); m != nil {
-			base = m[1]
-			break
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("proxy exited: %v\n%s", err, stderr.String())
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no listening line on stderr:\n%s", stderr.String())
-		}
-	}
+	base := waitForListening(t, &stderr, regexp.MustCompile(`on (http://127\.0\.0\.1:\d+)`), done)
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
 	c := &http.Client{Transport: tr}
@@ -77,13 +62,39 @@ func TestProxyCommand(t *testing.T) {
 			t.Errorf("request %d: %s from %s", i, body, resp.Header.Get("X-Servebench-Backend"))
 		}
 	}
+	stopCommand(t, "proxy", cancel, done)
+}
+
+// waitForListening waits until a command started in a goroutine prints
+// the URL it listens on (re's first group) and returns it.
+func waitForListening(t *testing.T, stderr *syncBuffer, re *regexp.Regexp, done <-chan error) string {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if m := re.FindStringSubmatch(stderr.String()); m != nil {
+			return m[1]
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("command exited: %v\n%s", err, stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no listening line on stderr:\n%s", stderr.String())
+		}
+	}
+}
+
+// stopCommand cancels a command's context, as SIGINT does, and checks
+// that it returns cleanly.
+func stopCommand(t *testing.T, name string, cancel context.CancelFunc, done <-chan error) {
+	t.Helper()
 	cancel()
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Errorf("proxy returned %v after cancellation", err)
+			t.Errorf("%s returned %v after cancellation", name, err)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("proxy did not stop after cancellation")
+		t.Fatalf("%s did not stop after cancellation", name)
 	}
 }

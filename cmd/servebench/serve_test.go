@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 )
 
 // syncBuffer is a bytes.Buffer safe for a writer and a concurrent reader.
@@ -63,22 +62,7 @@ func TestServeCommand(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()
 
-	urlRE := regexp.MustCompile(`Starting vLLM API server on (http://127\.0\.0\.1:\d+)`)
-	var base string
-	for deadline := time.Now().Add(10 * time.Second); base == ""; {
-		if m := urlRE.FindStringSubmatch(stderr.String()); m != nil {
-			base = m[1]
-			break
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("serve exited: %v\n%s", err, stderr.String())
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no listening line on stderr:\n%s", stderr.String())
-		}
-	}
+	base := waitForListening(t, &stderr, regexp.MustCompile(`Starting vLLM API server on (http://127\.0\.0\.1:\d+)`), done)
 	logs := stderr.String()
 	for _, want := range []string{
 		"[serve] GPU KV cache size: ",
@@ -110,13 +94,5 @@ func TestServeCommand(t *testing.T) {
 	if want := `{"version":"0.9.2"}`; strings.TrimSpace(string(body)) != want {
 		t.Errorf("/version answered %s, want the emulated release %s", body, want)
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("serve returned %v after cancellation", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("serve did not stop after cancellation")
-	}
+	stopCommand(t, "serve", cancel, done)
 }
