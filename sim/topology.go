@@ -104,6 +104,9 @@ type TopologyConfig struct {
 	// Prefill and Decode are the disaggregated pools.
 	Prefill, Decode Pool
 	Transfer        KVTransfer
+	// MaxConcurrency caps requests in flight in the whole fleet, as
+	// Config.MaxConcurrency does for one engine (0: no cap).
+	MaxConcurrency int
 	// OnTransfer, if set, is called for each disaggregated request when it
 	// finishes, in completion order.
 	OnTransfer func(TransferTrace)
@@ -413,9 +416,12 @@ type fleet struct {
 
 	queue eventQueue
 	seq   uint64
-	now   time.Duration
-	start time.Duration
-	end   time.Duration
+	// inFlight and slotFreedAt implement MaxConcurrency as Run does.
+	inFlight    int
+	slotFreedAt time.Duration
+	now         time.Duration
+	start       time.Duration
+	end         time.Duration
 
 	active     []*transfer
 	linkAt     time.Duration // when active transfers' progress was last credited
@@ -456,13 +462,17 @@ func (t *fleet) run(ctx context.Context) error {
 		}
 		// Arrivals come before kicks at the same instant and after step
 		// ends and dispatches, like the class order of events.
-		if next < n && (len(t.queue) == 0 || t.arrivalFirst(t.req(next).Arrival)) {
-			t.now = t.req(next).Arrival
-			if err := t.arrive(next); err != nil {
-				return err
+		if next < n && !t.full() {
+			// A request held by the concurrency cap starts when a slot frees.
+			at := max(t.req(next).Arrival, t.slotFreedAt)
+			if len(t.queue) == 0 || t.arrivalFirst(at) {
+				t.now = at
+				if err := t.arrive(next); err != nil {
+					return err
+				}
+				next++
+				continue
 			}
-			next++
-			continue
 		}
 		if len(t.queue) == 0 {
 			break
@@ -509,6 +519,10 @@ func (t *fleet) arrivalFirst(a time.Duration) bool {
 	return top.kind == evKick || top.kind == evDecodeReady
 }
 
+func (t *fleet) full() bool {
+	return t.cfg.MaxConcurrency > 0 && t.inFlight >= t.cfg.MaxConcurrency
+}
+
 func (t *fleet) pool(back bool) []*instance {
 	if back {
 		return t.back
@@ -519,8 +533,9 @@ func (t *fleet) pool(back bool) []*instance {
 func (t *fleet) arrive(i int) error {
 	w := t.req(i)
 	f := &flight{rec: &metrics.Record{
-		Index: w.Index, Scheduled: w.Arrival, Dispatched: w.Arrival, Start: w.Arrival, MaxTokens: w.OutputLen,
+		Index: w.Index, Scheduled: w.Arrival, Dispatched: w.Arrival, Start: t.now, MaxTokens: w.OutputLen,
 	}}
+	t.inFlight++
 	switch {
 	case w.PromptIDs != nil:
 		f.ids = w.PromptIDs
@@ -672,6 +687,10 @@ func (t *fleet) output(in *instance, o *engine.Output) error {
 func (t *fleet) done(i int) error {
 	rec := t.flights[i].rec
 	t.flights[i] = nil
+	if t.full() {
+		t.slotFreedAt = t.now
+	}
+	t.inFlight--
 	t.end = max(t.end, t.now)
 	if err := t.emit(rec); err != nil {
 		return fmt.Errorf("sim: emitting record %d: %w", rec.Index, err)

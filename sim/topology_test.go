@@ -1,13 +1,15 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
+	gocmp "github.com/google/go-cmp/cmp"
 	"github.com/servebench/servebench/engine"
 	"github.com/servebench/servebench/metrics"
 	"github.com/servebench/servebench/perf"
@@ -39,15 +41,19 @@ func pdConfig(p, d int, link perf.KVLink) TopologyConfig {
 			HopCost: 2 * time.Millisecond, Layers: 10, Overflow: OverflowSpill, SpillBandwidth: 1e8}}
 }
 
-// One colocated replica is the single-engine simulator: same records.
+// One colocated replica is the single-engine simulator: same records,
+// with and without a concurrency cap.
 func TestColocatedOneReplicaMatchesRun(t *testing.T) {
 	for _, v := range []engine.Version{engine.V0, engine.V1} {
-		reqs := randomWorkload(7, 300, 20)
-		_, want := collect(t, Config{Engine: engineConfig(v), Model: simpleModel}, reqs)
-		cfg := TopologyConfig{Kind: Colocated, Router: RouteLeastLoaded, Replicas: Pool{Instances: 1, Engine: engineConfig(v), Model: simpleModel}}
-		_, got := runTopology(t, cfg, reqs)
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Fatalf("%s: records differ from Run (-Run +topology):\n%s", v, diff)
+		for _, limit := range []int{0, 8} {
+			reqs := randomWorkload(7, 300, 20)
+			_, want := collect(t, Config{Engine: engineConfig(v), Model: simpleModel, MaxConcurrency: limit}, reqs)
+			cfg := TopologyConfig{Kind: Colocated, Router: RouteLeastLoaded, MaxConcurrency: limit,
+				Replicas: Pool{Instances: 1, Engine: engineConfig(v), Model: simpleModel}}
+			_, got := runTopology(t, cfg, reqs)
+			if diff := gocmp.Diff(want, got); diff != "" {
+				t.Fatalf("%s, max concurrency %d: records differ from Run (-Run +topology):\n%s", v, limit, diff)
+			}
 		}
 	}
 }
@@ -320,5 +326,39 @@ func TestTopologyConfigErrors(t *testing.T) {
 		if _, err := RunTopology(context.Background(), c, randomWorkload(1, 3, 1), nil); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// The cap holds across a P/D fleet: at no instant are more requests in
+// flight (from Start to Start+Latency) than MaxConcurrency.
+func TestPDMaxConcurrency(t *testing.T) {
+	cfg := pdConfig(2, 2, testLink)
+	cfg.MaxConcurrency = 4
+	_, recs := runTopology(t, cfg, randomWorkload(5, 200, 50))
+	type edge struct {
+		at    time.Duration
+		delta int
+	}
+	var edges []edge
+	queued := 0
+	for _, r := range recs {
+		edges = append(edges, edge{r.Start, 1}, edge{r.Start + r.Latency, -1})
+		if r.Start > r.Scheduled {
+			queued++
+		}
+	}
+	slices.SortFunc(edges, func(a, b edge) int {
+		if a.at != b.at {
+			return cmp.Compare(a.at, b.at)
+		}
+		return cmp.Compare(a.delta, b.delta) // ends before starts at one instant
+	})
+	inFlight, peak := 0, 0
+	for _, e := range edges {
+		inFlight += e.delta
+		peak = max(peak, inFlight)
+	}
+	if peak != 4 || queued == 0 {
+		t.Errorf("peak in flight %d (cap 4), %d requests queued by the cap", peak, queued)
 	}
 }

@@ -82,13 +82,14 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 	}
 	var topo *sim.TopologyConfig
 	if f.topology.active() {
-		if f.workload.maxConcurrency > 0 || f.logStats {
-			return fmt.Errorf("--topology does not take --max-concurrency or --log-stats yet; drop them")
+		if f.logStats {
+			return fmt.Errorf("--topology does not take --log-stats yet; drop it")
 		}
 		t, err := f.topology.build(&f.engine, spec.Seed)
 		if err != nil {
 			return err
 		}
+		t.MaxConcurrency = f.workload.maxConcurrency
 		topo, metadata = &t, append(metadata, topologyMetadata(t)...)
 	}
 	startup := capacity.LogLines()

@@ -87,7 +87,7 @@ func TestSimTopologyFlagErrors(t *testing.T) {
 		{[]string{"--topology", "pd", "--kv-buffer-overflow", "drop"}, "--kv-buffer-overflow"},
 		{[]string{"--topology", "pd", "--decode-instances", "0"}, "--decode-instances"},
 		{[]string{"--topology", "pd", "--decode-gpu-memory-utilization", "1.5"}, "--gpu-memory-utilization"},
-		{[]string{"--topology", "colocated", "--max-concurrency", "4"}, "--max-concurrency"},
+		{[]string{"--topology", "colocated", "--log-stats"}, "--log-stats"},
 	} {
 		_, _, err := runCLI(t, append(append([]string{}, topologyBase...), tt.args...)...)
 		if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
