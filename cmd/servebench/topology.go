@@ -71,7 +71,7 @@ func (f *topologyFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.kvLink, "kv-link", "rdma", "pd: KV transfer network preset: "+strings.Join(perf.KVLinkNames(), ", ")+" (one link per TP rank)")
 	fs.IntVar(&f.kvLinkNICs, "kv-link-nics", 0, "pd: override the preset's NICs per TP rank (aggregated)")
 	fs.Float64Var(&f.kvLinkGBps, "kv-link-bandwidth", 0, "pd: override the preset's sustained bandwidth per NIC, GB/s")
-	fs.DurationVar(&f.kvLinkSetup, "kv-link-setup", -1, "pd: override the preset's fixed cost per transfer (e.g. 500us)")
+	fs.DurationVar(&f.kvLinkSetup, "kv-link-setup", 0, "pd: override the preset's fixed cost per transfer (e.g. 500us)")
 	fs.StringVar(&f.handoff, "pd-handoff", string(sim.HandoffSequential), "pd: sequential (V0 / NIXL toy proxy: decode is sent after prefill returns) or concurrent (P2pNccl: both at once)")
 	fs.DurationVar(&f.hopCost, "pd-proxy-overhead", 2*time.Millisecond, "pd: fixed cost of one proxy hop (HTTP round trip, re-tokenisation); sequential handoff pays two per request, concurrent one")
 	fs.BoolVar(&f.layerwise, "kv-layerwise", false, "pd: send each layer's KV while the prefill computes the next (V1 connectors) instead of after the forward pass")
@@ -105,7 +105,7 @@ func (f *topologyFlags) build(base *engineFlags, seed int64) (sim.TopologyConfig
 				return cfg, fmt.Errorf("--%s is for --topology pd; a colocated fleet takes --replicas", name)
 			}
 		}
-		cfg.Replicas, _, err = f.pool(base, roleFlags{}, f.replicas)
+		cfg.Replicas, _, err = f.pool(base, "", roleFlags{}, f.replicas)
 		return cfg, err
 	case "pd":
 		cfg.Kind = sim.Disaggregated
@@ -119,10 +119,10 @@ func (f *topologyFlags) build(base *engineFlags, seed int64) (sim.TopologyConfig
 		return cfg, fmt.Errorf("--prefill-instances %d and --decode-instances %d: give at least 1 of each", f.prefillInstances, f.decodeInstances)
 	}
 	var prefillTP, decodeTP int
-	if cfg.Prefill, prefillTP, err = f.pool(base, f.prefill, f.prefillInstances); err != nil {
+	if cfg.Prefill, prefillTP, err = f.pool(base, "prefill", f.prefill, f.prefillInstances); err != nil {
 		return cfg, fmt.Errorf("prefill instances: %w", err)
 	}
-	if cfg.Decode, decodeTP, err = f.pool(base, f.decode, f.decodeInstances); err != nil {
+	if cfg.Decode, decodeTP, err = f.pool(base, "decode", f.decode, f.decodeInstances); err != nil {
 		return cfg, fmt.Errorf("decode instances: %w", err)
 	}
 	link, err := perf.LookupKVLink(f.kvLink)
@@ -173,29 +173,39 @@ func (f *topologyFlags) build(base *engineFlags, seed int64) (sim.TopologyConfig
 }
 
 // pool resolves one pool's engine through vLLM's rules with the role's
-// overrides, and returns its tensor-parallel size.
-func (f *topologyFlags) pool(base *engineFlags, r roleFlags, n int) (sim.Pool, int, error) {
-	role := *base
-	role.resolved = nil
-	if r.maxNumSeqs != 0 {
-		role.maxNumSeqs = r.maxNumSeqs
-	}
-	if r.maxNumBatchedTokens != 0 {
-		role.maxNumBatchedTokens = r.maxNumBatchedTokens
-	}
-	if r.tensorParallel != 0 {
-		role.tensorParallel = r.tensorParallel
-	}
-	if r.gpuMemoryUtilization != 0 {
-		role.gpuMemoryUtilization = r.gpuMemoryUtilization
-	}
+// overrides, and returns its tensor-parallel size. Errors name the role's
+// flag where the role overrode the shared one.
+func (f *topologyFlags) pool(base *engineFlags, role string, r roleFlags, n int) (sim.Pool, int, error) {
 	if r.maxNumSeqs < 0 || r.maxNumBatchedTokens < 0 || r.tensorParallel < 0 {
 		return sim.Pool{}, 0, fmt.Errorf("per-role --max-num-seqs (%d), --max-num-batched-tokens (%d) and --tensor-parallel-size (%d) must be positive",
 			r.maxNumSeqs, r.maxNumBatchedTokens, r.tensorParallel)
 	}
-	dep, _, ec, model, err := role.build()
+	ef := *base
+	ef.resolved = nil
+	var renamed []string
+	if r.maxNumSeqs != 0 {
+		ef.maxNumSeqs = r.maxNumSeqs
+		renamed = append(renamed, "max-num-seqs")
+	}
+	if r.maxNumBatchedTokens != 0 {
+		ef.maxNumBatchedTokens = r.maxNumBatchedTokens
+		renamed = append(renamed, "max-num-batched-tokens")
+	}
+	if r.tensorParallel != 0 {
+		ef.tensorParallel = r.tensorParallel
+		renamed = append(renamed, "tensor-parallel-size", "tp")
+	}
+	if r.gpuMemoryUtilization != 0 {
+		ef.gpuMemoryUtilization = r.gpuMemoryUtilization
+		renamed = append(renamed, "gpu-memory-utilization")
+	}
+	dep, _, ec, model, err := ef.build()
 	if err != nil {
-		return sim.Pool{}, 0, err
+		msg := err.Error()
+		for _, name := range renamed {
+			msg = strings.ReplaceAll(msg, "--"+name+" ", "--"+role+"-"+name+" ")
+		}
+		return sim.Pool{}, 0, &roleFlagError{msg: msg, err: err}
 	}
 	return sim.Pool{Instances: n, Engine: ec, Model: model, GPUs: dep.TensorParallel * dep.PipelineParallel}, dep.TensorParallel, nil
 }
@@ -276,3 +286,13 @@ func topologyJSON(cfg sim.TopologyConfig, res *sim.TopologyResult) map[string]an
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// roleFlagError restates an engine-flag error with the per-role flag the
+// user typed.
+type roleFlagError struct {
+	msg string
+	err error
+}
+
+func (e *roleFlagError) Error() string { return e.msg }
+func (e *roleFlagError) Unwrap() error { return e.err }

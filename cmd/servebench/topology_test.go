@@ -86,7 +86,8 @@ func TestSimTopologyFlagErrors(t *testing.T) {
 		{[]string{"--topology", "pd", "--pd-handoff", "psychic"}, "--pd-handoff"},
 		{[]string{"--topology", "pd", "--kv-buffer-overflow", "drop"}, "--kv-buffer-overflow"},
 		{[]string{"--topology", "pd", "--decode-instances", "0"}, "--decode-instances"},
-		{[]string{"--topology", "pd", "--decode-gpu-memory-utilization", "1.5"}, "--gpu-memory-utilization"},
+		{[]string{"--topology", "pd", "--decode-gpu-memory-utilization", "1.5"}, "decode instances: --decode-gpu-memory-utilization 1.5"},
+		{[]string{"--topology", "pd", "--prefill-max-num-seqs", "-3"}, "--max-num-seqs (-3)"},
 		{[]string{"--topology", "colocated", "--log-stats"}, "--log-stats"},
 	} {
 		_, _, err := runCLI(t, append(append([]string{}, topologyBase...), tt.args...)...)
