@@ -362,3 +362,56 @@ func TestPDMaxConcurrency(t *testing.T) {
 		t.Errorf("peak in flight %d (cap 4), %d requests queued by the cap", peak, queued)
 	}
 }
+
+// Seeded random fleets and workloads: every request is recorded once,
+// successfully, with its output complete; every transfer conserves its
+// bytes and precedes the decode; decode never runs ahead of its KV.
+func TestTopologyInvariantsRandomFleets(t *testing.T) {
+	rng := rand.New(rand.NewPCG(42, 42))
+	for trial := range 40 {
+		ec := engineConfig([]engine.Version{engine.V0, engine.V1}[rng.IntN(2)])
+		ec.EnableChunkedPrefill = rng.IntN(2) == 0
+		ec.MaxNumSeqs = 4 + rng.IntN(64)
+		ec.NumGPUBlocks = 300 + rng.IntN(2000) // small enough to preempt sometimes
+		var cfg TopologyConfig
+		if rng.IntN(3) == 0 {
+			cfg = TopologyConfig{Kind: Colocated, Replicas: Pool{Instances: 1 + rng.IntN(4), Engine: ec, Model: simpleModel}}
+		} else {
+			cfg = pdConfig(1+rng.IntN(3), 1+rng.IntN(3), perf.KVLink{Name: "r", NICs: 1 + rng.IntN(2),
+				NICBandwidth: float64(1+rng.IntN(20)) * 1e8, Setup: time.Duration(rng.IntN(3)) * time.Millisecond})
+			cfg.Prefill.Engine, cfg.Decode.Engine = ec, ec
+			cfg.Transfer.Handoff = []Handoff{HandoffSequential, HandoffConcurrent}[rng.IntN(2)]
+			cfg.Transfer.LayerwiseOverlap = rng.IntN(2) == 0
+			cfg.Transfer.BufferBytes = int64(rng.IntN(3)) * 300_000
+			cfg.Transfer.Overflow = []Overflow{OverflowSpill, OverflowRecompute}[rng.IntN(2)]
+		}
+		cfg.Router = []RouterPolicy{RouteRoundRobin, RouteLeastLoaded, RoutePrefixAware, RouteRandom}[rng.IntN(4)]
+		cfg.Seed = rng.Uint64()
+		cfg.MaxConcurrency = []int{0, 0, 16}[rng.IntN(3)]
+		var traces []TransferTrace
+		cfg.OnTransfer = func(tr TransferTrace) { traces = append(traces, tr) }
+		reqs := randomWorkload(rng.Uint64(), 150, float64(5+rng.IntN(60)))
+		res, recs := runTopology(t, cfg, reqs)
+		seen := map[int]bool{}
+		for _, r := range recs {
+			if seen[r.Index] || !r.Success || r.OutputLen != r.MaxTokens || len(r.ITL) != r.MaxTokens-1 || r.TTFT <= 0 {
+				t.Fatalf("trial %d (%s): record %+v (seen before: %v)", trial, cfg, r, seen[r.Index])
+			}
+			seen[r.Index] = true
+		}
+		if len(recs) != len(reqs) {
+			t.Fatalf("trial %d (%s): %d records for %d requests", trial, cfg, len(recs), len(reqs))
+		}
+		if cfg.Kind == Colocated {
+			continue
+		}
+		for _, tr := range traces {
+			if tr.BytesReceived != tr.BytesSent || tr.KVArrived < tr.PrefillDone || tr.DecodeFirstStepAt < tr.KVArrived {
+				t.Fatalf("trial %d (%s): trace %+v", trial, cfg, tr)
+			}
+		}
+		if len(traces) != len(reqs) || res.Transfers.BytesSent != res.Transfers.BytesReceived {
+			t.Fatalf("trial %d (%s): %d traces, transfers %+v", trial, cfg, len(traces), res.Transfers)
+		}
+	}
+}
