@@ -38,16 +38,7 @@ func TestProxyCommand(t *testing.T) {
 		defer b.Close()
 		urls = append(urls, b.URL)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stderr syncBuffer
-	root := newRootCmd()
-	root.SetOut(io.Discard)
-	root.SetErr(&stderr)
-	root.SetArgs([]string{"proxy", "--port", "0", "--backend", urls[0] + "," + urls[1]})
-	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx) }()
-	base := waitForListening(t, &stderr, regexp.MustCompile(`on (http://127\.0\.0\.1:\d+)`), done)
+	base, _, stop := startCommand(t, `on (http://127\.0\.0\.1:\d+)`, "proxy", "--port", "0", "--backend", urls[0]+","+urls[1])
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
 	c := &http.Client{Transport: tr}
@@ -62,39 +53,51 @@ func TestProxyCommand(t *testing.T) {
 			t.Errorf("request %d: %s from %s", i, body, resp.Header.Get("X-Servebench-Backend"))
 		}
 	}
-	stopCommand(t, "proxy", cancel, done)
+	stop()
 }
 
-// waitForListening waits until a command started in a goroutine prints
-// the URL it listens on (re's first group) and returns it.
-func waitForListening(t *testing.T, stderr *syncBuffer, re *regexp.Regexp, done <-chan error) string {
+// startCommand runs a listening command (serve, proxy) in a goroutine,
+// waits until it prints the URL it listens on (listenRE's first group),
+// and returns the URL, its stderr, and stop, which cancels it as SIGINT
+// does and checks that it returns cleanly.
+func startCommand(t *testing.T, listenRE string, args ...string) (string, *syncBuffer, func()) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	stderr := &syncBuffer{}
+	root := newRootCmd()
+	root.SetOut(io.Discard)
+	root.SetErr(stderr)
+	root.SetArgs(args)
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	re := regexp.MustCompile(listenRE)
+	var base string
+	for deadline := time.Now().Add(10 * time.Second); base == ""; {
 		if m := re.FindStringSubmatch(stderr.String()); m != nil {
-			return m[1]
+			base = m[1]
+			break
 		}
 		select {
 		case err := <-done:
-			t.Fatalf("command exited: %v\n%s", err, stderr.String())
+			t.Fatalf("%s exited: %v\n%s", args[0], err, stderr.String())
 		case <-time.After(10 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("no listening line on stderr:\n%s", stderr.String())
 		}
 	}
-}
-
-// stopCommand cancels a command's context, as SIGINT does, and checks
-// that it returns cleanly.
-func stopCommand(t *testing.T, name string, cancel context.CancelFunc, done <-chan error) {
-	t.Helper()
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("%s returned %v after cancellation", name, err)
+	stop := func() {
+		t.Helper()
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("%s returned %v after cancellation", args[0], err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s did not stop after cancellation", args[0])
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s did not stop after cancellation", name)
 	}
+	return base, stderr, stop
 }

@@ -2,10 +2,8 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"net/http"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -52,17 +50,8 @@ func TestServeRejectsBeforeListening(t *testing.T) {
 // vLLM's -tp flag, checks its vLLM startup lines and that it serves, then
 // stops it by cancelling the context (as SIGINT does).
 func TestServeCommand(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stderr syncBuffer
-	root := newRootCmd()
-	root.SetOut(io.Discard)
-	root.SetErr(&stderr)
-	root.SetArgs([]string{"serve", "Qwen/Qwen2-0.5B-Instruct", "-tp", "2", "--port", "0", "--served-model-name", "tiny,tiny-alias", "--stats-interval", "0", "--vllm-version", "0.9.2"})
-	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx) }()
-
-	base := waitForListening(t, &stderr, regexp.MustCompile(`Starting vLLM API server on (http://127\.0\.0\.1:\d+)`), done)
+	base, stderr, stop := startCommand(t, `Starting vLLM API server on (http://127\.0\.0\.1:\d+)`,
+		"serve", "Qwen/Qwen2-0.5B-Instruct", "-tp", "2", "--port", "0", "--served-model-name", "tiny,tiny-alias", "--stats-interval", "0", "--vllm-version", "0.9.2")
 	logs := stderr.String()
 	for _, want := range []string{
 		"[serve] GPU KV cache size: ",
@@ -94,5 +83,5 @@ func TestServeCommand(t *testing.T) {
 	if want := `{"version":"0.9.2"}`; strings.TrimSpace(string(body)) != want {
 		t.Errorf("/version answered %s, want the emulated release %s", body, want)
 	}
-	stopCommand(t, "serve", cancel, done)
+	stop()
 }
