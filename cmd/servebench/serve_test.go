@@ -2,14 +2,11 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"net/http"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 )
 
 // syncBuffer is a bytes.Buffer safe for a writer and a concurrent reader.
@@ -53,32 +50,8 @@ func TestServeRejectsBeforeListening(t *testing.T) {
 // vLLM's -tp flag, checks its vLLM startup lines and that it serves, then
 // stops it by cancelling the context (as SIGINT does).
 func TestServeCommand(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stderr syncBuffer
-	root := newRootCmd()
-	root.SetOut(io.Discard)
-	root.SetErr(&stderr)
-	root.SetArgs([]string{"serve", "Qwen/Qwen2-0.5B-Instruct", "-tp", "2", "--port", "0", "--served-model-name", "tiny,tiny-alias", "--stats-interval", "0", "--vllm-version", "0.9.2"})
-	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx) }()
-
-	urlRE := regexp.MustCompile(`Starting vLLM API server on (http://127\.0\.0\.1:\d+)`)
-	var base string
-	for deadline := time.Now().Add(10 * time.Second); base == ""; {
-		if m := urlRE.FindStringSubmatch(stderr.String()); m != nil {
-			base = m[1]
-			break
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("serve exited: %v\n%s", err, stderr.String())
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no listening line on stderr:\n%s", stderr.String())
-		}
-	}
+	base, stderr, stop := startCommand(t, `Starting vLLM API server on (http://127\.0\.0\.1:\d+)`,
+		"serve", "Qwen/Qwen2-0.5B-Instruct", "-tp", "2", "--port", "0", "--served-model-name", "tiny,tiny-alias", "--stats-interval", "0", "--vllm-version", "0.9.2")
 	logs := stderr.String()
 	for _, want := range []string{
 		"[serve] GPU KV cache size: ",
@@ -110,13 +83,5 @@ func TestServeCommand(t *testing.T) {
 	if want := `{"version":"0.9.2"}`; strings.TrimSpace(string(body)) != want {
 		t.Errorf("/version answered %s, want the emulated release %s", body, want)
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("serve returned %v after cancellation", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("serve did not stop after cancellation")
-	}
+	stop()
 }

@@ -24,6 +24,7 @@ type simFlags struct {
 	workload workloadFlags
 	engine   engineFlags
 	shard    shardFlags
+	topology topologyFlags
 
 	tokenizer     string
 	throughput    bool
@@ -50,6 +51,7 @@ result block and JSON as bench, so predicted and measured runs compare line by l
 	fs := cmd.Flags()
 	f.workload.register(fs)
 	f.engine.register(fs)
+	f.topology.register(fs)
 	fs.StringVar(&f.tokenizer, "tokenizer", "", `tokenizer for text datasets (built-in name or tokenizer.json path); default: cl100k_base for sonnet, sharegpt and custom, none for random`)
 	fs.BoolVar(&f.throughput, "throughput", false, "offline throughput mode: every request arrives at t=0 (vLLM's throughput benchmark) and the Throughput line is printed")
 	fs.DurationVar(&f.statsInterval, "stats-interval", 0, "engine statistics sampling period in virtual time, for the time series and --log-stats (default: vLLM's, 5s for v0 and 10s for v1; 0 disables, as in serve)")
@@ -83,6 +85,18 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 	dep, capacity, ec, stepModel, err := f.engine.build()
 	if err != nil {
 		return err
+	}
+	var topo *sim.TopologyConfig
+	if f.topology.active() {
+		if f.logStats {
+			return fmt.Errorf("--topology does not take --log-stats yet; drop it")
+		}
+		t, err := f.topology.build(&f.engine, spec.Seed)
+		if err != nil {
+			return err
+		}
+		t.MaxConcurrency = f.workload.maxConcurrency
+		topo, metadata = &t, append(metadata, topologyMetadata(t)...)
 	}
 	startup := capacity.LogLines()
 	if f.logStats {
@@ -168,15 +182,26 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 	if f.logStats {
 		cfg.OnStats = func(s sim.StatsSample) { writeSimStatsLine(errw, ec, s) }
 	}
-	res, err := sim.Run(ctx, cfg, reqs, func(r *metrics.Record) error {
+	add := func(r *metrics.Record) error {
 		if shard != nil && !shard.shard.Owns(r.Index) {
 			return nil
 		}
 		_ = recorder.Add(r)
 		return nil
-	})
+	}
+	var res *sim.Result
+	extra := report.Section{Key: "engine"}
+	writeSection := func(w io.Writer) error { return writeEngineSection(w, res) }
+	if topo != nil {
+		extra, writeSection, err = runTopology(ctx, *topo, reqs, add)
+	} else {
+		res, err = sim.Run(ctx, cfg, reqs, add)
+	}
 	if err != nil {
 		return err
+	}
+	if res != nil {
+		extra.Value = simEngineJSON(res, ec, f.engine.resolved.Profile, dep.Model.Name, dep.GPU.Name, capacity.GPUBlocks)
 	}
 	recordsErr := recorder.Close()
 	interrupted := ctx.Err() != nil
@@ -190,21 +215,21 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 		}
 	}
 	result := &report.Result{Info: info, Summary: summary, Records: recorder.Records(),
-		Extra: []report.Section{{Key: "engine", Value: simEngineJSON(res, ec, f.engine.resolved.Profile, dep.Model.Name, dep.GPU.Name, capacity.GPUBlocks)}}}
+		Extra: []report.Section{extra}}
 	if err := report.WriteText(out, result); err != nil {
 		return err
 	}
 	if err := writeErrorSection(out, &summary); err != nil {
 		return err
 	}
-	if err := writeEngineSection(out, res); err != nil {
+	if err := writeSection(out); err != nil {
 		return err
 	}
-	if f.throughput {
+	if f.throughput && res != nil {
 		var total int64 = summary.TotalInput + summary.TotalOutput
 		fmt.Fprintln(out, sim.ThroughputLine(res, summary.Completed, total))
 	}
-	if res.Err != nil {
+	if res != nil && res.Err != nil {
 		fmt.Fprintf(errw, "engine failed: %v\n", res.Err)
 	}
 	if err := outs.write(out, errw, result); err != nil {
