@@ -28,7 +28,7 @@ func BenchmarkSendLag1000(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			reqs := make([]workload.Request, 3000)
 			for i := range reqs {
-				reqs[i] = workload.Request{Index: i, PromptLen: 1, OutputLen: 1}
+				reqs[i] = workload.Request{Index: i, PromptLen: 1, MaxTokens: 1}
 			}
 			offsets, err := workload.Schedule(len(reqs), workload.Arrivals{Rate: 1000, Burstiness: tc.burstiness, Seed: 1})
 			if err != nil {

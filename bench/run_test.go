@@ -38,7 +38,7 @@ func (f *fakeServer) Do(ctx context.Context, req *workload.Request, id string, b
 	}
 	rec.Start = time.Since(base)
 	rec.RequestID = id
-	rec.MaxTokens = req.OutputLen
+	rec.MaxTokens = req.MaxTokens
 	rec.PromptLen = req.PromptLen
 	if f.fail != nil {
 		if msg := f.fail(req.Index); msg != "" {
@@ -62,14 +62,14 @@ func (f *fakeServer) Do(ctx context.Context, req *workload.Request, id string, b
 		return
 	}
 	rec.TTFT = time.Since(base) - rec.Start
-	for range req.OutputLen - 1 {
+	for range req.MaxTokens - 1 {
 		if !sleep(f.itl) {
 			return
 		}
 		rec.ITL = append(rec.ITL, f.itl)
 	}
 	rec.Latency = time.Since(base) - rec.Start
-	rec.OutputLen, rec.OutputLenSource = req.OutputLen, "usage"
+	rec.OutputLen, rec.OutputLenSource = req.MaxTokens, "usage"
 	rec.GeneratedText = "x"
 	rec.Success = true
 }
@@ -77,7 +77,7 @@ func (f *fakeServer) Do(ctx context.Context, req *workload.Request, id string, b
 func requests(n int, gap time.Duration) []workload.Request {
 	reqs := make([]workload.Request, n)
 	for i := range reqs {
-		reqs[i] = workload.Request{Index: i, Prompt: "hi", PromptLen: 10, OutputLen: 5, Arrival: time.Duration(i) * gap}
+		reqs[i] = workload.Request{Index: i, Prompt: "hi", PromptLen: 10, MaxTokens: 5, Arrival: time.Duration(i) * gap}
 	}
 	return reqs
 }

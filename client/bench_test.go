@@ -85,7 +85,7 @@ func BenchmarkStreamChunk(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			req := &workload.Request{Prompt: strings.Repeat("hello ", 128), PromptLen: 128, OutputLen: chunks}
+			req := &workload.Request{Prompt: strings.Repeat("hello ", 128), PromptLen: 128, MaxTokens: chunks}
 			base := time.Now()
 			var rec metrics.Record
 			b.ReportAllocs()
@@ -178,7 +178,7 @@ func BenchmarkConcurrentStreamMemory(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	req := &workload.Request{Prompt: strings.Repeat("hello ", 100), PromptLen: 100, OutputLen: 128}
+	req := &workload.Request{Prompt: strings.Repeat("hello ", 100), PromptLen: 100, MaxTokens: 128}
 	var perStream float64
 	for b.Loop() {
 		recs := make([]metrics.Record, streams)
@@ -232,7 +232,7 @@ func BenchmarkLoopbackStream(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer c.CloseIdleConnections()
-	req := &workload.Request{Prompt: "hello", PromptLen: 1, OutputLen: chunks}
+	req := &workload.Request{Prompt: "hello", PromptLen: 1, MaxTokens: chunks}
 	base := time.Now()
 	b.ReportAllocs()
 	for b.Loop() {

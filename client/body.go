@@ -93,8 +93,8 @@ func (t *bodyTemplate) appendBody(dst []byte, req *workload.Request) ([]byte, er
 		if !t.maxTokensOverridden {
 			// Both names: vLLM reads max_completion_tokens, llama.cpp and
 			// TGI read only max_tokens.
-			dst = strconv.AppendInt(append(dst, `,"max_completion_tokens":`...), int64(req.OutputLen), 10)
-			dst = strconv.AppendInt(append(dst, `,"max_tokens":`...), int64(req.OutputLen), 10)
+			dst = strconv.AppendInt(append(dst, `,"max_completion_tokens":`...), int64(req.MaxTokens), 10)
+			dst = strconv.AppendInt(append(dst, `,"max_tokens":`...), int64(req.MaxTokens), 10)
 		}
 	} else {
 		dst = append(dst, `"prompt":`...)
@@ -111,7 +111,7 @@ func (t *bodyTemplate) appendBody(dst []byte, req *workload.Request) ([]byte, er
 			dst = jsonenc.AppendString(dst, req.Prompt)
 		}
 		if !t.maxTokensOverridden {
-			dst = strconv.AppendInt(append(dst, `,"max_tokens":`...), int64(req.OutputLen), 10)
+			dst = strconv.AppendInt(append(dst, `,"max_tokens":`...), int64(req.MaxTokens), 10)
 		}
 	}
 	return append(dst, t.tail...), nil

@@ -12,8 +12,8 @@ import (
 )
 
 func TestRequestBody(t *testing.T) {
-	textReq := &workload.Request{Prompt: "Hi \"there\"\n\x01é", PromptLen: 5, OutputLen: 16}
-	idsReq := &workload.Request{PromptIDs: []int32{1, 22, 333}, PromptLen: 3, OutputLen: 7}
+	textReq := &workload.Request{Prompt: "Hi \"there\"\n\x01é", PromptLen: 5, MaxTokens: 16}
+	idsReq := &workload.Request{PromptIDs: []int32{1, 22, 333}, PromptLen: 3, MaxTokens: 7}
 	tests := []struct {
 		name string
 		cfg  Config

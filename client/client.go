@@ -382,7 +382,7 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, requestID string
 		rec.Error = "no request given"
 		return
 	}
-	rec.Index, rec.PromptLen, rec.MaxTokens = req.Index, req.PromptLen, req.OutputLen
+	rec.Index, rec.PromptLen, rec.MaxTokens = req.Index, req.PromptLen, req.MaxTokens
 
 	body, err := c.body.appendBody(make([]byte, 0, len(req.Prompt)+8*len(req.PromptIDs)+len(c.body.modelField)+len(c.body.tail)+64), req)
 	if err != nil {

@@ -190,7 +190,7 @@ func TestCapturedStreams(t *testing.T) {
 			defer srv.Close()
 			c := newTestClient(t, Config{BaseURL: srv.URL, Endpoint: tc.endpoint, Model: "tiny", NoStream: tc.noStream})
 			var rec metrics.Record
-			c.Do(context.Background(), &workload.Request{Index: 3, Prompt: "hello", PromptLen: 99, OutputLen: 8}, "bench-3", time.Now(), &rec)
+			c.Do(context.Background(), &workload.Request{Index: 3, Prompt: "hello", PromptLen: 99, MaxTokens: 8}, "bench-3", time.Now(), &rec)
 			if rec.Index != 3 || rec.RequestID != "bench-3" {
 				t.Errorf("index %d request id %q", rec.Index, rec.RequestID)
 			}
@@ -378,9 +378,9 @@ func TestStreamOutcomes(t *testing.T) {
 			cfg := tc.cfg
 			cfg.BaseURL = srv.URL
 			c := newTestClient(t, cfg)
-			req := &workload.Request{Prompt: "hello", PromptLen: 7, OutputLen: 8}
+			req := &workload.Request{Prompt: "hello", PromptLen: 7, MaxTokens: 8}
 			if strings.Contains(tc.name, "token IDs") {
-				req = &workload.Request{PromptIDs: []int32{1, 2}, PromptLen: 2, OutputLen: 8}
+				req = &workload.Request{PromptIDs: []int32{1, 2}, PromptLen: 2, MaxTokens: 8}
 			}
 			var rec metrics.Record
 			c.Do(context.Background(), req, "", time.Now(), &rec)
@@ -414,7 +414,7 @@ func TestConnectionFailures(t *testing.T) {
 		_ = ln.Close()
 		c := newTestClient(t, Config{BaseURL: "http://" + addr})
 		var rec metrics.Record
-		c.Do(context.Background(), &workload.Request{Prompt: "x", OutputLen: 1}, "", time.Now(), &rec)
+		c.Do(context.Background(), &workload.Request{Prompt: "x", MaxTokens: 1}, "", time.Now(), &rec)
 		want := "connection refused by " + addr
 		if rec.Success || rec.Status != 0 || !strings.HasPrefix(rec.Error, want) {
 			t.Errorf("success %v status %d error %q, want prefix %q", rec.Success, rec.Status, rec.Error, want)
@@ -428,7 +428,7 @@ func TestConnectionFailures(t *testing.T) {
 		transport := &http.Transport{DialContext: (&net.Dialer{Resolver: resolver}).DialContext}
 		c := newTestClient(t, Config{BaseURL: "http://nonexistent.invalid:8000", Transport: transport})
 		var rec metrics.Record
-		c.Do(context.Background(), &workload.Request{Prompt: "x", OutputLen: 1}, "", time.Now(), &rec)
+		c.Do(context.Background(), &workload.Request{Prompt: "x", MaxTokens: 1}, "", time.Now(), &rec)
 		if rec.Success || !strings.HasPrefix(rec.Error, `DNS lookup of "nonexistent.invalid" failed`) {
 			t.Errorf("success %v error %q", rec.Success, rec.Error)
 		}
@@ -456,7 +456,7 @@ func TestStallAndCancel(t *testing.T) {
 	t.Run("stall beyond timeout", func(t *testing.T) {
 		c := newTestClient(t, Config{BaseURL: srv.URL, Timeout: 300 * time.Millisecond})
 		var rec metrics.Record
-		c.Do(context.Background(), &workload.Request{Prompt: "x", OutputLen: 4}, "", time.Now(), &rec)
+		c.Do(context.Background(), &workload.Request{Prompt: "x", MaxTokens: 4}, "", time.Now(), &rec)
 		<-firstSent
 		if want := "request timeout: not finished within 300ms"; rec.Success || rec.Error != want {
 			t.Errorf("success %v error %q, want %q", rec.Success, rec.Error, want)
@@ -473,7 +473,7 @@ func TestStallAndCancel(t *testing.T) {
 			cancel()
 		}()
 		var rec metrics.Record
-		c.Do(ctx, &workload.Request{Prompt: "x", OutputLen: 4}, "", time.Now(), &rec)
+		c.Do(ctx, &workload.Request{Prompt: "x", MaxTokens: 4}, "", time.Now(), &rec)
 		if rec.Success || rec.Error != "canceled" {
 			t.Errorf("success %v error %q, want canceled", rec.Success, rec.Error)
 		}
@@ -483,7 +483,7 @@ func TestStallAndCancel(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		var rec metrics.Record
-		c.Do(ctx, &workload.Request{Prompt: "x", OutputLen: 4}, "", time.Now(), &rec)
+		c.Do(ctx, &workload.Request{Prompt: "x", MaxTokens: 4}, "", time.Now(), &rec)
 		if rec.Success || rec.Error != "canceled" || rec.Status != 0 {
 			t.Errorf("success %v status %d error %q, want canceled", rec.Success, rec.Status, rec.Error)
 		}
@@ -509,7 +509,7 @@ func TestRequestOnTheWire(t *testing.T) {
 		Header: http.Header{"Authorization": {"Bearer " + secret}, "x-custom": {"v"}},
 	})
 	var rec metrics.Record
-	c.Do(context.Background(), &workload.Request{Prompt: "p", OutputLen: 3}, "bench-abc-7", time.Now(), &rec)
+	c.Do(context.Background(), &workload.Request{Prompt: "p", MaxTokens: 3}, "bench-abc-7", time.Now(), &rec)
 	s := <-got
 	want := seen{"POST", "/v1/completions", "bench-abc-7", "Bearer " + secret, "v", "application/json", "", map[string]any{
 		"model": "m", "prompt": "p", "max_tokens": 3.0, "stream": true, "stream_options": map[string]any{"include_usage": true}, "ignore_eos": true,
@@ -571,7 +571,7 @@ func TestConnectionReuse(t *testing.T) {
 	c := newTestClient(t, Config{BaseURL: srv.URL})
 	for i := range 5 {
 		var rec metrics.Record
-		c.Do(context.Background(), &workload.Request{Prompt: "x", OutputLen: 2}, fmt.Sprint(i), time.Now(), &rec)
+		c.Do(context.Background(), &workload.Request{Prompt: "x", MaxTokens: 2}, fmt.Sprint(i), time.Now(), &rec)
 		if !rec.Success {
 			t.Fatalf("request %d: %s", i, rec.Error)
 		}

@@ -87,7 +87,7 @@ func TestResendOnReusedConnectionClosedBeforeResponse(t *testing.T) {
 			for w := range workers {
 				wg.Go(func() {
 					for i := range perWorker {
-						c.Do(context.Background(), &workload.Request{Prompt: "x", OutputLen: 2}, "", base, &recs[w*perWorker+i])
+						c.Do(context.Background(), &workload.Request{Prompt: "x", MaxTokens: 2}, "", base, &recs[w*perWorker+i])
 					}
 				})
 			}
@@ -142,7 +142,7 @@ func TestNoResendAfterResponseBytes(t *testing.T) {
 	}))
 	defer srv.Close()
 	c := newTestClient(t, Config{BaseURL: srv.URL, Timeout: 20 * time.Second})
-	req := &workload.Request{Prompt: "x", OutputLen: 4}
+	req := &workload.Request{Prompt: "x", MaxTokens: 4}
 	var first, second metrics.Record
 	c.Do(context.Background(), req, "", time.Now(), &first)
 	if !first.Success || first.ConnReused {
@@ -176,7 +176,7 @@ func TestConnectionReuseOff(t *testing.T) {
 		reused := 0
 		for range 5 {
 			var rec metrics.Record
-			c.Do(context.Background(), &workload.Request{Prompt: "x", OutputLen: 1}, "", time.Now(), &rec)
+			c.Do(context.Background(), &workload.Request{Prompt: "x", MaxTokens: 1}, "", time.Now(), &rec)
 			if !rec.Success {
 				t.Fatalf("disable=%v: %s", tc.disable, rec.Error)
 			}

@@ -180,7 +180,7 @@ func TestTimingsOnFakeClock(t *testing.T) {
 				base := time.Now()
 				time.Sleep(7 * ms) // the request starts 7ms into the run
 				var rec metrics.Record
-				c.Do(ctx, &workload.Request{Prompt: "p", PromptLen: 7, OutputLen: 8}, "", base, &rec)
+				c.Do(ctx, &workload.Request{Prompt: "p", PromptLen: 7, MaxTokens: 8}, "", base, &rec)
 				want := tc.want
 				want.Start = 7 * ms
 				want.ITL = tc.wantITL

@@ -42,7 +42,7 @@ func timingWorkload(n int) []workload.Request {
 			}
 		}
 		reqs[i] = workload.Request{Index: i, PromptIDs: ids, PromptLen: plen,
-			OutputLen: 2 + rng.IntN(60), Arrival: at + time.Duration(i+1)}
+			MaxTokens: 2 + rng.IntN(60), Arrival: at + time.Duration(i+1)}
 	}
 	return reqs
 }
@@ -140,8 +140,8 @@ func runInBubble(t *testing.T, cfg Config, reqs []workload.Request) (map[int]obs
 		var wg sync.WaitGroup
 		for _, w := range reqs {
 			time.Sleep(w.Arrival - s.now())
-			req := engine.Request{ID: uint64(w.Index) + 1, Prompt: w.PromptIDs, PromptLen: len(w.PromptIDs), MaxTokens: w.OutputLen, Arrival: s.now()}
-			st := newStream(req, w.OutputLen, true, 0)
+			req := engine.Request{ID: uint64(w.Index) + 1, Prompt: w.PromptIDs, PromptLen: len(w.PromptIDs), MaxTokens: w.MaxTokens, Arrival: s.now()}
+			st := newStream(req, w.MaxTokens, true, 0)
 			if err := s.submit(st); err != nil {
 				t.Fatal(err)
 			}

@@ -63,7 +63,7 @@ func poissonWorkload(n int, rate float64) []workload.Request {
 		for j := range ids {
 			ids[j] = 1000 + rng.Int32N(50000)
 		}
-		reqs[i] = workload.Request{Index: i, PromptIDs: ids, PromptLen: len(ids), OutputLen: 20 + rng.IntN(80),
+		reqs[i] = workload.Request{Index: i, PromptIDs: ids, PromptLen: len(ids), MaxTokens: 20 + rng.IntN(80),
 			Arrival: time.Duration(at * float64(time.Second))}
 	}
 	return reqs
@@ -131,9 +131,9 @@ func benchVsSim(tb testing.TB, reqs []workload.Request) comparison {
 	http.DefaultClient.CloseIdleConnections()
 	for _, r := range res.Records {
 		w := reqs[r.Index]
-		if !r.Success || r.PromptLen != w.PromptLen || r.OutputLen != w.OutputLen || r.OutputLenSource != "usage" {
+		if !r.Success || r.PromptLen != w.PromptLen || r.OutputLen != w.MaxTokens || r.OutputLenSource != "usage" {
 			tb.Fatalf("request %d: success %v %q, prompt %d/%d, output %d/%d (%s)", r.Index, r.Success, r.Error,
-				r.PromptLen, w.PromptLen, r.OutputLen, w.OutputLen, r.OutputLenSource)
+				r.PromptLen, w.PromptLen, r.OutputLen, w.MaxTokens, r.OutputLenSource)
 		}
 	}
 	acc := metrics.NewAccumulator(metrics.Options{})
@@ -207,7 +207,7 @@ func BenchmarkBenchClient1000(b *testing.B) {
 	}
 	reqs := make([]workload.Request, n)
 	for i := range reqs {
-		reqs[i] = workload.Request{Index: i, PromptIDs: []int32{int32(1000 + i), 2000, 3000, 4000}, PromptLen: 4, OutputLen: out}
+		reqs[i] = workload.Request{Index: i, PromptIDs: []int32{int32(1000 + i), 2000, 3000, 4000}, PromptLen: 4, MaxTokens: out}
 	}
 	ec := engine.Config{Version: engine.V1, BlockSize: 16, NumGPUBlocks: 60000, MaxNumSeqs: 1024,
 		MaxNumBatchedTokens: 8192, MaxModelLen: 4096, EnableChunkedPrefill: true, EnablePrefixCaching: true}

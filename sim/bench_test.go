@@ -50,7 +50,7 @@ func benchWorkload(rate float64) []workload.Request {
 			at += time.Duration(rng.ExpFloat64() / rate * float64(time.Second))
 		}
 		off := rng.IntN(len(pool) - in)
-		reqs[i] = workload.Request{Index: i, PromptIDs: pool[off : off+in : off+in], PromptLen: in, OutputLen: out, Arrival: at}
+		reqs[i] = workload.Request{Index: i, PromptIDs: pool[off : off+in : off+in], PromptLen: in, MaxTokens: out, Arrival: at}
 	}
 	return reqs
 }

@@ -22,7 +22,7 @@ func (constantModel) StepTime(s perf.StepShape) time.Duration {
 func ExampleRun() {
 	reqs := make([]workload.Request, 8)
 	for i := range reqs {
-		reqs[i] = workload.Request{Index: i, PromptLen: 100, OutputLen: 20, Arrival: time.Duration(i) * 50 * time.Millisecond}
+		reqs[i] = workload.Request{Index: i, PromptLen: 100, MaxTokens: 20, Arrival: time.Duration(i) * 50 * time.Millisecond}
 	}
 	cfg := sim.Config{
 		Engine: engine.Config{Version: engine.V1, BlockSize: 16, NumGPUBlocks: 1000, MaxNumSeqs: 256,

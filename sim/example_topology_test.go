@@ -20,7 +20,7 @@ import (
 func ExampleRunTopology() {
 	reqs := make([]workload.Request, 8)
 	for i := range reqs {
-		reqs[i] = workload.Request{Index: i, PromptLen: 1000, OutputLen: 20, Arrival: time.Duration(i) * 100 * time.Millisecond}
+		reqs[i] = workload.Request{Index: i, PromptLen: 1000, MaxTokens: 20, Arrival: time.Duration(i) * 100 * time.Millisecond}
 	}
 	ec := engine.Config{Version: engine.V1, BlockSize: 16, NumGPUBlocks: 1000, MaxNumSeqs: 256,
 		MaxNumBatchedTokens: 2048, MaxModelLen: 4096, EnablePrefixCaching: true}

@@ -303,7 +303,7 @@ func (r *runner) full() bool {
 func (r *runner) add(id int) error {
 	w := r.req(id)
 	start := max(w.Arrival, r.slotFreedAt)
-	er := engine.Request{ID: uint64(id), MaxTokens: w.OutputLen, Arrival: start}
+	er := engine.Request{ID: uint64(id), MaxTokens: w.MaxTokens, Arrival: start}
 	switch {
 	case w.PromptIDs != nil:
 		er.Prompt = w.PromptIDs
@@ -326,7 +326,7 @@ func (r *runner) add(id int) error {
 		Dispatched: w.Arrival,
 		Start:      start,
 		PromptLen:  promptLen,
-		MaxTokens:  w.OutputLen,
+		MaxTokens:  w.MaxTokens,
 	}
 	if err := r.eng.Add(er); err != nil {
 		rec.Error = err.Error()

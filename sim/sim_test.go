@@ -58,8 +58,8 @@ func TestRunHandWorked(t *testing.T) {
 	// (10.1 ms). r1 arrives at 25 ms, during r0's first decode; V1 runs its
 	// prefill (50 tokens) in a batch with r0's decode at 30.1 ms.
 	reqs := []workload.Request{
-		{Index: 0, PromptLen: 100, OutputLen: 3},
-		{Index: 1, PromptLen: 50, OutputLen: 2, Arrival: 25 * ms},
+		{Index: 0, PromptLen: 100, MaxTokens: 3},
+		{Index: 1, PromptLen: 50, MaxTokens: 2, Arrival: 25 * ms},
 	}
 	cfg := Config{Engine: engineConfig(engine.V1), Model: simpleModel}
 	res, recs := collect(t, cfg, reqs)
@@ -90,7 +90,7 @@ func randomWorkload(seed uint64, n int, rate float64) []workload.Request {
 		if rate > 0 {
 			at += time.Duration(rng.ExpFloat64() / rate * float64(time.Second))
 		}
-		reqs[i] = workload.Request{Index: i, PromptLen: 1 + rng.IntN(600), OutputLen: 1 + rng.IntN(300), Arrival: at}
+		reqs[i] = workload.Request{Index: i, PromptLen: 1 + rng.IntN(600), MaxTokens: 1 + rng.IntN(300), Arrival: at}
 	}
 	return reqs
 }
@@ -166,7 +166,7 @@ func TestRunRecordInvariants(t *testing.T) {
 					t.Fatalf("record %d emitted twice", r.Index)
 				}
 				seen[r.Index] = true
-				if !r.Success || r.OutputLen != w.OutputLen || r.PromptLen != w.PromptLen || r.MaxTokens != w.OutputLen {
+				if !r.Success || r.OutputLen != w.MaxTokens || r.PromptLen != w.PromptLen || r.MaxTokens != w.MaxTokens {
 					t.Fatalf("record %d: %+v for request %+v", r.Index, r, w)
 				}
 				if r.Start != w.Arrival || r.TTFT <= 0 || r.Latency < r.TTFT || len(r.ITL) != r.OutputLen-1 {
@@ -211,9 +211,9 @@ func TestRunFailures(t *testing.T) {
 		cfg := Config{Engine: engineConfig(engine.V0), Model: simpleModel}
 		cfg.Engine.NumGPUBlocks = 10 // 160 tokens
 		reqs := []workload.Request{
-			{Index: 0, PromptLen: 2000, OutputLen: 100},
-			{Index: 1, PromptLen: 500, OutputLen: 10},
-			{Index: 2, PromptLen: 100, OutputLen: 10},
+			{Index: 0, PromptLen: 2000, MaxTokens: 100},
+			{Index: 1, PromptLen: 500, MaxTokens: 10},
+			{Index: 2, PromptLen: 100, MaxTokens: 10},
 		}
 		_, recs := collect(t, cfg, reqs)
 		errs := map[int]string{}
@@ -288,7 +288,7 @@ func TestStatsSamples(t *testing.T) {
 	// One request decoding for ~3 s at 10.1 ms per token; samples every
 	// second see ~99 generated tokens per second. It arrives at 2.5 s, so
 	// the first interval is half a second long.
-	reqs := []workload.Request{{PromptLen: 10, OutputLen: 300, Arrival: 2500 * time.Millisecond}}
+	reqs := []workload.Request{{PromptLen: 10, MaxTokens: 300, Arrival: 2500 * time.Millisecond}}
 	var called []StatsSample
 	cfg := Config{Engine: engineConfig(engine.V0), Model: simpleModel, StatsInterval: time.Second,
 		OnStats: func(s StatsSample) { called = append(called, s) }}
@@ -311,7 +311,7 @@ func TestStatsSamples(t *testing.T) {
 
 	// Many more samples than the cap: the kept ones thin out evenly.
 	cfg = Config{Engine: engineConfig(engine.V1), Model: simpleModel, StatsInterval: time.Millisecond}
-	res, _ = collect(t, cfg, []workload.Request{{PromptLen: 10, OutputLen: 1500}})
+	res, _ = collect(t, cfg, []workload.Request{{PromptLen: 10, MaxTokens: 1500}})
 	if len(res.Samples) > maxSamples || len(res.Samples) < maxSamples/2 {
 		t.Fatalf("%d samples kept", len(res.Samples))
 	}
@@ -326,9 +326,9 @@ func TestStatsSamples(t *testing.T) {
 func TestPrefixCachingFromText(t *testing.T) {
 	system := strings.Repeat("You are a helpful assistant that answers questions about the sonnets. ", 12)
 	reqs := []workload.Request{
-		{Index: 0, Prompt: system + "Which sonnet mentions a summer's day?", PromptLen: 240, OutputLen: 4},
-		{Index: 1, Prompt: system + "Who is the fair youth?", PromptLen: 230, OutputLen: 4, Arrival: time.Second},
-		{Index: 2, Prompt: "Completely different text " + system, PromptLen: 240, OutputLen: 4, Arrival: 2 * time.Second},
+		{Index: 0, Prompt: system + "Which sonnet mentions a summer's day?", PromptLen: 240, MaxTokens: 4},
+		{Index: 1, Prompt: system + "Who is the fair youth?", PromptLen: 230, MaxTokens: 4, Arrival: time.Second},
+		{Index: 2, Prompt: "Completely different text " + system, PromptLen: 240, MaxTokens: 4, Arrival: 2 * time.Second},
 	}
 	cfg := Config{Engine: engineConfig(engine.V1), Model: simpleModel}
 	_, recs := collect(t, cfg, reqs)
@@ -366,7 +366,7 @@ func TestMaxConcurrencyQueuesInTheClient(t *testing.T) {
 	// waits that long in the client queue.
 	reqs := make([]workload.Request, 4)
 	for i := range reqs {
-		reqs[i] = workload.Request{Index: i, PromptLen: 16, OutputLen: 3}
+		reqs[i] = workload.Request{Index: i, PromptLen: 16, MaxTokens: 3}
 	}
 	cfg := Config{
 		Engine: engine.Config{Version: engine.V1, BlockSize: 16, NumGPUBlocks: 100, MaxNumSeqs: 8, MaxNumBatchedTokens: 64, MaxModelLen: 64, EnableChunkedPrefill: true},
@@ -398,7 +398,7 @@ func TestMaxConcurrencyQueuesInTheClient(t *testing.T) {
 func TestReuseRecordsChangesNothing(t *testing.T) {
 	reqs := make([]workload.Request, 300)
 	for i := range reqs {
-		reqs[i] = workload.Request{Index: i, PromptLen: 20 + i%50, OutputLen: 1 + i%40, Arrival: time.Duration(i) * 3 * time.Millisecond}
+		reqs[i] = workload.Request{Index: i, PromptLen: 20 + i%50, MaxTokens: 1 + i%40, Arrival: time.Duration(i) * 3 * time.Millisecond}
 	}
 	run := func(reuse bool) []metrics.Record {
 		cfg := Config{
@@ -433,7 +433,7 @@ func TestReuseRecordsChangesNothing(t *testing.T) {
 func TestMaximaAreExactOnShortRuns(t *testing.T) {
 	reqs := make([]workload.Request, 600)
 	for i := range reqs {
-		reqs[i] = workload.Request{Index: i, PromptLen: 100, OutputLen: 20}
+		reqs[i] = workload.Request{Index: i, PromptLen: 100, MaxTokens: 20}
 	}
 	ec := engineConfig(engine.V1)
 	ec.MaxNumSeqs = 256

@@ -533,7 +533,7 @@ func (t *fleet) pool(back bool) []*instance {
 func (t *fleet) arrive(i int) error {
 	w := t.req(i)
 	f := &flight{rec: &metrics.Record{
-		Index: w.Index, Scheduled: w.Arrival, Dispatched: w.Arrival, Start: t.now, MaxTokens: w.OutputLen,
+		Index: w.Index, Scheduled: w.Arrival, Dispatched: w.Arrival, Start: t.now, MaxTokens: w.MaxTokens,
 	}}
 	t.inFlight++
 	switch {

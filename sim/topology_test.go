@@ -65,7 +65,7 @@ func TestColocatedOneReplicaMatchesRun(t *testing.T) {
 // hop takes 2 ms, so sequential decode waits for the hop, concurrent not.
 func TestPDHandWorked(t *testing.T) {
 	us := time.Microsecond
-	reqs := []workload.Request{{Index: 0, PromptLen: 100, OutputLen: 3}}
+	reqs := []workload.Request{{Index: 0, PromptLen: 100, MaxTokens: 3}}
 	for _, tt := range []struct {
 		handoff Handoff
 		ready   time.Duration // prefill done → decode admitted
@@ -161,7 +161,7 @@ func TestPDConservationAndOrdering(t *testing.T) {
 // Two requests prefilled in one step share the link: each gets half the
 // bandwidth, so both arrive after setup + 2×bytes/bandwidth.
 func TestPDConcurrentTransfersShareTheLink(t *testing.T) {
-	reqs := []workload.Request{{Index: 0, PromptLen: 1000, OutputLen: 2}, {Index: 1, PromptLen: 1000, OutputLen: 2}}
+	reqs := []workload.Request{{Index: 0, PromptLen: 1000, MaxTokens: 2}, {Index: 1, PromptLen: 1000, MaxTokens: 2}}
 	for _, nics := range []int{1, 2} {
 		link := testLink
 		link.NICs = nics
@@ -181,7 +181,7 @@ func TestPDConcurrentTransfersShareTheLink(t *testing.T) {
 // Layer-wise overlap hides the transfer behind the prefill step, all but
 // the last layer.
 func TestPDLayerwiseOverlapHidesTransfer(t *testing.T) {
-	reqs := []workload.Request{{Index: 0, PromptLen: 1000, OutputLen: 2}}
+	reqs := []workload.Request{{Index: 0, PromptLen: 1000, MaxTokens: 2}}
 	slow := perf.KVLink{Name: "slow", NICs: 1, NICBandwidth: 1e8, Setup: time.Millisecond} // 10 ms of bytes
 	transfer := map[bool]time.Duration{}
 	for _, overlap := range []bool{false, true} {
@@ -282,7 +282,7 @@ func prefixWorkload(seed uint64, n, numPrefixes, prefixLen, suffixLen int, rate 
 		for range suffixLen {
 			ids = append(ids, rng.Int32N(100000))
 		}
-		reqs[i] = workload.Request{PromptIDs: ids, PromptLen: len(ids), OutputLen: 32}
+		reqs[i] = workload.Request{PromptIDs: ids, PromptLen: len(ids), MaxTokens: 32}
 	}
 	rng.Shuffle(n, func(i, j int) { reqs[i], reqs[j] = reqs[j], reqs[i] })
 	for i := range reqs {

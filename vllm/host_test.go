@@ -24,7 +24,7 @@ func shareGPTLike(t *testing.T, n int, rate float64) []workload.Request {
 	rng := rand.New(rand.NewPCG(8, 2024))
 	reqs := make([]workload.Request, n)
 	for i := range reqs {
-		reqs[i] = workload.Request{Index: i, PromptLen: 20 + rng.IntN(365), OutputLen: 20 + rng.IntN(363)}
+		reqs[i] = workload.Request{Index: i, PromptLen: 20 + rng.IntN(365), MaxTokens: 20 + rng.IntN(363)}
 	}
 	offsets, err := workload.Schedule(n, workload.Arrivals{Rate: rate, Burstiness: 1, Seed: 1})
 	if err != nil {
@@ -185,7 +185,7 @@ func TestHostOverlap(t *testing.T) {
 func TestAsyncOutputGain(t *testing.T) {
 	reqs := make([]workload.Request, 1000)
 	for i := range reqs {
-		reqs[i] = workload.Request{Index: i, PromptLen: 128, OutputLen: 256}
+		reqs[i] = workload.Request{Index: i, PromptLen: 128, MaxTokens: 256}
 	}
 	async := simulate(t, "0.6.0", "Llama-3.1-8B", "H100", vllm.Options{}, reqs, 0)
 	serial := simulate(t, "0.6.0", "Llama-3.1-8B", "H100", vllm.Options{DisableAsyncOutputProc: true}, reqs, 0)

@@ -54,7 +54,7 @@ func (b *builder) custom() ([]Request, error) {
 		if p.outputLen > 0 {
 			outputLen = p.outputLen
 		}
-		reqs = append(reqs, Request{Prompt: p.prompt, PromptLen: n, PromptLenEstimated: estimated, OutputLen: outputLen})
+		reqs = append(reqs, Request{Prompt: p.prompt, PromptLen: n, PromptLenEstimated: estimated, MaxTokens: outputLen})
 	}
 	if !o.NoOversample {
 		reqs = b.oversample(reqs, b.spec.NumPrompts)

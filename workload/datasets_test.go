@@ -29,7 +29,7 @@ type lens struct{ prompt, output int }
 func requestLens(reqs []Request) []lens {
 	out := make([]lens, len(reqs))
 	for i, r := range reqs {
-		out[i] = lens{r.PromptLen, r.OutputLen}
+		out[i] = lens{r.PromptLen, r.MaxTokens}
 	}
 	return out
 }
@@ -141,7 +141,7 @@ func TestShareGPTShuffleAndOversample(t *testing.T) {
 			if r.Index != i {
 				t.Errorf("request %d has Index %d", i, r.Index)
 			}
-			counts[lens{r.PromptLen, r.OutputLen}]++
+			counts[lens{r.PromptLen, r.MaxTokens}]++
 		}
 		for l, n := range counts {
 			if !slices.Contains(kept, l) || n < 1 {
@@ -283,7 +283,7 @@ func TestCustom(t *testing.T) {
 		for i, w := range wantOrdered {
 			r := reqs[i]
 			ids, _ := tok.Encode(ctx, w.prompt)
-			if r.Prompt != w.prompt || r.OutputLen != w.output || r.PromptLen != len(ids) || r.PromptLenEstimated {
+			if r.Prompt != w.prompt || r.MaxTokens != w.output || r.PromptLen != len(ids) || r.PromptLenEstimated {
 				t.Errorf("request %d = %+v, want prompt %q output %d length %d", i, r, w.prompt, w.output, len(ids))
 			}
 		}
@@ -292,7 +292,7 @@ func TestCustom(t *testing.T) {
 		s := customSpec("testdata/custom_small.jsonl", 1)
 		s.Custom = CustomOptions{OutputLen: 3, DisableShuffle: true}
 		reqs, err := Build(ctx, s, tok)
-		if err != nil || len(reqs) != 1 || reqs[0].OutputLen != 3 {
+		if err != nil || len(reqs) != 1 || reqs[0].MaxTokens != 3 {
 			t.Fatalf("Build = %+v, %v; want one request with OutputLen 3", reqs, err)
 		}
 	})
@@ -419,8 +419,8 @@ func TestSonnet(t *testing.T) {
 			prefix := sonnetBasePrompt + strings.Join(lines[:numPre], "")
 			distinct := map[string]bool{}
 			for i, r := range reqs {
-				if r.OutputLen != 17 || r.PromptLenEstimated == tt.withTokenizer {
-					t.Errorf("request %d: OutputLen %d estimated %v", i, r.OutputLen, r.PromptLenEstimated)
+				if r.MaxTokens != 17 || r.PromptLenEstimated == tt.withTokenizer {
+					t.Errorf("request %d: OutputLen %d estimated %v", i, r.MaxTokens, r.PromptLenEstimated)
 				}
 				if !strings.HasPrefix(r.Prompt, prefix) {
 					t.Fatalf("request %d does not start with the base prompt and %d prefix lines", i, numPre)

@@ -34,7 +34,7 @@ func renderRequests(reqs []Request) []byte {
 			h.Write([]byte(r.Prompt))
 			head = fmt.Sprintf("%q", r.Prompt[:min(24, len(r.Prompt))])
 		}
-		fmt.Fprintf(&b, "%d in=%d out=%d est=%v hash=%016x %s\n", r.Index, r.PromptLen, r.OutputLen, r.PromptLenEstimated, h.Sum64(), head)
+		fmt.Fprintf(&b, "%d in=%d out=%d est=%v hash=%016x %s\n", r.Index, r.PromptLen, r.MaxTokens, r.PromptLenEstimated, h.Sum64(), head)
 	}
 	return b.Bytes()
 }

@@ -41,7 +41,7 @@ func (b *builder) prefixRepetition() ([]Request, error) {
 				slab = slab[size:]
 				narrowIDs(ids[:o.PrefixLen], prefix)
 				fillRandom(b.rng, ids[o.PrefixLen:], allowed)
-				reqs = append(reqs, Request{PromptIDs: ids, PromptLen: size, OutputLen: o.OutputLen})
+				reqs = append(reqs, Request{PromptIDs: ids, PromptLen: size, MaxTokens: o.OutputLen})
 				continue
 			}
 			seq = append(seq[:0], prefix...)
@@ -51,7 +51,7 @@ func (b *builder) prefixRepetition() ([]Request, error) {
 			if err != nil {
 				return nil, err
 			}
-			reqs = append(reqs, Request{Prompt: text, PromptLen: len(ids), OutputLen: o.OutputLen})
+			reqs = append(reqs, Request{Prompt: text, PromptLen: len(ids), MaxTokens: o.OutputLen})
 		}
 	}
 	b.rng.Shuffle(len(reqs), func(i, j int) { reqs[i], reqs[j] = reqs[j], reqs[i] })

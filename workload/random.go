@@ -56,7 +56,7 @@ func (b *builder) random() ([]Request, error) {
 			slab = slab[size:]
 			narrowIDs(ids[:o.PrefixLen], prefix)
 			fillSequential(ids[o.PrefixLen:], allowed, offsets[i]+i)
-			reqs[i] = Request{PromptIDs: ids, PromptLen: size, OutputLen: outputLens[i]}
+			reqs[i] = Request{PromptIDs: ids, PromptLen: size, MaxTokens: outputLens[i]}
 		}
 		return reqs, nil
 	}
@@ -74,7 +74,7 @@ func (b *builder) random() ([]Request, error) {
 		if err != nil {
 			return nil, err
 		}
-		reqs[i] = Request{Prompt: text, PromptLen: len(ids), OutputLen: outputLens[i]}
+		reqs[i] = Request{Prompt: text, PromptLen: len(ids), MaxTokens: outputLens[i]}
 	}
 	return reqs, nil
 }

@@ -60,10 +60,10 @@ func TestRandomTokenIDs(t *testing.T) {
 				if body < inLow || body > inHigh {
 					t.Errorf("request %d: body of %d tokens outside [%d, %d]", i, body, inLow, inHigh)
 				}
-				if r.OutputLen < outLow || r.OutputLen > outHigh {
-					t.Errorf("request %d: output %d outside [%d, %d]", i, r.OutputLen, outLow, outHigh)
+				if r.MaxTokens < outLow || r.MaxTokens > outHigh {
+					t.Errorf("request %d: output %d outside [%d, %d]", i, r.MaxTokens, outLow, outHigh)
 				}
-				seenIn[body], seenOut[r.OutputLen] = true, true
+				seenIn[body], seenOut[r.MaxTokens] = true, true
 				for _, id := range r.PromptIDs {
 					if id < 0 || int(id) >= s.VocabSize {
 						t.Fatalf("request %d: ID %d outside [0, %d)", i, id, s.VocabSize)
@@ -259,8 +259,8 @@ func TestPrefixRepetition(t *testing.T) {
 			groups := map[string]int{}
 			firstGroupAt := map[string]int{}
 			for i, r := range reqs {
-				if r.OutputLen != 9 || r.PromptLen != tt.prefix+tt.suffix {
-					t.Errorf("request %d: PromptLen %d OutputLen %d, want %d and 9", i, r.PromptLen, r.OutputLen, tt.prefix+tt.suffix)
+				if r.MaxTokens != 9 || r.PromptLen != tt.prefix+tt.suffix {
+					t.Errorf("request %d: PromptLen %d OutputLen %d, want %d and 9", i, r.PromptLen, r.MaxTokens, tt.prefix+tt.suffix)
 				}
 				var key string
 				if tok != nil {

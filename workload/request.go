@@ -40,11 +40,11 @@ type Request struct {
 	// tokenizer's count for text datasets, or an estimate (see
 	// PromptLenEstimated).
 	PromptLen int
-	// PromptLenEstimated reports that PromptLen (and, for sharegpt, OutputLen)
+	// PromptLenEstimated reports that PromptLen (and, for sharegpt, MaxTokens)
 	// was estimated from the text's size because no tokenizer was given.
 	PromptLenEstimated bool
-	// OutputLen is max_tokens for the request.
-	OutputLen int
+	// MaxTokens is max_tokens for the request.
+	MaxTokens int
 	// Arrival is the scheduled send time, as an offset from the run start.
 	Arrival time.Duration
 }

@@ -97,7 +97,7 @@ func ScheduleHash(reqs []Request) string {
 			h.Write(b[:])
 		}
 		writeInt(h, int64(r.PromptLen))
-		writeInt(h, int64(r.OutputLen))
+		writeInt(h, int64(r.MaxTokens))
 		writeInt(h, int64(r.Arrival))
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))

@@ -119,7 +119,7 @@ func TestScheduleHashSeesEveryField(t *testing.T) {
 		"prompt text":  func(r *Request) { r.Prompt += "x" },
 		"prompt IDs":   func(r *Request) { r.PromptIDs[0]++ },
 		"prompt len":   func(r *Request) { r.PromptLen++ },
-		"max tokens":   func(r *Request) { r.OutputLen++ },
+		"max tokens":   func(r *Request) { r.MaxTokens++ },
 		"arrival":      func(r *Request) { r.Arrival += time.Nanosecond },
 		"global index": func(r *Request) { r.Index += 100 },
 	}

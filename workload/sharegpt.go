@@ -75,7 +75,7 @@ func (b *builder) shareGPT() ([]Request, error) {
 			rejected[reason]++
 			continue
 		}
-		reqs = append(reqs, Request{Prompt: c.prompt, PromptLen: promptLen, PromptLenEstimated: estimated, OutputLen: outputLen})
+		reqs = append(reqs, Request{Prompt: c.prompt, PromptLen: promptLen, PromptLenEstimated: estimated, MaxTokens: outputLen})
 	}
 	if len(reqs) == 0 {
 		how := "counted with tokenizer " + b.tokenizerName()

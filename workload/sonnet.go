@@ -92,7 +92,7 @@ func (b *builder) sonnet() ([]Request, error) {
 			return nil, err
 		}
 		if promptLen <= o.InputLen {
-			reqs = append(reqs, Request{Prompt: prompt, PromptLen: promptLen, PromptLenEstimated: estimated, OutputLen: o.OutputLen})
+			reqs = append(reqs, Request{Prompt: prompt, PromptLen: promptLen, PromptLenEstimated: estimated, MaxTokens: o.OutputLen})
 		}
 	}
 	return reqs, nil
