@@ -424,6 +424,12 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, requestID string
 	asJSON := false
 	switch {
 	case strings.HasPrefix(ct, "text/event-stream"):
+	case strings.HasPrefix(ct, "text/html"):
+		// A web page answering 200 is a proxy, a login wall or the wrong
+		// port, never a completion: say so rather than "no valid chunk".
+		rec.Error = errHTMLReply
+		rec.Latency = time.Since(base) - rec.Start
+		return
 	case strings.Contains(ct, "json"):
 		asJSON = true
 	default: // no usable type: an SSE stream starts with a field, JSON with '{'
@@ -440,6 +446,9 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, requestID string
 		st.readSSE(c, ctx, reqCtx)
 	}
 }
+
+// errHTMLReply is one reason for every HTML reply, so they count together.
+const errHTMLReply = "the server returned text/html, not an SSE stream: check the base URL and the endpoint path"
 
 func (c *Client) putStream(st *streamState) {
 	st.release()

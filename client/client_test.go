@@ -581,3 +581,22 @@ func TestConnectionReuse(t *testing.T) {
 		t.Errorf("5 sequential requests used %d connections, want 1", len(conns))
 	}
 }
+
+// A 200 with a web page (a proxy's login wall, the wrong port) fails with
+// that reason instead of "no valid chunk".
+func TestHTMLReplyIsNamed(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write([]byte("<!doctype html><html><body>Sign in</body></html>"))
+	}))
+	defer srv.Close()
+	c, err := New(Config{BaseURL: srv.URL, Endpoint: "/v1/completions", Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec metrics.Record
+	c.Do(t.Context(), &workload.Request{Prompt: "hi", MaxTokens: 2}, "req-1", time.Now(), &rec)
+	if rec.Success || rec.Error != errHTMLReply {
+		t.Fatalf("success %v, error %q; want %q", rec.Success, rec.Error, errHTMLReply)
+	}
+}
