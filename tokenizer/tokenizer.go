@@ -1,6 +1,12 @@
 // Package tokenizer turns text into token IDs and back without downloading
 // anything: built-in BPE encodings embedded in the binary, a target server's
 // /tokenize and /detokenize endpoints, or a user's HF tokenizer.json.
+//
+// IDs are []int here and []int32 in workload and engine, on purpose: this
+// package's callers are JSON (a server's /tokenize), tiktoken-go's ranks
+// and user code, all of which speak int; the simulator keeps millions of
+// prompt IDs alive at once, where int32 halves the memory. workload.Build
+// converts once per prompt, off the simulation loop.
 package tokenizer
 
 import "context"
