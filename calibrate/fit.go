@@ -321,8 +321,8 @@ func bootstrap(ctx context.Context, obs []Observation, x []float64, at []RunFit,
 		what = "requests"
 	}
 	return Params{
-		ComputeScale:   sd(func(p Params) float64 { return p.ComputeScale }),
-		BandwidthScale: sd(func(p Params) float64 { return p.BandwidthScale }),
+		ComputeScale:       sd(func(p Params) float64 { return p.ComputeScale }),
+		BandwidthScale:     sd(func(p Params) float64 { return p.BandwidthScale }),
 		SequenceOverheadUs: sd(func(p Params) float64 { return p.SequenceOverheadUs }),
 	}, what, nil
 }
