@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/servebench/servebench/metrics"
@@ -145,11 +147,30 @@ func Fit(ctx context.Context, obs []Observation, o Options) (*Result, error) {
 // Predict simulates every run with the parameters.
 func Predict(ctx context.Context, obs []Observation, p Params) ([]RunFit, error) {
 	out := make([]RunFit, len(obs))
+	figs := make([]Figures, len(obs))
+	errs := make([]error, len(obs))
+	// Runs are independent simulations: one goroutine per CPU.
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(obs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				figs[i], errs[i] = simulate(ctx, &obs[i], p)
+			}
+		}()
+	}
 	for i := range obs {
-		f, err := simulate(ctx, &obs[i], p)
-		if err != nil {
-			return nil, err
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for i := range obs {
+		if errs[i] != nil {
+			return nil, errs[i]
 		}
+		f := figs[i]
 		out[i] = RunFit{Name: obs[i].Name(), Observed: obs[i].Observed, Predicted: f}
 		ov, pv := obs[i].Observed.values(), f.values()
 		var e [4]float64

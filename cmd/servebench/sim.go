@@ -173,6 +173,7 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 	summary := recorder.Summary(recorder.LastEnd())
 	result := &report.Result{Info: info, Summary: summary, Records: recorder.Records(),
 		Extra: []report.Section{{Key: "engine", Value: simEngineJSON(res, ec, f.engine.resolved.Profile, dep.Model.Name, dep.GPU.Name, capacity.GPUBlocks)}}}
+	result.Extra = append(result.Extra, calibrationSections(f.engine.calibration)...)
 	if err := report.WriteText(out, result); err != nil {
 		return err
 	}
