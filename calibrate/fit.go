@@ -107,8 +107,22 @@ func Fit(ctx context.Context, obs []Observation, o Options) (*Result, error) {
 	// moves a request), where a simplex can collapse early: restart from
 	// the best point with a fresh, smaller simplex until a restart no
 	// longer helps.
+	// Start from the best of a coarse grid: a run far from the tables
+	// (another server, a throttled GPU) is out of a small simplex's reach.
 	x, best := []float64{0, 0, 0}, math.Inf(1)
-	step := []float64{0.3, 0.3, 20}
+	for _, c := range []float64{0, -1.2, -2.4} {
+		for _, b := range []float64{0, -1.2} {
+			g := []float64{c, b, 0}
+			v, err := objective(g)
+			if err != nil {
+				return nil, err
+			}
+			if v < best {
+				x, best = g, v
+			}
+		}
+	}
+	step := []float64{0.4, 0.4, 20}
 	for restart := 0; restart < 6 && evals < maxEvals; restart++ {
 		nx, v, _, err := minimize(ctx, objective, x, minimizeOptions{Step: step, MaxEvals: maxEvals - evals, Tolerance: 1e-10, XTolerance: []float64{1e-3, 1e-3, 0.1}})
 		if err != nil {
@@ -281,6 +295,9 @@ func bootstrap(ctx context.Context, obs []Observation, x []float64, at []RunFit,
 		if len(o.Timings) < 2 {
 			byRequest = false
 		}
+	}
+	if !byRequest && len(obs) < 2 {
+		return Params{}, "", nil // one run without records: nothing to resample
 	}
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
 	samples := make([][3]float64, 0, n)
