@@ -102,7 +102,9 @@
 //     held below 256 (those steps are weight-bandwidth bound) and above
 //     4096. The same H100 shape is applied to every family [assumption].
 //     Prefill and decode rows of one step share the GEMM, so M is the
-//     step's prefill plus decode tokens.
+//     step's prefill plus decode tokens; decode-only steps (weight-bound)
+//     take the saturated rate, since at small M the measured slowdown is
+//     the weight read, which the memory term already counts.
 //   - Attention by context: FlashAttention-3 forward on H100, head dim
 //     128 (pytorch/benchmark PR #2391): 430.3, 517.1, 565.5, 590.2, 614.2,
 //     620.7 TF at 512, 1k, 2k, 4k, 8k, 16k; the saturated rate 620.7/989 =

@@ -35,8 +35,9 @@ type curvePoint struct{ x, y float64 }
 // gemmTokenCurve: dense BF16 GEMM throughput on H100 (XLA's measured matmul
 // table, sm_90, b=1, n=k=4096) at M = tokens in the step, relative to
 // M = 4096: 412.0, 738.5 and 783.3 TFLOP/s at M = 256, 1024, 4096.
-// Below M = 256 it is held at the M = 256 value: such steps are bound by
-// streaming the weights, which the roofline's memory term already times.
+// Below M = 256 it is held at the M = 256 value. It applies to steps with
+// a prefill; decode-only steps are bound by streaming the weights, which
+// the roofline's memory term times, and take the saturated rate.
 var gemmTokenCurve = []curvePoint{{256, 0.526}, {1024, 0.943}, {4096, 1}}
 
 // attentionContextCurve: FlashAttention-3 forward throughput on H100 (head

@@ -195,7 +195,13 @@ func (r *Roofline) seconds(s StepShape) stepSeconds {
 	sampled := decode + nonNegative(s.PrefillsDone)
 	kv, pairs := nonNegative64(s.KVTokens), nonNegative64(s.AttnPairs)
 
-	layerCompute := (prefill*r.prefillTokenCompute+decode*r.decodeTokenCompute)/r.eff.gemmShape(tokens) +
+	// The token curve is measured on prefill-sized GEMMs; a decode-only
+	// step is bound by streaming weights, which the memory term times.
+	gemmShape := 1.0
+	if prefill > 0 {
+		gemmShape = r.eff.gemmShape(tokens)
+	}
+	layerCompute := (prefill*r.prefillTokenCompute+decode*r.decodeTokenCompute)/gemmShape +
 		pairs*r.attnPairCompute/r.eff.attentionShape(pairs/tokens)
 	weights := r.layerWeightMemory + r.touchedExperts(tokens)*r.expertMemory
 	layerMemory := weights/r.eff.weightStreamFactor(tokens) + kv*r.kvTokenMemory + tokens*r.actTokenMemory
