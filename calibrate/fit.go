@@ -33,6 +33,10 @@ type Options struct {
 	Seed int64
 	// MaxEvals caps simulator passes over all runs (default 400).
 	MaxEvals int
+	// FitRequestOverhead adds the per-request TTFT overhead to the fitted
+	// parameters. With one prompt length per run it trades off against
+	// the compute scale, so it is off unless asked for.
+	FitRequestOverhead bool
 }
 
 // RunFit is one run's fit: observed and predicted figures and the relative
@@ -68,10 +72,16 @@ type Result struct {
 }
 
 // The search runs on x = (ln compute scale, ln bandwidth scale,
-// per-sequence overhead in µs), so the scales stay positive and the axes have similar
+// per-sequence overhead in µs, per-request overhead in ms), so the scales stay positive and the axes have similar
 // sensitivities.
 func paramsAt(x []float64) Params {
-	return Params{ComputeScale: math.Exp(x[0]), BandwidthScale: math.Exp(x[1]), SequenceOverheadUs: x[2]}
+	at := func(i int) float64 {
+		if i < len(x) {
+			return x[i]
+		}
+		return 0 // a parameter left out of the fit
+	}
+	return Params{ComputeScale: math.Exp(at(0)), BandwidthScale: math.Exp(at(1)), SequenceOverheadUs: at(2), RequestOverheadUs: at(3) * 1e3}
 }
 
 // Fit searches the parameters that make sim reproduce the observed runs.
@@ -97,22 +107,27 @@ func Fit(ctx context.Context, obs []Observation, o Options) (*Result, error) {
 		v := sumSquares(residuals(fits))
 		if evals%10 == 0 {
 			p := paramsAt(x)
-			progress(fmt.Sprintf("calibrate: %d simulations of %d runs, error %.3g (compute %.3f, bandwidth %.3f, per-sequence overhead %.1f µs)",
-				evals, len(obs), v, p.ComputeScale, p.BandwidthScale, p.SequenceOverheadUs))
+			progress(fmt.Sprintf("calibrate: %d simulations of %d runs, error %.3g (compute %.3f, bandwidth %.3f, per-sequence %.1f µs, per-request %.0f µs)",
+				evals, len(obs), v, p.ComputeScale, p.BandwidthScale, p.SequenceOverheadUs, p.RequestOverheadUs))
 		}
 		return v, nil
 	}
-	progress(fmt.Sprintf("calibrate: fitting 3 parameters to %d runs", len(obs)))
+	dims := 3
+	if o.FitRequestOverhead {
+		dims = 4
+	}
+	progress(fmt.Sprintf("calibrate: fitting %d parameters to %d runs", dims, len(obs)))
 	// The simulator's objective is piecewise smooth (a step more or less
 	// moves a request), where a simplex can collapse early: restart from
 	// the best point with a fresh, smaller simplex until a restart no
 	// longer helps.
 	// Start from the best of a coarse grid: a run far from the tables
 	// (another server, a throttled GPU) is out of a small simplex's reach.
-	x, best := []float64{0, 0, 0}, math.Inf(1)
+	x, best := make([]float64, dims), math.Inf(1)
 	for _, c := range []float64{0, -1.2, -2.4} {
 		for _, b := range []float64{0, -1.2} {
-			g := []float64{c, b, 0}
+			g := make([]float64, dims)
+			g[0], g[1] = c, b
 			v, err := objective(g)
 			if err != nil {
 				return nil, err
@@ -122,9 +137,9 @@ func Fit(ctx context.Context, obs []Observation, o Options) (*Result, error) {
 			}
 		}
 	}
-	step := []float64{0.4, 0.4, 20}
+	step := []float64{0.4, 0.4, 20, 1}[:dims]
 	for restart := 0; restart < 6 && evals < maxEvals; restart++ {
-		nx, v, _, err := minimize(ctx, objective, x, minimizeOptions{Step: step, MaxEvals: maxEvals - evals, Tolerance: 1e-10, XTolerance: []float64{1e-3, 1e-3, 0.1}})
+		nx, v, _, err := minimize(ctx, objective, x, minimizeOptions{Step: step, MaxEvals: maxEvals - evals, Tolerance: 1e-10, XTolerance: []float64{1e-3, 1e-3, 0.1, 0.01}[:dims]})
 		if err != nil {
 			return nil, err
 		}
@@ -219,6 +234,10 @@ func simulate(ctx context.Context, o *Observation, p Params) (Figures, error) {
 	if err != nil {
 		return Figures{}, fmt.Errorf("%s: simulating: %w", o.Name(), err)
 	}
+	offset := ms(p.RequestOverhead())
+	for i := range ttft {
+		ttft[i] += offset
+	}
 	if len(ttft) == 0 || len(tpot) == 0 {
 		return Figures{}, fmt.Errorf("%s: no simulated request completed with more than one token; check the engine flags", o.Name())
 	}
@@ -275,7 +294,7 @@ func sumSquares(r []float64) float64 {
 // resampled by request; otherwise runs are resampled.
 func bootstrap(ctx context.Context, obs []Observation, x []float64, at []RunFit, n int, seed int64) (Params, string, error) {
 	base := residuals(at)
-	steps := []float64{0.02, 0.02, 1}
+	steps := []float64{0.02, 0.02, 1, 0.05}[:len(x)]
 	jac := make([][]float64, len(x)) // jac[k][i] = ∂r_i/∂x_k
 	for k := range x {
 		xk := slices.Clone(x)
@@ -300,7 +319,7 @@ func bootstrap(ctx context.Context, obs []Observation, x []float64, at []RunFit,
 		return Params{}, "", nil // one run without records: nothing to resample
 	}
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
-	samples := make([][3]float64, 0, n)
+	samples := make([][4]float64, 0, n)
 	weights := make([]float64, len(base))
 	shift := make([]float64, len(base))
 	for range n {
@@ -329,8 +348,8 @@ func bootstrap(ctx context.Context, obs []Observation, x []float64, at []RunFit,
 		if !ok {
 			continue
 		}
-		var s [3]float64
-		for k := range s {
+		var s [4]float64
+		for k := range x {
 			s[k] = x[k] + dx[k]
 		}
 		samples = append(samples, s)
@@ -340,7 +359,7 @@ func bootstrap(ctx context.Context, obs []Observation, x []float64, at []RunFit,
 	}
 	var ps []Params
 	for _, s := range samples {
-		ps = append(ps, paramsAt(s[:]))
+		ps = append(ps, paramsAt(s[:len(x)]))
 	}
 	sd := func(get func(Params) float64) float64 {
 		m := 0.0
@@ -362,6 +381,7 @@ func bootstrap(ctx context.Context, obs []Observation, x []float64, at []RunFit,
 		ComputeScale:       sd(func(p Params) float64 { return p.ComputeScale }),
 		BandwidthScale:     sd(func(p Params) float64 { return p.BandwidthScale }),
 		SequenceOverheadUs: sd(func(p Params) float64 { return p.SequenceOverheadUs }),
+		RequestOverheadUs:  sd(func(p Params) float64 { return p.RequestOverheadUs }),
 	}, what, nil
 }
 

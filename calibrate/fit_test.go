@@ -50,7 +50,7 @@ func groundTruthRun(t testing.TB, d Deployment, rate float64, n int, noise float
 	jitter := func() float64 { return math.Exp(noise * rng.NormFloat64()) }
 	_, err = sim.Run(context.Background(), sim.Config{Engine: r.Engine, Model: hidden.WrapStepModel(r.StepModel)}, reqs,
 		func(rec *metrics.Record) error {
-			ttft := ms(rec.TTFT) * jitter()
+			ttft := (ms(rec.TTFT) + ms(hidden.RequestOverhead())) * jitter()
 			timings = append(timings, report.RequestTiming{Start: rec.Start.Seconds(), TTFT: ttft,
 				Latency: ttft + ms(rec.Latency-rec.TTFT)*jitter(), OutputLen: rec.OutputLen, Success: rec.Success})
 			return nil

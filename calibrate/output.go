@@ -79,6 +79,7 @@ func WriteSummary(w io.Writer, res *Result, holdout []RunFit) error {
 	fmt.Fprintf(w, "compute_scale:        %.4f ± %.4f\n", p.ComputeScale, sd.ComputeScale)
 	fmt.Fprintf(w, "bandwidth_scale:      %.4f ± %.4f\n", p.BandwidthScale, sd.BandwidthScale)
 	fmt.Fprintf(w, "sequence_overhead_us: %.2f ± %.2f\n", p.SequenceOverheadUs, sd.SequenceOverheadUs)
+	fmt.Fprintf(w, "request_overhead_us:  %.0f ± %.0f\n", p.RequestOverheadUs, sd.RequestOverheadUs)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "run\tmedian TTFT ms (obs/pred/err)\tmedian TPOT ms (obs/pred/err)\tmax |err|")
 	row := func(kind string, f RunFit) {

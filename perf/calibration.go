@@ -35,6 +35,10 @@ type CalibrationParameters struct {
 	// not fitted: TTFT and TPOT cannot tell it from weight streaming, so
 	// BandwidthScale absorbs it.
 	SequenceOverheadUs float64 `yaml:"sequence_overhead_us" json:"sequence_overhead_us"`
+	// RequestOverheadUs is added to every request's TTFT (and so to its
+	// latency), in microseconds: the time outside the engine (HTTP, API
+	// server, client) a benchmark measures and the engine model does not.
+	RequestOverheadUs float64 `yaml:"request_overhead_us" json:"request_overhead_us"`
 }
 
 // CalibrationFile is the YAML layout. Uncertainty and Fit are reports for
@@ -84,6 +88,7 @@ func ParseCalibration(data []byte, name string) (*Calibration, error) {
 		{p.ComputeScale, "parameters.compute_scale", 0, 100},
 		{p.BandwidthScale, "parameters.bandwidth_scale", 0, 100},
 		{p.SequenceOverheadUs, "parameters.sequence_overhead_us", -1e6, 1e6},
+		{p.RequestOverheadUs, "parameters.request_overhead_us", -1e7, 1e7},
 	} {
 		if math.IsNaN(v.v) || v.v <= v.lo || v.v > v.hi {
 			return fail("%s is %v; it must be above %v and at most %v", v.field, v.v, v.lo, v.hi)
@@ -102,6 +107,11 @@ func (p CalibrationParameters) ApplyGPU(g GPU) GPU {
 	g.Scale.Compute = g.Scale.compute() * orOne(p.ComputeScale)
 	g.Scale.Bandwidth = g.Scale.bandwidth() * orOne(p.BandwidthScale)
 	return g
+}
+
+// RequestOverhead is the per-request TTFT overhead as a duration.
+func (p CalibrationParameters) RequestOverhead() time.Duration {
+	return time.Duration(math.Round(p.RequestOverheadUs * 1e3))
 }
 
 // SequenceOverhead is the per-sequence overhead as a duration.

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/servebench/servebench/calibrate"
+	"github.com/servebench/servebench/metrics"
 	"github.com/servebench/servebench/perf"
 	"github.com/servebench/servebench/report"
 	"github.com/servebench/servebench/vllm"
@@ -26,6 +27,7 @@ type calibrateFlags struct {
 	holdout                 []string
 	bootstrap               int
 	seed                    int64
+	fitRequestOverhead      bool
 }
 
 func newCalibrateCmd() *cobra.Command {
@@ -36,7 +38,7 @@ func newCalibrateCmd() *cobra.Command {
 		Long: `Replay each measured run on the simulator and fit three parameters so that the simulated
 mean and median TTFT and TPOT match the measured ones: a scale on the compute efficiency
 (prefill), a scale on the memory-bandwidth efficiency (decode) and a per-sequence step
-overhead. Inputs are servebench result JSON (per-request records beside them are used when
+overhead (with --fit-request-overhead also a per-request TTFT overhead). Inputs are servebench result JSON (per-request records beside them are used when
 present) or vLLM --save-result JSON. Writes a calibration YAML for sim --calibration and
 serve --calibration, with the fitted values, their bootstrap uncertainty and the error per
 file; --holdout files are predicted, not fitted, and their error is reported.`,
@@ -56,6 +58,7 @@ file; --holdout files are predicted, not fitted, and their error is reported.`,
 	fs.StringArrayVar(&f.holdout, "holdout", nil, "result file to predict but not fit, reporting its error (repeatable)")
 	fs.IntVar(&f.bootstrap, "bootstrap", 200, "bootstrap resamples for the uncertainty (0 skips it)")
 	fs.Int64Var(&f.seed, "seed", 0, "seed for rebuilt arrivals and the bootstrap")
+	fs.BoolVar(&f.fitRequestOverhead, "fit-request-overhead", false, "also fit a per-request TTFT overhead (HTTP, API server) outside the engine; needs runs whose prompt lengths differ, else it trades off against the compute scale")
 	return cmd
 }
 
@@ -96,7 +99,7 @@ func runCalibrate(ctx context.Context, out, errw io.Writer, f *calibrateFlags, f
 	if bootstrap == 0 {
 		bootstrap = -1
 	}
-	res, err := calibrate.Fit(ctx, obs, calibrate.Options{Progress: progress, Bootstrap: bootstrap, Seed: f.seed})
+	res, err := calibrate.Fit(ctx, obs, calibrate.Options{Progress: progress, Bootstrap: bootstrap, Seed: f.seed, FitRequestOverhead: f.fitRequestOverhead})
 	if err != nil {
 		return err
 	}
@@ -155,6 +158,17 @@ func (f *engineFlags) applyCalibration(gpu perf.GPU) (perf.GPU, error) {
 	return c.Parameters.ApplyGPU(gpu), nil
 }
 
+// addRequestOverhead adds the calibration's per-request overhead to a
+// simulated request's first token (and so to its latency).
+func addRequestOverhead(r *metrics.Record, c *perf.Calibration) {
+	if c == nil || !r.Success {
+		return
+	}
+	d := c.Parameters.RequestOverhead()
+	r.TTFT += d
+	r.Latency += d
+}
+
 // calibrationSections records the calibration a prediction used.
 func calibrationSections(c *perf.Calibration) []report.Section {
 	if c == nil {
@@ -163,6 +177,6 @@ func calibrationSections(c *perf.Calibration) []report.Section {
 	return []report.Section{{Key: "calibration", Value: map[string]any{
 		"file": c.Path, "model": c.Model, "gpu": c.GPU, "vllm_version": c.VLLMVersion,
 		"compute_scale": c.Parameters.ComputeScale, "bandwidth_scale": c.Parameters.BandwidthScale,
-		"sequence_overhead_us": c.Parameters.SequenceOverheadUs,
+		"sequence_overhead_us": c.Parameters.SequenceOverheadUs, "request_overhead_us": c.Parameters.RequestOverheadUs,
 	}}}
 }

@@ -159,6 +159,7 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 		cfg.OnStats = func(s sim.StatsSample) { writeSimStatsLine(errw, ec, s) }
 	}
 	res, err := sim.Run(ctx, cfg, reqs, func(r *metrics.Record) error {
+		addRequestOverhead(r, f.engine.calibration)
 		_ = recorder.Add(r)
 		return nil
 	})
