@@ -75,6 +75,10 @@
 // against the raw P·b_w/(2·BW) crossover of ~300 and ~150; the step time
 // grows by under 2× from batch 1 to 300 (H100) and 150 (A100). A GPU YAML
 // without mfu/mbu gets 0.50/0.45 and 0.75.
+// Since the efficiency tables below, catalog GPUs take their compute
+// rates from the tables (these MFU values remain the GEMM rows of A10, L4,
+// L40S and RTX-4090, and the flat rates of GPU YAML files); MBU is as
+// stated here.
 //
 // # Efficiency tables (efficiency.go)
 //
