@@ -1,6 +1,7 @@
 package calibrate
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"slices"
@@ -76,7 +77,7 @@ func minimize(ctx context.Context, f func([]float64) (float64, error), x0 []floa
 		return out
 	}
 	for evals < o.MaxEvals {
-		slices.SortStableFunc(simplex, func(a, b vertex) int { return cmpFloat(a.v, b.v) })
+		slices.SortStableFunc(simplex, func(a, b vertex) int { return cmp.Compare(a.v, b.v) })
 		best, worst := simplex[0], simplex[n]
 		if worst.v-best.v <= o.Tolerance || o.collapsed(best.x, func(yield func([]float64) bool) {
 			for _, s := range simplex[1:] {
@@ -137,16 +138,6 @@ func minimize(ctx context.Context, f func([]float64) (float64, error), x0 []floa
 			}
 		}
 	}
-	slices.SortStableFunc(simplex, func(a, b vertex) int { return cmpFloat(a.v, b.v) })
+	slices.SortStableFunc(simplex, func(a, b vertex) int { return cmp.Compare(a.v, b.v) })
 	return simplex[0].x, simplex[0].v, evals, nil
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
