@@ -75,6 +75,71 @@
 // against the raw P·b_w/(2·BW) crossover of ~300 and ~150; the step time
 // grows by under 2× from batch 1 to 300 (H100) and 150 (A100). A GPU YAML
 // without mfu/mbu gets 0.50/0.45 and 0.75.
+// Since the efficiency tables below, catalog GPUs take their compute
+// rates from the tables (these MFU values remain the GEMM rows of A10, L4,
+// L40S and RTX-4090, and the flat rates of GPU YAML files); MBU is as
+// stated here.
+//
+// # Efficiency tables (efficiency.go)
+//
+// Catalog GPUs take their attained efficiencies from tables; a GPU YAML
+// keeps its flat mfu/mbu. Measured sources, then assumptions:
+//
+//   - Saturated BF16 GEMM rate per family (fraction of the dense peak):
+//     A100 0.869 (271.2 of 312 TF), H100 0.803 (794.5 of 989; "H200 is the
+//     same"), B200 0.776 (1745 of 2250), MI300X 0.514 (668.4 of 1300 with
+//     TunableOp): the Maximum Achievable Matmul FLOPS table of
+//     stas00/ml-engineering (compute/accelerator/README.md). FP8 GEMMs:
+//     H100 0.709, H200 0.734, B200 0.763 of the FP8 peak (same table).
+//     H20 takes the H100 row [assumption: same SM, no measurement found].
+//     A10, L4, L40S and RTX-4090: no public matmul measurement found; the
+//     catalog's MFU above (0.50, 0.45, 0.45, 0.55) stands [assumption]. The
+//     nearest datum, cuBLAS on an L20 (Ada, 105–115 of 119.5 TF,
+//     DefTruth/CUDA-Learn-Notes hgemm), says an unthrottled Ada die can do
+//     more; power caps (L4: 72 W) are why the catalog keeps them low.
+//     Their FP8 rows and MI300X's use H100's FP8/BF16 ratio (0.709/0.803)
+//     or its BF16 value [assumption].
+//   - GEMM rate by tokens per step (M): XLA's measured matmul table
+//     (tensorflow/third_party/xla/.../matmul_interpolator_data.h, sm_90,
+//     n = k = 4096) gives 412.0, 738.5 and 783.3 TF at M = 256, 1024 and
+//     4096, i.e. 0.526, 0.943 and 1 of saturation; interpolated in log2 M,
+//     held below 256 (those steps are weight-bandwidth bound) and above
+//     4096. The same H100 shape is applied to every family [assumption].
+//     Prefill and decode rows of one step share the GEMM, so M is the
+//     step's prefill plus decode tokens; decode-only steps (weight-bound)
+//     take the saturated rate, since at small M the measured slowdown is
+//     the weight read, which the memory term already counts.
+//   - Attention by context: FlashAttention-3 forward on H100, head dim
+//     128 (pytorch/benchmark PR #2391): 430.3, 517.1, 565.5, 590.2, 614.2,
+//     620.7 TF at 512, 1k, 2k, 4k, 8k, 16k; the saturated rate 620.7/989 =
+//     0.628 is H100's attention row, and the shape applies to all GPUs at
+//     the step's mean keys per query (AttnPairs / tokens), held at the 16k
+//     value up to 128k [assumption: saturated]. A100: FlashAttention-2
+//     reaches 50–73% of peak (Dao 2023, arXiv:2307.08691), row 0.73. Other
+//     families: their GEMM row times the FA/GEMM ratio of H100 (Hopper,
+//     Blackwell, MI300X) or A100 (Ampere, Ada) [assumption].
+//   - Quantization kernels (QuantKernelFor): vLLM runs GPTQ/AWQ through
+//     gptq_marlin/awq_marlin on NVIDIA compute capability ≥ 8.0 (vLLM PR
+//     #3922), ExLlama on ROCm (Marlin needs NVIDIA ≥ 8.0, IST-DASLab/marlin
+//     README), FP8 as W8A8 on FP8 tensor cores and as W8A16 FP8 Marlin
+//     without them (vLLM FP8 docs). Prefill factor (large-M GEMM relative
+//     to cuBLAS): Marlin 9.68/12.2 = 0.79 (IBM/text-generation-inference
+//     PR #66: Llama-70B 4-bit on A100, 1k context, batch 16, prefill 12.2 s
+//     Marlin vs 9.68 s ExLlamaV2, which dequantizes to cuBLAS at large M
+//     as IST-DASLab/marlin issue #2 shows); ExLlama 1. Decode factor
+//     (attained weight bandwidth relative to the dense kernel's): Marlin 1
+//     (its README: the ideal 3.87× over FP16 up to batch 16–32); ExLlama 1
+//     at batch 1 and 38.57/79.7 = 0.48 at batch 16 (same TGI run: decode
+//     38.57 s vs 79.7 s), held beyond; FP8 W8A8 1 [assumption: no
+//     measurement of FP8 GEMV bandwidth found]. Bytes per weight come from
+//     the checkpoint format (below), so W4A16 decode streams ~3.9× fewer.
+//   - Decode bandwidth (MBU) stays flat in tokens per step (the values
+//     above): no public per-batch measurement was found [assumption]; ECC
+//     costs GDDR parts 10–15% of bandwidth (Marlin README), inside the
+//     0.75.
+//
+// EfficiencyScale (GPU.Scale) multiplies the compute and bandwidth
+// efficiencies: it is what `servebench calibrate` fits.
 //
 // Links (per-direction effective bandwidth, per-message latency; a ring
 // all-reduce among t GPUs costs 2(t−1) messages and sends 2(t−1)/t of the

@@ -36,6 +36,8 @@ type GPU struct {
 	// NVLinkBandwidth is the effective per-direction NVLink rate; 0 for
 	// GPUs without NVLink.
 	NVLinkBandwidth float64
+	// Scale multiplies the attained efficiencies (a calibration's fit).
+	Scale EfficiencyScale
 }
 
 type catalogGPU struct {

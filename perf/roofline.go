@@ -54,6 +54,8 @@ type Roofline struct {
 	// TP gather of vocab-parallel logits, when any sequence samples.
 	gatherLatency, gatherPerSample float64
 
+	eff tableEfficiency // token, context and kernel curves
+
 	fixedOverhead  float64
 	perSequence    float64
 	eagerGap       float64
@@ -82,7 +84,9 @@ func NewRoofline(d Deployment) (*Roofline, error) {
 	if m.Quantization.Method == "fp8" && g.FP8FLOPS > 0 {
 		gemmPeak = g.FP8FLOPS // W8A8; without FP8 units vLLM runs W8A16 at the bf16 rate
 	}
-	bandwidth := g.MemoryBandwidth * g.MBU
+	eff := efficiencyFor(g, m)
+	compute := g.Scale.compute()
+	bandwidth := g.MemoryBandwidth * g.MBU * g.Scale.bandwidth()
 	hidden := float64(m.Hidden)
 	vocabRow := float64(m.Vocab) * hidden / t
 	stage := d.stageFraction()
@@ -92,10 +96,11 @@ func NewRoofline(d Deployment) (*Roofline, error) {
 	r := &Roofline{
 		d:                   d,
 		stages:              float64(d.PipelineParallel),
-		prefillTokenCompute: gemmFlops / (gemmPeak * g.MFUPrefill),
-		decodeTokenCompute:  gemmFlops / (gemmPeak * g.MFUDecode),
-		attnPairCompute:     layers * m.attentionFLOPsPerPair() / t / (g.BF16FLOPS * g.MFUPrefill),
-		sampleCompute:       2 * vocabRow / (g.BF16FLOPS * g.MFUDecode),
+		eff:                 eff,
+		prefillTokenCompute: gemmFlops / (gemmPeak * eff.prefill * compute),
+		decodeTokenCompute:  gemmFlops / (gemmPeak * eff.decode * compute),
+		attnPairCompute:     layers * m.attentionFLOPsPerPair() / t / (g.BF16FLOPS * eff.attention * compute),
+		sampleCompute:       2 * vocabRow / (g.BF16FLOPS * g.MFUDecode * compute),
 		layerWeightMemory:   float64(m.LinearParams()-m.RoutedExpertParams()) * stage * bpp / t / bandwidth,
 		headMemory:          vocabRow * activationBytes / bandwidth,
 		kvTokenMemory:       float64(d.kvBytesPerTokenPerGPU()) / bandwidth,
@@ -190,8 +195,16 @@ func (r *Roofline) seconds(s StepShape) stepSeconds {
 	sampled := decode + nonNegative(s.PrefillsDone)
 	kv, pairs := nonNegative64(s.KVTokens), nonNegative64(s.AttnPairs)
 
-	layerCompute := prefill*r.prefillTokenCompute + decode*r.decodeTokenCompute + pairs*r.attnPairCompute
-	layerMemory := r.layerWeightMemory + r.touchedExperts(tokens)*r.expertMemory + kv*r.kvTokenMemory + tokens*r.actTokenMemory
+	// The token curve is measured on prefill-sized GEMMs; a decode-only
+	// step is bound by streaming weights, which the memory term times.
+	gemmShape := 1.0
+	if prefill > 0 {
+		gemmShape = r.eff.gemmShape(tokens)
+	}
+	layerCompute := (prefill*r.prefillTokenCompute+decode*r.decodeTokenCompute)/gemmShape +
+		pairs*r.attnPairCompute/r.eff.attentionShape(pairs/tokens)
+	weights := r.layerWeightMemory + r.touchedExperts(tokens)*r.expertMemory
+	layerMemory := weights/r.eff.weightStreamFactor(tokens) + kv*r.kvTokenMemory + tokens*r.actTokenMemory
 	headCompute, headMemory := 0.0, 0.0
 	out.comm = r.commFixed + tokens*r.commPerToken
 	if sampled > 0 {

@@ -92,10 +92,11 @@ func TestPrefillIsComputeBound(t *testing.T) {
 			t.Errorf("%s: 2048-token prefill %+v: want compute ≥ 2× memory", gpu, b)
 		}
 	}
-	// 2·2048·7.6e9 FLOPs at 50% of 989.5 TF ≈ 63 ms.
+	// 2·2048·6.5e9 linear FLOPs at the H100's measured GEMM rate (80.3%
+	// of 989.5 TF, 97% of it at M = 2048) ≈ 34 ms, plus attention.
 	r := roofline(t, "Qwen2-7B", "H100", nil)
-	if got := ms(r.StepTime(prefillStep(2048))); got < 40 || got > 90 {
-		t.Errorf("Qwen2-7B 2048-token prefill on H100 %.1f ms, want 40–90 ms", got)
+	if got := ms(r.StepTime(prefillStep(2048))); got < 33 || got > 60 {
+		t.Errorf("Qwen2-7B 2048-token prefill on H100 %.1f ms, want 33–60 ms", got)
 	}
 }
 
@@ -158,21 +159,24 @@ func TestQuantizedDecodeIsFaster(t *testing.T) {
 				t.Errorf("%s batch %d: GPTQ-Int4 %v not faster than bf16 %v", gpu, b, q, f)
 			}
 		}
-		// W4A16 kernels compute in 16 bits: prefill gains little.
+		// W4A16 kernels compute in 16 bits, and Marlin's large-M GEMMs
+		// run at 9.68/12.2 of cuBLAS's: prefill is about 1.26× slower.
 		p := prefillStep(2048)
-		if q, f := gptq.StepTime(p), bf16.StepTime(p); float64(q) < 0.9*float64(f) || q > f {
-			t.Errorf("%s prefill: GPTQ %v vs bf16 %v, want within 10%% and not slower", gpu, q, f)
+		if q, f := gptq.StepTime(p), bf16.StepTime(p); float64(q) < 1.1*float64(f) || float64(q) > 1.3*float64(f) {
+			t.Errorf("%s prefill: GPTQ %v vs bf16 %v, want 1.1–1.3× slower (Marlin)", gpu, q, f)
 		}
 	}
 	// An FP8 checkpoint uses FP8 tensor cores where they exist.
 	fp8 := func(d *Deployment) { d.Model.Quantization = Quantization{Method: "fp8"} }
 	h100, h100fp8 := roofline(t, "Llama-3-8B", "H100", nil), roofline(t, "Llama-3-8B", "H100", fp8)
-	if a, b := h100fp8.Breakdown(prefillStep(4096)).Compute, h100.Breakdown(prefillStep(4096)).Compute; float64(a) > 0.6*float64(b) {
+	// FP8 GEMMs reach 70.9% of a doubled peak against BF16's 80.3%.
+	if a, b := h100fp8.Breakdown(prefillStep(4096)).Compute, h100.Breakdown(prefillStep(4096)).Compute; float64(a) > 0.65*float64(b) {
 		t.Errorf("H100 FP8 prefill compute %v, want well under bf16's %v", a, b)
 	}
 	a100, a100fp8 := roofline(t, "Llama-3-8B", "A100-80GB", nil), roofline(t, "Llama-3-8B", "A100-80GB", fp8)
-	if a, b := a100fp8.Breakdown(prefillStep(4096)).Compute, a100.Breakdown(prefillStep(4096)).Compute; math.Abs(float64(a-b)) > 0.01*float64(b) {
-		t.Errorf("A100 (no FP8 units) FP8 prefill compute %v, want bf16's %v", a, b)
+	// Without FP8 units vLLM runs FP8 Marlin (W8A16) at the BF16 peak.
+	if a, b := a100fp8.Breakdown(prefillStep(4096)).Compute, a100.Breakdown(prefillStep(4096)).Compute; a < b || float64(a) > 1.3*float64(b) {
+		t.Errorf("A100 (no FP8 units) FP8 prefill compute %v, want bf16's %v slowed by Marlin", a, b)
 	}
 }
 

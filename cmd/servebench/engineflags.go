@@ -52,6 +52,11 @@ type engineFlags struct {
 	hostOverhead         bool
 	noAsyncOutputProc    bool
 
+	// calibrationPath is --calibration; calibration is the file, loaded
+	// by build (calibrate.go).
+	calibrationPath string
+	calibration     *perf.Calibration
+
 	// resolved is build's full result: the release profile and memory
 	// profile besides what build returns.
 	resolved *vllm.Resolved
@@ -83,6 +88,7 @@ func (f *engineFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.enforceEager, "enforce-eager", false, "always use eager-mode PyTorch (no CUDA graphs: slower steps, more KV memory)")
 	fs.StringVar(&f.kvCacheDType, "kv-cache-dtype", "auto", "KV cache data type: auto, fp8, fp8_e4m3, fp8_e5m2")
 	fs.BoolVar(&f.expertParallel, "enable-expert-parallel", false, "MoE models: place whole experts on the tensor-parallel GPUs (EP size = TP) instead of slicing each expert")
+	fs.StringVar(&f.calibrationPath, "calibration", "", "calibration YAML written by servebench calibrate for this model and GPU: scales the step-time model to measured runs")
 	fs.BoolVar(&f.legacyRequeueOrder, "legacy-requeue-order", false, "v0 chunked prefill: vLLM ≤0.5.4's running-queue order (new prefills first), before PR #7874 (default: on for 0.5.4 and 0.5.5, where PR #6867 introduced it)")
 	// vLLM's -tp / -pp are two-letter single-dash flags pflag cannot
 	// express; vllmArgs rewrites them to these hidden long forms.
@@ -167,6 +173,9 @@ func (f *engineFlags) build() (perf.Deployment, perf.Capacity, engine.Config, pe
 	if err != nil {
 		return fail(err)
 	}
+	if gpu, err = f.applyCalibration(gpu); err != nil {
+		return fail(err)
+	}
 	o := vllm.Options{
 		TensorParallel: f.tensorParallel, PipelineParallel: f.pipelineParallel,
 		MaxModelLen: f.maxModelLen, MaxNumSeqs: f.maxNumSeqs, MaxNumBatchedTokens: f.maxNumBatchedTokens,
@@ -208,6 +217,9 @@ func (f *engineFlags) build() (perf.Deployment, perf.Capacity, engine.Config, pe
 			err = withTensorParallelFlag(err, r.Deployment.MaxModelLen)
 		}
 		return fail(err)
+	}
+	if f.calibration != nil {
+		r.StepModel = f.calibration.Parameters.WrapStepModel(r.StepModel)
 	}
 	f.resolved = r
 	return r.Deployment, r.Capacity, r.Engine, r.StepModel, nil

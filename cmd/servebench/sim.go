@@ -186,6 +186,7 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 		if shard != nil && !shard.shard.Owns(r.Index) {
 			return nil
 		}
+		addRequestOverhead(r, f.engine.calibration)
 		_ = recorder.Add(r)
 		return nil
 	}
@@ -216,6 +217,7 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 	}
 	result := &report.Result{Info: info, Summary: summary, Records: recorder.Records(),
 		Extra: []report.Section{extra}}
+	result.Extra = append(result.Extra, calibrationSections(f.engine.calibration)...)
 	if err := report.WriteText(out, result); err != nil {
 		return err
 	}

@@ -1,0 +1,204 @@
+package perf
+
+import "math"
+
+// Efficiency tables: the fraction of a GPU's peak that vLLM's kernels
+// attain, by GPU family, by tokens per step, by context length and by
+// quantization kernel. doc.go ("Efficiency tables") cites the measurement
+// behind every number and marks each assumption.
+
+// EfficiencyScale multiplies the attained efficiencies of a GPU: the
+// factors a calibration fits. Zero means 1 (no change).
+type EfficiencyScale struct {
+	// Compute scales the fraction of peak FLOP/s reached by GEMMs and
+	// attention (it sets prefill time).
+	Compute float64
+	// Bandwidth scales the fraction of peak memory bandwidth reached when
+	// streaming weights and KV (it sets decode time).
+	Bandwidth float64
+}
+
+func (s EfficiencyScale) compute() float64   { return orOne(s.Compute) }
+func (s EfficiencyScale) bandwidth() float64 { return orOne(s.Bandwidth) }
+
+func orOne(v float64) float64 {
+	if v == 0 {
+		return 1
+	}
+	return v
+}
+
+// curvePoint is one measured (x, relative efficiency) pair; curves are
+// interpolated linearly in log2(x) and held flat outside the measured range.
+type curvePoint struct{ x, y float64 }
+
+// gemmTokenCurve: dense BF16 GEMM throughput on H100 (XLA's measured matmul
+// table, sm_90, b=1, n=k=4096) at M = tokens in the step, relative to
+// M = 4096: 412.0, 738.5 and 783.3 TFLOP/s at M = 256, 1024, 4096.
+// Below M = 256 it is held at the M = 256 value. It applies to steps with
+// a prefill; decode-only steps are bound by streaming the weights, which
+// the roofline's memory term times, and take the saturated rate.
+var gemmTokenCurve = []curvePoint{{256, 0.526}, {1024, 0.943}, {4096, 1}}
+
+// attentionContextCurve: FlashAttention-3 forward throughput on H100 (head
+// dim 128, pytorch/benchmark PR #2391) by sequence length, relative to 16k:
+// 430.3, 517.1, 565.5, 590.2, 614.2, 620.7 TFLOP/s at 512 … 16k. Longer
+// contexts (to 128k) are held at the 16k value [assumption: the kernel is
+// saturated by then].
+var attentionContextCurve = []curvePoint{{512, 0.693}, {1024, 0.833}, {2048, 0.911}, {4096, 0.951}, {8192, 0.990}, {16384, 1}}
+
+func interpolateLog2(curve []curvePoint, x float64) float64 {
+	if x <= curve[0].x {
+		return curve[0].y
+	}
+	last := curve[len(curve)-1]
+	if x >= last.x {
+		return last.y
+	}
+	for i := 1; i < len(curve); i++ {
+		if hi := curve[i]; x <= hi.x {
+			lo := curve[i-1]
+			f := math.Log2(x/lo.x) / math.Log2(hi.x/lo.x)
+			return lo.y + f*(hi.y-lo.y)
+		}
+	}
+	return last.y
+}
+
+// familyEfficiency is what one GPU family's kernels attain at saturation.
+type familyEfficiency struct {
+	gemm      float64 // dense BF16 GEMM, fraction of the BF16 peak
+	fp8GEMM   float64 // dense FP8 GEMM, fraction of the FP8 peak
+	attention float64 // FlashAttention forward at long context, fraction of the BF16 peak
+}
+
+// gpuFamilyEfficiency is keyed by catalog GPU name. GPUs described by a
+// YAML file are not in it and keep their flat mfu/mbu.
+var gpuFamilyEfficiency = map[string]familyEfficiency{
+	"H100-SXM":  {gemm: 0.803, fp8GEMM: 0.709, attention: 0.628},
+	"H200":      {gemm: 0.803, fp8GEMM: 0.734, attention: 0.628},
+	"H20":       {gemm: 0.803, fp8GEMM: 0.709, attention: 0.628},
+	"B200":      {gemm: 0.776, fp8GEMM: 0.763, attention: 0.776 * hopperAttentionToGEMM},
+	"A100-80GB": {gemm: 0.869, attention: 0.73},
+	"A100-40GB": {gemm: 0.869, attention: 0.73},
+	"MI300X":    {gemm: 0.514, fp8GEMM: 0.514, attention: 0.514 * hopperAttentionToGEMM},
+	// No public matmul measurement for these parts: the catalog's MFU
+	// (doc.go) stands for the GEMM rate.
+	"A10":      {gemm: 0.50, attention: 0.50 * ampereAttentionToGEMM},
+	"L4":       {gemm: 0.45, fp8GEMM: 0.45 * hopperFP8ToBF16, attention: 0.45 * ampereAttentionToGEMM},
+	"L40S":     {gemm: 0.45, fp8GEMM: 0.45 * hopperFP8ToBF16, attention: 0.45 * ampereAttentionToGEMM},
+	"RTX-4090": {gemm: 0.55, fp8GEMM: 0.55 * hopperFP8ToBF16, attention: 0.55 * ampereAttentionToGEMM},
+}
+
+// Ratios used where a family lacks its own measurement (doc.go).
+const (
+	hopperAttentionToGEMM = 0.628 / 0.803 // FA3 vs cuBLAS on H100
+	ampereAttentionToGEMM = 0.73 / 0.869  // FA2 vs cuBLAS on A100
+	hopperFP8ToBF16       = 0.709 / 0.803 // FP8 vs BF16 GEMM on H100
+)
+
+// QuantKernel names the GEMM kernel vLLM runs for a checkpoint's linear
+// layers on a GPU.
+type QuantKernel string
+
+const (
+	KernelDense   QuantKernel = "dense"    // BF16/FP16 cuBLAS
+	KernelMarlin  QuantKernel = "marlin"   // GPTQ/AWQ W4A16, and FP8 W8A16 without FP8 units
+	KernelExLlama QuantKernel = "exllama"  // GPTQ W4A16 where Marlin does not run (ROCm)
+	KernelFP8     QuantKernel = "fp8-w8a8" // FP8 weights and activations on FP8 tensor cores
+)
+
+// QuantKernelFor is the kernel vLLM picks: gptq_marlin/awq_marlin on
+// NVIDIA GPUs of compute capability ≥ 8.0 (every catalog NVIDIA part),
+// ExLlama on ROCm, W8A8 FP8 on GPUs with FP8 units and FP8 Marlin
+// (W8A16) on the others.
+func QuantKernelFor(m Model, g GPU) QuantKernel {
+	rocm := g.Name == "MI300X"
+	switch m.Quantization.Method {
+	case "gptq", "awq":
+		if rocm {
+			return KernelExLlama
+		}
+		return KernelMarlin
+	case "fp8":
+		if g.FP8FLOPS > 0 {
+			return KernelFP8
+		}
+		return KernelMarlin
+	}
+	return KernelDense
+}
+
+// kernelPrefillFactor is the kernel's large-M GEMM rate relative to the
+// dense kernel at the same peak: Marlin's prefill took 12.2 s where
+// ExLlamaV2, which dequantizes and calls cuBLAS at large M, took 9.68 s
+// (Llama-70B 4-bit on A100, 1k context, batch 16).
+func kernelPrefillFactor(k QuantKernel) float64 {
+	if k == KernelMarlin {
+		return 9.68 / 12.2
+	}
+	return 1
+}
+
+// exllamaDecodeCurve is ExLlamaV2's attained weight bandwidth relative to
+// an ideal kernel, by tokens per step: close to ideal at batch 1 (Marlin
+// README: prior kernels reach the ideal 3.87× at batch 1–2), and half of
+// Marlin's at batch 16 (38.57 s vs 79.7 s of decode in the same run as
+// above). Marlin itself stays ideal up to batch 16–32.
+var exllamaDecodeCurve = []curvePoint{{1, 1}, {16, 38.57 / 79.7}}
+
+// tableEfficiency is what the roofline reads for one deployment.
+type tableEfficiency struct {
+	prefill, decode, attention float64 // saturated fractions of the GEMM / BF16 peaks
+	tokenCurve                 bool
+	kernel                     QuantKernel
+}
+
+// efficiencyFor looks up the tables for a GPU and model; a GPU outside the
+// catalog keeps its flat MFU (no token or context curve).
+func efficiencyFor(g GPU, m Model) tableEfficiency {
+	k := QuantKernelFor(m, g)
+	fam, ok := gpuFamilyEfficiency[g.Name]
+	if !ok || !isCatalogGPU(g) {
+		f := kernelPrefillFactor(k)
+		return tableEfficiency{prefill: g.MFUPrefill * f, decode: g.MFUDecode * f, attention: g.MFUPrefill, kernel: k}
+	}
+	gemm := fam.gemm
+	if k == KernelFP8 && fam.fp8GEMM > 0 {
+		gemm = fam.fp8GEMM
+	}
+	gemm *= kernelPrefillFactor(k)
+	return tableEfficiency{prefill: gemm, decode: gemm, attention: fam.attention, tokenCurve: true, kernel: k}
+}
+
+// isCatalogGPU reports whether g is the catalog's GPU of that name (a YAML
+// file may reuse a name with other numbers).
+func isCatalogGPU(g GPU) bool {
+	c, err := LookupGPU(g.Name)
+	return err == nil && c.BF16FLOPS == g.BF16FLOPS && c.MemoryBandwidth == g.MemoryBandwidth
+}
+
+// gemmShape is the token curve for a step of n tokens (1 without tables).
+func (t tableEfficiency) gemmShape(n float64) float64 {
+	if !t.tokenCurve {
+		return 1
+	}
+	return interpolateLog2(gemmTokenCurve, n)
+}
+
+// attentionShape is the context curve at a mean of ctx keys per query.
+func (t tableEfficiency) attentionShape(ctx float64) float64 {
+	if !t.tokenCurve {
+		return 1
+	}
+	return interpolateLog2(attentionContextCurve, ctx)
+}
+
+// weightStreamFactor is the fraction of the ideal weight bandwidth the
+// kernel reaches at n tokens per step.
+func (t tableEfficiency) weightStreamFactor(n float64) float64 {
+	if t.kernel != KernelExLlama {
+		return 1
+	}
+	return interpolateLog2(exllamaDecodeCurve, n)
+}
