@@ -37,6 +37,11 @@ type Deployment struct {
 	// MaxModelLen above the model's derived length is accepted (vLLM then
 	// only warns). The caller reads the environment, not this package.
 	AllowLongMaxModelLen bool
+	// NonTorchBytes and NonTorchMultiGPUBytes, when positive, replace
+	// perf's estimate of the non-torch memory the profile run sees on one
+	// GPU and with TP·PP > 1; how vLLM counts it changed between releases
+	// (package vllm sets them per release).
+	NonTorchBytes, NonTorchMultiGPUBytes int64
 }
 
 // DefaultDeployment is m on one g with vLLM's defaults, including the
@@ -397,6 +402,19 @@ func (d Deployment) activationPeakBytes() int64 {
 }
 
 func (d Deployment) nonTorchBytes() int64 {
+	override := d.NonTorchBytes
+	if d.TensorParallel*d.PipelineParallel > 1 {
+		override = d.NonTorchMultiGPUBytes
+	}
+	if override > 0 {
+		return override
+	}
+	return d.runtimeBytes()
+}
+
+// runtimeBytes is perf's estimate of the memory the CUDA runtime,
+// workspaces and NCCL occupy on each GPU.
+func (d Deployment) runtimeBytes() int64 {
 	if d.TensorParallel*d.PipelineParallel > 1 {
 		return nonTorchBytesMultiGPU
 	}
@@ -472,14 +490,17 @@ func (d Deployment) capacity() (Capacity, error) {
 	// vLLM would die loading the weights (CUDA out of memory) and its
 	// cache error would advise raising gpu_memory_utilization, which cannot
 	// help when the weights and the runtime's own memory exceed the GPU.
-	if need := c.WeightBytes + c.NonTorchBytes; need > r.GPU.MemoryBytes {
+	// The runtime occupies the GPU however a release's profile counts it
+	// (NonTorchBytes), so this physical check keeps perf's own estimate.
+	runtime := r.runtimeBytes()
+	if need := c.WeightBytes + runtime; need > r.GPU.MemoryBytes {
 		per := "one"
 		if n := r.TensorParallel * r.PipelineParallel; n > 1 {
 			per = fmt.Sprintf("each of %d", n)
 		}
 		return c, startupError(ReasonWeightsExceedGPU,
 			"Model weights need %.2f GiB per GPU, more than %s %s holds (%.2f GiB, of which %.2f GiB go to the CUDA runtime); raising gpu_memory_utilization cannot help.",
-			float64(c.WeightBytes)/gib, per, r.GPU.Name, float64(r.GPU.MemoryBytes)/gib, float64(c.NonTorchBytes)/gib)
+			float64(c.WeightBytes)/gib, per, r.GPU.Name, float64(r.GPU.MemoryBytes)/gib, float64(runtime)/gib)
 	}
 	blocks := math.Floor(available / float64(c.BlockBytes))
 

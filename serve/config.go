@@ -40,8 +40,9 @@ type Config struct {
 	OutputLen OutputLenDist
 	// Faults injects failures for testing clients.
 	Faults Faults
-	// APIKey, when set, is required as "Authorization: Bearer KEY" on /v1/*,
-	// as vLLM's --api-key.
+	// APIKey, when set, is required as "Authorization: Bearer KEY" on every
+	// endpoint but /health, /version and /metrics, as newer vLLM's
+	// --api-key (0.8 guarded /v1/* only).
 	APIKey string
 	// ErrorStyle is the JSON shape of error bodies ("" → nested).
 	ErrorStyle ErrorStyle

@@ -11,6 +11,7 @@ import (
 
 	"github.com/servebench/servebench/engine"
 	"github.com/servebench/servebench/internal/jsonenc"
+	"github.com/servebench/servebench/tokenizer"
 )
 
 // response holds what every chunk of one request repeats.
@@ -54,9 +55,9 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 			return
 		}
 	} else {
-		var err error
-		if ids, err = s.tok.Encode(r.Context(), g.promptText); err != nil {
-			writeAPIError(w, badParam("prompt", "Could not tokenize the prompt: %v", err), style)
+		var e *apiError
+		if ids, e = s.encodePrompt(r.Context(), g.promptText, g.maxTokens); e != nil {
+			writeAPIError(w, e, style)
 			return
 		}
 	}
@@ -98,6 +99,28 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	}
 }
 
+// promptTokenCap is how far a prompt is tokenized: twice max_model_len.
+// vLLM tokenizes first and checks the length after, so one 8 MB prompt
+// cost it (and cost servebench) a gigabyte and seconds of CPU. Here a
+// prompt whose length alone proves it over the cap is refused before
+// encoding, and encoding stops at the first token past the cap. Up to the
+// cap the count is exact, so vLLM's error text comes out unchanged for
+// prompts that are a little too long; beyond it the text says "at least".
+func (s *Server) promptTokenCap() int { return 2 * s.cfg.Engine.MaxModelLen }
+
+// encodePrompt tokenizes a prompt, at most to promptTokenCap.
+func (s *Server) encodePrompt(ctx context.Context, text string, maxTokens int) ([]int, *apiError) {
+	ids, err := tokenizer.EncodeLimit(ctx, s.tok, text, s.promptTokenCap())
+	var tooLong *tokenizer.LimitError
+	switch {
+	case errors.As(err, &tooLong):
+		return nil, s.lengthError(tooLong.AtLeast, true, maxTokens)
+	case err != nil:
+		return nil, badParam("prompt", "Could not tokenize the prompt: %v", err)
+	}
+	return ids, nil
+}
+
 // checkLength applies vLLM's OpenAI-layer context check (serving_engine
 // _validate_input) and returns how many tokens the request may generate.
 func (s *Server) checkLength(promptLen, maxTokens int) (limit int, unlimited bool, _ *apiError) {
@@ -107,14 +130,29 @@ func (s *Server) checkLength(promptLen, maxTokens int) (limit int, unlimited boo
 	}
 	if maxTokens == 0 {
 		if promptLen >= maxLen {
-			return 0, false, badRequest("This model's maximum context length is %d tokens. However, you requested %d tokens in the messages, Please reduce the length of the messages.", maxLen, promptLen)
+			return 0, false, s.lengthError(promptLen, false, maxTokens)
 		}
 		return maxLen - promptLen, true, nil
 	}
 	if promptLen+maxTokens > maxLen {
-		return 0, false, badRequest("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.", maxLen, promptLen+maxTokens, promptLen, maxTokens)
+		return 0, false, s.lengthError(promptLen, false, maxTokens)
 	}
 	return maxTokens, false, nil
+}
+
+// lengthError is vLLM's context-length message; atLeast marks a prompt
+// whose count is a lower bound because encoding stopped early.
+func (s *Server) lengthError(promptLen int, atLeast bool, maxTokens int) *apiError {
+	maxLen := s.cfg.Engine.MaxModelLen
+	qualifier := ""
+	if atLeast {
+		qualifier = "at least "
+	}
+	if maxTokens == 0 {
+		return badRequest("This model's maximum context length is %d tokens. However, you requested %s%d tokens in the messages, Please reduce the length of the messages.", maxLen, qualifier, promptLen)
+	}
+	return badRequest("This model's maximum context length is %d tokens. However, you requested %s%d tokens (%s%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
+		maxLen, qualifier, promptLen+maxTokens, qualifier, promptLen, maxTokens)
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {

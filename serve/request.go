@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 )
@@ -61,7 +60,14 @@ const completionsDefaultMaxTokens = 16 // vLLM's CompletionRequest default, as O
 // decodeBody reads a JSON object from r's body, bounded by limit. A body over
 // the limit is a 413; malformed JSON and wrong types are 400s naming the field.
 func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, into any) *apiError {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	// Reading into a buffer of the announced size, rather than growing one,
+	// keeps a large body from costing twice its size.
+	var buf bytes.Buffer
+	if r.ContentLength > 0 && r.ContentLength <= limit {
+		buf.Grow(int(r.ContentLength) + bytes.MinRead)
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
+	body := buf.Bytes()
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -249,7 +255,13 @@ func parsePrompt(m json.RawMessage, g *genRequest) *apiError {
 		g.promptText = text
 		return nil
 	}
+	// Unmarshal appends into the capacity it is given: sized from the
+	// commas, a long ID array costs its final size once, not a doubling
+	// series of copies.
 	var ids []int
+	if inner := bytes.TrimLeft(bytes.TrimSpace(m)[1:], " \t\r\n"); len(inner) > 0 && (inner[0] == '-' || '0' <= inner[0] && inner[0] <= '9') {
+		ids = make([]int, 0, bytes.Count(m, []byte{','})+1)
+	}
 	if err := json.Unmarshal(m, &ids); err == nil {
 		g.promptIDs, g.hasPromptIDs = ids, true
 		return nil

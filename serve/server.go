@@ -2,6 +2,8 @@ package serve
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +12,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -321,17 +324,34 @@ func (f *inflight) idle() <-chan struct{} {
 	return f.zero
 }
 
-// requireAPIKey is vLLM's --api-key middleware: only /v1 paths need the
-// key, and a wrong or missing key gets {"error":"Unauthorized"}.
+// publicPaths answer without the API key: probes and scrapers, as in
+// vLLM's PUBLIC_ENDPOINTS.
+var publicPaths = map[string]bool{"/health": true, "/version": true, "/metrics": true}
+
+// requireAPIKey is vLLM's --api-key middleware: a missing or wrong key gets
+// {"error":"Unauthorized"}, the scheme is matched case-insensitively, and
+// the key is compared in constant time (through SHA-256, so not even its
+// length leaks). vLLM 0.8 guards only /v1 paths, leaving /tokenize,
+// /detokenize and /reset_prefix_cache open; newer vLLM guards every route
+// but the public ones, and so does this server: /tokenize does real work.
 func requireAPIKey(key string, next http.Handler) http.Handler {
-	want := "Bearer " + key
+	want := sha256.Sum256([]byte(key))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodOptions && len(r.URL.Path) >= 3 && r.URL.Path[:3] == "/v1" && r.Header.Get("Authorization") != want {
+		if r.Method != http.MethodOptions && !publicPaths[r.URL.Path] && !bearerMatches(r.Header.Get("Authorization"), want) {
 			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "Unauthorized"})
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+func bearerMatches(header string, want [sha256.Size]byte) bool {
+	scheme, token, _ := strings.Cut(header, " ")
+	if !strings.EqualFold(scheme, "bearer") {
+		return false
+	}
+	got := sha256.Sum256([]byte(token))
+	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
 }
 
 // writeDetail is FastAPI's body for routing errors.
@@ -460,8 +480,17 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, badParam("prompt", "Field required: 'prompt' (or 'messages')."), s.cfg.ErrorStyle)
 		return
 	}
-	ids, err := s.tok.Encode(r.Context(), text)
-	if err != nil {
+	// vLLM's /tokenize counts any length; this one stops where generation
+	// does (promptTokenCap), so that a huge text costs no more here than a
+	// prompt the server could ever accept.
+	ids, err := tokenizer.EncodeLimit(r.Context(), s.tok, text, s.promptTokenCap())
+	var tooLong *tokenizer.LimitError
+	switch {
+	case errors.As(err, &tooLong):
+		writeAPIError(w, badParam("prompt", "The prompt needs at least %d tokens; /tokenize counts up to %d (twice this model's maximum context length of %d tokens).",
+			tooLong.AtLeast, tooLong.Limit, s.cfg.Engine.MaxModelLen), s.cfg.ErrorStyle)
+		return
+	case err != nil:
 		writeAPIError(w, badParam("prompt", "Could not tokenize the prompt: %v", err), s.cfg.ErrorStyle)
 		return
 	}

@@ -141,24 +141,41 @@ func TestTokenizeDetokenize(t *testing.T) {
 	}
 }
 
+// TestAPIKey: every endpoint but the probes needs the key when one is set,
+// /tokenize included (issue 9: it tokenized megabytes for anyone).
 func TestAPIKey(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.APIKey = "sekret"
 	r := startServer(t, cfg)
 	c := testClient(t)
-	body := `{"prompt":"hi","max_tokens":1}`
-	if status, _, b := do(t, c, "POST", r.URL()+"/v1/completions", body); status != 401 || string(b) != `{"error":"Unauthorized"}` {
-		t.Errorf("no key: %d %s", status, b)
-	}
-	if status, _, _ := do(t, c, "POST", r.URL()+"/v1/completions", body, "Authorization", "Bearer wrong"); status != 401 {
-		t.Errorf("wrong key: %d", status)
-	}
-	if status, _, b := do(t, c, "POST", r.URL()+"/v1/completions", body, "Authorization", "Bearer sekret"); status != 200 {
-		t.Errorf("right key: %d %s", status, b)
-	}
-	// As in vLLM, only /v1 paths need the key.
-	if status, _, _ := do(t, c, "GET", r.URL()+"/health", ""); status != 200 {
-		t.Errorf("/health without key: %d", status)
+	completion := `{"prompt":"hi","max_tokens":1}`
+	for _, tc := range []struct {
+		name, method, path, body string
+		header                   []string
+		status                   int
+	}{
+		{"no key", "POST", "/v1/completions", completion, nil, 401},
+		{"wrong key", "POST", "/v1/completions", completion, []string{"Authorization", "Bearer wrong"}, 401},
+		{"key prefix", "POST", "/v1/completions", completion, []string{"Authorization", "Bearer sekre"}, 401},
+		{"no scheme", "POST", "/v1/completions", completion, []string{"Authorization", "sekret"}, 401},
+		{"right key", "POST", "/v1/completions", completion, []string{"Authorization", "Bearer sekret"}, 200},
+		{"scheme in lower case", "POST", "/v1/completions", completion, []string{"Authorization", "bearer sekret"}, 200},
+		{"tokenize without key", "POST", "/tokenize", `{"prompt":"hi"}`, nil, 401},
+		{"tokenize with key", "POST", "/tokenize", `{"prompt":"hi"}`, []string{"Authorization", "Bearer sekret"}, 200},
+		{"detokenize without key", "POST", "/detokenize", `{"tokens":[1]}`, nil, 401},
+		{"reset_prefix_cache without key", "POST", "/reset_prefix_cache", "", nil, 401},
+		{"models without key", "GET", "/v1/models", "", nil, 401},
+		{"health is public", "GET", "/health", "", nil, 200},
+		{"version is public", "GET", "/version", "", nil, 200},
+		{"metrics are public", "GET", "/metrics", "", nil, 200},
+	} {
+		status, _, b := do(t, c, tc.method, r.URL()+tc.path, tc.body, tc.header...)
+		if status != tc.status {
+			t.Errorf("%s: %s %s = %d %s, want %d", tc.name, tc.method, tc.path, status, b, tc.status)
+		}
+		if status == 401 && string(b) != `{"error":"Unauthorized"}` {
+			t.Errorf("%s: body %s", tc.name, b)
+		}
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 // Running is a started server: the step loop and an HTTP listener.
 type Running struct {
 	*Server
+	addr      net.Addr
 	url       string
 	hs        *http.Server
 	stopLoop  context.CancelFunc
@@ -43,6 +44,7 @@ func Start(ctx context.Context, cfg Config, addr string) (*Running, error) {
 	loopCtx, stopLoop := context.WithCancel(context.WithoutCancel(ctx))
 	r := &Running{
 		Server:    s,
+		addr:      ln.Addr(),
 		url:       "http://" + ln.Addr().String(),
 		stopLoop:  stopLoop,
 		runDone:   make(chan struct{}),
@@ -65,6 +67,17 @@ func Start(ctx context.Context, cfg Config, addr string) (*Running, error) {
 
 // URL is the server's base URL, e.g. "http://127.0.0.1:40123".
 func (r *Running) URL() string { return r.url }
+
+// Addr is the address the server listens on.
+func (r *Running) Addr() net.Addr { return r.addr }
+
+// IsLoopback reports whether a listener on addr accepts connections from
+// this host only. The unspecified address (0.0.0.0, ::) listens on every
+// interface, so it is not loopback.
+func IsLoopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}
 
 // Close stops accepting connections, lets in-flight requests finish for up
 // to Config.ShutdownGrace, then ends the rest (streams get an error event),

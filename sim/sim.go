@@ -71,6 +71,9 @@ type Result struct {
 	// Err is the engine's terminal failure (engine.ErrNoSwapSpace), if any;
 	// every request still in the engine then failed with it.
 	Err error
+	// HostBoundSteps counts the steps whose duration host (CPU) work
+	// decided rather than the GPU; only a HostAwareModel reports them.
+	HostBoundSteps int64
 }
 
 // Maxima are the largest engine gauges seen after any scheduling step (the
@@ -124,10 +127,18 @@ func Run(ctx context.Context, cfg Config, reqs []workload.Request, emit func(*me
 		v1:      cfg.Engine.Version == engine.V1,
 		stride:  1,
 	}
+	r.host, _ = cfg.Model.(HostAwareModel)
 	if err := r.run(ctx); err != nil {
 		return nil, err
 	}
 	return r.result(), nil
+}
+
+// HostAwareModel is a step model that also says whether host (CPU) work,
+// not the GPU, set a step's duration (vllm.HostStepModel).
+type HostAwareModel interface {
+	perf.StepModel
+	StepTimeHost(s perf.StepShape) (time.Duration, bool)
 }
 
 type runner struct {
@@ -164,6 +175,9 @@ type runner struct {
 	hitQ, hitH       int64
 
 	runErr error
+
+	host      HostAwareModel // cfg.Model when it is one
+	hostBound int64
 
 	// Recycled records and ITL slices (Config.ReuseRecords).
 	freeRecs []*metrics.Record
@@ -247,7 +261,7 @@ func (r *runner) run(ctx context.Context) error {
 			return fmt.Errorf("sim: engine stalled at virtual time %v with %d running, %d waiting, %d swapped and no step to run (an engine bug)",
 				r.now-r.start, s.Running, s.Waiting, s.Swapped)
 		}
-		r.advance(r.now + max(r.cfg.Model.StepTime(st.Shape), 0))
+		r.advance(r.now + max(r.stepTime(st.Shape), 0))
 		outs := r.eng.Complete(st)
 		for i := range outs {
 			if err := r.output(&outs[i]); err != nil {
@@ -269,6 +283,17 @@ func (r *runner) advance(t time.Duration) {
 		}
 	}
 	r.now = t
+}
+
+func (r *runner) stepTime(s perf.StepShape) time.Duration {
+	if r.host == nil {
+		return r.cfg.Model.StepTime(s)
+	}
+	d, hostBound := r.host.StepTimeHost(s)
+	if hostBound {
+		r.hostBound++
+	}
+	return d
 }
 
 func (r *runner) full() bool {
@@ -463,13 +488,14 @@ func (r *runner) takeSample(at time.Duration) {
 func (r *runner) result() *Result {
 	s := r.eng.Stats()
 	res := &Result{
-		Duration:    r.end - r.start,
-		Steps:       s.Steps,
-		Preemptions: s.Preemptions,
-		Samples:     r.samples,
-		Engine:      s,
-		Max:         r.maxima,
-		Err:         r.runErr,
+		Duration:       r.end - r.start,
+		Steps:          s.Steps,
+		Preemptions:    s.Preemptions,
+		Samples:        r.samples,
+		Engine:         s,
+		Max:            r.maxima,
+		Err:            r.runErr,
+		HostBoundSteps: r.hostBound,
 	}
 	if r.gapCount > 0 {
 		res.MeanStepGap = r.gapSum / time.Duration(r.gapCount)

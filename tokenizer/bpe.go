@@ -50,6 +50,16 @@ type bpeModel struct {
 	assigned   []bool
 	vocabSize  int
 	specialIDs []int
+
+	// maxTokenBytes is the longest token's byte length (ordinary and added
+	// tokens). With pieceBound, every byte of a piece ends up in a token
+	// of at most that length, so a piece of n bytes needs at least
+	// n/maxTokenBytes tokens; it fails when bytes can be dropped or fused
+	// into one unknown token. textBound extends that to the raw text: no
+	// normalizer, no pre-tokenizer step and no stripping added token can
+	// remove bytes before BPE sees them.
+	maxTokenBytes         int
+	pieceBound, textBound bool
 }
 
 // finish derives vocabSize and specialIDs: every unassigned ID below
@@ -57,6 +67,14 @@ type bpeModel struct {
 // [0, VocabSize) minus SpecialIDs always decodes.
 func (m *bpeModel) finish(special map[int]bool) {
 	m.vocabSize = len(m.tokenBytes)
+	m.maxTokenBytes = 1
+	for id, b := range m.tokenBytes {
+		if m.assigned[id] {
+			m.maxTokenBytes = max(m.maxTokenBytes, len(b))
+		}
+	}
+	m.pieceBound = !slices.Contains(m.byteIDs[:], -1)
+	m.textBound = m.pieceBound && m.normalize == nil && preservesText(m.pre) && !m.added.strips()
 	m.specialIDs = m.specialIDs[:0]
 	for id := range m.vocabSize {
 		if special[id] || !m.assigned[id] {
@@ -74,26 +92,76 @@ func (m *bpeModel) SpecialIDs() []int { return slices.Clone(m.specialIDs) }
 // pre-tokenizes and BPE-encodes the text between them. Invalid UTF-8 is
 // first replaced the way Python decodes bytes with errors="replace".
 func (m *bpeModel) Encode(ctx context.Context, text string) ([]int, error) {
+	return m.encodeLimit(ctx, text, -1)
+}
+
+// maxPieceBytes caps the BPE work on one pre-tokenized piece: a longer
+// piece (a megabyte of one letter, a run of spaces) is encoded in chunks of
+// at most this many bytes, cut at rune boundaries. Merges never cross a
+// cut, so such a piece may come out a token or so per chunk longer than
+// tiktoken or HF would make it; in exchange the merge heap and symbol list
+// stay within 4,096 entries and encoding stays linear in the text. Real
+// text has no piece near this length.
+const maxPieceBytes = 4096
+
+// encodeLimit is Encode that gives up with a *LimitError as soon as the
+// text is known to need more than limit tokens; limit < 0 means no limit.
+func (m *bpeModel) encodeLimit(ctx context.Context, text string, limit int) ([]int, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("tokenizer %s: encode: %w", m.name, err)
 	}
+	// Each token covers at most maxTokenBytes bytes of the text, so a text
+	// this long cannot fit: refuse it before paying for any of it.
+	if limit >= 0 && m.textBound {
+		if atLeast := ceilDiv(len(text), m.maxTokenBytes); atLeast > limit {
+			return nil, &LimitError{Limit: limit, AtLeast: atLeast}
+		}
+	}
 	text = toValidUTF8(text)
-	ids := make([]int, 0, len(text)/4+1)
+	capacity := len(text)/4 + 1
+	if limit >= 0 {
+		capacity = min(capacity, limit+1)
+	}
+	ids := make([]int, 0, capacity)
 	var scratch mergeScratch
-	var ctxErr error
+	var stopErr error
 	pieces := 0
+	overLimit := func(atLeast int) bool {
+		if limit >= 0 && atLeast > limit {
+			stopErr = &LimitError{Limit: limit, AtLeast: atLeast}
+			return true
+		}
+		return false
+	}
 	encodePiece := func(piece string) {
-		if ctxErr != nil {
+		if stopErr != nil {
 			return
 		}
-		if pieces++; pieces%ctxCheckEvery == 0 {
-			if ctxErr = ctx.Err(); ctxErr != nil {
+		if m.pieceBound && overLimit(len(ids)+ceilDiv(len(piece), m.maxTokenBytes)) {
+			return
+		}
+		for piece != "" {
+			if pieces++; pieces%ctxCheckEvery == 0 {
+				if err := ctx.Err(); err != nil {
+					stopErr = fmt.Errorf("tokenizer %s: encode: %w", m.name, err)
+					return
+				}
+			}
+			chunk := piece
+			if len(chunk) > maxPieceBytes {
+				chunk = piece[:runeStartAtOrBefore(piece, maxPieceBytes)]
+			}
+			piece = piece[len(chunk):]
+			ids = m.appendPiece(ids, chunk, &scratch)
+			if overLimit(len(ids)) {
 				return
 			}
 		}
-		ids = m.appendPiece(ids, piece, &scratch)
 	}
 	encodeText := func(segment string) {
+		if stopErr != nil {
+			return
+		}
 		if m.normalize != nil {
 			segment = m.normalize(segment)
 		}
@@ -102,12 +170,30 @@ func (m *bpeModel) Encode(ctx context.Context, text string) ([]int, error) {
 	if m.added == nil {
 		encodeText(text)
 	} else {
-		m.added.split(text, encodeText, func(id int) { ids = append(ids, id) })
+		m.added.split(text, encodeText, func(id int) {
+			if stopErr == nil {
+				ids = append(ids, id)
+				overLimit(len(ids))
+			}
+		})
 	}
-	if ctxErr != nil {
-		return nil, fmt.Errorf("tokenizer %s: encode: %w", m.name, ctxErr)
+	if stopErr != nil {
+		return nil, stopErr
 	}
 	return ids, nil
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// runeStartAtOrBefore returns the largest i ≤ n (n < len(s)) at which a
+// rune starts, or n when none does within utf8.UTFMax bytes (invalid text).
+func runeStartAtOrBefore(s string, n int) int {
+	for i := n; i > 0 && i > n-utf8.UTFMax; i-- {
+		if utf8.RuneStart(s[i]) {
+			return i
+		}
+	}
+	return n
 }
 
 // Decode concatenates the tokens' bytes and replaces invalid UTF-8 the way
@@ -450,4 +536,20 @@ func invalidPrefixLen(s string) int {
 		n++
 	}
 	return n
+}
+
+// strips reports whether some added token absorbs the whitespace around
+// it, so that one token can stand for any number of text bytes.
+func (m *addedMatcher) strips() bool {
+	if m == nil {
+		return false
+	}
+	for _, tokens := range m.byFirstByte {
+		for _, t := range tokens {
+			if t.lstrip || t.rstrip {
+				return true
+			}
+		}
+	}
+	return false
 }

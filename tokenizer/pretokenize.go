@@ -530,3 +530,19 @@ func (wholeText) split(text string, emit func(string)) {
 		emit(text)
 	}
 }
+
+// preservesText reports whether every byte of the text reaches some piece:
+// only a Split step with the Removed behaviour drops text.
+func preservesText(p pretokenizer) bool {
+	switch p := p.(type) {
+	case regexSplitter:
+		return p.behavior != behaviorRemoved
+	case sequenceSplitter:
+		for _, stage := range p {
+			if !preservesText(stage) {
+				return false
+			}
+		}
+	}
+	return true
+}

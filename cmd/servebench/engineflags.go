@@ -1,15 +1,16 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/servebench/servebench/engine"
 	"github.com/servebench/servebench/perf"
+	"github.com/servebench/servebench/vllm"
 	"github.com/spf13/pflag"
 )
 
@@ -46,13 +47,23 @@ type engineFlags struct {
 	kvCacheDType         string
 	legacyRequeueOrder   bool
 	expertParallel       bool
+	vllmVersion          string
+	numSchedulerSteps    int
+	hostOverhead         bool
+
+	// resolved is build's full result: the release profile and memory
+	// profile besides what build returns.
+	resolved *vllm.Resolved
 }
 
 func (f *engineFlags) register(fs *pflag.FlagSet) {
 	f.fs = fs
 	fs.StringVar(&f.model, "model", defaultEngineModel, "model: a Hugging Face id found in the local HF cache (HF_HUB_CACHE, HF_HOME, ~/.cache/huggingface/hub; never downloaded), a catalog name ("+strings.Join(perf.Models(), ", ")+"), or the path to an HF config.json or its directory")
 	fs.StringVar(&f.gpu, "gpu", defaultEngineGPU, "GPU: a catalog name ("+strings.Join(perf.GPUs(), ", ")+") or the path to a GPU YAML file")
-	fs.StringVar(&f.engineVersion, "engine", string(engine.V1), "vLLM engine generation to model: v0 (0.5/0.6 scheduler) or v1 (0.8+)")
+	fs.StringVar(&f.engineVersion, "engine", string(engine.V1), "vLLM engine generation to model: v0 or v1; without --vllm-version, shorthand for 0.5.4 (v0) or 0.8.5 (v1)")
+	fs.StringVar(&f.vllmVersion, "vllm-version", "", "vLLM release X.Y[.Z] to emulate: its defaults, flags, validation, scheduler switches and host overhead (lines "+vllm.KnownLines()+"; default: from --engine)")
+	fs.IntVar(&f.numSchedulerSteps, "num-scheduler-steps", 0, "multi-step scheduling: schedule once per this many steps (V0, vLLM ≥ 0.5.5; default 1)")
+	fs.BoolVar(&f.hostOverhead, "host-overhead", true, "model the release's CPU work (scheduling, output processing, API server) and how it overlaps the GPU; false times steps by the GPU roofline alone")
 	fs.IntVar(&f.maxModelLen, "max-model-len", 0, "model context length (default: derived from the model config)")
 	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", 0, "maximum number of sequences per iteration (default: 256; v1 on GPUs with ≥70 GiB: 1024)")
 	fs.IntVar(&f.maxNumBatchedTokens, "max-num-batched-tokens", 0, "maximum number of batched tokens per iteration (default: vLLM's for the engine version and GPU)")
@@ -70,7 +81,7 @@ func (f *engineFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.enforceEager, "enforce-eager", false, "always use eager-mode PyTorch (no CUDA graphs: slower steps, more KV memory)")
 	fs.StringVar(&f.kvCacheDType, "kv-cache-dtype", "auto", "KV cache data type: auto, fp8, fp8_e4m3, fp8_e5m2")
 	fs.BoolVar(&f.expertParallel, "enable-expert-parallel", false, "MoE models: place whole experts on the tensor-parallel GPUs (EP size = TP) instead of slicing each expert")
-	fs.BoolVar(&f.legacyRequeueOrder, "legacy-requeue-order", false, "v0 chunked prefill: vLLM ≤0.5.4's running-queue order (new prefills first), before PR #7874")
+	fs.BoolVar(&f.legacyRequeueOrder, "legacy-requeue-order", false, "v0 chunked prefill: vLLM ≤0.5.4's running-queue order (new prefills first), before PR #7874 (default: on for 0.5.x releases)")
 	// vLLM's -tp / -pp are two-letter single-dash flags pflag cannot
 	// express; vllmArgs rewrites them to these hidden long forms.
 	fs.IntVar(&f.tensorParallel, "tp", 1, "")
@@ -100,38 +111,24 @@ func vllmArgs(args []string) []string {
 
 func (f *engineFlags) changed(name string) bool { return f.fs != nil && f.fs.Changed(name) }
 
-// argparse-style choice error, as `vllm serve` prints it.
-func invalidChoice(flag, value string, choices []string) error {
-	return fmt.Errorf("argument --%s: invalid choice: %s (choose from %s)", flag, value, strings.Join(choices, ", "))
-}
-
-// build resolves vLLM's defaults for the chosen engine version and GPU and
-// checks the configuration in vLLM's order: argument choices, model and
-// cache config (perf.Deployment.Resolve), the scheduler config
-// (engine.Config.Validate), then the memory profile (perf.Deployment.Capacity).
-// Errors carry vLLM's texts.
+// build checks the flags as command-line values (signs, typed zeros,
+// argparse choices), looks up the model and GPU, and hands everything else
+// to vllm.Resolve: the release's defaults, validation texts, capacity and
+// step model. The full result stays in f.resolved.
 func (f *engineFlags) build() (perf.Deployment, perf.Capacity, engine.Config, perf.StepModel, error) {
 	fail := func(err error) (perf.Deployment, perf.Capacity, engine.Config, perf.StepModel, error) {
 		return perf.Deployment{}, perf.Capacity{}, engine.Config{}, nil, err
 	}
-	version := engine.Version(strings.ToLower(f.engineVersion))
-	if version != engine.V0 && version != engine.V1 {
-		return fail(invalidChoice("engine", "'"+f.engineVersion+"'", []string{"'v0'", "'v1'"}))
-	}
-	blockChoices := []int{8, 16, 32}
-	if version == engine.V1 {
-		blockChoices = append(blockChoices, 64, 128)
-	}
-	if !slices.Contains(blockChoices, f.blockSize) {
-		names := make([]string, len(blockChoices))
-		for i, c := range blockChoices {
-			names[i] = strconv.Itoa(c)
+	var version engine.Version
+	if f.changed("engine") || f.vllmVersion == "" {
+		version = engine.Version(strings.ToLower(f.engineVersion))
+		if version != engine.V0 && version != engine.V1 {
+			return fail(vllm.InvalidChoice("engine", "'"+f.engineVersion+"'", []string{"'v0'", "'v1'"}))
 		}
-		return fail(invalidChoice("block-size", strconv.Itoa(f.blockSize), names))
 	}
-	kvChoices := []string{"auto", "fp8", "fp8_e4m3", "fp8_e5m2"}
-	if !slices.Contains(kvChoices, f.kvCacheDType) {
-		return fail(invalidChoice("kv-cache-dtype", "'"+f.kvCacheDType+"'", quoteAll(kvChoices)))
+	profile, err := vllm.Lookup(f.vllmVersion, version)
+	if err != nil {
+		return fail(fmt.Errorf("--vllm-version: %w", err))
 	}
 	if f.tensorParallel < 1 || f.pipelineParallel < 1 {
 		return fail(fmt.Errorf("--tensor-parallel-size (%d) and --pipeline-parallel-size (%d) must be at least 1", f.tensorParallel, f.pipelineParallel))
@@ -141,17 +138,13 @@ func (f *engineFlags) build() (perf.Deployment, perf.Capacity, engine.Config, pe
 	for _, v := range []struct {
 		name string
 		n    int
-	}{{"max-model-len", f.maxModelLen}, {"max-num-seqs", f.maxNumSeqs}, {"max-num-batched-tokens", f.maxNumBatchedTokens}} {
+	}{{"max-model-len", f.maxModelLen}, {"max-num-seqs", f.maxNumSeqs}, {"max-num-batched-tokens", f.maxNumBatchedTokens}, {"num-scheduler-steps", f.numSchedulerSteps}} {
 		if v.n < 0 || (v.n == 0 && f.changed(v.name)) {
 			return fail(fmt.Errorf("--%s %d: must be at least 1; leave it unset for vLLM's default", v.name, v.n))
 		}
 	}
 	if u := f.gpuMemoryUtilization; !(u > 0 && u <= 1) {
 		return fail(fmt.Errorf("--gpu-memory-utilization %g: %s; vLLM's default is 0.9", u, perf.GPUMemoryUtilizationRange))
-	}
-	preemptionChoices := []string{"recompute", "swap"}
-	if f.preemptionMode != "" && !slices.Contains(preemptionChoices, f.preemptionMode) {
-		return fail(invalidChoice("preemption-mode", "'"+f.preemptionMode+"'", quoteAll(preemptionChoices)))
 	}
 	allowLong, err := allowLongMaxModelLen()
 	if err != nil {
@@ -172,88 +165,45 @@ func (f *engineFlags) build() (perf.Deployment, perf.Capacity, engine.Config, pe
 	if err != nil {
 		return fail(err)
 	}
-	d := perf.Deployment{
-		Model: model, GPU: gpu,
+	o := vllm.Options{
 		TensorParallel: f.tensorParallel, PipelineParallel: f.pipelineParallel,
-		KVCacheDType: f.kvCacheDType, EnforceEager: f.enforceEager,
-		GPUMemoryUtilization: f.gpuMemoryUtilization, SwapSpaceGiB: f.swapSpace,
-		BlockSize: f.blockSize, MaxNumBatchedTokens: f.maxNumBatchedTokens,
-		MaxNumSeqs: f.maxNumSeqs, MaxModelLen: f.maxModelLen, EngineVersion: string(version),
+		MaxModelLen: f.maxModelLen, MaxNumSeqs: f.maxNumSeqs, MaxNumBatchedTokens: f.maxNumBatchedTokens,
+		BlockSize: f.blockSize, GPUMemoryUtilization: f.gpuMemoryUtilization,
+		PreemptionMode: f.preemptionMode, SchedulerDelayFactor: f.schedulerDelayFactor,
+		EnforceEager: f.enforceEager, KVCacheDType: f.kvCacheDType,
 		ExpertParallel: f.expertParallel, AllowLongMaxModelLen: allowLong,
+		NumSchedulerSteps: f.numSchedulerSteps, NoHostOverhead: !f.hostOverhead,
 	}
-	if version == engine.V1 {
-		d.SwapSpaceGiB = 0 // V1 has no swap space
+	if f.changed("swap-space") {
+		o.SwapSpaceGiB = &f.swapSpace
+	}
+	if f.changed("enable-chunked-prefill") {
+		o.EnableChunkedPrefill = &f.enableChunkedPrefill
+	}
+	if f.changed("enable-prefix-caching") {
+		o.EnablePrefixCaching = &f.enablePrefixCaching
+	}
+	if f.changed("no-enable-prefix-caching") && f.noPrefixCaching {
+		off := false
+		o.EnablePrefixCaching = &off
+	}
+	if f.changed("legacy-requeue-order") {
+		o.LegacyRequeueOrder = &f.legacyRequeueOrder
 	}
 	if f.link != "" {
-		if d.Link, err = perf.LookupLink(f.link); err != nil {
+		if o.Link, err = perf.LookupLink(f.link); err != nil {
 			return fail(err)
 		}
 	}
-	resolved, err := d.Resolve()
+	r, err := vllm.Resolve(context.Background(), profile, model, gpu, o)
 	if err != nil {
-		return fail(err)
-	}
-
-	chunked := true // V1 always chunks, whatever the flag says, as vLLM 0.8+
-	if version == engine.V0 {
-		chunked = resolved.MaxModelLen > 32768
-		if f.changed("enable-chunked-prefill") {
-			chunked = f.enableChunkedPrefill
+		if r != nil {
+			err = withTensorParallelFlag(err, r.Deployment.MaxModelLen)
 		}
-		if chunked && f.maxNumBatchedTokens == 0 {
-			// vLLM 0.5.4's default budget once chunked prefill is on.
-			d.MaxNumBatchedTokens = 512
-		}
-	}
-	prefixCaching := version == engine.V1
-	if f.changed("enable-prefix-caching") {
-		prefixCaching = f.enablePrefixCaching
-	}
-	if f.changed("no-enable-prefix-caching") && f.noPrefixCaching {
-		prefixCaching = false
-	}
-	var mode engine.PreemptionMode
-	switch f.preemptionMode {
-	case "swap":
-		mode = engine.PreemptSwap
-	case "recompute":
-		mode = engine.PreemptRecompute
-	}
-	if resolved, err = d.Resolve(); err != nil {
 		return fail(err)
 	}
-	ec := engine.Config{
-		Version:              version,
-		BlockSize:            resolved.BlockSize,
-		NumGPUBlocks:         1, // placeholder until the memory profile below
-		MaxNumSeqs:           resolved.MaxNumSeqs,
-		MaxNumBatchedTokens:  resolved.MaxNumBatchedTokens,
-		MaxModelLen:          resolved.MaxModelLen,
-		EnableChunkedPrefill: chunked,
-		EnablePrefixCaching:  prefixCaching,
-		PreemptionMode:       mode,
-		SchedulerDelayFactor: f.schedulerDelayFactor,
-		LegacyRequeueOrder:   f.legacyRequeueOrder,
-	}
-	if version == engine.V0 {
-		ec.Watermark = 0.01
-	}
-	if err := ec.Validate(); err != nil {
-		return fail(err)
-	}
-	capacity, err := resolved.Capacity()
-	if err != nil {
-		return fail(withTensorParallelFlag(err, resolved.MaxModelLen))
-	}
-	ec.NumGPUBlocks, ec.NumCPUBlocks = capacity.GPUBlocks, capacity.CPUBlocks
-	if err := ec.Validate(); err != nil {
-		return fail(err)
-	}
-	stepModel, err := perf.NewRoofline(resolved)
-	if err != nil {
-		return fail(err)
-	}
-	return resolved, capacity, ec, stepModel, nil
+	f.resolved = r
+	return r.Deployment, r.Capacity, r.Engine, r.StepModel, nil
 }
 
 // lookupGPU accepts a catalog name or a path to a GPU YAML file.
@@ -266,14 +216,6 @@ func lookupGPU(nameOrPath string) (perf.GPU, error) {
 		return perf.GPU{}, fmt.Errorf("GPU file %s: no such file; pass a catalog GPU name (%s) or the path to an existing YAML file", nameOrPath, strings.Join(perf.GPUs(), ", "))
 	}
 	return perf.LookupGPU(nameOrPath)
-}
-
-func quoteAll(ss []string) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = "'" + s + "'"
-	}
-	return out
 }
 
 // withTensorParallelFlag restates perf's tensor_parallel_size advice as

@@ -77,7 +77,7 @@ Test a router against several emulated replicas:
 	fs.StringVar(&f.host, "host", "127.0.0.1", "host name to listen on")
 	fs.IntVar(&f.port, "port", 8000, "port to listen on (0 picks a free one)")
 	fs.StringSliceVar(&f.servedNames, "served-model-name", nil, "model name(s) requests use and /v1/models lists (default: --model); the first labels the metrics")
-	fs.StringVar(&f.apiKey, "api-key", "", "require this key as \"Authorization: Bearer KEY\" on /v1 endpoints")
+	fs.StringVar(&f.apiKey, "api-key", "", "require this key as \"Authorization: Bearer KEY\" on every endpoint but /health, /version and /metrics")
 	fs.Uint64Var(&f.seed, "seed", 0, "seed for generated text, output lengths and injected failures")
 	fs.StringVar(&f.tokenizer, "tokenizer", serve.DefaultTokenizer, "tokenizer counting prompt tokens: cl100k_base, o200k_base, p50k_base, r50k_base, gpt2, or a tokenizer.json path")
 	fs.StringVar(&f.outputLenDist, "output-len-dist", "max", "output length without ignore_eos: max (run to max_tokens), fixed:N, uniform:MIN:MAX or lognormal:MEAN:SIGMA; always capped by max_tokens")
@@ -128,7 +128,7 @@ func runServe(cmd *cobra.Command, f *serveFlags, args []string) error {
 	if f.port < 0 || f.port > 65535 {
 		return fmt.Errorf("--port %d: give a port between 0 and 65535", f.port)
 	}
-	stats := serve.DefaultStatsInterval(ec.Version)
+	stats := f.engine.resolved.StatsInterval
 	if cmd.Flags().Changed("stats-interval") {
 		if f.statsInterval < 0 {
 			return fmt.Errorf("--stats-interval %v: give a positive period, or 0 to disable", f.statsInterval)
@@ -162,6 +162,7 @@ func runServe(cmd *cobra.Command, f *serveFlags, args []string) error {
 		StatsInterval:             stats,
 		Logger:                    logger,
 		MaxBodyBytes:              f.maxBodyBytes,
+		Version:                   f.engine.resolved.Profile.Release.String(),
 	}
 	addr := net.JoinHostPort(f.host, strconv.Itoa(f.port))
 	running, err := serve.Start(ctx, cfg, addr)
@@ -169,8 +170,11 @@ func runServe(cmd *cobra.Command, f *serveFlags, args []string) error {
 		return err
 	}
 	logger.Info(fmt.Sprintf("servebench serve: emulating vLLM %s (engine %s) with %s on %s (TP %d, PP %d), %s",
-		emulatedVLLMVersion(ec.Version), ec.Version, deployment.Model.Name, deployment.GPU.Name,
+		f.engine.resolved.Profile.Release, ec.Version, deployment.Model.Name, deployment.GPU.Name,
 		deployment.TensorParallel, deployment.PipelineParallel, describeEngineConfig(ec, capacity.MaxNumSeqs)))
+	if warning := exposureWarning(running.Addr(), f.apiKey); warning != "" {
+		logger.Warn(warning)
+	}
 	logger.Info("Starting vLLM API server on " + running.URL())
 	<-ctx.Done()
 	logger.Info("Shutting down")
@@ -181,13 +185,6 @@ func runServe(cmd *cobra.Command, f *serveFlags, args []string) error {
 		return cause
 	}
 	return nil
-}
-
-func emulatedVLLMVersion(v engine.Version) string {
-	if v == engine.V0 {
-		return "0.5.4"
-	}
-	return "0.8.5"
 }
 
 func describeEngineConfig(ec engine.Config, maxSeqs int) string {

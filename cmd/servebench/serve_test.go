@@ -59,7 +59,7 @@ func TestServeCommand(t *testing.T) {
 	root := newRootCmd()
 	root.SetOut(io.Discard)
 	root.SetErr(&stderr)
-	root.SetArgs([]string{"serve", "Qwen/Qwen2-0.5B-Instruct", "-tp", "2", "--port", "0", "--served-model-name", "tiny,tiny-alias", "--stats-interval", "0"})
+	root.SetArgs([]string{"serve", "Qwen/Qwen2-0.5B-Instruct", "-tp", "2", "--port", "0", "--served-model-name", "tiny,tiny-alias", "--stats-interval", "0", "--vllm-version", "0.9.2"})
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()
 
@@ -100,6 +100,15 @@ func TestServeCommand(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || !strings.Contains(string(body), `"completion_tokens":3`) || !strings.Contains(string(body), `"model":"tiny-alias"`) {
 		t.Errorf("completion: %d %s", resp.StatusCode, body)
+	}
+	resp, err = c.Get(base + "/version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if want := `{"version":"0.9.2"}`; strings.TrimSpace(string(body)) != want {
+		t.Errorf("/version answered %s, want the emulated release %s", body, want)
 	}
 	cancel()
 	select {

@@ -12,9 +12,9 @@ import (
 	"github.com/servebench/servebench/engine"
 	"github.com/servebench/servebench/metrics"
 	"github.com/servebench/servebench/report"
-	"github.com/servebench/servebench/serve"
 	"github.com/servebench/servebench/sim"
 	"github.com/servebench/servebench/tokenizer"
+	"github.com/servebench/servebench/vllm"
 	"github.com/servebench/servebench/workload"
 )
 
@@ -78,7 +78,11 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 	if err != nil {
 		return err
 	}
-	for _, l := range capacity.LogLines() {
+	startup := capacity.LogLines()
+	if f.logStats {
+		startup = vllm.MemoryLines(f.engine.resolved)
+	}
+	for _, l := range startup {
 		fmt.Fprintln(errw, l)
 	}
 
@@ -131,7 +135,7 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 
 	// One meaning for 0 in sim and serve: unset takes vLLM's cadence, 0
 	// takes no samples (the printed maxima are exact either way).
-	interval := serve.DefaultStatsInterval(ec.Version)
+	interval := f.engine.resolved.StatsInterval
 	if changed("stats-interval") {
 		interval = f.statsInterval
 	}
@@ -168,7 +172,7 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 	// completion, so simulated and measured throughputs compare directly.
 	summary := recorder.Summary(recorder.LastEnd())
 	result := &report.Result{Info: info, Summary: summary, Records: recorder.Records(),
-		Extra: []report.Section{{Key: "engine", Value: simEngineJSON(res, ec, dep.Model.Name, dep.GPU.Name, capacity.GPUBlocks)}}}
+		Extra: []report.Section{{Key: "engine", Value: simEngineJSON(res, ec, f.engine.resolved.Profile, dep.Model.Name, dep.GPU.Name, capacity.GPUBlocks)}}}
 	if err := report.WriteText(out, result); err != nil {
 		return err
 	}
@@ -191,7 +195,7 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 	return runOutcome(&summary, interrupted, 0, recordsErr, outs.savedPaths(recordsErr == nil))
 }
 
-func simEngineJSON(res *sim.Result, ec engine.Config, model, gpu string, gpuBlocks int) map[string]any {
+func simEngineJSON(res *sim.Result, ec engine.Config, profile vllm.Profile, model, gpu string, gpuBlocks int) map[string]any {
 	samples := make([]map[string]any, 0, len(res.Samples))
 	for _, s := range res.Samples {
 		samples = append(samples, map[string]any{
@@ -207,7 +211,7 @@ func simEngineJSON(res *sim.Result, ec engine.Config, model, gpu string, gpuBloc
 		"preemption_mode": string(ec.PreemptionMode), "steps": res.Steps, "preemptions": res.Preemptions,
 		"mean_step_gap_ms": float64(res.MeanStepGap) / 1e6, "simulated_duration_s": res.Duration.Seconds(),
 		"prefix_cache_queries": res.Engine.PrefixQueries, "prefix_cache_hits": res.Engine.PrefixHits,
-		"samples": samples,
+		"samples": samples, "vllm_version": profile.Release.String(), "host_bound_steps": res.HostBoundSteps,
 	}
 	if res.Err != nil {
 		e["error"] = res.Err.Error()
@@ -221,12 +225,17 @@ func writeEngineSection(w io.Writer, res *sim.Result) error {
 		hit = 100 * float64(res.Engine.PrefixHits) / float64(res.Engine.PrefixQueries)
 	}
 	m := res.Max
+	hostBound := 0.0
+	if res.Steps > 0 {
+		hostBound = 100 * float64(res.HostBoundSteps) / float64(res.Steps)
+	}
 	return report.WriteSection(w, "Simulated Engine", [][2]string{
 		{"Engine steps:", fmt.Sprint(res.Steps)},
 		{"Preemptions:", fmt.Sprint(res.Preemptions)},
 		{"Prefix cache hit rate (%):", fmt.Sprintf("%.2f", hit)},
 		{"Max running / waiting / swapped:", fmt.Sprintf("%d / %d / %d", m.Running, m.Waiting, m.Swapped)},
 		{"Max GPU KV cache usage (%):", fmt.Sprintf("%.1f", 100*m.KVUsage)},
+		{"Host-bound steps (%):", fmt.Sprintf("%.1f", hostBound)},
 	})
 }
 

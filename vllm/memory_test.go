@@ -1,0 +1,74 @@
+package vllm_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/servebench/servebench/perf"
+	"github.com/servebench/servebench/vllm"
+)
+
+// TestPublishedBlockCounts reproduces KV cache sizes vLLM printed in public
+// threads (doc.go, "Memory profile"): the modelled KV cache may differ from
+// the published one by at most 2% of the memory vLLM may use
+// (total·gpu_memory_utilization), which is what the profile run's errors
+// are a share of.
+func TestPublishedBlockCounts(t *testing.T) {
+	const tolerance = 0.02
+	cases := []struct {
+		source, version, model, gpu string
+		memoryGiB                   float64 // the total vLLM reported, when it did
+		maxModelLen                 int
+		published                   int
+		wantReason                  perf.StartupReason // vLLM stopped at startup, as here
+	}{
+		// PR #2031: "Llama2-7B with TP=1 and 1xA100-80GB … This PR: # GPU blocks: 7351".
+		{"vllm PR #2031", "0.5.4", "testdata/Llama-2-7b-hf", "A100-80GB", 0, 0, 7351, ""},
+		// PR #10511: Meta-Llama-3-8B on an H100 (79.22 GiB), 0.90:
+		// available_kv_cache_memory 53.29 GiB = 27,284 blocks of 2 MiB.
+		{"vllm PR #10511", "0.6.5", "Llama-3-8B", "H100", 79.22, 0, 27284, ""},
+		// Issue #10517: Llama-3.1-8B-Instruct on an RTX 3090 (23.58 GiB),
+		// 0.90, PR #9352's log format (0.6.4): "GPU blocks: 1952" at
+		// --max-model-len 20000, "# GPU blocks: 1478" at 29000.
+		{"vllm issue #10517 (20000)", "0.6.4", "Llama-3.1-8B", "RTX-4090", 23.58, 20000, 1952, ""},
+		{"vllm issue #10517 (29000)", "0.6.4", "Llama-3.1-8B", "RTX-4090", 23.58, 29000, 1478, perf.ReasonMaxModelLenExceedsCache},
+	}
+	for _, c := range cases {
+		t.Run(c.source, func(t *testing.T) {
+			p, err := vllm.Lookup(c.version, "v0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := perf.LookupModel(c.model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := perf.LookupGPU(c.gpu)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.memoryGiB > 0 {
+				g.MemoryBytes = int64(c.memoryGiB * (1 << 30))
+			}
+			r, err := vllm.Resolve(context.Background(), p, m, g, vllm.Options{MaxModelLen: c.maxModelLen})
+			var se *perf.StartupError
+			switch {
+			case c.wantReason != "" && (!errors.As(err, &se) || se.Reason != c.wantReason):
+				t.Fatalf("error %v, want vLLM's %s error as in the published log", err, c.wantReason)
+			case c.wantReason == "" && err != nil:
+				t.Fatal(err)
+			}
+			got := r.Capacity.GPUBlocks
+			budget := float64(r.Deployment.GPU.MemoryBytes) * r.Deployment.GPUMemoryUtilization
+			off := float64(got-c.published) * float64(r.Capacity.BlockBytes) / budget
+			t.Logf("%s: %d blocks, published %d (%+.1f%% of the blocks, %+.2f%% of the memory budget)\n%s", c.source, got, c.published,
+				100*(float64(got)/float64(c.published)-1), 100*off, strings.Join(vllm.MemoryLines(r), "\n"))
+			if math.Abs(off) > tolerance {
+				t.Errorf("%d GPU blocks, published %d: off by %.2f%% of the memory budget, more than %.0f%%", got, c.published, 100*math.Abs(off), 100*tolerance)
+			}
+		})
+	}
+}

@@ -1,0 +1,237 @@
+package vllm
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/servebench/servebench/engine"
+)
+
+// Release is a vLLM version X.Y.Z.
+type Release struct{ Major, Minor, Patch int }
+
+func (r Release) String() string { return fmt.Sprintf("%d.%d.%d", r.Major, r.Minor, r.Patch) }
+
+func (r Release) less(o Release) bool {
+	if r.Major != o.Major {
+		return r.Major < o.Major
+	}
+	if r.Minor != o.Minor {
+		return r.Minor < o.Minor
+	}
+	return r.Patch < o.Patch
+}
+
+// Overlap is how a release arranges host (CPU) work around the GPU step.
+type Overlap string
+
+const (
+	// OverlapNone: one Python process schedules, runs the model, processes
+	// outputs and serves HTTP between forward passes (0.5.x). A step lasts
+	// GPU + scheduling + output processing + API-server work.
+	OverlapNone Overlap = "serial"
+	// OverlapAsyncOutput: output processing of step i runs while step i+1
+	// is on the GPU (PR #7049), the OpenAI server is its own process
+	// (PR #6883), and multi-step scheduling (PR #7000) schedules once per
+	// num_scheduler_steps steps (0.6–0.10 V0). A step lasts
+	// max(GPU + scheduling/num_scheduler_steps, output processing, API work).
+	OverlapAsyncOutput Overlap = "async-output"
+	// OverlapEngineCore: the V1 engine core (scheduler + model runner) is
+	// its own process; detokenization and HTTP run in the front-end
+	// process. A step lasts max(GPU + scheduling, output processing + API
+	// work).
+	OverlapEngineCore Overlap = "engine-core"
+)
+
+// HostOverhead is the CPU work per engine step, in the release's process
+// layout (doc.go cites where each number comes from).
+type HostOverhead struct {
+	Overlap Overlap
+	// SchedFixed and SchedPerSeq: scheduling and model-input preparation.
+	SchedFixed, SchedPerSeq time.Duration
+	// OutputPerToken: sampler pythonization, output processing and
+	// incremental detokenization, per token produced.
+	OutputPerToken time.Duration
+	// APIPerChunk: the OpenAI server's work per streamed chunk (one per
+	// output token); APIPerRequest: per request (parsing, tokenizing,
+	// response set-up), charged on the step that finishes its prompt.
+	APIPerChunk, APIPerRequest time.Duration
+}
+
+// Scheduler holds the release's scheduler switches, each tied to the
+// change that introduced it.
+type Scheduler struct {
+	// LegacyRequeueOrder: V0 chunked prefill re-queues new prefills ahead
+	// of running decodes (0.5.x, before PR #7874).
+	LegacyRequeueOrder bool
+	// AsyncOutputProc: output processing overlaps the next step (PR #7049,
+	// on by default from 0.6.0).
+	AsyncOutputProc bool
+	// MultiStep: --num-scheduler-steps exists (PR #7000, 0.5.5; V0 only).
+	MultiStep bool
+}
+
+// Defaults are the values a release picks for flags the user left unset.
+type Defaults struct {
+	MaxNumSeqs, MaxNumSeqsLargeGPU int
+	// MaxNumBatchedTokens: V1's budget on GPUs below / at or above 70 GiB
+	// (the API server's values); V0 takes max(max_model_len, 2048), or
+	// ChunkedBudget once chunked prefill is on.
+	MaxNumBatchedTokens, MaxNumBatchedTokensLargeGPU int
+	ChunkedBudget                                    int
+	// AutoChunkAbove: V0 turns chunked prefill on by itself when
+	// max_model_len exceeds this (0: never); V1 always chunks.
+	AutoChunkAbove int
+	PrefixCaching  bool
+	// StatsInterval is the cadence of the "Avg prompt throughput" line.
+	StatsInterval time.Duration
+	BlockSize     int
+	Watermark     float64
+	SwapSpaceGiB  float64
+}
+
+// EngineProfile is what one release does with one engine generation.
+type EngineProfile struct {
+	Engine    engine.Version
+	Defaults  Defaults
+	Scheduler Scheduler
+	Host      HostOverhead
+	// BlockSizes are --block-size's accepted values; PreemptionModes
+	// --preemption-mode's.
+	BlockSizes      []int
+	PreemptionModes []string
+	// Metrics names the Prometheus family set (serve defines the names
+	// per engine generation: V0's vllm:num_requests_swapped and
+	// cpu_cache_usage_perc, V1's engine label and prefix-cache counters).
+	Metrics engine.Version
+}
+
+// Line is a release line: the releases that share one set of rules.
+type Line struct {
+	Name string // "0.5", "0.6", "0.7-0.10", "0.11+"
+	// First is the line's first release; Through its last minor version
+	// (every patch release of it belongs to the line), 0 for open-ended.
+	First         Release
+	Through       int
+	DefaultEngine engine.Version
+	// Representative is the release --engine alone (or "X.Y") selects.
+	Representative Release
+	Engines        map[engine.Version]EngineProfile
+}
+
+// Profile is one release with one engine generation: everything the
+// resolver, sim and serve need to behave as that vLLM does.
+type Profile struct {
+	Release Release
+	Line    string
+	EngineProfile
+	Memory MemoryAccounting
+}
+
+// MemoryAccounting is how a release's profile run counts memory outside
+// PyTorch's allocator (CUDA context, cuBLAS workspaces, NCCL buffers),
+// which vLLM subtracts before sizing the KV cache.
+type MemoryAccounting struct {
+	Since  Release
+	Method string
+	// NonTorchGiB is the non-torch memory on one GPU; NonTorchMultiGPUGiB
+	// with tensor or pipeline parallelism.
+	NonTorchGiB, NonTorchMultiGPUGiB float64
+}
+
+// Name is how the profile reports itself: "0.6.3 (V0)".
+func (p Profile) Name() string {
+	return fmt.Sprintf("%s (%s)", p.Release, strings.ToUpper(string(p.Engine)))
+}
+
+// KnownLines lists the release lines for error messages.
+func KnownLines() string {
+	names := make([]string, len(lines))
+	for i, l := range lines {
+		names[i] = l.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// ParseRelease reads "X.Y" or "X.Y.Z" (a leading "v" is accepted).
+func ParseRelease(s string) (Release, bool, error) {
+	parts := strings.Split(strings.TrimPrefix(strings.TrimSpace(s), "v"), ".")
+	if len(parts) < 2 || len(parts) > 3 {
+		return Release{}, false, fmt.Errorf("vLLM version %q: give X.Y or X.Y.Z, one of the lines %s", s, KnownLines())
+	}
+	var n [3]int
+	for i, p := range parts {
+		v, err := strconv.Atoi(p)
+		if err != nil || v < 0 {
+			return Release{}, false, fmt.Errorf("vLLM version %q: give X.Y or X.Y.Z, one of the lines %s", s, KnownLines())
+		}
+		n[i] = v
+	}
+	return Release{n[0], n[1], n[2]}, len(parts) == 3, nil
+}
+
+// Lookup selects a profile. version "" means the representative release
+// of eng's default line (V0: 0.5.4, V1: 0.8.5); eng "" means the
+// release's default engine. "X.Y" picks the line's representative patch
+// release when X.Y is that line's, else X.Y.0.
+func Lookup(version string, eng engine.Version) (Profile, error) {
+	if version == "" {
+		switch eng {
+		case "", engine.V1:
+			version = "0.8.5"
+		case engine.V0:
+			version = "0.5.4"
+		default:
+			return Profile{}, fmt.Errorf("engine %q is unknown; use v0 or v1", eng)
+		}
+	}
+	rel, full, err := ParseRelease(version)
+	if err != nil {
+		return Profile{}, err
+	}
+	for _, l := range lines {
+		if rel.less(l.First) || l.Through > 0 && (rel.Major > l.First.Major || rel.Minor > l.Through) {
+			continue
+		}
+		if !full && l.Representative.Major == rel.Major && l.Representative.Minor == rel.Minor {
+			rel = l.Representative
+		}
+		if eng == "" {
+			eng = l.DefaultEngine
+			if l.Name == "0.7-0.10" && rel.Minor < 8 && rel.Major == 0 {
+				eng = engine.V0 // V1 became the default in 0.8.0
+			}
+		}
+		ep, ok := l.Engines[eng]
+		if ok && eng == engine.V0 && !rel.less(multiStepSince) {
+			ep.Scheduler.MultiStep = true
+		}
+		if !ok {
+			return Profile{}, fmt.Errorf("vLLM %s has no %s engine (line %s supports %s)", rel, strings.ToUpper(string(eng)), l.Name, engineList(l))
+		}
+		return Profile{Release: rel, Line: l.Name, EngineProfile: ep, Memory: memoryAccountingOf(rel)}, nil
+	}
+	return Profile{}, fmt.Errorf("vLLM version %s is not modelled; known release lines: %s", rel, KnownLines())
+}
+
+func engineList(l Line) string {
+	var out []string
+	for _, v := range []engine.Version{engine.V0, engine.V1} {
+		if _, ok := l.Engines[v]; ok {
+			out = append(out, strings.ToUpper(string(v)))
+		}
+	}
+	return strings.Join(out, " and ")
+}
+
+func memoryAccountingOf(rel Release) MemoryAccounting {
+	m := memoryRules[0]
+	for _, r := range memoryRules {
+		if !rel.less(r.Since) {
+			m = r
+		}
+	}
+	return m
+}

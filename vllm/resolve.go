@@ -1,0 +1,237 @@
+package vllm
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/servebench/servebench/engine"
+	"github.com/servebench/servebench/perf"
+)
+
+// Options are `vllm serve`'s engine flags as the user gave them. Zero
+// values and nil pointers mean "the release's default".
+type Options struct {
+	TensorParallel, PipelineParallel int
+	Link                             perf.Link // zero: NVLink when the GPU has it, else PCIe
+	MaxModelLen                      int
+	MaxNumSeqs                       int
+	MaxNumBatchedTokens              int
+	BlockSize                        int
+	GPUMemoryUtilization             float64
+	SwapSpaceGiB                     *float64
+	EnableChunkedPrefill             *bool
+	EnablePrefixCaching              *bool
+	PreemptionMode                   string
+	SchedulerDelayFactor             float64
+	EnforceEager                     bool
+	KVCacheDType                     string
+	LegacyRequeueOrder               *bool
+	NumSchedulerSteps                int
+	ExpertParallel                   bool
+	// AllowLongMaxModelLen is VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, read by
+	// the caller.
+	AllowLongMaxModelLen bool
+	// NoHostOverhead times steps by the GPU alone (the roofline's own
+	// fixed CPU cost included), as servebench did before host modelling.
+	NoHostOverhead bool
+}
+
+// Resolved is everything sim and serve need to run one vLLM release.
+type Resolved struct {
+	Profile    Profile
+	Deployment perf.Deployment
+	Capacity   perf.Capacity
+	Engine     engine.Config
+	// StepModel times steps: the GPU roofline plus the release's host
+	// work (a *HostStepModel unless Options.NoHostOverhead).
+	StepModel perf.StepModel
+	// StatsInterval is the release's stats-line cadence.
+	StatsInterval time.Duration
+}
+
+// Resolve turns (release profile, model, GPU, user flags) into the engine
+// configuration, KV capacity and step model, checking in vLLM's order:
+// argument choices, model and cache config, scheduler config, then the
+// memory profile. Errors carry vLLM's texts where vLLM has one. When the
+// memory profile fails, the partly filled Resolved is returned with the
+// error.
+func Resolve(ctx context.Context, p Profile, model perf.Model, gpu perf.GPU, o Options) (*Resolved, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := checkChoices(p, o); err != nil {
+		return nil, err
+	}
+	d := perf.Deployment{
+		Model: model, GPU: gpu, Link: o.Link,
+		TensorParallel: max(o.TensorParallel, 1), PipelineParallel: max(o.PipelineParallel, 1),
+		KVCacheDType: o.KVCacheDType, EnforceEager: o.EnforceEager,
+		GPUMemoryUtilization: o.GPUMemoryUtilization, SwapSpaceGiB: p.Defaults.SwapSpaceGiB,
+		BlockSize: o.BlockSize, MaxNumSeqs: o.MaxNumSeqs, MaxModelLen: o.MaxModelLen,
+		EngineVersion:  string(p.Engine),
+		ExpertParallel: o.ExpertParallel, AllowLongMaxModelLen: o.AllowLongMaxModelLen,
+	}
+	if d.BlockSize == 0 {
+		d.BlockSize = p.Defaults.BlockSize
+	}
+	d.NonTorchBytes = int64(p.Memory.NonTorchGiB * gibibyte)
+	d.NonTorchMultiGPUBytes = int64(p.Memory.NonTorchMultiGPUGiB * gibibyte)
+	if o.SwapSpaceGiB != nil && p.Engine == engine.V0 {
+		d.SwapSpaceGiB = *o.SwapSpaceGiB
+	}
+	// Resolve once without a token budget to learn max_model_len, which the
+	// V0 defaults depend on.
+	probe, err := d.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	large := gpu.MemoryBytes >= 70<<30
+	chunked := true // V1 always chunks, whatever the flag says
+	if p.Engine == engine.V0 {
+		chunked = p.Defaults.AutoChunkAbove > 0 && probe.MaxModelLen > p.Defaults.AutoChunkAbove
+		if o.EnableChunkedPrefill != nil {
+			chunked = *o.EnableChunkedPrefill
+		}
+	}
+	d.MaxNumBatchedTokens = o.MaxNumBatchedTokens
+	if d.MaxNumBatchedTokens == 0 {
+		switch {
+		case p.Engine == engine.V1 && large:
+			d.MaxNumBatchedTokens = p.Defaults.MaxNumBatchedTokensLargeGPU
+		case p.Engine == engine.V1:
+			d.MaxNumBatchedTokens = p.Defaults.MaxNumBatchedTokens
+		case chunked:
+			d.MaxNumBatchedTokens = p.Defaults.ChunkedBudget
+		default:
+			d.MaxNumBatchedTokens = max(probe.MaxModelLen, 2048)
+		}
+	}
+	if d.MaxNumSeqs == 0 {
+		d.MaxNumSeqs = p.Defaults.MaxNumSeqs
+		if large {
+			d.MaxNumSeqs = p.Defaults.MaxNumSeqsLargeGPU
+		}
+	}
+	resolved, err := d.Resolve()
+	if err != nil {
+		return nil, err
+	}
+
+	prefixCaching := p.Defaults.PrefixCaching
+	if o.EnablePrefixCaching != nil {
+		prefixCaching = *o.EnablePrefixCaching
+	}
+	var mode engine.PreemptionMode
+	switch o.PreemptionMode {
+	case "":
+	case "swap":
+		mode = engine.PreemptSwap
+	default:
+		mode = engine.PreemptRecompute
+	}
+	legacy := p.Scheduler.LegacyRequeueOrder
+	if o.LegacyRequeueOrder != nil {
+		legacy = *o.LegacyRequeueOrder
+	}
+	ec := engine.Config{
+		Version:              p.Engine,
+		BlockSize:            resolved.BlockSize,
+		NumGPUBlocks:         1, // placeholder until the memory profile below
+		MaxNumSeqs:           resolved.MaxNumSeqs,
+		MaxNumBatchedTokens:  resolved.MaxNumBatchedTokens,
+		MaxModelLen:          resolved.MaxModelLen,
+		EnableChunkedPrefill: chunked,
+		EnablePrefixCaching:  prefixCaching,
+		PreemptionMode:       mode,
+		SchedulerDelayFactor: o.SchedulerDelayFactor,
+		LegacyRequeueOrder:   legacy,
+		Watermark:            p.Defaults.Watermark,
+	}
+	// The scheduler config is checked before the memory profile, as vLLM
+	// builds SchedulerConfig before it starts the workers.
+	if err := ec.Validate(); err != nil {
+		return nil, err
+	}
+	capacity, err := resolved.Capacity()
+	if err != nil {
+		// The resolved limits let the caller phrase advice (max_model_len).
+		return &Resolved{Profile: p, Deployment: resolved, Capacity: capacity, Engine: ec}, err
+	}
+	ec.NumGPUBlocks, ec.NumCPUBlocks = capacity.GPUBlocks, capacity.CPUBlocks
+	roof, err := perf.NewRoofline(resolved)
+	if err != nil {
+		return nil, err
+	}
+	var step perf.StepModel = roof
+	if !o.NoHostOverhead {
+		step = NewHostStepModel(roof, p.Host, o.NumSchedulerSteps)
+	}
+	return &Resolved{Profile: p, Deployment: resolved, Capacity: capacity, Engine: ec,
+		StepModel: step, StatsInterval: p.Defaults.StatsInterval}, nil
+}
+
+// checkChoices applies argparse's choices and the checks vLLM makes on
+// single flags before it builds any config.
+func checkChoices(p Profile, o Options) error {
+	if o.BlockSize != 0 && !slices.Contains(p.BlockSizes, o.BlockSize) {
+		names := make([]string, len(p.BlockSizes))
+		for i, c := range p.BlockSizes {
+			names[i] = strconv.Itoa(c)
+		}
+		return InvalidChoice("block-size", strconv.Itoa(o.BlockSize), names)
+	}
+	kvChoices := []string{"auto", "fp8", "fp8_e4m3", "fp8_e5m2"}
+	if o.KVCacheDType != "" && !slices.Contains(kvChoices, o.KVCacheDType) {
+		return InvalidChoice("kv-cache-dtype", "'"+o.KVCacheDType+"'", quoteAll(kvChoices))
+	}
+	if o.PreemptionMode != "" && !slices.Contains(p.PreemptionModes, o.PreemptionMode) {
+		return InvalidChoice("preemption-mode", "'"+o.PreemptionMode+"'", quoteAll(p.PreemptionModes))
+	}
+	if o.TensorParallel < 0 || o.PipelineParallel < 0 {
+		return fmt.Errorf("tensor_parallel_size (%d) and pipeline_parallel_size (%d) must be at least 1", o.TensorParallel, o.PipelineParallel)
+	}
+	for _, v := range []struct {
+		name string
+		n    int
+	}{{"max_model_len", o.MaxModelLen}, {"max_num_seqs", o.MaxNumSeqs}, {"max_num_batched_tokens", o.MaxNumBatchedTokens}} {
+		if v.n < 0 {
+			return fmt.Errorf("%s (%d) must be positive, or left unset for vLLM's default", v.name, v.n)
+		}
+	}
+	if o.GPUMemoryUtilization < 0 {
+		return fmt.Errorf("gpu_memory_utilization (%g) must be a fraction in (0, 1]; vLLM's default is 0.9", o.GPUMemoryUtilization)
+	}
+	if o.SwapSpaceGiB != nil && *o.SwapSpaceGiB < 0 {
+		return fmt.Errorf("swap_space (%g) must be 0 or more GiB; vLLM's default is 4", *o.SwapSpaceGiB)
+	}
+	if o.SchedulerDelayFactor < 0 {
+		return fmt.Errorf("scheduler_delay_factor (%g) must not be negative", o.SchedulerDelayFactor)
+	}
+	if o.NumSchedulerSteps < 0 {
+		return fmt.Errorf("num_scheduler_steps (%d) must be at least 1", o.NumSchedulerSteps)
+	}
+	if o.NumSchedulerSteps > 1 && !p.Scheduler.MultiStep {
+		if p.Engine == engine.V1 {
+			return fmt.Errorf("num_scheduler_steps (%d) needs the V0 engine: V1 has no multi-step scheduling", o.NumSchedulerSteps)
+		}
+		return fmt.Errorf("num_scheduler_steps (%d): vLLM %s has no multi-step scheduling; it arrived in 0.5.5 (PR #7000)", o.NumSchedulerSteps, p.Release)
+	}
+	return nil
+}
+
+// InvalidChoice is argparse's choice error, as `vllm serve` prints it.
+func InvalidChoice(flag, value string, choices []string) error {
+	return fmt.Errorf("argument --%s: invalid choice: %s (choose from %s)", flag, value, strings.Join(choices, ", "))
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = "'" + s + "'"
+	}
+	return out
+}
