@@ -153,7 +153,6 @@ func shortKey(k string) string {
 	return k
 }
 
-
 // WriteJSON writes every trial as a JSON array.
 func WriteJSON(w io.Writer, trials []Trial) error {
 	enc := json.NewEncoder(w)
