@@ -10,7 +10,7 @@ import (
 
 	"github.com/c-bata/goptuna"
 	"github.com/c-bata/goptuna/cmaes"
-	"github.com/c-bata/goptuna/tpe"
+	"github.com/servebench/servebench/tune/internal/tpe"
 )
 
 // Sampler names.
@@ -51,20 +51,21 @@ func newSampler(kind string, space *Space, seed int64, startupTrials int) (*samp
 		goptuna.StudyOptionLogger(discardLogger{}),
 	}
 	if startupTrials <= 0 {
-		startupTrials = 10
+		startupTrials = 3
 	}
+	uniform := newUniformSampler(seed)
 	switch kind {
 	case SamplerRandom, "":
-		opts = append(opts, goptuna.StudyOptionSampler(goptuna.NewRandomSampler(goptuna.RandomSamplerOptionSeed(seed))))
+		opts = append(opts, goptuna.StudyOptionSampler(uniform))
 	case SamplerTPE:
-		opts = append(opts, goptuna.StudyOptionSampler(tpe.NewSampler(tpe.SamplerOptionSeed(seed),
-			tpe.SamplerOptionNumberOfStartupTrials(startupTrials))))
+		model := tpe.NewSampler(tpe.SamplerOptionSeed(seed), tpe.SamplerOptionNumberOfStartupTrials(0))
+		opts = append(opts, goptuna.StudyOptionSampler(&startupSampler{uniform: uniform, model: model, startup: startupTrials}))
 	case SamplerCMAES:
 		if !space.AllNumeric() || len(space.Sampled()) < 2 {
 			return nil, errors.New("--sampler cmaes needs at least two int or float parameters and no choices or booleans; pin those, or use tpe")
 		}
 		opts = append(opts,
-			goptuna.StudyOptionSampler(goptuna.NewRandomSampler(goptuna.RandomSamplerOptionSeed(seed))),
+			goptuna.StudyOptionSampler(uniform),
 			goptuna.StudyOptionRelativeSampler(cmaes.NewSampler(cmaes.SamplerOptionSeed(seed),
 				cmaes.SamplerOptionNStartupTrials(startupTrials))))
 	default:
@@ -91,9 +92,31 @@ func distribution(p Param) any {
 		}
 		return goptuna.UniformDistribution{Low: p.Low, High: p.High}
 	case KindBool:
-		return goptuna.CategoricalDistribution{Choices: []string{"false", "true"}}
+		return goptuna.IntUniformDistribution{Low: 0, High: 1}
 	}
-	return goptuna.CategoricalDistribution{Choices: p.Choices}
+	// Every choice is sampled as its index: goptuna v0.9.0's TPE draws
+	// categorical candidates from the unseeded global source
+	// (internal/random.Multinomial), which would make a seeded study
+	// irreproducible.
+	return goptuna.IntUniformDistribution{Low: 0, High: len(p.Choices) - 1}
+}
+
+// ordinal reports whether p's choices are ascending numbers, so their
+// index order is their value order: TPE's Parzen estimators (and CMA-ES)
+// then exploit that 48 lies between 32 and 64.
+func (p Param) ordinal() bool {
+	if p.Kind != KindChoice || len(p.Choices) < 2 {
+		return false
+	}
+	prev := math.Inf(-1)
+	for _, c := range p.Choices {
+		f, err := strconv.ParseFloat(c, 64)
+		if err != nil || f <= prev {
+			return false
+		}
+		prev = f
+	}
+	return true
 }
 
 // internal is v's goptuna internal representation under p.
@@ -205,9 +228,14 @@ func (s *sampler) suggest(t *goptuna.Trial, p Param) (string, error) {
 		}
 		return formatValue(p, f), err
 	case KindBool:
-		return t.SuggestCategorical(p.Name, []string{"false", "true"})
+		i, err := t.SuggestInt(p.Name, 0, 1)
+		return strconv.FormatBool(i == 1), err
 	}
-	return t.SuggestCategorical(p.Name, p.Choices)
+	i, err := t.SuggestInt(p.Name, 0, len(p.Choices)-1)
+	if err != nil {
+		return "", err
+	}
+	return p.Choices[i], nil
 }
 
 // bind records that in-memory trial id became study trial number, and

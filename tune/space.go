@@ -154,10 +154,10 @@ func (s *Space) Sampled() []Param {
 }
 
 // AllNumeric reports whether every sampled parameter is an int or float
-// range, which CMA-ES needs.
+// range or ascending numeric choices, which CMA-ES needs.
 func (s *Space) AllNumeric() bool {
 	for _, p := range s.Sampled() {
-		if p.Kind != KindInt && p.Kind != KindFloat {
+		if p.Kind != KindInt && p.Kind != KindFloat && !p.ordinal() {
 			return false
 		}
 	}

@@ -134,7 +134,7 @@ func newTuneCmd() *cobra.Command {
 	fs.IntVar(&f.trials, "trials", 30, "trials in the study (all workers together), invalid ones included")
 	fs.StringVar(&f.sampler, "sampler", tune.SamplerTPE, "sampler: "+strings.Join(tune.Samplers, ", "))
 	fs.Int64Var(&f.seed, "sampler-seed", 0, "seed of the sampler")
-	fs.IntVar(&f.startupTrials, "startup-trials", 10, "random trials before TPE or CMA-ES start modelling")
+	fs.IntVar(&f.startupTrials, "startup-trials", 3, "random trials before TPE or CMA-ES start modelling")
 	fs.StringVar(&f.spaceFile, "space", "", "search space YAML file (see above)")
 	fs.StringArrayVar(&f.params, "param", nil, "search space parameter NAME=SPEC (repeatable; see above)")
 	fs.StringArrayVar(&f.conditions, "condition", nil, "condition 'IF => THEN' or 'THEN' between parameters (repeatable)")
