@@ -13,9 +13,9 @@ import (
 )
 
 // The test binary doubles as a tune worker: TUNE_TEST_WORKER=STORAGE
-// runs Optimize on a synthetic objective. TUNE_TEST_HANG=N makes trial N
-// block after writing TUNE_TEST_HANG_FILE, so the parent can kill -9 it
-// mid-trial.
+// runs Optimize on a synthetic objective. TUNE_TEST_HANG=N makes the
+// first run trial numbered N or more block after writing its number to
+// TUNE_TEST_HANG_FILE, so the parent can kill -9 it mid-trial.
 func init() {
 	storage := os.Getenv("TUNE_TEST_WORKER")
 	if storage == "" {
@@ -37,8 +37,9 @@ func init() {
 	cfg.StartupTrials = 3
 	inner := cfg.Run
 	cfg.Run = func(ctx context.Context, t Trial) (*Outcome, error) {
-		if t.Number == hang {
-			_ = os.WriteFile(os.Getenv("TUNE_TEST_HANG_FILE"), []byte("running"), 0o644)
+		// The first trial from number hang on that passes validation.
+		if hang >= 0 && t.Number >= hang {
+			_ = os.WriteFile(os.Getenv("TUNE_TEST_HANG_FILE"), []byte(strconv.Itoa(t.Number)), 0o644)
 			<-ctx.Done()
 		}
 		time.Sleep(5 * time.Millisecond) // let two workers interleave
@@ -109,14 +110,16 @@ func TestResumeAfterSIGKILLLosesAndDuplicatesNothing(t *testing.T) {
 	dir := t.TempDir()
 	storage := filepath.Join(dir, "study.db")
 	marker := filepath.Join(dir, "hanging")
-	const budget, hang = 10, 4
-	child := worker(t, storage, budget, "TUNE_TEST_HANG="+strconv.Itoa(hang), "TUNE_TEST_HANG_FILE="+marker)
+	const budget = 10
+	child := worker(t, storage, budget, "TUNE_TEST_HANG=4", "TUNE_TEST_HANG_FILE="+marker)
 	if err := child.Start(); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(30 * time.Second)
+	hang := -1
 	for {
-		if _, err := os.Stat(marker); err == nil {
+		if data, err := os.ReadFile(marker); err == nil && len(data) > 0 {
+			hang, _ = strconv.Atoi(string(data))
 			break
 		}
 		if time.Now().After(deadline) {
