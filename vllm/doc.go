@@ -9,14 +9,15 @@
 //
 // # Release lines and switches
 //
-//   - 0.5: V0 only. Chunked prefill re-queues new prefills ahead of
-//     running decodes (LegacyRequeueOrder), fixed by PR #7874 ("Fix #7592
-//     vllm 0.5.4 enable_chunked_prefill throughput is slightly lower than
-//     0.5.3~0.5.0", merged after 2024-08-27, so from 0.6.0). The PR title
-//     says 0.5.0–0.5.3 did not have the problem; the engine models one
-//     legacy order, so the whole line uses it [deviation].
-//     --num-scheduler-steps (multi-step, PR #7000, merged August 2024)
-//     exists from 0.5.5.
+//   - 0.5: V0 only. PR #6867 ("[core][scheduler] simplify and improve
+//     scheduler", 0.5.4) made chunked prefill re-queue new prefills ahead
+//     of running decodes (LegacyRequeueOrder); issue #7592 measured lower
+//     chunked-prefill throughput in 0.5.4 than in 0.5.0–0.5.3 and bisected
+//     it to that PR; PR #7874 (merged after 2024-08-27, so from 0.6.0)
+//     sorted decodes first again. 0.5.0–0.5.3 get the post-#7874 order:
+//     their own, pre-#6867 order is not modelled [deviation; #7874
+//     restored their throughput]. --num-scheduler-steps (multi-step, PR
+//     #7000, merged August 2024) exists from 0.5.5.
 //   - 0.6: V0 only; asynchronous output processing on by default (PR
 //     #7049, RFC #6913), combined with multi-step in PR #7921 and #8050;
 //     the OpenAI server runs in its own process (PR #6883, "Multiprocessing
@@ -54,7 +55,8 @@
 //	api      = APIPerChunk·tokens + APIPerRequest·prompts finished
 //
 // 0.5 (one process, serial): step = GPU + schedule + output + api.
-// 0.6–0.10 V0: step = max(GPU + schedule, output, api).
+// 0.6–0.10 V0: step = max(GPU + schedule, output, api); with
+// --disable-async-output-proc max(GPU + schedule + output, api).
 // V1 (engine-core process): step = max(GPU + schedule, output + api).
 // A step is host-bound when the host term decides it (or scheduling alone
 // outlasts the GPU). The GPU time is the roofline's without its own fixed
@@ -71,11 +73,20 @@
 // give Llama-3-70B on 4×H100 1.61× and 1.84× (blog: 1.8× and 2×). The
 // prompts are uniform in [20, 384] input and [20, 382] output tokens, the
 // means of the blog's ShareGPT sample (PR #8050's 500 prompts: 100,895 in,
-// 100,377 out), not ShareGPT's own spread. v0.6.0 is run
+// 100,377 out), not ShareGPT's own spread. Independently of the fit,
+// TestAsyncOutputGain measures what async output processing alone adds on
+// 0.6.0 (Llama-3.1-8B bf16, one H100, 1000 prompts of 128 in / 256 out):
+// 1.12×, against PR #7049's +11% (the same workload, FP8). v0.6.0 is run
 // with --num-scheduler-steps 10, as [unverified] the blog's benchmark
 // did. V1's values keep perf's former fixed V1 cost (0.4 ms + 2 µs per
 // sequence) on the engine side. Qwen2-0.5B on an H100 at 100 concurrent
 // streams is host-bound in every V0 step (TestSmallModelHostBound).
+//
+// Not fitted, and off: vLLM's V1 alpha post (blog.vllm.ai, 2025-01-27)
+// reports up to 1.7× V1 throughput over V0 without multi-step; sim gives
+// 0.8.5 V1 2.15× over 0.7.3 V0 for Llama-3.1-8B on an H100 (1000
+// ShareGPT-like prompts at once), in part because V0 chunks that
+// 128K-context model's prompts with a 512-token budget.
 //
 // Deviations: multi-step scheduling only divides the scheduling cost; the
 // engine still schedules every step. Output processing of the last step

@@ -72,6 +72,10 @@ func (m *HostStepModel) StepTimeHost(s perf.StepShape) (time.Duration, bool) {
 	case OverlapNone:
 		host := p.Schedule + p.Output + p.API
 		return gpu + host, host > gpu
+	case OverlapSeparateAPI:
+		engine := gpu + p.Schedule + p.Output
+		d := max(engine, p.API)
+		return d, d > engine || p.Schedule+p.Output > gpu
 	case OverlapAsyncOutput:
 		engine := gpu + p.Schedule
 		d := max(engine, p.Output, p.API)

@@ -43,19 +43,7 @@ type runStats struct {
 
 func simulate(t *testing.T, version, model, gpu string, o vllm.Options, reqs []workload.Request, maxConcurrency int) runStats {
 	t.Helper()
-	p, err := vllm.Lookup(version, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := perf.LookupModel(model)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := perf.LookupGPU(gpu)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := vllm.Resolve(context.Background(), p, m, g, o)
+	r, err := resolve(t, version, "", model, gpu, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,5 +130,68 @@ func TestSmallModelHostBound(t *testing.T) {
 				t.Errorf("TPOT %v is not several times the GPU-only %v", host.meanTPOT, gpuOnly.meanTPOT)
 			}
 		})
+	}
+}
+
+// fixedGPU takes 10 ms per step whatever the shape.
+type fixedGPU struct{}
+
+func (fixedGPU) StepTime(perf.StepShape) time.Duration { return 10 * time.Millisecond }
+
+// TestHostOverlap: each release arrangement combines GPU and host work as
+// package doc states, and says when the host decided the step.
+func TestHostOverlap(t *testing.T) {
+	const ms = time.Millisecond
+	// 100 decodes: schedule 1 ms + 100·50 µs = 6 ms, output 100·20 µs =
+	// 2 ms, API 100·40 µs = 4 ms.
+	host := vllm.HostOverhead{SchedFixed: ms, SchedPerSeq: 50 * time.Microsecond,
+		OutputPerToken: 20 * time.Microsecond, APIPerChunk: 40 * time.Microsecond, APIPerRequest: 5 * ms}
+	decodes := perf.StepShape{Decodes: 100}
+	cases := []struct {
+		overlap       vllm.Overlap
+		steps         int
+		shape         perf.StepShape
+		want          time.Duration
+		wantHostBound bool
+	}{
+		{vllm.OverlapNone, 1, decodes, 22 * ms, true},
+		{vllm.OverlapNone, 1, perf.StepShape{Decodes: 10}, 10*ms + 1500*time.Microsecond + 200*time.Microsecond + 400*time.Microsecond, false},
+		{vllm.OverlapAsyncOutput, 1, decodes, 16 * ms, false},
+		{vllm.OverlapAsyncOutput, 6, decodes, 11 * ms, false},
+		{vllm.OverlapSeparateAPI, 1, decodes, 18 * ms, false},
+		{vllm.OverlapEngineCore, 1, decodes, 16 * ms, false},
+		// Four prompts finish: API work 4·40 µs + 4·5 ms outlasts the engine.
+		{vllm.OverlapEngineCore, 1, perf.StepShape{Prefills: 4, PrefillsDone: 4, PrefillTokens: 400}, 20*ms + 160*time.Microsecond + 80*time.Microsecond, true},
+		{vllm.OverlapAsyncOutput, 1, perf.StepShape{}, 0, false},
+	}
+	for _, c := range cases {
+		h := host
+		h.Overlap = c.overlap
+		m := vllm.NewHostStepModel(fixedGPU{}, h, c.steps)
+		got, hostBound := m.StepTimeHost(c.shape)
+		if got != c.want || hostBound != c.wantHostBound {
+			t.Errorf("%s, %d scheduler steps, %+v: %v host-bound %v, want %v host-bound %v", c.overlap, c.steps, c.shape, got, hostBound, c.want, c.wantHostBound)
+		}
+		if m.StepTime(c.shape) != got {
+			t.Errorf("%s: StepTime and StepTimeHost disagree", c.overlap)
+		}
+	}
+}
+
+// TestAsyncOutputGain: PR #7049 measured +11% offline throughput from
+// async output processing (Llama-3.1-8B FP8, one H100, 1000 prompts of
+// 128 in / 256 out). The bf16 model here must gain, by no more than 25%
+// over that.
+func TestAsyncOutputGain(t *testing.T) {
+	reqs := make([]workload.Request, 1000)
+	for i := range reqs {
+		reqs[i] = workload.Request{Index: i, PromptLen: 128, OutputLen: 256}
+	}
+	async := simulate(t, "0.6.0", "Llama-3.1-8B", "H100", vllm.Options{}, reqs, 0)
+	serial := simulate(t, "0.6.0", "Llama-3.1-8B", "H100", vllm.Options{DisableAsyncOutputProc: true}, reqs, 0)
+	gain := async.outputThroughput / serial.outputThroughput
+	t.Logf("async output processing: %.0f → %.0f tok/s (%.2f×; PR #7049: 1.11×)", serial.outputThroughput, async.outputThroughput, gain)
+	if gain <= 1 || gain > 1.11*1.25 {
+		t.Errorf("gain %.2f×, want above 1 and at most %.2f×", gain, 1.11*1.25)
 	}
 }

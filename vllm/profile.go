@@ -38,6 +38,11 @@ const (
 	// num_scheduler_steps steps (0.6–0.10 V0). A step lasts
 	// max(GPU + scheduling/num_scheduler_steps, output processing, API work).
 	OverlapAsyncOutput Overlap = "async-output"
+	// OverlapSeparateAPI: 0.6–0.10 V0 with --disable-async-output-proc:
+	// output processing is back on the engine's critical path, the API
+	// server still its own process. A step lasts
+	// max(GPU + scheduling/num_scheduler_steps + output processing, API work).
+	OverlapSeparateAPI Overlap = "separate-api"
 	// OverlapEngineCore: the V1 engine core (scheduler + model runner) is
 	// its own process; detokenization and HTTP run in the front-end
 	// process. A step lasts max(GPU + scheduling, output processing + API
@@ -64,7 +69,7 @@ type HostOverhead struct {
 // change that introduced it.
 type Scheduler struct {
 	// LegacyRequeueOrder: V0 chunked prefill re-queues new prefills ahead
-	// of running decodes (0.5.x, before PR #7874).
+	// of running decodes (0.5.4–0.5.5: PR #6867 until PR #7874).
 	LegacyRequeueOrder bool
 	// AsyncOutputProc: output processing overlaps the next step (PR #7049,
 	// on by default from 0.6.0).
@@ -205,9 +210,7 @@ func Lookup(version string, eng engine.Version) (Profile, error) {
 			}
 		}
 		ep, ok := l.Engines[eng]
-		if ok && eng == engine.V0 && !rel.less(multiStepSince) {
-			ep.Scheduler.MultiStep = true
-		}
+		patchSwitches(rel, &ep)
 		if !ok {
 			return Profile{}, fmt.Errorf("vLLM %s has no %s engine (line %s supports %s)", rel, strings.ToUpper(string(eng)), l.Name, engineList(l))
 		}

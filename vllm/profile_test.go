@@ -58,7 +58,8 @@ func TestReleaseSwitches(t *testing.T) {
 		overlap          Overlap
 		prefixCachingDef bool
 	}{
-		{"0.5.3", true, false, false, OverlapNone, false},
+		{"0.5.3", false, false, false, OverlapNone, false},
+		{"0.5.4", true, false, false, OverlapNone, false},
 		{"0.5.5", true, false, true, OverlapNone, false},
 		{"0.6.0", false, true, true, OverlapAsyncOutput, false},
 		{"0.8.5", false, false, false, OverlapEngineCore, true},
@@ -74,8 +75,8 @@ func TestReleaseSwitches(t *testing.T) {
 			t.Errorf("%s: got %+v overlap %s prefix caching %v", c.version, s, p.Host.Overlap, p.Defaults.PrefixCaching)
 		}
 	}
-	// The 0.5 table entry must not change through the multi-step patch.
-	if v05.Scheduler.MultiStep {
+	// The 0.5 table entry must not change through the patch switches.
+	if v05.Scheduler.MultiStep || v05.Scheduler.LegacyRequeueOrder {
 		t.Error("Lookup modified the shared 0.5 profile")
 	}
 }

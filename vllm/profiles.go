@@ -59,8 +59,7 @@ var (
 
 var (
 	v05 = EngineProfile{Engine: engine.V0, Defaults: v0Defaults,
-		Scheduler: Scheduler{LegacyRequeueOrder: true},
-		Host:      v05Host, BlockSizes: v0BlockSizes, PreemptionModes: v0Preemption, Metrics: engine.V0}
+		Host: v05Host, BlockSizes: v0BlockSizes, PreemptionModes: v0Preemption, Metrics: engine.V0}
 	v06 = EngineProfile{Engine: engine.V0, Defaults: v0Defaults,
 		Scheduler: Scheduler{AsyncOutputProc: true, MultiStep: true},
 		Host:      v06Host, BlockSizes: v0BlockSizes, PreemptionModes: v0Preemption, Metrics: engine.V0}
@@ -68,9 +67,29 @@ var (
 		Host: v1Host, BlockSizes: v1BlockSizes, PreemptionModes: v0Preemption, Metrics: engine.V1}
 )
 
-// multiStepSince: --num-scheduler-steps arrived with PR #7000 (merged
-// August 2024, released in 0.5.5).
-var multiStepSince = Release{0, 5, 5}
+// Switches that changed within a line, by patch release:
+//   - multiStepSince: --num-scheduler-steps arrived with PR #7000 (merged
+//     August 2024, released in 0.5.5).
+//   - legacyRequeue: PR #6867 ("[core][scheduler] simplify and improve
+//     scheduler", 0.5.4) re-queued new prefills ahead of running decodes
+//     under chunked prefill (issue #7592 bisected the slowdown to it);
+//     PR #7874 (0.6.0) sorted decodes first again.
+var (
+	multiStepSince      = Release{0, 5, 5}
+	legacyRequeueSince  = Release{0, 5, 4}
+	legacyRequeueBefore = Release{0, 6, 0}
+)
+
+// patchSwitches applies the within-line switches to a V0 profile.
+func patchSwitches(rel Release, ep *EngineProfile) {
+	if ep.Engine != engine.V0 {
+		return
+	}
+	if !rel.less(multiStepSince) {
+		ep.Scheduler.MultiStep = true
+	}
+	ep.Scheduler.LegacyRequeueOrder = !rel.less(legacyRequeueSince) && rel.less(legacyRequeueBefore)
+}
 
 var lines = []Line{
 	{Name: "0.5", First: Release{0, 5, 0}, Through: 5, DefaultEngine: engine.V0,

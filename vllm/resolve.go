@@ -31,7 +31,9 @@ type Options struct {
 	KVCacheDType                     string
 	LegacyRequeueOrder               *bool
 	NumSchedulerSteps                int
-	ExpertParallel                   bool
+	// DisableAsyncOutputProc is --disable-async-output-proc (0.6+ V0).
+	DisableAsyncOutputProc bool
+	ExpertParallel         bool
 	// AllowLongMaxModelLen is VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, read by
 	// the caller.
 	AllowLongMaxModelLen bool
@@ -168,7 +170,11 @@ func Resolve(ctx context.Context, p Profile, model perf.Model, gpu perf.GPU, o O
 	}
 	var step perf.StepModel = roof
 	if !o.NoHostOverhead {
-		step = NewHostStepModel(roof, p.Host, o.NumSchedulerSteps)
+		host := p.Host
+		if o.DisableAsyncOutputProc {
+			host.Overlap = OverlapSeparateAPI
+		}
+		step = NewHostStepModel(roof, host, o.NumSchedulerSteps)
 	}
 	return &Resolved{Profile: p, Deployment: resolved, Capacity: capacity, Engine: ec,
 		StepModel: step, StatsInterval: p.Defaults.StatsInterval}, nil
@@ -192,35 +198,55 @@ func checkChoices(p Profile, o Options) error {
 		return InvalidChoice("preemption-mode", "'"+o.PreemptionMode+"'", quoteAll(p.PreemptionModes))
 	}
 	if o.TensorParallel < 0 || o.PipelineParallel < 0 {
-		return fmt.Errorf("tensor_parallel_size (%d) and pipeline_parallel_size (%d) must be at least 1", o.TensorParallel, o.PipelineParallel)
+		return optionError("tensor_parallel_size", "tensor_parallel_size (%d) and pipeline_parallel_size (%d) must be at least 1", o.TensorParallel, o.PipelineParallel)
 	}
 	for _, v := range []struct {
 		name string
 		n    int
 	}{{"max_model_len", o.MaxModelLen}, {"max_num_seqs", o.MaxNumSeqs}, {"max_num_batched_tokens", o.MaxNumBatchedTokens}} {
 		if v.n < 0 {
-			return fmt.Errorf("%s (%d) must be positive, or left unset for vLLM's default", v.name, v.n)
+			return optionError(v.name, "%s (%d) must be positive, or left unset for vLLM's default", v.name, v.n)
 		}
 	}
 	if o.GPUMemoryUtilization < 0 {
-		return fmt.Errorf("gpu_memory_utilization (%g) must be a fraction in (0, 1]; vLLM's default is 0.9", o.GPUMemoryUtilization)
+		return optionError("gpu_memory_utilization", "gpu_memory_utilization (%g) must be a fraction in (0, 1]; vLLM's default is 0.9", o.GPUMemoryUtilization)
 	}
 	if o.SwapSpaceGiB != nil && *o.SwapSpaceGiB < 0 {
-		return fmt.Errorf("swap_space (%g) must be 0 or more GiB; vLLM's default is 4", *o.SwapSpaceGiB)
+		return optionError("swap_space", "swap_space (%g) must be 0 or more GiB; vLLM's default is 4", *o.SwapSpaceGiB)
 	}
 	if o.SchedulerDelayFactor < 0 {
-		return fmt.Errorf("scheduler_delay_factor (%g) must not be negative", o.SchedulerDelayFactor)
+		return optionError("scheduler_delay_factor", "scheduler_delay_factor (%g) must not be negative", o.SchedulerDelayFactor)
 	}
 	if o.NumSchedulerSteps < 0 {
-		return fmt.Errorf("num_scheduler_steps (%d) must be at least 1", o.NumSchedulerSteps)
+		return optionError("num_scheduler_steps", "num_scheduler_steps (%d) must be at least 1", o.NumSchedulerSteps)
 	}
 	if o.NumSchedulerSteps > 1 && !p.Scheduler.MultiStep {
 		if p.Engine == engine.V1 {
-			return fmt.Errorf("num_scheduler_steps (%d) needs the V0 engine: V1 has no multi-step scheduling", o.NumSchedulerSteps)
+			return optionError("num_scheduler_steps", "num_scheduler_steps (%d) needs the V0 engine: V1 has no multi-step scheduling", o.NumSchedulerSteps)
 		}
-		return fmt.Errorf("num_scheduler_steps (%d): vLLM %s has no multi-step scheduling; it arrived in 0.5.5 (PR #7000)", o.NumSchedulerSteps, p.Release)
+		return optionError("num_scheduler_steps", "num_scheduler_steps (%d): vLLM %s has no multi-step scheduling; it arrived in %s (PR #7000)", o.NumSchedulerSteps, p.Release, multiStepSince)
+	}
+	if o.DisableAsyncOutputProc && !p.Scheduler.AsyncOutputProc {
+		if p.Engine == engine.V1 {
+			return optionError("disable_async_output_proc", "disable_async_output_proc: the V1 engine has no async output processor to disable")
+		}
+		return optionError("disable_async_output_proc", "disable_async_output_proc: vLLM %s has no async output processing; it arrived in 0.6.0 (PR #7049)", p.Release)
 	}
 	return nil
+}
+
+// OptionError is a single option's value that Resolve refuses; Option is
+// vLLM's name for it (engine-arg spelling, such as num_scheduler_steps),
+// so a CLI can name its own flag.
+type OptionError struct {
+	Option string
+	Msg    string
+}
+
+func (e *OptionError) Error() string { return e.Msg }
+
+func optionError(option, format string, args ...any) error {
+	return &OptionError{Option: option, Msg: fmt.Sprintf(format, args...)}
 }
 
 // InvalidChoice is argparse's choice error, as `vllm serve` prints it.

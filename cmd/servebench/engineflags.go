@@ -50,6 +50,7 @@ type engineFlags struct {
 	vllmVersion          string
 	numSchedulerSteps    int
 	hostOverhead         bool
+	noAsyncOutputProc    bool
 
 	// resolved is build's full result: the release profile and memory
 	// profile besides what build returns.
@@ -63,6 +64,7 @@ func (f *engineFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.engineVersion, "engine", string(engine.V1), "vLLM engine generation to model: v0 or v1; without --vllm-version, shorthand for 0.5.4 (v0) or 0.8.5 (v1)")
 	fs.StringVar(&f.vllmVersion, "vllm-version", "", "vLLM release X.Y[.Z] to emulate: its defaults, flags, validation, scheduler switches and host overhead (lines "+vllm.KnownLines()+"; default: from --engine)")
 	fs.IntVar(&f.numSchedulerSteps, "num-scheduler-steps", 0, "multi-step scheduling: schedule once per this many steps (V0, vLLM ≥ 0.5.5; default 1)")
+	fs.BoolVar(&f.noAsyncOutputProc, "disable-async-output-proc", false, "V0, vLLM ≥ 0.6: process outputs on the engine's critical path instead of overlapping them with the next step")
 	fs.BoolVar(&f.hostOverhead, "host-overhead", true, "model the release's CPU work (scheduling, output processing, API server) and how it overlaps the GPU; false times steps by the GPU roofline alone")
 	fs.IntVar(&f.maxModelLen, "max-model-len", 0, "model context length (default: derived from the model config)")
 	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", 0, "maximum number of sequences per iteration (default: 256; v1 on GPUs with ≥70 GiB: 1024)")
@@ -81,7 +83,7 @@ func (f *engineFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.enforceEager, "enforce-eager", false, "always use eager-mode PyTorch (no CUDA graphs: slower steps, more KV memory)")
 	fs.StringVar(&f.kvCacheDType, "kv-cache-dtype", "auto", "KV cache data type: auto, fp8, fp8_e4m3, fp8_e5m2")
 	fs.BoolVar(&f.expertParallel, "enable-expert-parallel", false, "MoE models: place whole experts on the tensor-parallel GPUs (EP size = TP) instead of slicing each expert")
-	fs.BoolVar(&f.legacyRequeueOrder, "legacy-requeue-order", false, "v0 chunked prefill: vLLM ≤0.5.4's running-queue order (new prefills first), before PR #7874 (default: on for 0.5.x releases)")
+	fs.BoolVar(&f.legacyRequeueOrder, "legacy-requeue-order", false, "v0 chunked prefill: vLLM ≤0.5.4's running-queue order (new prefills first), before PR #7874 (default: on for 0.5.4 and 0.5.5, where PR #6867 introduced it)")
 	// vLLM's -tp / -pp are two-letter single-dash flags pflag cannot
 	// express; vllmArgs rewrites them to these hidden long forms.
 	fs.IntVar(&f.tensorParallel, "tp", 1, "")
@@ -173,6 +175,7 @@ func (f *engineFlags) build() (perf.Deployment, perf.Capacity, engine.Config, pe
 		EnforceEager: f.enforceEager, KVCacheDType: f.kvCacheDType,
 		ExpertParallel: f.expertParallel, AllowLongMaxModelLen: allowLong,
 		NumSchedulerSteps: f.numSchedulerSteps, NoHostOverhead: !f.hostOverhead,
+		DisableAsyncOutputProc: f.noAsyncOutputProc,
 	}
 	if f.changed("swap-space") {
 		o.SwapSpaceGiB = &f.swapSpace
@@ -196,6 +199,10 @@ func (f *engineFlags) build() (perf.Deployment, perf.Capacity, engine.Config, pe
 		}
 	}
 	r, err := vllm.Resolve(context.Background(), profile, model, gpu, o)
+	var optErr *vllm.OptionError
+	if errors.As(err, &optErr) {
+		return fail(fmt.Errorf("--%s: %s", strings.ReplaceAll(optErr.Option, "_", "-"), optErr.Msg))
+	}
 	if err != nil {
 		if r != nil {
 			err = withTensorParallelFlag(err, r.Deployment.MaxModelLen)

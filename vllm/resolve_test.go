@@ -1,0 +1,102 @@
+package vllm_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/servebench/servebench/engine"
+	"github.com/servebench/servebench/perf"
+	"github.com/servebench/servebench/vllm"
+)
+
+func resolve(t testing.TB, version string, eng engine.Version, model, gpu string, o vllm.Options) (*vllm.Resolved, error) {
+	t.Helper()
+	p, err := vllm.Lookup(version, eng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := perf.LookupModel(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := perf.LookupGPU(gpu)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vllm.Resolve(context.Background(), p, m, g, o)
+}
+
+// TestResolveDefaults: each release fills what the user left unset as
+// that release does.
+func TestResolveDefaults(t *testing.T) {
+	on := true
+	cases := []struct {
+		name, version, model, gpu string
+		o                         vllm.Options
+		wantChunked, wantPrefix   bool
+		wantSeqs, wantTokens      int
+		wantLegacy                bool
+	}{
+		{"0.5.4 8K context: no chunking", "0.5.4", "Qwen2-7B", "H100", vllm.Options{MaxModelLen: 8192}, false, false, 256, 8192, true},
+		{"0.5.4 at exactly 32K: no chunking", "0.5.4", "Qwen2-7B", "H100", vllm.Options{MaxModelLen: 32768}, false, false, 256, 32768, true},
+		{"0.5.4 128K context chunks by itself", "0.5.4", "Llama-3.1-8B", "H100", vllm.Options{}, true, false, 256, 512, true},
+		{"0.6.3 chunked on request", "0.6.3", "Qwen2-7B", "H100", vllm.Options{EnableChunkedPrefill: &on}, true, false, 256, 512, false},
+		{"0.8.5 V1 on a large GPU", "0.8.5", "Qwen2-7B", "H100", vllm.Options{}, true, true, 1024, 8192, false},
+		{"0.8.5 V1 on a 24 GiB GPU", "0.8.5", "Qwen2-0.5B", "RTX-4090", vllm.Options{}, true, true, 256, 2048, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := resolve(t, c.version, "", c.model, c.gpu, c.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ec := r.Engine
+			if ec.EnableChunkedPrefill != c.wantChunked || ec.EnablePrefixCaching != c.wantPrefix || ec.MaxNumSeqs != c.wantSeqs ||
+				ec.MaxNumBatchedTokens != c.wantTokens || ec.LegacyRequeueOrder != c.wantLegacy {
+				t.Errorf("got chunked %v prefix %v seqs %d tokens %d legacy %v", ec.EnableChunkedPrefill, ec.EnablePrefixCaching,
+					ec.MaxNumSeqs, ec.MaxNumBatchedTokens, ec.LegacyRequeueOrder)
+			}
+			if _, ok := r.StepModel.(*vllm.HostStepModel); !ok {
+				t.Errorf("step model %T, want the host-overhead model", r.StepModel)
+			}
+		})
+	}
+}
+
+// TestResolveErrors: flags a release refuses, with vLLM's texts.
+func TestResolveErrors(t *testing.T) {
+	cases := []struct {
+		name, version string
+		eng           engine.Version
+		o             vllm.Options
+		want          string
+		wantOption    string
+	}{
+		{"V0 block sizes", "0.6.3", "", vllm.Options{BlockSize: 64}, "argument --block-size: invalid choice: 64 (choose from 8, 16, 32)", ""},
+		{"preemption mode", "0.5.4", "", vllm.Options{PreemptionMode: "recomputation"}, "argument --preemption-mode: invalid choice: 'recomputation' (choose from 'recompute', 'swap')", ""},
+		{"V1 swap", "0.8.5", "", vllm.Options{PreemptionMode: "swap"}, "preemption_mode=swap requires --engine v0", ""},
+		{"V1 multi-step", "0.9.0", engine.V1, vllm.Options{NumSchedulerSteps: 8}, "num_scheduler_steps (8) needs the V0 engine", "num_scheduler_steps"},
+		{"async output before 0.6", "0.5.4", "", vllm.Options{DisableAsyncOutputProc: true}, "vLLM 0.5.4 has no async output processing; it arrived in 0.6.0 (PR #7049)", "disable_async_output_proc"},
+		{"batched tokens below sequences", "0.6.3", "", vllm.Options{MaxNumSeqs: 256, MaxNumBatchedTokens: 128, EnableChunkedPrefill: new(true)},
+			"max_num_batched_tokens (128) must be greater than or equal to max_num_seqs (256).", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := resolve(t, c.version, c.eng, "Qwen2-7B", "H100", c.o)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want %q", err, c.want)
+			}
+			var oe *vllm.OptionError
+			if got := ""; errors.As(err, &oe) {
+				got = oe.Option
+				if got != c.wantOption {
+					t.Errorf("option %q, want %q", got, c.wantOption)
+				}
+			} else if c.wantOption != "" {
+				t.Errorf("error %T names no option, want %q", err, c.wantOption)
+			}
+		})
+	}
+}
