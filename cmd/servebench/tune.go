@@ -408,7 +408,10 @@ func (s *tuneSetup) run(ctx context.Context, t tune.Trial) (*tune.Outcome, error
 	}
 	outcome := &tune.Outcome{}
 	var loadTest sweep.Runner
-	var after func() error // checks the server survived the run
+	// after checks the server survived the run. When the load test failed
+	// it waits briefly for a dying server's exit to register, so a crash
+	// is reported as a crash rather than as the requests it broke.
+	var after func(loadFailed bool) error
 	switch {
 	case s.f.launch != "":
 		srv, err := s.launch(ctx, t, dir)
@@ -420,12 +423,25 @@ func (s *tuneSetup) run(ctx context.Context, t tune.Trial) (*tune.Outcome, error
 		outcome.Observed = &tune.Capacity{GPUBlocks: st.GPUBlocks, KVCacheTokens: st.KVCacheTokens, KVCacheGiB: st.KVCacheGiB,
 			MaxConcurrency: st.MaxConcurrency, GPUMemory: launch.GPUMemory(ctx)}
 		loadTest = s.benchAt(srv.URL)
-		after = func() error {
+		died := func() error {
+			outcome.LogTail = srv.TailLine()
+			return fmt.Errorf("server died mid-run (%s): %s", srv.ExitError(), srv.TailLine())
+		}
+		after = func(loadFailed bool) error {
 			select {
 			case <-srv.Exited():
-				outcome.LogTail = srv.TailLine()
-				return fmt.Errorf("server died mid-run (%s): %s", srv.ExitError(), srv.TailLine())
+				return died()
 			default:
+			}
+			if !loadFailed {
+				return nil
+			}
+			timer := time.NewTimer(3 * time.Second)
+			defer timer.Stop()
+			select {
+			case <-srv.Exited():
+				return died()
+			case <-timer.C:
 				return nil
 			}
 		}
@@ -446,12 +462,12 @@ func (s *tuneSetup) run(ctx context.Context, t tune.Trial) (*tune.Outcome, error
 		loadTest = s.benchAt(s.f.target)
 	}
 	if after == nil {
-		after = func() error { return nil }
+		after = func(bool) error { return nil }
 	}
 	if s.f.slaSearch {
 		res, _, err := sweep.Search(ctx, sweep.SearchConfig{Dir: filepath.Join(dir, "sla"), BaseArgs: nil, SLA: s.sla,
 			MaxRuns: s.f.slaMaxRuns, Resume: true, Run: loadTest, Target: s.targetName})
-		if aerr := after(); aerr != nil {
+		if aerr := after(err != nil); aerr != nil {
 			return outcome, aerr
 		}
 		if res != nil {
@@ -469,7 +485,7 @@ func (s *tuneSetup) run(ctx context.Context, t tune.Trial) (*tune.Outcome, error
 	}
 	resultPath := filepath.Join(dir, "result.json")
 	_, runErr := loadTest(ctx, nil, resultPath)
-	if aerr := after(); aerr != nil {
+	if aerr := after(runErr != nil || resultHasFailures(resultPath)); aerr != nil {
 		return outcome, aerr
 	}
 	if runErr != nil {
@@ -478,6 +494,15 @@ func (s *tuneSetup) run(ctx context.Context, t tune.Trial) (*tune.Outcome, error
 	result, err := readTrialResult(resultPath)
 	outcome.Result = result
 	return outcome, err
+}
+
+func resultHasFailures(path string) bool {
+	m, err := readTrialResult(path)
+	if err != nil {
+		return true
+	}
+	failed, _ := numberIn(m, "failed")
+	return failed > 0
 }
 
 func withoutModel(args []string) []string {
