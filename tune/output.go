@@ -123,6 +123,9 @@ func TableRow(s *Space, t Trial) string {
 		reason = failedTerms(t.Margins)
 	}
 	line := fmt.Sprintf("%-5d %-8s %12s %-4s %-20s %s", t.Number, t.State, obj, slo, mem, t.Params.String(s))
+	if rate, ok := t.RateSearch["best_rate"]; ok {
+		line += fmt.Sprintf(" · at request rate %v", rate)
+	}
 	if reason = oneLine(reason); reason != "" {
 		line += " · " + reason
 	}

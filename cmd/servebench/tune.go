@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/servebench/servebench/report"
 	"github.com/servebench/servebench/serve"
 	"github.com/servebench/servebench/sweep"
 	"github.com/servebench/servebench/tokenizer"
@@ -646,6 +647,10 @@ func (s *tuneSetup) confirmTop(ctx context.Context, out io.Writer, trials []tune
 				values = append(values, v)
 			}
 		}
+		if len(values) == 0 {
+			fmt.Fprintf(out, "  trial %-4d: the confirmation runs reported no %s\n", t.Number, s.f.objective)
+			continue
+		}
 		lo, hi, mean := spread(values)
 		fmt.Fprintf(out, "  trial %-4d %s: tuned %.2f, confirmed mean %.2f (min %.2f, max %.2f, spread %.1f%%)\n",
 			t.Number, s.f.objective, *t.Objective, mean, lo, hi, 100*(hi-lo)/math.Max(mean, 1e-9))
@@ -654,8 +659,7 @@ func (s *tuneSetup) confirmTop(ctx context.Context, out io.Writer, trials []tune
 }
 
 func numberIn(m map[string]any, key string) (float64, bool) {
-	v, ok := m[key].(float64)
-	return v, ok
+	return report.LoadedResult{Fields: m}.Number(key)
 }
 
 func spread(vs []float64) (lo, hi, mean float64) {
