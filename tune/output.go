@@ -113,7 +113,7 @@ func TableRow(s *Space, t Trial) string {
 		slo = map[bool]string{true: "pass", false: "FAIL"}[*t.SLOMet]
 	}
 	mem := "-"
-	if c := t.Observed; c != nil && (c.GPUBlocks > 0 || c.GPUMemory != "") {
+	if c := t.Observed; c != nil && (c.GPUBlocks > 0 || c.KVCacheTokens > 0 || c.GPUMemory != "") {
 		mem = capacityCell(c) + " (seen)"
 	} else if c := t.Predicted; c != nil {
 		mem = capacityCell(c)
@@ -133,10 +133,15 @@ func TableRow(s *Space, t Trial) string {
 }
 
 func capacityCell(c *Capacity) string {
-	if c.GPUMemory != "" {
+	switch {
+	case c.GPUMemory != "":
 		return c.GPUMemory
+	case c.KVCacheGiB > 0:
+		return fmt.Sprintf("%dk tok %.1fGiB", c.KVCacheTokens/1000, c.KVCacheGiB)
+	case c.KVCacheTokens > 0:
+		return fmt.Sprintf("%dk tok", c.KVCacheTokens/1000)
 	}
-	return fmt.Sprintf("%dk tok %.1fGiB", c.KVCacheTokens/1000, c.KVCacheGiB)
+	return fmt.Sprintf("%d blocks", c.GPUBlocks)
 }
 
 func failedTerms(ms []MarginJSON) string {
