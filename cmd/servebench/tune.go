@@ -277,9 +277,7 @@ func newTuneSetup(cmd *cobra.Command, f *tuneFlags, args []string) (*tuneSetup, 
 	}
 	s.space = space
 	if f.launch == "" {
-		var probe engineFlags
-		fs := pflag.NewFlagSet("probe", pflag.ContinueOnError)
-		probe.register(fs)
+		fs := engineFlagSet(&engineFlags{})
 		for _, p := range space.Params {
 			if fs.Lookup(strings.TrimPrefix(p.Flag(), "--")) == nil {
 				return nil, fmt.Errorf("--param %s: servebench does not model %s, so only a --launch target can vary it", p.Name, p.Flag())
@@ -327,9 +325,7 @@ func tuneSpace(f *tuneFlags, base engineFlags) (*tune.Space, error) {
 // emulated server) from the workload flags (for sim and bench). --model
 // goes to both: bench names the served model with it.
 func splitEngineArgs(args []string) (engineArgs, loadArgs []string) {
-	var ef engineFlags
-	fs := pflag.NewFlagSet("engine", pflag.ContinueOnError)
-	ef.register(fs)
+	fs := engineFlagSet(&engineFlags{})
 	args = vllmArgs(args)
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -352,19 +348,23 @@ func splitEngineArgs(args []string) (engineArgs, loadArgs []string) {
 	return engineArgs, loadArgs
 }
 
-func parseEngineArgs(ef *engineFlags, args []string) error {
+// engineFlagSet is a flag set holding only `vllm serve`'s engine flags,
+// bound to ef.
+func engineFlagSet(ef *engineFlags) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("engine", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	ef.register(fs)
-	return fs.Parse(args)
+	return fs
+}
+
+func parseEngineArgs(ef *engineFlags, args []string) error {
+	return engineFlagSet(ef).Parse(args)
 }
 
 // modelledArgs are the point's flags servebench's engine understands
 // (all of them, unless a launch template varies more).
 func (s *tuneSetup) modelledArgs(p tune.Point) []string {
-	var ef engineFlags
-	fs := pflag.NewFlagSet("probe", pflag.ContinueOnError)
-	ef.register(fs)
+	fs := engineFlagSet(&engineFlags{})
 	var out []string
 	for _, a := range p.Args(s.space) {
 		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
