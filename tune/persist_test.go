@@ -263,3 +263,34 @@ func TestInterruptedTrialGoesBackToWaiting(t *testing.T) {
 		t.Errorf("the interrupted trial was resampled: %v then %v", trials[0].Params, got[0].Params)
 	}
 }
+
+// A worker whose trial was given away while it ran (it looked dead) must
+// drop its result: the trial runs once more elsewhere and is stored once.
+func TestTrialGivenAwayMidRunIsNotStoredTwice(t *testing.T) {
+	store := openTestStorage(t)
+	cfg := syntheticConfig(store, 2)
+	cfg.Validate = func(context.Context, Point) (*Capacity, error) { return nil, nil }
+	cfg.HeartbeatEvery = 10 * time.Millisecond
+	inner := cfg.Run
+	calls := 0
+	cfg.Run = func(ctx context.Context, tr Trial) (*Outcome, error) {
+		calls++
+		if calls == 1 {
+			if _, err := store.Reap(ctx, "shared", -time.Second, nil); err != nil {
+				return nil, err
+			}
+			<-ctx.Done() // the heartbeat finds the trial gone and cancels
+			return nil, ctx.Err()
+		}
+		return inner(ctx, tr)
+	}
+	reported := map[int]int{}
+	cfg.OnTrial = func(tr Trial) { reported[tr.Number]++ }
+	if err := Optimize(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	trials := checkStudy(t, store, 2)
+	if trials[0].Attempts != 2 || reported[0] != 1 || calls != 3 {
+		t.Errorf("attempts %d, reported %v, runner calls %d", trials[0].Attempts, reported, calls)
+	}
+}

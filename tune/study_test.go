@@ -126,6 +126,9 @@ func TestFailedTrialIsRecordedAndPenalised(t *testing.T) {
 			if tr.Number%2 == 0 {
 				return &Outcome{LogTail: "CUDA out of memory"}, errors.New("server exited with status 1 during startup")
 			}
+			if tr.Number == 3 { // the server answered some requests with 5xx
+				return &Outcome{Result: map[string]any{"request_throughput": 3.0, "completed": 7.0, "failed": 3.0}}, nil
+			}
 			return &Outcome{Result: map[string]any{"request_throughput": 3.0, "completed": 10.0, "failed": 0.0}}, nil
 		}}
 	if err := Optimize(context.Background(), cfg); err != nil {
@@ -134,13 +137,16 @@ func TestFailedTrialIsRecordedAndPenalised(t *testing.T) {
 	trials, _ := store.Trials(context.Background(), "s")
 	for _, tr := range trials {
 		want := StateComplete
-		if tr.Number%2 == 0 {
+		if tr.Number%2 == 0 || tr.Number == 3 {
 			want = StateFailed
+		}
+		if tr.Number == 3 && (tr.Reason != "3 of 10 requests failed" || tr.Score != 0) {
+			t.Errorf("trial with failed requests: %q score %g", tr.Reason, tr.Score)
 		}
 		if tr.State != want {
 			t.Errorf("trial %d: %s, want %s", tr.Number, tr.State, want)
 		}
-		if want == StateFailed && (tr.Score != 0 || tr.LogTail != "CUDA out of memory" || !strings.Contains(tr.Reason, "during startup")) {
+		if tr.Number%2 == 0 && (tr.Score != 0 || tr.LogTail != "CUDA out of memory" || !strings.Contains(tr.Reason, "during startup")) {
 			t.Errorf("failed trial %d: %+v", tr.Number, tr)
 		}
 	}
