@@ -404,6 +404,11 @@ func (s *tuneSetup) trialDir(t tune.Trial) string {
 // load test (or the SLA search), bring it down.
 func (s *tuneSetup) run(ctx context.Context, t tune.Trial) (*tune.Outcome, error) {
 	dir := s.trialDir(t)
+	// A trial given back by an interrupt or a dead worker runs again from
+	// scratch: its earlier attempt's partial result must not stand in.
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}

@@ -26,7 +26,11 @@ func init() {
 // stderr, the stored trials and the error.
 func runTuneCmd(t *testing.T, args ...string) (string, string, []tune.Trial, error) {
 	t.Helper()
-	dir := t.TempDir()
+	return runTuneCmdIn(t, t.TempDir(), args...)
+}
+
+func runTuneCmdIn(t *testing.T, dir string, args ...string) (string, string, []tune.Trial, error) {
+	t.Helper()
 	root := newRootCmd()
 	var out, errw bytes.Buffer
 	root.SetOut(&out)
@@ -176,5 +180,27 @@ func TestTuneFlagErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: err = %v, want %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// A trial interrupted mid-run left a partial result in its directory;
+// when it runs again (resume), that must not make bench refuse to start.
+func TestTuneRerunTrialReplacesItsPartialResult(t *testing.T) {
+	dir := t.TempDir()
+	stale := filepath.Join(dir, "trial-0000")
+	if err := os.MkdirAll(stale, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(stale, "result.json"), []byte(`{"request_throughput": 99}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--trials", "1", "--param", "max_num_seqs=8,16", "--", "--model", "Qwen2.5-7B-Instruct", "--gpu", "L40S",
+		"--num-prompts", "10", "--random-input-len", "64", "--random-output-len", "8"}
+	_, _, trials, err := runTuneCmdIn(t, dir, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(trials) != 1 || trials[0].State != tune.StateComplete || *trials[0].Objective == 99 {
+		t.Fatalf("trials %+v", trials)
 	}
 }
