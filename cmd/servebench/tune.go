@@ -187,6 +187,9 @@ func runTune(ctx context.Context, cmd *cobra.Command, f *tuneFlags, args []strin
 		fmt.Fprintf(errw, " subject to %s", s.sla)
 	}
 	fmt.Fprintln(errw)
+	if f.launch == "" && s.targetName != "sim" && s.targetName != "embedded" {
+		fmt.Fprintf(errw, "warning: --target %s is a server tune cannot restart: every trial runs against its current flags, so only the load side differs; use --launch to start a server per trial\n", s.targetName)
+	}
 	fmt.Fprintln(out, tune.TableHeader(s.space, f.objective))
 	cfg := tune.Config{
 		Study: f.study, Space: s.space, Storage: store, Known: s.known,
