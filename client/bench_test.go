@@ -78,10 +78,24 @@ func (m *memoryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // BenchmarkStreamChunk measures client CPU per streamed chunk: request
 // building, SSE framing, JSON field extraction, timestamping and recording,
 // with the network replaced by memory. ns/op is per request.
+//
+// The "limits" cases arm the first-byte and chunk limits at the CLI's
+// defaults, as every bench run does, so the stall watch's per-read cost
+// is counted.
 func BenchmarkStreamChunk(b *testing.B) {
-	for _, chunks := range []int{1000, 100, 1} {
-		b.Run(fmt.Sprintf("chunks=%d", chunks), func(b *testing.B) {
-			c, err := New(Config{BaseURL: "http://127.0.0.1:8000", Model: "meta-llama/Llama-3.1-8B-Instruct", Transport: &memoryTransport{events: vllmCompletionStream(chunks)}})
+	for _, tc := range []struct {
+		chunks int
+		limits bool
+	}{{1000, false}, {100, false}, {1, false}, {1000, true}} {
+		chunks := tc.chunks
+		name := fmt.Sprintf("chunks=%d", chunks)
+		cfg := Config{BaseURL: "http://127.0.0.1:8000", Model: "meta-llama/Llama-3.1-8B-Instruct", Transport: &memoryTransport{events: vllmCompletionStream(chunks)}}
+		if tc.limits {
+			name += "/limits"
+			cfg.FirstByteTimeout, cfg.ChunkTimeout = 30*time.Minute, 5*time.Minute
+		}
+		b.Run(name, func(b *testing.B) {
+			c, err := New(cfg)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -196,6 +196,14 @@ func validHeaderName(k string) bool {
 // standard library keeps only 2 idle connections per host, which would make
 // every request past the second dial anew; compression would hide chunk
 // arrival behind a decoder.
+//
+// Connections are not wrapped to skip the read that returns EAGAIN after a
+// drained socket (about 0.4 of the ~1.4 reads per chunk): every Read
+// through a RawConn first clears the fd's readiness token, so a chunk that
+// arrives while the previous one is parsed would leave the stream parked
+// until the next chunk, or forever after the last. Nor are ACKs delayed
+// (TCP_QUICKACK off): a server without TCP_NODELAY would hold its next
+// chunk for the delayed ACK and inflate ITL by up to 40 ms.
 func newTransport(insecure bool) *http.Transport {
 	t := &http.Transport{
 		Proxy: http.ProxyFromEnvironment,

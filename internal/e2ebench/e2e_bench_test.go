@@ -23,9 +23,20 @@ import (
 
 const serverEnv = "SERVEBENCH_E2E_STREAM_SERVER"
 
+// rawReaderEnv makes the test binary the reference client of
+// BenchmarkRawReaderCPUPerChunk instead of running tests.
+const rawReaderEnv = "SERVEBENCH_E2E_RAW_READER"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(serverEnv) != "" {
 		runStepServer()
+		return
+	}
+	if os.Getenv(rawReaderEnv) != "" {
+		if err := runRawReader(os.Args[1:]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
 		return
 	}
 	os.Exit(m.Run())
@@ -127,10 +138,6 @@ func BenchmarkBenchProcessCPUPerChunk(b *testing.B) {
 	if testing.Short() {
 		b.Skip("builds the binary and runs a multi-second load: not in -short")
 	}
-	requests := envInt("SERVEBENCH_E2E_REQUESTS", 2000)
-	output := envInt("SERVEBENCH_E2E_OUTPUT", 400)
-	step := time.Duration(envInt("SERVEBENCH_E2E_STEP_MS", 10)) * time.Millisecond
-
 	bin := os.Getenv("SERVEBENCH_E2E_BIN") // e.g. an older build, for a before/after figure
 	if bin == "" {
 		bin = filepath.Join(b.TempDir(), "servebench")
@@ -140,6 +147,35 @@ func BenchmarkBenchProcessCPUPerChunk(b *testing.B) {
 			b.Fatalf("go build: %v\n%s", err, out)
 		}
 	}
+	measureClientProcess(b, func(args []string) *exec.Cmd {
+		return exec.Command(bin, append(args, strings.Fields(os.Getenv("SERVEBENCH_E2E_FLAGS"))...)...)
+	})
+}
+
+// BenchmarkRawReaderCPUPerChunk is the floor under the figure above: the
+// same load read by the least a Go client can do (one goroutine and one
+// plain TCP connection per stream, a hand-written request, one clock read
+// per read, counting events instead of parsing them). What servebench
+// costs above this is its own; what this costs is the kernel's loopback
+// TCP path and the Go scheduler's one wake-up per arriving chunk.
+func BenchmarkRawReaderCPUPerChunk(b *testing.B) {
+	if testing.Short() {
+		b.Skip("runs a multi-second load: not in -short")
+	}
+	measureClientProcess(b, func(args []string) *exec.Cmd {
+		cmd := exec.Command(os.Args[0], args...)
+		cmd.Env = append(os.Environ(), rawReaderEnv+"=1")
+		return cmd
+	})
+}
+
+// measureClientProcess starts the step server, runs the client command
+// built from bench's arguments once per iteration and reports the client
+// process's CPU per chunk, peak RSS and context switches from its rusage.
+func measureClientProcess(b *testing.B, clientCmd func(args []string) *exec.Cmd) {
+	requests := envInt("SERVEBENCH_E2E_REQUESTS", 2000)
+	output := envInt("SERVEBENCH_E2E_OUTPUT", 400)
+	step := time.Duration(envInt("SERVEBENCH_E2E_STEP_MS", 10)) * time.Millisecond
 
 	server := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$")
 	server.Env = append(os.Environ(), serverEnv+"="+step.String())
@@ -165,14 +201,13 @@ func BenchmarkBenchProcessCPUPerChunk(b *testing.B) {
 		"--dataset-name", "random", "--random-input-len", "200", "--random-output-len", strconv.Itoa(output),
 		"--num-prompts", strconv.Itoa(requests), "--request-rate", "inf", "--skip-tokenizer-init",
 		"--server-metrics-interval", "0", "--disable-tqdm", "--records", "none"}
-	args = append(args, strings.Fields(os.Getenv("SERVEBENCH_E2E_FLAGS"))...)
 	for b.Loop() {
-		cmd := exec.Command(bin, args...)
+		cmd := clientCmd(args)
 		var out strings.Builder
 		cmd.Stdout, cmd.Stderr = &out, &out
 		start := time.Now()
 		if err := cmd.Run(); err != nil {
-			b.Fatalf("bench: %v\n%s", err, out.String())
+			b.Fatalf("%s: %v\n%s", cmd.Path, err, out.String())
 		}
 		wall := time.Since(start)
 		want := fmt.Sprintf("Successful requests:                     %-10d", requests)
