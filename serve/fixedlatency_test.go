@@ -33,14 +33,28 @@ func runFixed(t *testing.T, cfg Config, arrivals []time.Duration, outLen int) ([
 	got := make([]observed, len(arrivals))
 	var page string
 	synctest.Test(t, func(t *testing.T) {
-		s, stop := startLoop(t, cfg, nil)
 		streams := make([]*stream, len(arrivals))
-		for i, at := range arrivals {
-			time.Sleep(at - s.now())
+		submit := func(s *Server, i int) {
 			req := engine.Request{ID: uint64(i) + 1, Prompt: []int32{500, 501, 502, int32(600 + i)}, PromptLen: 4, MaxTokens: outLen, Arrival: s.now()}
 			streams[i] = newStream(req, outLen, true, 0)
 			if err := s.submit(streams[i]); err != nil {
 				t.Fatal(err)
+			}
+		}
+		// Requests due at 0 are queued before the loop starts, so its
+		// first step sees them all (otherwise which of them the first
+		// drain catches depends on goroutine order).
+		s, stop := startLoop(t, cfg, func(s *Server) {
+			for i, at := range arrivals {
+				if at == 0 {
+					submit(s, i)
+				}
+			}
+		})
+		for i, at := range arrivals {
+			if at > 0 {
+				time.Sleep(at - s.now())
+				submit(s, i)
 			}
 		}
 		done := make(chan struct{})
