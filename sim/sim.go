@@ -35,6 +35,11 @@ type Config struct {
 	// does (0: no cap): a request arriving while the cap is full waits in
 	// the client queue until one finishes, and the wait is its queue time.
 	MaxConcurrency int
+	// PromptIDs, if set, gives the token IDs of requests without
+	// PromptIDs (workload.BuildCompact's source). They are built when the
+	// request arrives and dropped with it, so memory follows the requests
+	// in flight rather than the workload.
+	PromptIDs workload.PromptSource
 }
 
 // StatsSample is the engine's state at one instant of virtual time, with
@@ -304,9 +309,13 @@ func (r *runner) add(id int) error {
 	w := r.req(id)
 	start := max(w.Arrival, r.slotFreedAt)
 	er := engine.Request{ID: uint64(id), MaxTokens: w.MaxTokens, Arrival: start}
+	ids := w.PromptIDs
+	if ids == nil && r.cfg.PromptIDs != nil {
+		ids = r.cfg.PromptIDs(w)
+	}
 	switch {
-	case w.PromptIDs != nil:
-		er.Prompt = w.PromptIDs
+	case ids != nil:
+		er.Prompt = ids
 	case r.caching && w.Prompt != "":
 		er.Prompt = DerivePromptIDs(w.Prompt, w.PromptLen)
 	default:

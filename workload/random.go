@@ -40,6 +40,18 @@ func (b *builder) random() ([]Request, error) {
 	b.randomIDs(prefix, allowed)
 
 	reqs := make([]Request, n)
+	if b.tok == nil && b.lazy {
+		// IDs are a function of (prefix, allowed, start): keep the start
+		// (4 bytes a request) and build each prompt when it is sent.
+		src := &randomPrompts{prefix: make([]int32, o.PrefixLen), allowed: allowed, starts: make([]int32, n)}
+		narrowIDs(src.prefix, prefix)
+		for i := range reqs {
+			src.starts[i] = int32((offsets[i] + i) % len(allowed))
+			reqs[i] = Request{PromptLen: o.PrefixLen + inputLens[i], MaxTokens: outputLens[i]}
+		}
+		b.source = src.ids
+		return reqs, nil
+	}
 	if b.tok == nil {
 		// One backing array for every prompt: one allocation instead of n.
 		total := 0
@@ -89,4 +101,22 @@ func fillSequential[T tokenID](dst []T, allowed []int, start int) {
 			from = 0
 		}
 	}
+}
+
+// randomPrompts holds what random token-ID prompts are made of, so that a
+// workload of millions of requests need not hold their IDs all at once.
+type randomPrompts struct {
+	prefix  []int32
+	allowed []int
+	starts  []int32 // per request: where its body starts in allowed
+}
+
+func (p *randomPrompts) ids(r *Request) []int32 {
+	if r.Index < 0 || r.Index >= len(p.starts) || r.PromptLen < len(p.prefix) {
+		return nil
+	}
+	ids := make([]int32, r.PromptLen)
+	copy(ids, p.prefix)
+	fillSequential(ids[len(p.prefix):], p.allowed, int(p.starts[r.Index]))
+	return ids
 }

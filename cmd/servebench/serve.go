@@ -21,6 +21,7 @@ func init() { extraCommands = append(extraCommands, newServeCmd) }
 // serveFlags are `serve`'s own flags on top of the engine flags.
 type serveFlags struct {
 	engine engineFlags
+	fixed  fixedLatencyFlags
 
 	host            string
 	port            int
@@ -76,6 +77,7 @@ Test a router against several emulated replicas:
 	}
 	fs := cmd.Flags()
 	f.engine.register(fs)
+	f.fixed.register(fs)
 	fs.StringVar(&f.host, "host", "127.0.0.1", "host name to listen on")
 	fs.IntVar(&f.port, "port", 8000, "port to listen on (0 picks a free one)")
 	fs.StringSliceVar(&f.servedNames, "served-model-name", nil, "model name(s) requests use and /v1/models lists (default: --model); the first labels the metrics")
@@ -107,6 +109,10 @@ func runServe(cmd *cobra.Command, f *serveFlags, args []string) error {
 		f.engine.model = args[0]
 	}
 	deployment, capacity, ec, stepModel, err := f.engine.build()
+	if err != nil {
+		return err
+	}
+	stepModel, fixedLatency, err := f.fixed.stepModel(stepModel, capacity.MaxNumSeqs, f.seed)
 	if err != nil {
 		return err
 	}
@@ -188,6 +194,9 @@ func runServe(cmd *cobra.Command, f *serveFlags, args []string) error {
 	logger.Info(fmt.Sprintf("servebench serve: emulating vLLM %s (engine %s) with %s on %s (TP %d, PP %d), %s",
 		f.engine.resolved.Profile.Release, ec.Version, deployment.Model.Name, deployment.GPU.Name,
 		deployment.TensorParallel, deployment.PipelineParallel, describeEngineConfig(ec, capacity.MaxNumSeqs)))
+	if fixedLatency {
+		logger.Info("servebench serve: fixed-latency mode: " + describeFixedLatency(f.fixed.cfg))
+	}
 	if warning := exposureWarning(running.Addr(), f.apiKey); warning != "" {
 		logger.Warn(warning)
 	}

@@ -119,7 +119,7 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 	if err != nil {
 		return fmt.Errorf("--tokenizer: %w", err)
 	}
-	reqs, err := workload.Build(ctx, spec, tok)
+	reqs, promptIDs, err := buildSimWorkload(ctx, spec, tok, topo == nil)
 	if err != nil {
 		return err
 	}
@@ -178,7 +178,7 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 	// The recorder copies what it keeps, so the simulator may recycle
 	// records. A records write error does not stop the simulation (it costs
 	// no server time); it is reported after the result.
-	cfg := sim.Config{Engine: ec, Model: stepModel, StatsInterval: interval, MaxConcurrency: f.workload.maxConcurrency, ReuseRecords: true}
+	cfg := sim.Config{Engine: ec, Model: stepModel, StatsInterval: interval, MaxConcurrency: f.workload.maxConcurrency, ReuseRecords: true, PromptIDs: promptIDs}
 	if f.logStats {
 		cfg.OnStats = func(s sim.StatsSample) { writeSimStatsLine(errw, ec, s) }
 	}
