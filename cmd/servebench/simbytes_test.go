@@ -3,15 +3,14 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var updateSimBytes = flag.Bool("update-sim-bytes", false, "rewrite testdata/sim_bytes.golden from the current sim")
+	"github.com/servebench/servebench/internal/golden"
+)
 
 // TestSimOutputBytes pins sim's printed result and its JSONL records, byte
 // for byte, for a few workloads: memory and speed work on the simulator and
@@ -49,18 +48,5 @@ func TestSimOutputBytes(t *testing.T) {
 		so, rs := sha256.Sum256([]byte(stdout)), sha256.Sum256(rec)
 		fmt.Fprintf(&got, "%s stdout %s records %s\n", tc.name, hex.EncodeToString(so[:]), hex.EncodeToString(rs[:]))
 	}
-	golden := filepath.Join("testdata", "sim_bytes.golden")
-	if *updateSimBytes {
-		if err := os.WriteFile(golden, []byte(got.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run with -update-sim-bytes to create it)", err)
-	}
-	if got.String() != string(want) {
-		t.Errorf("sim output changed:\n got %s\nwant %s", got.String(), want)
-	}
+	golden.CheckFile(t, filepath.Join("testdata", "sim_bytes.golden"), []byte(got.String()))
 }
