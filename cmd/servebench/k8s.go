@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/servebench/servebench/deploy/k8s"
 )
@@ -45,6 +46,20 @@ func k8sPassThrough(cmd *cobra.Command, args []string) ([]string, error) {
 	return args, nil
 }
 
+// printManifests writes the objects build returns as one YAML stream.
+func printManifests(cmd *cobra.Command, build func() ([]runtime.Object, error)) error {
+	objs, err := build()
+	if err != nil {
+		return err
+	}
+	data, err := k8s.YAML(objs)
+	if err != nil {
+		return err
+	}
+	_, err = cmd.OutOrStdout().Write(data)
+	return err
+}
+
 func newK8sBenchCmd() *cobra.Command {
 	b := k8s.Bench{}
 	var startAt string
@@ -65,16 +80,7 @@ func newK8sBenchCmd() *cobra.Command {
 			} else {
 				b.StartAt = time.Now().Add(startIn).Truncate(time.Second)
 			}
-			objs, err := b.Objects()
-			if err != nil {
-				return err
-			}
-			data, err := k8s.YAML(objs)
-			if err != nil {
-				return err
-			}
-			_, err = cmd.OutOrStdout().Write(data)
-			return err
+			return printManifests(cmd, b.Objects)
 		},
 	}
 	fs := cmd.Flags()
@@ -102,16 +108,7 @@ func newK8sTuneCmd() *cobra.Command {
 				return err
 			}
 			t.Flags = flags
-			objs, err := t.Objects()
-			if err != nil {
-				return err
-			}
-			data, err := k8s.YAML(objs)
-			if err != nil {
-				return err
-			}
-			_, err = cmd.OutOrStdout().Write(data)
-			return err
+			return printManifests(cmd, t.Objects)
 		},
 	}
 	fs := cmd.Flags()
