@@ -53,6 +53,8 @@ type tuneFlags struct {
 	dir        string
 	staleAfter time.Duration
 	confirm    int
+
+	worker tuneWorkerFlags
 }
 
 const tuneLong = `Search vLLM's engine flags for the highest throughput (or any result key) under an SLO.
@@ -148,6 +150,7 @@ func newTuneCmd() *cobra.Command {
 	fs.StringVar(&f.study, "study", "default", "study name inside the storage")
 	fs.StringVar(&f.dir, "dir", "", "directory for trial results, server logs, trials.json and trials.csv (default tune-STUDY)")
 	fs.DurationVar(&f.staleAfter, "stale-after", time.Minute, "give back a running trial whose worker has been silent this long")
+	f.worker.register(fs)
 	fs.IntVar(&f.confirm, "confirm", 0, "re-run the best N configs 3 times each with other workload seeds and report the spread")
 	return cmd
 }
@@ -201,7 +204,7 @@ func runTune(ctx context.Context, cmd *cobra.Command, f *tuneFlags, args []strin
 		OnTrial: func(t tune.Trial) { fmt.Fprintln(out, tune.TableRow(s.space, t)) },
 		Logger:  slog.New(slog.NewTextHandler(errw, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
-	runErr := tune.Optimize(ctx, cfg)
+	runErr := f.worker.optimize(ctx, cfg)
 	// Whatever finished is reported and saved, interrupted or not.
 	trials, err := store.Trials(context.WithoutCancel(ctx), f.study)
 	if err != nil {
@@ -234,6 +237,9 @@ func countFinished(trials []tune.Trial) int {
 
 func newTuneSetup(cmd *cobra.Command, f *tuneFlags, args []string) (*tuneSetup, error) {
 	s := &tuneSetup{f: f, known: map[string]string{}}
+	if err := f.worker.check(cmd.Flags().Changed, f); err != nil {
+		return nil, err
+	}
 	switch {
 	case f.launch != "":
 		s.targetName = "launch"
@@ -572,7 +578,7 @@ func (s *tuneSetup) launch(ctx context.Context, t tune.Trial, dir string) (*laun
 		vars[k] = v
 	}
 	return launch.Start(ctx, launch.Config{Template: s.f.launch, Vars: vars, Port: port,
-		HealthPath: s.f.healthPath, StartupTimeout: s.f.startupTimeout, LogPath: filepath.Join(dir, "server.log")})
+		HealthPath: s.f.healthPath, StartupTimeout: s.f.startupTimeout, LogPath: filepath.Join(dir, "server.log"), Env: tune.GPUEnv(ctx)})
 }
 
 func readTrialResult(path string) (map[string]any, error) {

@@ -43,6 +43,8 @@ type Config struct {
 	StopGrace time.Duration
 	// LogPath, when set, receives the server's whole output.
 	LogPath string
+	// Env is added to this process's environment (e.g. the trial's GPUs).
+	Env []string
 }
 
 // Render substitutes {name} placeholders; an unknown placeholder is an
@@ -125,6 +127,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	// which Stop does.
 	s.cmd = exec.Command("/bin/sh", "-c", command)
 	s.cmd.Stdout, s.cmd.Stderr = out, out
+	if len(cfg.Env) > 0 {
+		s.cmd.Env = append(os.Environ(), cfg.Env...)
+	}
 	setProcessGroup(s.cmd)
 	if err := s.cmd.Start(); err != nil {
 		s.closeLog()

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/servebench/servebench/deploy/k8s"
+)
+
+func init() { extraCommands = append(extraCommands, newK8sCmd) }
+
+func newK8sCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "k8s",
+		Short: "Print Kubernetes manifests for a sharded bench or distributed tune workers",
+		Long: `Print Kubernetes manifests (kubectl apply -f -) built from the official API types.
+
+  servebench k8s bench --shards 16 --image IMAGE -- BENCH-FLAGS
+      a ReadWriteMany PVC (or --claim), a ConfigMap of the bench flags, an Indexed Job of
+      16 shards that start together at --start-at, and a merge Job that runs
+      "servebench merge" on the shared volume once every shard wrote its manifest.
+  servebench k8s tune --workers 8 --storage postgresql://... --image IMAGE -- TUNE-FLAGS [-- ENGINE-FLAGS]
+      a ConfigMap of the tune flags and a Job of 8 tune workers on one PostgreSQL study,
+      each requesting nvidia.com/gpu for its concurrent trials.`,
+	}
+	cmd.AddCommand(newK8sBenchCmd(), newK8sTuneCmd())
+	return cmd
+}
+
+func k8sCommonFlags(fs *pflag.FlagSet, c *k8s.Common) {
+	fs.StringVar(&c.Name, "name", "servebench", "name prefix of every object (a DNS label)")
+	fs.StringVar(&c.Namespace, "namespace", "", "namespace of every object (default: kubectl's)")
+	fs.StringVar(&c.Image, "image", "ghcr.io/servebench/servebench:latest", "container image with servebench on PATH and /bin/sh")
+}
+
+// k8sPassThrough returns the flags after the first "--".
+func k8sPassThrough(cmd *cobra.Command, args []string) ([]string, error) {
+	dash := cmd.ArgsLenAtDash()
+	if dash != 0 && len(args) > 0 {
+		return nil, fmt.Errorf("unexpected argument %q: the flags of the pods go after --", args[0])
+	}
+	return args, nil
+}
+
+// printManifests writes the objects build returns as one YAML stream.
+func printManifests(cmd *cobra.Command, build func() ([]runtime.Object, error)) error {
+	objs, err := build()
+	if err != nil {
+		return err
+	}
+	data, err := k8s.YAML(objs)
+	if err != nil {
+		return err
+	}
+	_, err = cmd.OutOrStdout().Write(data)
+	return err
+}
+
+func newK8sBenchCmd() *cobra.Command {
+	b := k8s.Bench{}
+	var startAt string
+	var startIn time.Duration
+	cmd := &cobra.Command{
+		Use:   "bench [flags] -- BENCH-FLAGS",
+		Short: "Manifests for a sharded benchmark: Indexed Job, ConfigMap, shared volume, merge Job",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			flags, err := k8sPassThrough(cmd, args)
+			if err != nil {
+				return err
+			}
+			b.Flags = flags
+			if startAt != "" {
+				if b.StartAt, err = time.Parse(time.RFC3339Nano, startAt); err != nil {
+					return fmt.Errorf("--start-at %q: not an RFC3339 instant like 2026-11-23T12:00:00Z", startAt)
+				}
+			} else {
+				b.StartAt = time.Now().Add(startIn).Truncate(time.Second)
+			}
+			return printManifests(cmd, b.Objects)
+		},
+	}
+	fs := cmd.Flags()
+	k8sCommonFlags(fs, &b.Common)
+	fs.IntVar(&b.Shards, "shards", 4, "shard pods (parallelism and completions of the Indexed Job)")
+	fs.StringVar(&startAt, "start-at", "", "RFC3339 instant every shard starts its schedule at (default: now + --start-in)")
+	fs.DurationVar(&startIn, "start-in", 3*time.Minute, "without --start-at: start this long after the manifests are printed (time to schedule pods and pull the image)")
+	fs.StringVar(&b.Claim, "claim", "", "existing ReadWriteMany PersistentVolumeClaim for the records (default: create NAME-records)")
+	fs.StringVar(&b.StorageClass, "storage-class", "", "storage class of the created claim (must support ReadWriteMany)")
+	fs.StringVar(&b.StorageSize, "storage-size", "1Gi", "size of the created claim")
+	fs.DurationVar(&b.MergeDeadline, "merge-deadline", 2*time.Hour, "how long the merge Job waits for every shard")
+	fs.StringVar(&b.CPU, "cpu", "1", "CPU of each shard pod (request = limit)")
+	fs.StringVar(&b.Memory, "memory", "1Gi", "memory of each shard pod (request = limit)")
+	return cmd
+}
+
+func newK8sTuneCmd() *cobra.Command {
+	t := k8s.Tune{}
+	cmd := &cobra.Command{
+		Use:   "tune [flags] -- TUNE-FLAGS [-- ENGINE-AND-WORKLOAD-FLAGS]",
+		Short: "Manifests for distributed tune workers on one PostgreSQL study",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			flags, err := k8sPassThrough(cmd, args)
+			if err != nil {
+				return err
+			}
+			t.Flags = flags
+			return printManifests(cmd, t.Objects)
+		},
+	}
+	fs := cmd.Flags()
+	k8sCommonFlags(fs, &t.Common)
+	fs.IntVar(&t.Workers, "workers", 2, "worker pods (the Job's parallelism)")
+	fs.IntVar(&t.ConcurrentTrials, "concurrent-trials", 1, "trials each worker runs at once")
+	fs.IntVar(&t.GPUsPerTrial, "gpus-per-trial", 1, "nvidia.com/gpu per trial (0: CPU-only targets such as sim)")
+	fs.StringVar(&t.Storage, "storage", "", "shared study storage: postgresql://USER@HOST/DB")
+	fs.StringVar(&t.Study, "study", "default", "study name")
+	fs.DurationVar(&t.StartupTimeout, "startup-timeout", 20*time.Minute, "how long a trial's server may take to become ready on its health path")
+	return cmd
+}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/servebench/servebench/tune"
+)
+
+func TestK8sCommandsPrintManifests(t *testing.T) {
+	tests := []struct {
+		name        string
+		args        []string
+		jobDoc      int // index of the Job to check
+		parallelism int32
+		indexed     bool
+	}{
+		{"bench", []string{"k8s", "bench", "--shards", "16", "--start-at", "2026-11-23T14:00:00Z", "--", "--base-url", "http://vllm:8000", "--request-rate", "2000"}, 2, 16, true},
+		{"tune", []string{"k8s", "tune", "--workers", "8", "--storage", "postgresql://tune@pg/tune", "--", "--trials", "64"}, 1, 8, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, _, err := runCLI(t, tt.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			docs := bytes.Split([]byte(out), []byte("\n---\n"))
+			var job batchv1.Job
+			if err := yaml.UnmarshalStrict(docs[tt.jobDoc], &job); err != nil {
+				t.Fatalf("document %d: %v", tt.jobDoc, err)
+			}
+			indexed := job.Spec.CompletionMode != nil && *job.Spec.CompletionMode == batchv1.IndexedCompletion
+			if job.Kind != "Job" || *job.Spec.Parallelism != tt.parallelism || indexed != tt.indexed {
+				t.Errorf("%s parallelism %d indexed %v; want Job, %d, %v", job.Kind, *job.Spec.Parallelism, indexed, tt.parallelism, tt.indexed)
+			}
+		})
+	}
+}
+
+func TestK8sAndWorkerFlagErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"bad start", []string{"k8s", "bench", "--start-at", "tomorrow"}, `--start-at "tomorrow"`},
+		{"sqlite for pods", []string{"k8s", "tune", "--storage", "study.db"}, "PostgreSQL"},
+		{"worker without storage", []string{"tune", "--worker", "--", "--model", "Qwen/Qwen2-0.5B"}, "--worker: give the shared study's --storage"},
+		{"slots without worker", []string{"tune", "--concurrent-trials", "2", "--", "--model", "Qwen/Qwen2-0.5B"}, "need --worker"},
+		{"GPUs for sim", []string{"tune", "--worker", "--storage", "x.db", "--gpus-per-trial", "1", "--", "--model", "Qwen/Qwen2-0.5B"}, "only --launch servers run on GPUs"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := runCLI(t, tt.args...)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// A --worker with two concurrent trials on sim shares the budget between
+// its two slots, each a worker of its own in the study.
+func TestTuneWorkerRunsConcurrentTrials(t *testing.T) {
+	dir := t.TempDir()
+	storage := filepath.Join(dir, "study.db")
+	_, stderr, err := runCLI(t, "tune", "--worker", "--storage", storage, "--concurrent-trials", "2", "--trials", "4", "--dir", dir,
+		"--", "--model", "Qwen/Qwen2-0.5B", "--gpu", "H100", "--num-prompts", "10", "--request-rate", "10")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	store, err := tune.OpenStorage(context.Background(), storage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	trials, err := store.Trials(context.Background(), "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	workers := map[string]bool{}
+	for _, tr := range trials {
+		if tr.State != tune.StateComplete || tr.Attempts != 1 {
+			t.Errorf("trial %d: %s after %d attempts", tr.Number, tr.State, tr.Attempts)
+		}
+		workers[tr.Worker] = true
+	}
+	if len(trials) != 4 || len(workers) != 2 {
+		t.Errorf("%d trials by %d workers; want 4 by the 2 slots", len(trials), len(workers))
+	}
+}
