@@ -106,6 +106,8 @@ func TestTuneLaunchFailuresNeverHangTheStudy(t *testing.T) {
 		t.Fatal(err)
 	}
 	serveCmd := "SERVEBENCH_TUNE_TEST_MAIN=1 exec " + exe + " serve --model Qwen2-0.5B --gpu H100 --port {port} --max-num-seqs {max_num_seqs}"
+	waitReady := "SERVEBENCH_TUNE_TEST_MAIN=1 " + exe + " bench --base-url http://127.0.0.1:{port} --model Qwen2-0.5B --num-prompts 1" +
+		" --random-input-len 8 --random-output-len 2 --ready-check-timeout-sec 60 --disable-tqdm >/dev/null 2>&1"
 	tests := []struct {
 		name     string
 		template string
@@ -117,7 +119,10 @@ func TestTuneLaunchFailuresNeverHangTheStudy(t *testing.T) {
 			tune.StateFailed, []string{"exited during startup", "exit status 1", "is smaller than max_model_len (32768)"}},
 		{"never healthy", `echo "Loading safetensors checkpoint shards"; sleep 30`, []string{"--startup-timeout", "500ms"},
 			tune.StateFailed, []string{"never became healthy", "within 500ms", "Loading safetensors"}},
-		{"dies mid-run", `(sleep 1; echo "RuntimeError: CUDA error: an illegal memory access"; kill -9 $$) & ` + serveCmd,
+		// The killer waits until the server answers (a one-request bench
+		// with a ready check), then past tune's 1 s health poll, so the
+		// death lands inside the 4 s load run even on a loaded machine.
+		{"dies mid-run", `(` + waitReady + `; sleep 2; echo "RuntimeError: CUDA error: an illegal memory access"; kill -9 $$) & ` + serveCmd,
 			[]string{"--", "--num-prompts", "40", "--request-rate", "10", "--random-input-len", "32", "--random-output-len", "8"},
 			tune.StateFailed, []string{"server died mid-run", "signal: killed", "illegal memory access"}},
 		{"healthy", `echo "INFO: # GPU blocks: 2184, # CPU blocks: 512"; ` + serveCmd,
