@@ -53,6 +53,9 @@ type tuneFlags struct {
 	dir        string
 	staleAfter time.Duration
 	confirm    int
+
+	prescreenSim        int
+	prescreenCandidates int
 }
 
 const tuneLong = `Search vLLM's engine flags for the highest throughput (or any result key) under an SLO.
@@ -148,6 +151,8 @@ func newTuneCmd() *cobra.Command {
 	fs.StringVar(&f.study, "study", "default", "study name inside the storage")
 	fs.StringVar(&f.dir, "dir", "", "directory for trial results, server logs, trials.json and trials.csv (default tune-STUDY)")
 	fs.DurationVar(&f.staleAfter, "stale-after", time.Minute, "give back a running trial whose worker has been silent this long")
+	fs.IntVar(&f.prescreenSim, "prescreen-sim", 0, "real targets: rank candidates on sim first and spend the first N trials on sim's N best (see above)")
+	fs.IntVar(&f.prescreenCandidates, "prescreen-candidates", 0, "points the sampler screens on sim for --prescreen-sim (default max(50, 4×N))")
 	fs.IntVar(&f.confirm, "confirm", 0, "re-run the best N configs 3 times each with other workload seeds and report the spread")
 	return cmd
 }
@@ -190,6 +195,10 @@ func runTune(ctx context.Context, cmd *cobra.Command, f *tuneFlags, args []strin
 	if f.launch == "" && s.targetName != "sim" && s.targetName != "embedded" {
 		fmt.Fprintf(errw, "warning: --target %s is a server tune cannot restart: every trial runs against its current flags, so only the load side differs; use --launch to start a server per trial\n", s.targetName)
 	}
+	prescreen, err := s.prescreen()
+	if err != nil {
+		return err
+	}
 	fmt.Fprintln(out, tune.TableHeader(s.space, f.objective))
 	cfg := tune.Config{
 		Study: f.study, Space: s.space, Storage: store, Known: s.known,
@@ -198,8 +207,9 @@ func runTune(ctx context.Context, cmd *cobra.Command, f *tuneFlags, args []strin
 		Validate:  s.validate, Run: s.run,
 		Identity:   "target=" + s.targetName + " fixed=" + strings.Join(args, " "),
 		StaleAfter: f.staleAfter, HeartbeatEvery: min(5*time.Second, f.staleAfter/4),
-		OnTrial: func(t tune.Trial) { fmt.Fprintln(out, tune.TableRow(s.space, t)) },
-		Logger:  slog.New(slog.NewTextHandler(errw, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Prescreen: prescreen,
+		OnTrial:   func(t tune.Trial) { fmt.Fprintln(out, tune.TableRow(s.space, t)) },
+		Logger:    slog.New(slog.NewTextHandler(errw, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 	runErr := tune.Optimize(ctx, cfg)
 	// Whatever finished is reported and saved, interrupted or not.
@@ -455,11 +465,7 @@ func (s *tuneSetup) run(ctx context.Context, t tune.Trial) (*tune.Outcome, error
 			}
 		}
 	case s.targetName == "sim":
-		args := append(append(slices.Clone(s.engineArgs), s.modelledArgs(t.Params)...), withoutModel(s.loadArgs)...)
-		sim := inProcessRunner(newRootCmd, sweepTarget{subcommand: "sim", name: "sim"})
-		loadTest = func(ctx context.Context, extra []string, resultPath string) (map[string]any, error) {
-			return sim(ctx, append(slices.Clone(args), extra...), resultPath)
-		}
+		loadTest = s.simLoadTest(t.Params)
 	case s.targetName == "embedded":
 		url, stop, err := s.startEmulator(ctx, t.Params)
 		if err != nil {
