@@ -56,6 +56,9 @@ type tuneFlags struct {
 
 	prescreenSim        int
 	prescreenCandidates int
+
+	html       string
+	reportOnly bool
 }
 
 const tuneLong = `Search vLLM's engine flags for the highest throughput (or any result key) under an SLO.
@@ -151,6 +154,8 @@ func newTuneCmd() *cobra.Command {
 	fs.StringVar(&f.study, "study", "default", "study name inside the storage")
 	fs.StringVar(&f.dir, "dir", "", "directory for trial results, server logs, trials.json and trials.csv (default tune-STUDY)")
 	fs.DurationVar(&f.staleAfter, "stale-after", time.Minute, "give back a running trial whose worker has been silent this long")
+	fs.StringVar(&f.html, "html", "", "also write the study as one HTML page: objective by trial, Pareto front, parameter importance, all trials")
+	fs.BoolVar(&f.reportOnly, "report-only", false, "run no trial: print and write (--html) the stored study's report; needs no engine flags")
 	fs.IntVar(&f.prescreenSim, "prescreen-sim", 0, "real targets: rank candidates on sim first and spend the first N trials on sim's N best (see above)")
 	fs.IntVar(&f.prescreenCandidates, "prescreen-candidates", 0, "points the sampler screens on sim for --prescreen-sim (default max(50, 4×N))")
 	fs.IntVar(&f.confirm, "confirm", 0, "re-run the best N configs 3 times each with other workload seeds and report the spread")
@@ -171,6 +176,9 @@ type tuneSetup struct {
 
 func runTune(ctx context.Context, cmd *cobra.Command, f *tuneFlags, args []string) error {
 	out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	if f.reportOnly {
+		return reportStoredStudy(ctx, out, f)
+	}
 	s, err := newTuneSetup(cmd, f, args)
 	if err != nil {
 		return err
@@ -218,6 +226,9 @@ func runTune(ctx context.Context, cmd *cobra.Command, f *tuneFlags, args []strin
 		return errors.Join(runErr, err)
 	}
 	if err := s.writeOutputs(out, errw, trials); err != nil {
+		return errors.Join(runErr, err)
+	}
+	if err := writeStudyHTML(out, f, trials); err != nil {
 		return errors.Join(runErr, err)
 	}
 	if runErr != nil {
