@@ -115,9 +115,17 @@ lost or run twice; start it again in another terminal to add a worker. Trials of
 worker are given back after --stale-after (at once when it ran on this host). Samplers:
 random, tpe (default), cmaes (int/float parameters only).
 
+Real targets can be screened on sim first: --prescreen-sim N lets the sampler try
+--prescreen-candidates points on the simulator (same release, model, GPU and flags) and spends
+the study's first N trials on sim's N best, best first (DIR/prescreen/ranked.json); the rest of
+--trials is sampled as usual. Every sampled parameter must be one servebench models.
+
 Output: a live table of trials (config, objective, SLO pass/fail, predicted or observed KV
 and memory, failure reason), then the best config as a vllm serve command, the TTFT vs
-objective Pareto front, and trials.json / trials.csv plus each trial's result JSON in --dir.`
+objective Pareto front, and trials.json / trials.csv plus each trial's result JSON in --dir.
+--html FILE also writes the study as one offline page (objective by trial, Pareto front,
+parameter importance, trials); --report-only --html FILE writes it from --storage/--study
+without running a trial.`
 
 func newTuneCmd() *cobra.Command {
 	f := &tuneFlags{}
@@ -203,7 +211,7 @@ func runTune(ctx context.Context, cmd *cobra.Command, f *tuneFlags, args []strin
 	if f.launch == "" && s.targetName != "sim" && s.targetName != "embedded" {
 		fmt.Fprintf(errw, "warning: --target %s is a server tune cannot restart: every trial runs against its current flags, so only the load side differs; use --launch to start a server per trial\n", s.targetName)
 	}
-	prescreen, err := s.prescreen()
+	prescreen, err := s.prescreen(errw)
 	if err != nil {
 		return err
 	}

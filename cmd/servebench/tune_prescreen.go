@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,7 +28,7 @@ func (s *tuneSetup) simLoadTest(p tune.Point) sweep.Runner {
 // prescreen wires --prescreen-sim: the screen runs the study's fixed
 // engine and workload flags on sim (one plain load test per candidate,
 // also under --sla-search), results kept in DIR/prescreen.
-func (s *tuneSetup) prescreen() (*tune.Prescreen, error) {
+func (s *tuneSetup) prescreen(errw io.Writer) (*tune.Prescreen, error) {
 	f := s.f
 	switch {
 	case f.prescreenSim < 0:
@@ -56,7 +57,16 @@ func (s *tuneSetup) prescreen() (*tune.Prescreen, error) {
 			if err := tune.WriteJSON(&buf, ranked); err != nil {
 				return err
 			}
-			return writeAtomic(filepath.Join(dir, "ranked.json"), buf.Bytes(), true)
+			if err := writeAtomic(filepath.Join(dir, "ranked.json"), buf.Bytes(), true); err != nil {
+				return err
+			}
+			if len(ranked) > 0 {
+				fmt.Fprintf(errw, "prescreen: sim ranked its candidates (%s); the first %d trials run its best, sim scores %.2f … %.2f (list in %s)\n",
+					dir, len(ranked), ranked[0].Score, ranked[len(ranked)-1].Score, filepath.Join(dir, "ranked.json"))
+			} else {
+				fmt.Fprintln(errw, "prescreen: no candidate completed on sim; the sampler picks every trial")
+			}
+			return nil
 		},
 		Run: func(ctx context.Context, t tune.Trial) (*tune.Outcome, error) {
 			// A resumed study screens again from scratch (the same
