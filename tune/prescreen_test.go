@@ -86,15 +86,7 @@ func TestPrescreenSavesRealTrials(t *testing.T) {
 			if len(trials) != budget {
 				t.Fatalf("seed %d: %d trials stored, want %d", seed, len(trials), budget)
 			}
-			best, at := 0.0, 0
-			for _, tr := range trials {
-				if tr.State == StateComplete && *tr.SLOMet && *tr.Objective > best {
-					best = *tr.Objective
-				}
-				if at == 0 && best >= 0.95*realBest {
-					at = tr.Number + 1
-				}
-			}
+			best, at := bestAndReach(trials, 0.95*realBest)
 			f.bestRatio += best / realBest / seeds
 			if at > 0 {
 				f.reached++

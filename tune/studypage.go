@@ -1,6 +1,7 @@
 package tune
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -111,9 +112,9 @@ func paretoChart(trials []Trial, objective, ttftKey string) (report.StudyChart, 
 	}
 	slices.SortFunc(all, func(a, b pt) int {
 		if a.ttft != b.ttft {
-			return cmpFloat(a.ttft, b.ttft)
+			return cmp.Compare(a.ttft, b.ttft)
 		}
-		return cmpFloat(b.obj, a.obj)
+		return cmp.Compare(b.obj, a.obj)
 	})
 	// One x per distinct TTFT: the highest objective stands for ties.
 	all = slices.CompactFunc(all, func(a, b pt) bool { return a.ttft == b.ttft })
@@ -136,16 +137,6 @@ func paretoChart(trials []Trial, objective, ttftKey string) (report.StudyChart, 
 			{Label: "dominated", Color: report.StudyColor(9), Values: others, Points: true},
 			{Label: "Pareto front", Color: report.StudyColor(2), Values: onFront, Points: true, Line: true},
 		}}, true
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func nans(n int) []float64 {
