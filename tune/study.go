@@ -92,9 +92,14 @@ func Optimize(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	screened, err := Screen(ctx, cfg)
-	if err != nil {
-		return fmt.Errorf("prescreening on sim: %w", err)
+	var screened []Trial
+	if stored, err := cfg.Storage.Trials(ctx, cfg.Study); err != nil {
+		return err
+	} else if cfg.Prescreen != nil && len(stored) < cfg.Prescreen.Keep {
+		// A resume past the screened trials needs no screen.
+		if screened, err = Screen(ctx, cfg); err != nil {
+			return fmt.Errorf("prescreening on sim: %w", err)
+		}
 	}
 	if len(screened) > 0 {
 		cfg.Logger.Info("prescreened on sim", "candidates", cfg.Prescreen.candidates(), "kept", len(screened))
