@@ -90,15 +90,7 @@ func TestSearchQualityOnSim(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			best, at := 0.0, 0
-			for _, tr := range trials {
-				if tr.State == StateComplete && *tr.SLOMet && *tr.Objective > best {
-					best = *tr.Objective
-				}
-				if at == 0 && best >= 0.95*gridBest {
-					at = tr.Number + 1
-				}
-			}
+			best, at := bestAndReach(trials, 0.95*gridBest)
 			meanRatio[sampler] += best / gridBest / seeds
 			if at > 0 {
 				reached++
@@ -115,4 +107,18 @@ func TestSearchQualityOnSim(t *testing.T) {
 	if meanRatio[SamplerTPE] < 0.95 {
 		t.Errorf("TPE reached %.3f of the grid's best within %d trials, want ≥ 0.95", meanRatio[SamplerTPE], budget)
 	}
+}
+
+// bestAndReach is the best feasible objective among trials and how many
+// trials the study needed to reach goal (0: never).
+func bestAndReach(trials []Trial, goal float64) (best float64, at int) {
+	for _, tr := range trials {
+		if tr.State == StateComplete && *tr.SLOMet && *tr.Objective > best {
+			best = *tr.Objective
+		}
+		if at == 0 && best >= goal {
+			at = tr.Number + 1
+		}
+	}
+	return best, at
 }

@@ -17,6 +17,12 @@ import (
 // chunked prefill is a flag), with every request arriving at once.
 func newSimTarget(t testing.TB, prompts int) *SimTarget {
 	t.Helper()
+	return newSimTargetSeed(t, prompts, 0)
+}
+
+// newSimTargetSeed is newSimTarget with the workload drawn from seed.
+func newSimTargetSeed(t testing.TB, prompts int, seed int64) *SimTarget {
+	t.Helper()
 	ctx := context.Background()
 	profile, err := vllm.Lookup("0.6.3", "")
 	if err != nil {
@@ -32,6 +38,7 @@ func newSimTarget(t testing.TB, prompts int) *SimTarget {
 	}
 	spec := workload.DefaultSpec()
 	spec.NumPrompts = prompts
+	spec.Seed = seed
 	spec.Random.InputLen, spec.Random.OutputLen = 1024, 256
 	reqs, err := workload.Build(ctx, spec, nil)
 	if err != nil {

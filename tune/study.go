@@ -67,6 +67,9 @@ type Config struct {
 	// HeartbeatEvery and StaleAfter: a running trial's worker touches it
 	// every HeartbeatEvery; one silent for StaleAfter is given back.
 	HeartbeatEvery, StaleAfter time.Duration
+	// Prescreen, when set, spends the first trials on the points sim
+	// ranks best (for real targets, where a trial costs GPU minutes).
+	Prescreen *Prescreen
 	// OnTrial hears about every trial this worker finishes.
 	OnTrial func(Trial)
 	Logger  *slog.Logger
@@ -88,6 +91,18 @@ func Optimize(ctx context.Context, cfg Config) error {
 	smp, err := newSampler(cfg.Sampler, cfg.Space, cfg.Seed, cfg.StartupTrials)
 	if err != nil {
 		return err
+	}
+	var screened []Trial
+	if stored, err := cfg.Storage.Trials(ctx, cfg.Study); err != nil {
+		return err
+	} else if cfg.Prescreen != nil && len(stored) < cfg.Prescreen.Keep {
+		// A resume past the screened trials needs no screen.
+		if screened, err = Screen(ctx, cfg); err != nil {
+			return fmt.Errorf("prescreening on sim: %w", err)
+		}
+	}
+	if len(screened) > 0 {
+		cfg.Logger.Info("prescreened on sim", "candidates", cfg.Prescreen.candidates(), "kept", len(screened))
 	}
 	dead := func(w string) bool { return deadOnThisHost(host, w) }
 	for {
@@ -113,6 +128,17 @@ func Optimize(ctx context.Context, cfg Config) error {
 			}
 			if err := smp.sync(trials); err != nil {
 				return err
+			}
+			if p, ok := nextScreened(cfg, screened, trials); ok {
+				t, ok, err = cfg.Storage.ClaimNew(ctx, cfg.Study, worker, p, cfg.Trials)
+				if err != nil || !ok {
+					return err
+				}
+				// The sampler learns it through sync, like another worker's.
+				if _, err := runTrial(ctx, cfg, worker, t); err != nil {
+					return err
+				}
+				continue
 			}
 			p, id, err := askNew(smp, cfg, trials)
 			if err != nil {

@@ -55,6 +55,12 @@ type tuneFlags struct {
 	confirm    int
 
 	worker tuneWorkerFlags
+
+	prescreenSim        int
+	prescreenCandidates int
+
+	html       string
+	reportOnly bool
 }
 
 const tuneLong = `Search vLLM's engine flags for the highest throughput (or any result key) under an SLO.
@@ -111,9 +117,17 @@ lost or run twice; start it again in another terminal to add a worker. Trials of
 worker are given back after --stale-after (at once when it ran on this host). Samplers:
 random, tpe (default), cmaes (int/float parameters only).
 
+Real targets can be screened on sim first: --prescreen-sim N lets the sampler try
+--prescreen-candidates points on the simulator (same release, model, GPU and flags) and spends
+the study's first N trials on sim's N best, best first (DIR/prescreen/ranked.json); the rest of
+--trials is sampled as usual. Every sampled parameter must be one servebench models.
+
 Output: a live table of trials (config, objective, SLO pass/fail, predicted or observed KV
 and memory, failure reason), then the best config as a vllm serve command, the TTFT vs
-objective Pareto front, and trials.json / trials.csv plus each trial's result JSON in --dir.`
+objective Pareto front, and trials.json / trials.csv plus each trial's result JSON in --dir.
+--html FILE also writes the study as one offline page (objective by trial, Pareto front,
+parameter importance, trials); --report-only --html FILE writes it from --storage/--study
+without running a trial.`
 
 func newTuneCmd() *cobra.Command {
 	f := &tuneFlags{}
@@ -151,6 +165,11 @@ func newTuneCmd() *cobra.Command {
 	fs.StringVar(&f.dir, "dir", "", "directory for trial results, server logs, trials.json and trials.csv (default tune-STUDY)")
 	fs.DurationVar(&f.staleAfter, "stale-after", time.Minute, "give back a running trial whose worker has been silent this long")
 	f.worker.register(fs)
+
+	fs.StringVar(&f.html, "html", "", "also write the study as one HTML page: objective by trial, Pareto front, parameter importance, all trials")
+	fs.BoolVar(&f.reportOnly, "report-only", false, "run no trial: print and write (--html) the stored study's report; needs no engine flags")
+	fs.IntVar(&f.prescreenSim, "prescreen-sim", 0, "real targets: rank candidates on sim first and spend the first N trials on sim's N best (see above)")
+	fs.IntVar(&f.prescreenCandidates, "prescreen-candidates", 0, "points the sampler screens on sim for --prescreen-sim (default max(50, 4×N))")
 	fs.IntVar(&f.confirm, "confirm", 0, "re-run the best N configs 3 times each with other workload seeds and report the spread")
 	return cmd
 }
@@ -169,6 +188,9 @@ type tuneSetup struct {
 
 func runTune(ctx context.Context, cmd *cobra.Command, f *tuneFlags, args []string) error {
 	out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	if f.reportOnly {
+		return reportStoredStudy(ctx, out, f)
+	}
 	s, err := newTuneSetup(cmd, f, args)
 	if err != nil {
 		return err
@@ -193,6 +215,10 @@ func runTune(ctx context.Context, cmd *cobra.Command, f *tuneFlags, args []strin
 	if f.launch == "" && s.targetName != "sim" && s.targetName != "embedded" {
 		fmt.Fprintf(errw, "warning: --target %s is a server tune cannot restart: every trial runs against its current flags, so only the load side differs; use --launch to start a server per trial\n", s.targetName)
 	}
+	prescreen, err := s.prescreen(errw)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintln(out, tune.TableHeader(s.space, f.objective))
 	cfg := tune.Config{
 		Study: f.study, Space: s.space, Storage: store, Known: s.known,
@@ -201,8 +227,9 @@ func runTune(ctx context.Context, cmd *cobra.Command, f *tuneFlags, args []strin
 		Validate:  s.validate, Run: s.run,
 		Identity:   "target=" + s.targetName + " fixed=" + strings.Join(args, " "),
 		StaleAfter: f.staleAfter, HeartbeatEvery: min(5*time.Second, f.staleAfter/4),
-		OnTrial: func(t tune.Trial) { fmt.Fprintln(out, tune.TableRow(s.space, t)) },
-		Logger:  slog.New(slog.NewTextHandler(errw, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Prescreen: prescreen,
+		OnTrial:   func(t tune.Trial) { fmt.Fprintln(out, tune.TableRow(s.space, t)) },
+		Logger:    slog.New(slog.NewTextHandler(errw, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 	runErr := f.worker.optimize(ctx, cfg)
 	// Whatever finished is reported and saved, interrupted or not.
@@ -211,6 +238,9 @@ func runTune(ctx context.Context, cmd *cobra.Command, f *tuneFlags, args []strin
 		return errors.Join(runErr, err)
 	}
 	if err := s.writeOutputs(out, errw, trials); err != nil {
+		return errors.Join(runErr, err)
+	}
+	if err := writeStudyHTML(out, f, trials); err != nil {
 		return errors.Join(runErr, err)
 	}
 	if runErr != nil {
@@ -461,11 +491,7 @@ func (s *tuneSetup) run(ctx context.Context, t tune.Trial) (*tune.Outcome, error
 			}
 		}
 	case s.targetName == "sim":
-		args := append(append(slices.Clone(s.engineArgs), s.modelledArgs(t.Params)...), withoutModel(s.loadArgs)...)
-		sim := inProcessRunner(newRootCmd, sweepTarget{subcommand: "sim", name: "sim"})
-		loadTest = func(ctx context.Context, extra []string, resultPath string) (map[string]any, error) {
-			return sim(ctx, append(slices.Clone(args), extra...), resultPath)
-		}
+		loadTest = s.simLoadTest(t.Params)
 	case s.targetName == "embedded":
 		url, stop, err := s.startEmulator(ctx, t.Params)
 		if err != nil {
