@@ -178,80 +178,18 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 		return err
 	}
 
-	// Target: an explicit server; else whatever answers at vLLM's default
-	// address; else the embedded emulator.
-	baseURL := strings.TrimRight(f.baseURL, "/")
-	explicitTarget := baseURL != "" || changed("host") || changed("port")
-	if !explicitTarget && serverAnswers(ctx, f.defaultTarget) {
-		baseURL = "http://" + f.defaultTarget
-		fmt.Fprintf(errw, "No --base-url given: benchmarking the server answering at %s.\n", baseURL)
+	baseURL, defaultTokenizer, stopTarget, err := f.chooseTarget(ctx, changed, errw)
+	if err != nil {
+		return err
 	}
-	embedded := baseURL == "" && !explicitTarget
-	defaultTokenizer := ""
-	if embedded {
-		// The emulator tokenizes with a built-in encoding; using the same one
-		// in-process gives the same counts without HTTP round trips.
-		defaultTokenizer = serve.DefaultTokenizer
-		emulate := f.emulatedModel
-		if f.model != "" && !changed("emulated-model") {
-			emulate = f.model
-		}
-		target, err := startEmbeddedTarget(ctx, errw, emulate, f.emulatedGPU)
-		if err != nil {
-			return fmt.Errorf("no server answered at %s and the built-in emulated server cannot start: %w (pass --base-url to benchmark a real server, or --emulated-model)", f.defaultTarget, err)
-		}
-		defer target.stop()
-		baseURL = target.url
-		if f.model == "" {
-			f.model = target.model
-		}
-	} else if baseURL == "" {
-		baseURL = "http://" + net.JoinHostPort(f.host, strconv.Itoa(f.port))
-	}
-	if u, err := url.Parse(baseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("--base-url %q: expected http://HOST:PORT or https://HOST:PORT", f.baseURL)
-	}
+	defer stopTarget()
 
-	header := http.Header{}
-	for _, kv := range headerPairs {
-		header.Add(kv[0], kv[1])
-	}
-	if key := os.Getenv("OPENAI_API_KEY"); key != "" && header.Get("Authorization") == "" {
-		header.Set("Authorization", "Bearer "+key)
-	}
+	header := requestHeader(headerPairs)
 	httpClient := &http.Client{Timeout: 30 * time.Second}
 	if f.insecure {
 		httpClient.Transport = insecureTransport()
 	}
-
-	// The random dataset always ignores EOS against OpenAI-style backends, as
-	// in vLLM, so output lengths are what was asked for.
-	ignoreEOS := f.ignoreEOS || spec.Dataset == workload.DatasetRandom || spec.Dataset == ""
-	clientCfg := client.Config{
-		BaseURL: baseURL, Endpoint: endpoint, Header: header, NoStream: f.disableStream,
-		IgnoreEOS: ignoreEOS, ExtraBody: extra, Timeout: f.requestTimeout, ContinuousUsage: f.continuousUsage,
-		InsecureSkipVerify: f.insecure, FirstByteTimeout: f.firstByteTimeout, ChunkTimeout: f.chunkTimeout,
-		DisableConnectionReuse: !f.connectionReuse,
-	}
-	modelID := f.model
-	if modelID == "" {
-		lister, err := client.New(clientCfg)
-		if err != nil {
-			return err
-		}
-		models, err := lister.Models(ctx)
-		lister.CloseIdleConnections()
-		if err != nil || len(models) == 0 {
-			return fmt.Errorf("no --model given and %s/v1/models did not list one (%v); pass --model", baseURL, oneLineErr(err))
-		}
-		modelID = models[0]
-	}
-	sendModel := modelID
-	if f.servedModelName != "" {
-		sendModel = f.servedModelName
-	}
-	clientCfg.Model = sendModel
-	cl, err := client.New(clientCfg)
+	cl, modelID, sendModel, err := f.newClient(ctx, baseURL, endpoint, header, extra, spec.Dataset)
 	if err != nil {
 		return err
 	}
@@ -313,18 +251,9 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 		Records: outs.recordsWriter(), Abort: abortChannel(ctx),
 	}
 	if !f.skipTestRequest || cfg.ReadyCheckTimeout > 0 {
-		// vLLM's fail-fast check: a wrong model, endpoint or address stops
-		// here with the server's reason instead of as N failed requests.
-		fmt.Fprintln(out, "Starting initial single prompt test run...")
-		if err := bench.InitialTest(ctx, cfg); err != nil {
-			outs.discardEmptyRecords()
-			if ctx.Err() != nil {
-				return exitCodeError{code: 130, err: errors.New("interrupted during the initial test request: nothing was measured")}
-			}
-			return fmt.Errorf("%w; check --model, --base-url and --endpoint, or pass --skip-test-request to run anyway", err)
+		if err := runInitialTest(ctx, out, &cfg, outs); err != nil {
+			return err
 		}
-		fmt.Fprintln(out, "Initial test run completed. Starting main benchmark run...")
-		cfg.ReadyCheckTimeout = 0
 	}
 
 	if err := writePreamble(out, &info); err != nil {
@@ -359,6 +288,113 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 			return err
 		}
 	}
+	return writeBenchResult(out, errw, info, res, outs, f.scrapeInterval)
+}
+
+// requestHeader is the --header pairs plus the OpenAI key from the
+// environment, as vLLM's client sends it, unless a header already sets one.
+func requestHeader(pairs [][2]string) http.Header {
+	header := http.Header{}
+	for _, kv := range pairs {
+		header.Add(kv[0], kv[1])
+	}
+	if key := os.Getenv("OPENAI_API_KEY"); key != "" && header.Get("Authorization") == "" {
+		header.Set("Authorization", "Bearer "+key)
+	}
+	return header
+}
+
+// newClient builds the streaming client. modelID is --model, or the first
+// model the server lists; sendModel is what requests carry
+// (--served-model-name when given).
+func (f *benchFlags) newClient(ctx context.Context, baseURL, endpoint string, header http.Header, extra map[string]any, dataset string) (cl *client.Client, modelID, sendModel string, err error) {
+	// The random dataset always ignores EOS against OpenAI-style backends, as
+	// in vLLM, so output lengths are what was asked for.
+	ignoreEOS := f.ignoreEOS || dataset == workload.DatasetRandom || dataset == ""
+	clientCfg := client.Config{
+		BaseURL: baseURL, Endpoint: endpoint, Header: header, NoStream: f.disableStream,
+		IgnoreEOS: ignoreEOS, ExtraBody: extra, Timeout: f.requestTimeout, ContinuousUsage: f.continuousUsage,
+		InsecureSkipVerify: f.insecure, FirstByteTimeout: f.firstByteTimeout, ChunkTimeout: f.chunkTimeout,
+		DisableConnectionReuse: !f.connectionReuse,
+	}
+	modelID = f.model
+	if modelID == "" {
+		lister, err := client.New(clientCfg)
+		if err != nil {
+			return nil, "", "", err
+		}
+		models, err := lister.Models(ctx)
+		lister.CloseIdleConnections()
+		if err != nil || len(models) == 0 {
+			return nil, "", "", fmt.Errorf("no --model given and %s/v1/models did not list one (%v); pass --model", baseURL, oneLineErr(err))
+		}
+		modelID = models[0]
+	}
+	sendModel = modelID
+	if f.servedModelName != "" {
+		sendModel = f.servedModelName
+	}
+	clientCfg.Model = sendModel
+	cl, err = client.New(clientCfg)
+	return cl, modelID, sendModel, err
+}
+
+// chooseTarget picks the server: an explicit one; else whatever answers at
+// vLLM's default address; else the embedded emulator, which stop shuts
+// down. defaultTokenizer is the emulator's built-in encoding, so prompts
+// are counted as it counts them without HTTP round trips.
+func (f *benchFlags) chooseTarget(ctx context.Context, changed func(string) bool, errw io.Writer) (baseURL, defaultTokenizer string, stop func(), err error) {
+	stop = func() {}
+	baseURL = strings.TrimRight(f.baseURL, "/")
+	explicitTarget := baseURL != "" || changed("host") || changed("port")
+	if !explicitTarget && serverAnswers(ctx, f.defaultTarget) {
+		baseURL = "http://" + f.defaultTarget
+		fmt.Fprintf(errw, "No --base-url given: benchmarking the server answering at %s.\n", baseURL)
+	}
+	switch {
+	case baseURL == "" && !explicitTarget:
+		emulate := f.emulatedModel
+		if f.model != "" && !changed("emulated-model") {
+			emulate = f.model
+		}
+		target, err := startEmbeddedTarget(ctx, errw, emulate, f.emulatedGPU)
+		if err != nil {
+			return "", "", stop, fmt.Errorf("no server answered at %s and the built-in emulated server cannot start: %w (pass --base-url to benchmark a real server, or --emulated-model)", f.defaultTarget, err)
+		}
+		baseURL, defaultTokenizer, stop = target.url, serve.DefaultTokenizer, target.stop
+		if f.model == "" {
+			f.model = target.model
+		}
+	case baseURL == "":
+		baseURL = "http://" + net.JoinHostPort(f.host, strconv.Itoa(f.port))
+	}
+	if u, err := url.Parse(baseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		stop()
+		return "", "", func() {}, fmt.Errorf("--base-url %q: expected http://HOST:PORT or https://HOST:PORT", f.baseURL)
+	}
+	return baseURL, defaultTokenizer, stop, nil
+}
+
+// runInitialTest is vLLM's fail-fast check: a wrong model, endpoint or
+// address stops here with the server's reason instead of as N failed
+// requests. After it the run needs no ready check.
+func runInitialTest(ctx context.Context, out io.Writer, cfg *bench.Config, outs *outputs) error {
+	fmt.Fprintln(out, "Starting initial single prompt test run...")
+	if err := bench.InitialTest(ctx, *cfg); err != nil {
+		outs.discardEmptyRecords()
+		if ctx.Err() != nil {
+			return exitCodeError{code: 130, err: errors.New("interrupted during the initial test request: nothing was measured")}
+		}
+		return fmt.Errorf("%w; check --model, --base-url and --endpoint, or pass --skip-test-request to run anyway", err)
+	}
+	fmt.Fprintln(out, "Initial test run completed. Starting main benchmark run...")
+	cfg.ReadyCheckTimeout = 0
+	return nil
+}
+
+// writeBenchResult prints and saves a finished run and turns its outcome
+// into the exit status.
+func writeBenchResult(out, errw io.Writer, info report.RunInfo, res *bench.Result, outs *outputs, scrapeInterval time.Duration) error {
 	result := &report.Result{Info: info, Summary: res.Summary, Records: res.Records}
 	if res.Server != nil {
 		result.Extra = append(result.Extra, report.Section{Key: "server_metrics", Value: serverMetricsJSON(res)})
@@ -370,7 +406,7 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 		return err
 	}
 	if s := res.Server; s != nil {
-		if err := writeServerMetrics(out, errw, s, f.scrapeInterval, res.Summary.Duration); err != nil {
+		if err := writeServerMetrics(out, errw, s, scrapeInterval, res.Summary.Duration); err != nil {
 			return err
 		}
 	}
