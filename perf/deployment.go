@@ -19,7 +19,12 @@ type Deployment struct {
 	TensorParallel, PipelineParallel int
 	// Link carries TP all-reduces and PP sends; the zero Link means NVLink
 	// when the GPU has it, PCIe otherwise.
-	Link                 Link
+	Link Link
+	// Nodes spreads the TP·PP ranks over this many machines (0 or 1: one
+	// node); NodeLink carries the traffic between them (zero: the
+	// DefaultNodeLink preset). See Placement.
+	Nodes                int
+	NodeLink             Link
 	KVCacheDType         string // "auto" | "fp8" (also fp8_e4m3, fp8_e5m2)
 	EnforceEager         bool
 	GPUMemoryUtilization float64
@@ -254,6 +259,17 @@ func (d Deployment) Resolve() (Deployment, error) {
 		}
 		if !(d.Link.Bandwidth > 0) || d.Link.Latency < 0 {
 			return d, fmt.Errorf("perf: link %q needs a positive bandwidth and a non-negative latency", d.Link.Name)
+		}
+	}
+	if d.Nodes > 1 {
+		if err := d.checkPlacement(); err != nil {
+			return d, err
+		}
+		if d.NodeLink.Name == "" {
+			d.NodeLink, _ = LookupLink(DefaultNodeLink)
+		}
+		if !(d.NodeLink.Bandwidth > 0) || d.NodeLink.Latency < 0 {
+			return d, fmt.Errorf("perf: node link %q needs a positive bandwidth and a non-negative latency", d.NodeLink.Name)
 		}
 	}
 	return d, nil

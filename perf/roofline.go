@@ -53,6 +53,11 @@ type Roofline struct {
 	commFixed, commPerToken float64
 	// TP gather of vocab-parallel logits, when any sequence samples.
 	gatherLatency, gatherPerSample float64
+	// crossNodeTP is a TP group spanning nodes: its all-reduces are timed
+	// per step from the message size, because NCCL switches between tree
+	// (small messages) and ring (large) there; nil within one node.
+	crossNodeTP             *Collective
+	allReduces, hiddenBytes float64
 
 	eff tableEfficiency // token, context and kernel curves
 
@@ -128,13 +133,27 @@ func NewRoofline(d Deployment) (*Roofline, error) {
 		// Two all-reduces per layer (attention output, MLP output) plus one
 		// for the vocab-parallel embedding.
 		allReduces := 2*float64(m.Layers) + 1
-		latency := d.Link.allReduceTime(tp, 0)
-		r.commFixed += allReduces * latency
-		r.commPerToken += allReduces * (d.Link.allReduceTime(tp, hidden*activationBytes) - latency)
-		r.gatherLatency = d.Link.Latency.Seconds()
-		r.gatherPerSample = (t - 1) / t * float64(m.Vocab) * activationBytes / d.Link.Bandwidth
+		if c := d.TPCollective(); c.multiNode() {
+			r.crossNodeTP, r.allReduces, r.hiddenBytes = &c, allReduces, hidden*activationBytes
+			r.gatherLatency = c.allGatherSeconds(0)
+			r.gatherPerSample = c.allGatherSeconds(float64(m.Vocab)*activationBytes) - r.gatherLatency
+		} else {
+			latency := d.Link.allReduceTime(tp, 0)
+			r.commFixed += allReduces * latency
+			r.commPerToken += allReduces * (d.Link.allReduceTime(tp, hidden*activationBytes) - latency)
+			r.gatherLatency = d.Link.Latency.Seconds()
+			r.gatherPerSample = (t - 1) / t * float64(m.Vocab) * activationBytes / d.Link.Bandwidth
+		}
 	}
-	if d.PipelineParallel > 1 {
+	if d.PipelineParallel > 1 && d.Nodes > 1 {
+		// Stage boundaries inside a node cross the GPU link, the others
+		// the network (Placement).
+		for s := range d.PipelineParallel - 1 {
+			l := d.StageLink(s)
+			r.commFixed += l.Latency.Seconds()
+			r.commPerToken += 2 * hidden * activationBytes / l.Bandwidth
+		}
+	} else if d.PipelineParallel > 1 {
 		// Each stage boundary sends hidden states and the residual.
 		sends := float64(d.PipelineParallel - 1)
 		r.commFixed += sends * d.Link.Latency.Seconds()
@@ -207,6 +226,10 @@ func (r *Roofline) seconds(s StepShape) stepSeconds {
 	layerMemory := weights/r.eff.weightStreamFactor(tokens) + kv*r.kvTokenMemory + tokens*r.actTokenMemory
 	headCompute, headMemory := 0.0, 0.0
 	out.comm = r.commFixed + tokens*r.commPerToken
+	if r.crossNodeTP != nil {
+		ar, _ := r.crossNodeTP.allReduceSeconds(tokens * r.hiddenBytes)
+		out.comm += r.allReduces * ar
+	}
 	if sampled > 0 {
 		headCompute, headMemory = sampled*r.sampleCompute, r.headMemory
 		out.comm += r.gatherLatency + sampled*r.gatherPerSample
