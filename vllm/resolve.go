@@ -37,6 +37,12 @@ type Options struct {
 	// AllowLongMaxModelLen is VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, read by
 	// the caller.
 	AllowLongMaxModelLen bool
+	// Nodes spreads the ranks over machines, NodeLink connects them
+	// (perf.Deployment.Placement); DistributedExecutorBackend is
+	// --distributed-executor-backend ("": vLLM's default).
+	Nodes                      int
+	NodeLink                   perf.Link
+	DistributedExecutorBackend string
 	// NoHostOverhead times steps by the GPU alone (the roofline's own
 	// fixed CPU cost included), as servebench did before host modelling.
 	NoHostOverhead bool
@@ -53,6 +59,10 @@ type Resolved struct {
 	StepModel perf.StepModel
 	// StatsInterval is the release's stats-line cadence.
 	StatsInterval time.Duration
+	// Executor is the distributed executor backend; ExecutorDefaulted
+	// says vLLM chose it (DistributedLines).
+	Executor          ExecutorBackend
+	ExecutorDefaulted bool
 }
 
 // Resolve turns (release profile, model, GPU, user flags) into the engine
@@ -68,8 +78,13 @@ func Resolve(ctx context.Context, p Profile, model perf.Model, gpu perf.GPU, o O
 	if err := checkChoices(p, o); err != nil {
 		return nil, err
 	}
+	executor, executorDefaulted, err := resolveExecutor(p, o.DistributedExecutorBackend,
+		max(o.TensorParallel, 1)*max(o.PipelineParallel, 1), o.Nodes)
+	if err != nil {
+		return nil, err
+	}
 	d := perf.Deployment{
-		Model: model, GPU: gpu, Link: o.Link,
+		Model: model, GPU: gpu, Link: o.Link, Nodes: o.Nodes, NodeLink: o.NodeLink,
 		TensorParallel: max(o.TensorParallel, 1), PipelineParallel: max(o.PipelineParallel, 1),
 		KVCacheDType: o.KVCacheDType, EnforceEager: o.EnforceEager,
 		GPUMemoryUtilization: o.GPUMemoryUtilization, SwapSpaceGiB: p.Defaults.SwapSpaceGiB,
@@ -174,10 +189,12 @@ func Resolve(ctx context.Context, p Profile, model perf.Model, gpu perf.GPU, o O
 		if o.DisableAsyncOutputProc {
 			host.Overlap = OverlapSeparateAPI
 		}
+		host.SchedFixed += executorStepCost(p, executor)
 		step = NewHostStepModel(roof, host, o.NumSchedulerSteps)
 	}
 	return &Resolved{Profile: p, Deployment: resolved, Capacity: capacity, Engine: ec,
-		StepModel: step, StatsInterval: p.Defaults.StatsInterval}, nil
+		StepModel: step, StatsInterval: p.Defaults.StatsInterval,
+		Executor: executor, ExecutorDefaulted: executorDefaulted}, nil
 }
 
 // checkChoices applies argparse's choices and the checks vLLM makes on

@@ -43,6 +43,7 @@ type engineFlags struct {
 	tensorParallel       int
 	pipelineParallel     int
 	link                 string
+	placement            nodeFlags
 	enforceEager         bool
 	kvCacheDType         string
 	legacyRequeueOrder   bool
@@ -84,7 +85,8 @@ func (f *engineFlags) register(fs *pflag.FlagSet) {
 	fs.Float64Var(&f.schedulerDelayFactor, "scheduler-delay-factor", 0, "delay the next prompt by factor × the previous prompt latency (v0)")
 	fs.IntVar(&f.tensorParallel, "tensor-parallel-size", 1, "number of tensor parallel GPUs (also -tp)")
 	fs.IntVar(&f.pipelineParallel, "pipeline-parallel-size", 1, "number of pipeline parallel stages (also -pp)")
-	fs.StringVar(&f.link, "link", "", "interconnect for tensor/pipeline parallel traffic: "+strings.Join(perf.Links(), ", ")+" (default: nvlink when the GPU has it, else pcie)")
+	fs.StringVar(&f.link, "link", "", "interconnect for tensor/pipeline parallel traffic (within a node when --nodes > 1): "+strings.Join(perf.Links(), ", ")+", optionally with :key=value overrides as --node-link (default: nvlink when the GPU has it, else pcie)")
+	f.placement.register(fs)
 	fs.BoolVar(&f.enforceEager, "enforce-eager", false, "always use eager-mode PyTorch (no CUDA graphs: slower steps, more KV memory)")
 	fs.StringVar(&f.kvCacheDType, "kv-cache-dtype", "auto", "KV cache data type: auto, fp8, fp8_e4m3, fp8_e5m2")
 	fs.BoolVar(&f.expertParallel, "enable-expert-parallel", false, "MoE models: place whole experts on the tensor-parallel GPUs (EP size = TP) instead of slicing each expert")
@@ -203,9 +205,12 @@ func (f *engineFlags) build() (perf.Deployment, perf.Capacity, engine.Config, pe
 		o.LegacyRequeueOrder = &f.legacyRequeueOrder
 	}
 	if f.link != "" {
-		if o.Link, err = perf.LookupLink(f.link); err != nil {
+		if o.Link, err = perf.ParseLink(f.link, "link"); err != nil {
 			return fail(err)
 		}
+	}
+	if err := f.placement.apply(f.fs, &o); err != nil {
+		return fail(err)
 	}
 	r, err := vllm.Resolve(context.Background(), profile, model, gpu, o)
 	var optErr *vllm.OptionError

@@ -194,6 +194,7 @@ func runServe(cmd *cobra.Command, f *serveFlags, args []string) error {
 	logger.Info(fmt.Sprintf("servebench serve: emulating vLLM %s (engine %s) with %s on %s (TP %d, PP %d), %s",
 		f.engine.resolved.Profile.Release, ec.Version, deployment.Model.Name, deployment.GPU.Name,
 		deployment.TensorParallel, deployment.PipelineParallel, describeEngineConfig(ec, capacity.MaxNumSeqs)))
+	logDistributedLines(logger, f.engine.resolved)
 	if fixedLatency {
 		logger.Info("servebench serve: fixed-latency mode: " + describeFixedLatency(f.fixed.cfg))
 	}

@@ -98,9 +98,9 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 		t.MaxConcurrency = f.workload.maxConcurrency
 		topo, metadata = &t, append(metadata, topologyMetadata(t)...)
 	}
-	startup := capacity.LogLines()
+	startup := append(distributedText(f.engine.resolved), capacity.LogLines()...)
 	if f.logStats {
-		startup = vllm.MemoryLines(f.engine.resolved)
+		startup = append(distributedText(f.engine.resolved), vllm.MemoryLines(f.engine.resolved)...)
 	}
 	for _, l := range startup {
 		fmt.Fprintln(errw, l)

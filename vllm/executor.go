@@ -1,0 +1,164 @@
+package vllm
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/servebench/servebench/engine"
+	"github.com/servebench/servebench/perf"
+)
+
+// ExecutorBackend is --distributed-executor-backend: how the engine
+// drives its GPU workers.
+type ExecutorBackend string
+
+const (
+	// ExecutorUni: one GPU, the worker in the engine's own process.
+	ExecutorUni ExecutorBackend = "uni"
+	// ExecutorMP: one process per GPU on this node, fed through a
+	// shared-memory message queue (shm_broadcast, PR #5399).
+	ExecutorMP ExecutorBackend = "mp"
+	// ExecutorRay: Ray actors, on any node of a Ray cluster.
+	ExecutorRay ExecutorBackend = "ray"
+)
+
+var executorChoices = []string{"'ray'", "'mp'", "'uni'"}
+
+// Per-step executor cost on the engine's critical path, beyond the mp
+// baseline the host profiles were fitted with (doc.go, "Distributed
+// executor"): shm_broadcast's enqueue is microseconds, inside SchedFixed.
+const (
+	// rayRemoteCallStep: V0 drives Ray workers with remote calls, ~1 ms
+	// each (Ray's compiled-graph docs, ray PR #49115); vLLM PR #2201 saved
+	// ≈2 ms a step at TP4 by replacing them with a compiled DAG.
+	rayRemoteCallStep = 1000 * time.Microsecond
+	// rayCompiledGraphStep: V1 runs Ray compiled graphs; PR #11107
+	// measured them 0.7% slower than mp (9.427 s vs 9.357 s for 256
+	// decode steps of Llama-3.1-8B TP2 on L4): ≈0.27 ms a step.
+	rayCompiledGraphStep = 270 * time.Microsecond
+)
+
+// mpMultiNodeSince: the mp backend spans nodes (--nnodes, --node-rank)
+// from the 0.11 line; before, vLLM needs Ray for more than one node.
+var mpMultiNodeSince = Release{0, 11, 0}
+
+// resolveExecutor picks the backend as vLLM's ParallelConfig does: uni
+// for one GPU, ray when the world spans nodes, mp otherwise. It reports
+// whether the choice was a default (vLLM then logs "Defaulting to use
+// ... for distributed inference").
+func resolveExecutor(p Profile, backend string, world, nodes int) (ExecutorBackend, bool, error) {
+	b := ExecutorBackend(strings.ToLower(strings.TrimSpace(backend)))
+	defaulted := b == ""
+	switch {
+	case defaulted && world <= 1:
+		return ExecutorUni, true, nil
+	case defaulted && nodes > 1:
+		return ExecutorRay, true, nil
+	case defaulted:
+		return ExecutorMP, true, nil
+	case b != ExecutorUni && b != ExecutorMP && b != ExecutorRay:
+		return "", false, InvalidChoice("distributed-executor-backend", "'"+backend+"'", executorChoices)
+	case b == ExecutorUni && world > 1:
+		return "", false, optionError("distributed_executor_backend",
+			"distributed_executor_backend 'uni' runs a single GPU, but world_size is %d; use 'mp' on one node or 'ray' across nodes", world)
+	case b == ExecutorMP && nodes > 1 && p.Release.less(mpMultiNodeSince):
+		return "", false, optionError("distributed_executor_backend",
+			"distributed_executor_backend 'mp' cannot span %d nodes in vLLM %s; use 'ray' (multi-node mp with --nnodes/--node-rank came in %s)", nodes, p.Release, mpMultiNodeSince)
+	}
+	return b, false, nil
+}
+
+// executorStepCost is the backend's extra host time per engine step.
+func executorStepCost(p Profile, b ExecutorBackend) time.Duration {
+	if b != ExecutorRay {
+		return 0
+	}
+	if p.Engine == engine.V1 {
+		return rayCompiledGraphStep
+	}
+	return rayRemoteCallStep
+}
+
+// LogLine is one startup line and whether vLLM logs it as a warning.
+type LogLine struct {
+	Warning bool
+	Text    string
+}
+
+// DistributedLines are the startup lines a multi-GPU vLLM logs about its
+// executor, the Ray cluster, where each rank runs and which NCCL transport
+// each communicator uses, with a warning when tensor parallelism crosses
+// nodes without RDMA. A single-GPU deployment logs none.
+func DistributedLines(r *Resolved) []LogLine {
+	d := r.Deployment
+	p := d.Placement()
+	world := p.TensorParallel * p.PipelineParallel
+	if world <= 1 {
+		return nil
+	}
+	var out []LogLine
+	info := func(format string, args ...any) { out = append(out, LogLine{Text: fmt.Sprintf(format, args...)}) }
+	if r.ExecutorDefaulted {
+		info("Defaulting to use %s for distributed inference", r.Executor)
+	}
+	if r.Executor == ExecutorRay {
+		info("Connected to Ray cluster (modelled): %d node(s), %d GPUs; placement group of %d bundles {'GPU': 1.0}",
+			p.Nodes, world, world)
+		if r.Profile.Engine == engine.V1 {
+			info("Using Ray compiled graphs for the workers (VLLM_USE_RAY_COMPILED_DAG=1)")
+		}
+	}
+	info("world_size=%d (tensor_parallel_size=%d x pipeline_parallel_size=%d) on %d node(s), %d GPUs per node",
+		world, p.TensorParallel, p.PipelineParallel, p.Nodes, p.GPUsPerNode)
+	for n := range p.Nodes {
+		first, last := n*p.GPUsPerNode, (n+1)*p.GPUsPerNode-1
+		info("node %d: ranks %d-%d (PP stage %s, TP ranks %s)", n, first, last,
+			span(first/p.TensorParallel, last/p.TensorParallel), span(first%p.TensorParallel, last%p.TensorParallel))
+	}
+	if p.TensorParallel > 1 {
+		c := d.TPCollective()
+		l := c.Intra
+		if c.Nodes > 1 {
+			l = c.Inter
+		}
+		// Rank 0's ring neighbour: the next rank, or with TP across nodes
+		// the first rank of the next node, whichever the ring crosses.
+		next := 1
+		if c.Nodes > 1 {
+			next = p.GPUsPerNode
+		}
+		info("NCCL INFO TP group of %d ranks on %d node(s): Channel 00 : 0[0] -> %d[%d] via %s (%s: %.1f GB/s bus bandwidth, %v per message, %s)",
+			c.Ranks, c.Nodes, next, next%p.GPUsPerNode, l.Transport, l.Name, l.Bandwidth/1e9, l.Latency, algoNote(l, c.Nodes))
+	}
+	for s := range p.PipelineParallel - 1 {
+		l := d.StageLink(s)
+		from, to := s*p.TensorParallel, (s+1)*p.TensorParallel
+		info("NCCL INFO PP send stage %d -> %d: %d[%d] -> %d[%d] via %s (%s)", s, s+1,
+			from, from%p.GPUsPerNode, to, to%p.GPUsPerNode, l.Transport, l.Name)
+	}
+	if p.TensorParallel > 1 && p.TPNodes() > 1 && !d.NodeLink.RDMA {
+		out = append(out, LogLine{Warning: true, Text: fmt.Sprintf(
+			"Tensor parallel group spans %d nodes over %s (%s) without RDMA: every layer's all-reduces cross TCP, which is slow. vLLM advises tensor parallelism within a node and pipeline parallelism across nodes, and InfiniBand or RoCE between them (NCCL_DEBUG=TRACE should show NET/IB, not NET/Socket).",
+			p.TPNodes(), d.NodeLink.Transport, d.NodeLink.Name)})
+	}
+	return out
+}
+
+func span(a, b int) string {
+	if a == b {
+		return fmt.Sprint(a)
+	}
+	return fmt.Sprintf("%d-%d", a, b)
+}
+
+func algoNote(l perf.Link, nodes int) string {
+	switch {
+	case l.Algorithm != perf.AlgoAuto:
+		return string(l.Algorithm) + " forced"
+	case nodes > 1:
+		return "tree for small messages, ring for large"
+	default:
+		return "ring"
+	}
+}
