@@ -147,10 +147,12 @@
 //
 //   - nvlink: 450 GB/s, 2 µs. H100 NVLink 4 is 900 GB/s bidirectional,
 //     450 per direction; capped by the GPU's own NVLink rate (A100 300
-//     GB/s). vLLM's custom all-reduce makes small collectives a few µs.
-//   - pcie: 25 GB/s, 8 µs. PCIe 4.0 x16 moves ~21–25 GB/s in practice
-//     (the P2pNccl doc measures 21 GB/s host spill); NCCL over PCIe P2P
-//     costs ~10–20 µs per small collective.
+//     GB/s). nccl-tests#212 (sjeaugey): 8×H100 all-reduce peaks at a bus
+//     bandwidth of ~480 GB/s with NVLink SHARP (370 GB/s ring). vLLM's
+//     custom all-reduce makes small collectives a few µs.
+//   - pcie (alias pcie-p2p): 25 GB/s, 8 µs. PCIe 4.0 x16 moves ~21–25 GB/s
+//     in practice (the P2pNccl doc measures 21 GB/s host spill); NCCL over
+//     PCIe P2P costs ~10–20 µs per small collective.
 //   - infiniband: 40 GB/s, 5 µs. NDR 400 Gb/s is 50 GB/s line rate; NCCL
 //     with GPUDirect RDMA reaches ~80% of it (llm-d-inference-sim uses 40
 //     GB/s for IB NDR) with a few µs per message.
@@ -158,8 +160,56 @@
 //     llm-d-inference-sim (real ≈ 60–80% of line rate). Without GPUDirect,
 //     NCCL's socket transport stages every message through host memory and
 //     a proxy thread on top of kernel TCP (~10–25 µs one way), so a
-//     two-rank all-reduce takes ~120 µs [inferred]. Llama-3-8B at TP=2 then
-//     decodes 3–4× slower across two nodes than over NVLink.
+//     two-rank all-reduce takes ~120 µs [inferred].
+//
+// These four are servebench's original single-link presets, kept as they
+// were. The transport presets of the collective model (collective.go):
+//
+//   - pcie-host (alias shm): GPUs without P2P, through host memory (NCCL
+//     SHM): 6 GB/s, 11 µs. tinygrad/open-gpu-kernel-modules#17: 2×RTX 4090
+//     with P2P disabled, alltoall of 8 B in 11.6 µs; NCCL#1817: 8×L20 over
+//     SHM, average bus bandwidth 6.13 GB/s; NCCL#384: 3.9 GB/s on PCIe 3.
+//   - ib-200g, ib-400g: 24 and 48 GB/s per NIC, 6 µs. nccl-tests#252: 2
+//     nodes × 4 H100 with 4 HDR 200 Gb NICs, NCCL_ALGO=RING, 1 GiB in 20.1
+//     ms, bus bandwidth 93–97 GB/s, "~24GB/s per NIC" (AddyLaddy, NVIDIA);
+//     400 Gb doubles it. The latency is NCCL's LL protocol over RDMA
+//     [inferred: a few µs, below RoCE's].
+//   - roce-100g, roce-200g, roce-400g: 12, 24, 48 GB/s per NIC, 15 µs.
+//     NVIDIA/dgx-spark-playbooks#103: all_reduce_perf between 2 nodes (one
+//     GB10 each) over 200 Gb RoCE, 16 KiB in 31.7 µs, 8 KiB in 30.3 µs.
+//     NCCL reports RoCE as NET/IB.
+//   - socket-10g, socket-25g, socket-100g (NET/Socket, no RDMA): 1.1, 1.9
+//     and 7.5 GB/s, 45 µs per message, one NIC per node. nccl-tests#82:
+//     broadcast of 8 B between 2 nodes with NCCL_IB_DISABLE=1 in 45.8 µs;
+//     NCCL#209: NCCL over TCP reaches at most ~60% of wire speed on 32 Gb/s
+//     and faster networks (25 GbE → 1.9 GB/s, 100 GbE → 7.5 GB/s);
+//     10 GbE single-stream TCP runs near line rate (1.1 GB/s) [inferred].
+//     nccl-tests#284 shows the log lines ("via NET/Socket/0").
+//
+// TestCollectiveMatchesNCCLTests checks each figure within 15%. Users
+// override any term: "--link name:bandwidth=…,latency=…,algo=…,nics=…".
+//
+// Collective model (Collective): a communicator of n ranks over N nodes.
+// Ring all-reduce: 2(n−1) steps, each as slow as its slowest hop (the
+// network when N > 1), each rank sending 2(n−1)/n of the message. Tree:
+// a chain inside each node and a binary tree between nodes (NCCL's double
+// binary tree), 2·((n/N−1)·α_intra + ⌈log2 N⌉·α_inter) of latency and
+// twice the message per rank. Auto takes the cheaper, as NCCL's tuner
+// does: inside one node the chain is never cheaper than the ring; across
+// nodes tree wins for small messages (decode) and ring for large
+// (prefill). Between nodes NCCL spreads channels over the node's NICs, so
+// the network's bus bandwidth is NICs × the per-NIC rate (one NIC per GPU
+// for IB/RoCE unless nics= says otherwise; one for sockets), capped by the
+// intra-node link. All-gather (and vLLM's logits gather) is a ring of n−1
+// steps; a pipeline send is one message.
+//
+// Placement (Placement): --nodes N puts TP·PP/N ranks on each node,
+// global rank = PP stage·TP + TP rank, as vLLM fills Ray's placement group
+// or --nnodes does. TP groups that fit in a node stay on it and only the
+// PP boundaries between nodes cross the network; a TP group larger than a
+// node spans TP/(GPUs per node) nodes and every all-reduce pays the
+// network. Not modelled: NVLink SHARP and SHARP in-network reductions,
+// PXN, several NICs per GPU, and congestion from other jobs.
 //
 // Swap copies use the GPU's PCIe rate (25 GB/s; 50 GB/s for PCIe 5.0 H100
 // and H200).
@@ -264,8 +314,8 @@
 // tensor written once: 2 B·(6·d + (2H + 2H_kv)·d_h/t + 3·f/t).
 //
 // Communication, added to the GPU time (vLLM does not overlap it):
-// 2 all-reduces per layer plus one for the embedding, each a ring of T·d·2
-// bytes; a gather of S·V·2 bytes of logits; with PP, one send of hidden
+// 2 all-reduces per layer plus one for the embedding, each of T·d·2 bytes
+// (a ring inside a node; across nodes ring or tree by size, above); a gather of S·V·2 bytes of logits; with PP, one send of hidden
 // state and residual (2·T·d·2 bytes) per stage boundary. Stages run one
 // after another: the model gives one batch's latency, not the throughput of
 // vLLM V0's several virtual engines in flight.
