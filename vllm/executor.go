@@ -109,7 +109,7 @@ func DistributedLines(r *Resolved) []LogLine {
 			info("Using Ray compiled graphs for the workers (VLLM_USE_RAY_COMPILED_DAG=1)")
 		}
 	}
-	info("world_size=%d (tensor_parallel_size=%d x pipeline_parallel_size=%d) on %d node(s), %d GPUs per node",
+	info("world_size=%d (tensor_parallel_size=%d x pipeline_parallel_size=%d) on %d node(s), %d GPU(s) per node",
 		world, p.TensorParallel, p.PipelineParallel, p.Nodes, p.GPUsPerNode)
 	for n := range p.Nodes {
 		first, last := n*p.GPUsPerNode, (n+1)*p.GPUsPerNode-1
@@ -129,7 +129,7 @@ func DistributedLines(r *Resolved) []LogLine {
 			next = p.GPUsPerNode
 		}
 		info("NCCL INFO TP group of %d ranks on %d node(s): Channel 00 : 0[0] -> %d[%d] via %s (%s: %.1f GB/s bus bandwidth, %v per message, %s)",
-			c.Ranks, c.Nodes, next, next%p.GPUsPerNode, l.Transport, l.Name, l.Bandwidth/1e9, l.Latency, algoNote(l, c.Nodes))
+			c.Ranks, c.Nodes, next, next%p.GPUsPerNode, l.Transport, l.Name, l.Bandwidth/1e9, l.Latency, algoNote(l, c))
 	}
 	for s := range p.PipelineParallel - 1 {
 		l := d.StageLink(s)
@@ -152,11 +152,14 @@ func span(a, b int) string {
 	return fmt.Sprintf("%d-%d", a, b)
 }
 
-func algoNote(l perf.Link, nodes int) string {
+// algoNote says which all-reduce algorithm NCCL's tuner will pick: only
+// a communicator over several nodes with more than one rank per hop has a
+// tree that can beat the ring.
+func algoNote(l perf.Link, c perf.Collective) string {
 	switch {
 	case l.Algorithm != perf.AlgoAuto:
 		return string(l.Algorithm) + " forced"
-	case nodes > 1:
+	case c.Nodes > 1 && c.Ranks > 2:
 		return "tree for small messages, ring for large"
 	default:
 		return "ring"
