@@ -38,6 +38,8 @@ func TestCollectiveMatchesNCCLTests(t *testing.T) {
 		{"roce-200g 16KiB all-reduce", "allreduce", Collective{Ranks: 2, Nodes: 2, Intra: mustLink(t, "nvlink"), Inter: mustLink(t, "roce-200g")}, 16384, 31.67},
 		// nccl-tests#252: 2 nodes × 4 H100, 4 HDR 200 Gb NICs, NCCL_ALGO=RING, 1 GiB: 20079 µs (busbw 93.6).
 		{"ib-200g 2x4 GPUs 1GiB ring", "allreduce", Collective{Ranks: 8, Nodes: 2, Intra: mustLink(t, "nvlink"), Inter: ring(mustLink(t, "ib-200g"))}, 1 << 30, 20079},
+		// nccl-tests#150: all_reduce_perf, 2 nodes × 1 A100, HDR InfiniBand, 8 B: 19.90 µs.
+		{"ib-200g 8B all-reduce", "allreduce", Collective{Ranks: 2, Nodes: 2, Intra: mustLink(t, "nvlink"), Inter: mustLink(t, "ib-200g")}, 8, 19.90},
 		// tinygrad/open-gpu-kernel-modules#17: alltoall_perf, 2 RTX 4090 with P2P disabled (SHM), 8 B: 11.64 µs.
 		{"pcie-host 8B message", "sendrecv", Collective{Ranks: 2, Intra: mustLink(t, "pcie-host")}, 8, 11.64},
 		// nccl-tests#212: 8 H100 NVLink all-reduce peak busBw ~480 GB/s.

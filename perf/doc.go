@@ -169,11 +169,11 @@
 //     SHM): 6 GB/s, 11 µs. tinygrad/open-gpu-kernel-modules#17: 2×RTX 4090
 //     with P2P disabled, alltoall of 8 B in 11.6 µs; NCCL#1817: 8×L20 over
 //     SHM, average bus bandwidth 6.13 GB/s; NCCL#384: 3.9 GB/s on PCIe 3.
-//   - ib-200g, ib-400g: 24 and 48 GB/s per NIC, 6 µs. nccl-tests#252: 2
+//   - ib-200g, ib-400g: 24 and 48 GB/s per NIC, 10 µs. nccl-tests#252: 2
 //     nodes × 4 H100 with 4 HDR 200 Gb NICs, NCCL_ALGO=RING, 1 GiB in 20.1
 //     ms, bus bandwidth 93–97 GB/s, "~24GB/s per NIC" (AddyLaddy, NVIDIA);
-//     400 Gb doubles it. The latency is NCCL's LL protocol over RDMA
-//     [inferred: a few µs, below RoCE's].
+//     400 Gb doubles it [inferred]. nccl-tests#150: 2 nodes × 1 A100 on
+//     HDR InfiniBand, all-reduce of 8 B in 19.9 µs (two messages).
 //   - roce-100g, roce-200g, roce-400g: 12, 24, 48 GB/s per NIC, 15 µs.
 //     NVIDIA/dgx-spark-playbooks#103: all_reduce_perf between 2 nodes (one
 //     GB10 each) over 200 Gb RoCE, 16 KiB in 31.7 µs, 8 KiB in 30.3 µs.
