@@ -108,6 +108,14 @@ type Config struct {
 	// running queue under V0 chunked prefill (new prefills first), from
 	// before PR #7874. It changes which request preemption picks.
 	LegacyRequeueOrder bool
+	// PipelineParallel is pipeline_parallel_size; 0 and 1 mean one stage.
+	// With P stages vLLM keeps up to P batches in flight, one per stage.
+	// V0 runs P virtual engines: each is a whole scheduler with 1/P of the
+	// GPU and CPU blocks and its own max_num_seqs, and a new request joins
+	// the one with the fewest unfinished requests. V1 keeps one scheduler
+	// and a queue of P batches (step_with_batch_queue): a request whose
+	// remaining tokens are all in flight is skipped until its batch returns.
+	PipelineParallel int
 	// Logger, if set, receives vLLM's scheduler warnings (ignored prompts,
 	// every 50th preemption). nil logs nothing.
 	Logger *slog.Logger
@@ -148,6 +156,9 @@ func (c Config) Validate() error {
 	if c.MaxNumBatchedTokens < c.MaxNumSeqs {
 		return fmt.Errorf("max_num_batched_tokens (%d) must be greater than or equal to max_num_seqs (%d).",
 			c.MaxNumBatchedTokens, c.MaxNumSeqs)
+	}
+	if c.PipelineParallel < 0 {
+		return fmt.Errorf("pipeline_parallel_size (%d) must be at least 1", c.PipelineParallel)
 	}
 	if c.Watermark < 0 || c.Watermark >= 1 {
 		return fmt.Errorf("watermark (%g) must be a fraction of GPU blocks in [0, 1); vLLM's default is 0.01", c.Watermark)
@@ -249,7 +260,8 @@ type Step struct {
 	// Err set and Finished true.
 	Rejected []Output
 
-	entries []entry
+	entries  []entry
+	inFlight bool // a pipeline batch between Schedule and Complete
 }
 
 // Empty reports that the step has nothing to run: wait for an arrival.
