@@ -39,8 +39,8 @@ type tracked struct {
 type runOutcome struct {
 	steps       int
 	maxInFlight int // most steps pending at once
-	requests map[uint64]*tracked
-	engine   *Engine
+	requests    map[uint64]*tracked
+	engine      *Engine
 }
 
 // drive runs the planned requests through e with the driver loop of the
