@@ -302,12 +302,12 @@ type instance struct {
 	inPipe         []instanceBatch
 	depth          int
 	pipe           perf.Pipeline
-	virtualEngines bool // V0 with PP: a free virtual engine takes arrivals at once
+	virtualEngines bool          // V0 with PP: a free virtual engine takes arrivals at once
 	held           []heldRequest // arrivals while every virtual engine was busy
 	stepped        bool          // a batch returned since the last kick
-	load    int // requests routed here and not finished
-	routed  int
-	maxKV   float64
+	load           int           // requests routed here and not finished
+	routed         int
+	maxKV          float64
 }
 
 func newInstances(role string, p Pool, remoteKV bool) ([]*instance, error) {
