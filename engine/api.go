@@ -11,6 +11,10 @@
 //	now += model.StepTime(st.Shape)
 //	outs := e.Complete(st)         // tokens produced, requests finished
 //
+// With pipeline parallelism (Config.PipelineParallel) up to MaxBatches
+// steps are in flight: schedule until Schedule returns an empty step or
+// MaxBatches are pending, and complete them oldest first (pipeline.go).
+//
 // An Engine is not safe for concurrent use: one goroutine owns it.
 //
 // Conformance: TestOracleConformance replays scenarios through the engine
@@ -47,6 +51,9 @@
 //     still counted it: an idle engine reported 1/NumGPUBlocks).
 //   - Generated tokens get IDs unique to their request, so only the request
 //     itself (after a preemption) can hit blocks holding its output.
+//   - V1 with pipeline parallelism may preempt a request that a batch in
+//     flight is computing; that batch's output for it is dropped when the
+//     batch returns, and the request recomputes from scratch.
 //   - Not modelled: n>1/beam search, LoRA, priority scheduling, speculative
 //     decoding, long_prefill_token_threshold and partial-prefill limits,
 //     V1's watermark, encoder inputs.
