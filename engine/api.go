@@ -11,6 +11,10 @@
 //	now += model.StepTime(st.Shape)
 //	outs := e.Complete(st)         // tokens produced, requests finished
 //
+// With pipeline parallelism (Config.PipelineParallel) up to MaxBatches
+// steps are in flight: schedule until Schedule returns an empty step or
+// MaxBatches are pending, and complete them oldest first (pipeline.go).
+//
 // An Engine is not safe for concurrent use: one goroutine owns it.
 //
 // Conformance: TestOracleConformance replays scenarios through the engine
@@ -47,6 +51,9 @@
 //     still counted it: an idle engine reported 1/NumGPUBlocks).
 //   - Generated tokens get IDs unique to their request, so only the request
 //     itself (after a preemption) can hit blocks holding its output.
+//   - V1 with pipeline parallelism may preempt a request that a batch in
+//     flight is computing; that batch's output for it is dropped when the
+//     batch returns, and the request recomputes from scratch.
 //   - Not modelled: n>1/beam search, LoRA, priority scheduling, speculative
 //     decoding, long_prefill_token_threshold and partial-prefill limits,
 //     V1's watermark, encoder inputs.
@@ -108,6 +115,14 @@ type Config struct {
 	// running queue under V0 chunked prefill (new prefills first), from
 	// before PR #7874. It changes which request preemption picks.
 	LegacyRequeueOrder bool
+	// PipelineParallel is pipeline_parallel_size; 0 and 1 mean one stage.
+	// With P stages vLLM keeps up to P batches in flight, one per stage.
+	// V0 runs P virtual engines: each is a whole scheduler with 1/P of the
+	// GPU and CPU blocks and its own max_num_seqs, and a new request joins
+	// the one with the fewest unfinished requests. V1 keeps one scheduler
+	// and a queue of P batches (step_with_batch_queue): a request whose
+	// remaining tokens are all in flight is skipped until its batch returns.
+	PipelineParallel int
 	// Logger, if set, receives vLLM's scheduler warnings (ignored prompts,
 	// every 50th preemption). nil logs nothing.
 	Logger *slog.Logger
@@ -148,6 +163,9 @@ func (c Config) Validate() error {
 	if c.MaxNumBatchedTokens < c.MaxNumSeqs {
 		return fmt.Errorf("max_num_batched_tokens (%d) must be greater than or equal to max_num_seqs (%d).",
 			c.MaxNumBatchedTokens, c.MaxNumSeqs)
+	}
+	if c.PipelineParallel < 0 {
+		return fmt.Errorf("pipeline_parallel_size (%d) must be at least 1", c.PipelineParallel)
 	}
 	if c.Watermark < 0 || c.Watermark >= 1 {
 		return fmt.Errorf("watermark (%g) must be a fraction of GPU blocks in [0, 1); vLLM's default is 0.01", c.Watermark)
@@ -249,7 +267,8 @@ type Step struct {
 	// Err set and Finished true.
 	Rejected []Output
 
-	entries []entry
+	entries  []entry
+	inFlight bool // a pipeline batch between Schedule and Complete
 }
 
 // Empty reports that the step has nothing to run: wait for an arrival.

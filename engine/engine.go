@@ -37,6 +37,7 @@ type sequence struct {
 	maxTokens int
 	generated int
 	computed  int // tokens whose KV is computed (num_computed_tokens)
+	inflight  int // tokens scheduled in batches still in the pipeline (PP)
 	chunk     int // tokens scheduled in the current step
 	cached    int // prefix-cache hit tokens at the first admission
 	hit       int // V0: prefix-cache hit tokens of the current admission
@@ -67,6 +68,7 @@ type Engine struct {
 	pool                      []*sequence
 
 	step    Step
+	cur     *Step // the step being scheduled: &step, or a batch slot with PP
 	pending bool
 	err     error
 	now     time.Duration
@@ -90,6 +92,15 @@ type Engine struct {
 	hits                                 []int32
 	outs                                 []Output
 
+	// V1 with pipeline parallelism: one slot per batch that can be in
+	// flight (step_with_batch_queue); inFlight of them are.
+	batches  []Step
+	inFlight int
+	// V0 with pipeline parallelism: the virtual engines, each a whole
+	// scheduler; e itself only dispatches to them (pipeline.go).
+	virt     []*Engine
+	lastVirt int // the virtual engine scheduled last
+
 	// passHook, when set (only by the differential oracle test), sees every
 	// scheduling pass, each of which is one schedule() call in vLLM.
 	passHook *passHook
@@ -100,6 +111,9 @@ func New(cfg Config) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.PipelineParallel > 1 && cfg.Version == V0 {
+		return newVirtualEngines(cfg)
+	}
 	e := &Engine{
 		cfg:             cfg,
 		log:             cfg.Logger,
@@ -107,8 +121,12 @@ func New(cfg Config) (*Engine, error) {
 		byID:            make(map[uint64]*sequence),
 		arrivalsInOrder: true,
 	}
+	e.cur = &e.step
 	if cfg.Version == V0 {
 		e.wmBlocks = int(cfg.Watermark * float64(cfg.NumGPUBlocks))
+	}
+	if cfg.PipelineParallel > 1 {
+		e.batches = make([]Step, cfg.PipelineParallel)
 	}
 	return e, nil
 }
@@ -125,6 +143,9 @@ func (e *Engine) Err() error { return e.err }
 func (e *Engine) Add(r Request) error {
 	if e.err != nil {
 		return e.err
+	}
+	if e.virt != nil {
+		return e.addVirtual(r)
 	}
 	promptLen := r.PromptLen
 	if r.Prompt != nil {
@@ -180,6 +201,9 @@ func (e *Engine) release(s *sequence) {
 // and CPU blocks (a client disconnected). It reports whether the request was
 // in the engine. A pending Step still computes it, but Complete skips it.
 func (e *Engine) Abort(id uint64) bool {
+	if e.virt != nil {
+		return e.abortVirtual(id)
+	}
 	s, ok := e.byID[id]
 	if !ok {
 		return false
@@ -201,6 +225,9 @@ func (e *Engine) Abort(id uint64) bool {
 
 // Idle reports that nothing is running, waiting or swapped.
 func (e *Engine) Idle() bool {
+	if e.virt != nil {
+		return e.idleVirtual()
+	}
 	return e.running.len() == 0 && e.waiting.len() == 0 && e.swapped.len() == 0
 }
 
@@ -208,6 +235,9 @@ func (e *Engine) Idle() bool {
 // include evictable prefix-cached ones and, as in vLLM V1 since it subtracts
 // its null block, total counts only blocks requests can hold.
 func (e *Engine) KVUsage() float64 {
+	if e.virt != nil {
+		return e.kvUsageVirtual()
+	}
 	return 1 - float64(e.kv.free)/float64(e.kv.usable())
 }
 
@@ -216,10 +246,18 @@ func (e *Engine) KVUsage() float64 {
 // allocator) it refuses and returns false while any GPU block is held by a
 // running request, since those blocks cannot be un-cached under it. Without
 // prefix caching it does nothing and returns true.
-func (e *Engine) ResetPrefixCache() bool { return e.kv.reset() }
+func (e *Engine) ResetPrefixCache() bool {
+	if e.virt != nil {
+		return e.resetVirtual()
+	}
+	return e.kv.reset()
+}
 
 // Stats returns the current gauges and cumulative counters.
 func (e *Engine) Stats() Stats {
+	if e.virt != nil {
+		return e.statsVirtual()
+	}
 	st := e.stats
 	st.Running, st.Waiting, st.Swapped = e.running.len(), e.waiting.len(), e.swapped.len()
 	st.GPUBlocksTotal = e.kv.total
@@ -235,8 +273,22 @@ func (e *Engine) Stats() Stats {
 // the next Schedule; report its Rejected requests before scheduling again.
 // Calling Schedule again before Complete returns the same pending step
 // (with no Rejected). Once the engine has died it returns empty steps.
+//
+// With Config.PipelineParallel P > 1, up to P steps are pending at once:
+// each Schedule returns a new step (a pending one stays valid until its
+// Complete) or, when P are pending or nothing can run, an empty one.
+// Complete them in the order they were scheduled, as a pipeline returns
+// them (MaxBatches).
 func (e *Engine) Schedule(now time.Duration) *Step {
-	st := &e.step
+	if e.virt != nil {
+		return e.scheduleVirtual(now)
+	}
+	if e.batches != nil {
+		if e.cur = e.freeBatch(); e.cur == &e.step {
+			return e.cur
+		}
+	}
+	st := e.cur
 	st.Rejected = st.Rejected[:0]
 	if e.passHook != nil {
 		e.passHook.rejected = 0
@@ -275,7 +327,12 @@ func (e *Engine) Schedule(now time.Duration) *Step {
 			break
 		}
 	}
-	e.pending = st.Shape.Tokens() > 0
+	if e.batches == nil {
+		e.pending = st.Shape.Tokens() > 0
+	} else if st.Shape.Tokens() > 0 {
+		st.inFlight = true
+		e.inFlight++
+	}
 	return st
 }
 
@@ -288,10 +345,20 @@ func (e *Engine) Schedule(now time.Duration) *Step {
 // slice is reused by the next Complete. Completing a step twice, or a step
 // that is not pending, returns nil.
 func (e *Engine) Complete(st *Step) []Output {
-	if st != &e.step || !e.pending {
+	switch {
+	case e.virt != nil:
+		return e.completeVirtual(st)
+	case e.batches != nil:
+		if !e.ownsBatch(st) {
+			return nil
+		}
+		st.inFlight = false
+		e.inFlight--
+	case st != &e.step || !e.pending:
 		return nil
+	default:
+		e.pending = false
 	}
-	e.pending = false
 	e.stats.Steps++
 	// Outputs are written field by field into a reused buffer: Err is
 	// never set here, so the hot loop stores no pointers (no write barriers).
@@ -309,6 +376,7 @@ func (e *Engine) Complete(st *Step) []Output {
 			continue // aborted while the step ran
 		}
 		s.computed += en.charged
+		s.inflight -= en.charged
 		if v0 && en.prefill {
 			e.stats.PromptTokens += int64(en.charged)
 		}
@@ -359,10 +427,11 @@ func isDone(s *sequence) bool { return s.state == stateDone }
 // last tokens; the others are prefix-cache hits (V0 counts them as
 // scheduled, V1 does not).
 func (e *Engine) addEntry(s *sequence, tokens, charged int) {
-	st := &e.step
+	st := e.cur
 	s.chunk = charged
 	s.lastAccess = e.now
-	ctx := s.computed + charged - tokens
+	ctx := s.computed + s.inflight + charged - tokens
+	s.inflight += charged
 	en := entry{s: s, gen: s.gen, tokens: tokens, ctx: ctx, charged: charged, prefill: !s.decoding}
 	st.entries = append(st.entries, en)
 	sh := &st.Shape
@@ -391,7 +460,7 @@ func (e *Engine) reject(s *sequence, msg string) {
 	}
 	e.freeGPU(s)
 	e.freeCPU(s)
-	e.step.Rejected = append(e.step.Rejected, Output{
+	e.cur.Rejected = append(e.cur.Rejected, Output{
 		ID: s.id, NumGenerated: s.generated, CachedTokens: s.cached, Finished: true, Err: &ignoredError{msg},
 	})
 	e.release(s)
@@ -408,15 +477,19 @@ func (e *Engine) die() {
 	for _, s := range all {
 		e.freeGPU(s)
 		e.freeCPU(s)
-		e.step.Rejected = append(e.step.Rejected, Output{
+		e.cur.Rejected = append(e.cur.Rejected, Output{
 			ID: s.id, NumGenerated: s.generated, CachedTokens: s.cached, Finished: true, Err: e.err,
 		})
 		e.release(s)
 	}
 	e.waiting, e.running, e.swapped = seqQueue{}, seqQueue{}, seqQueue{}
-	e.step.Shape = perf.StepShape{}
-	e.step.entries = e.step.entries[:0]
+	e.cur.Shape = perf.StepShape{}
+	e.cur.entries = e.cur.entries[:0]
 	e.pending = false
+	for i := range e.batches {
+		e.batches[i].inFlight = false
+	}
+	e.inFlight = 0
 	if e.log != nil {
 		e.log.Error("engine died", slog.String("error", e.err.Error()))
 	}

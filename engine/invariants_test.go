@@ -10,6 +10,15 @@ import (
 // reference counts add up, the free structures hold exactly the free
 // blocks, and the cache table points at blocks holding those hashes.
 func (e *Engine) checkInvariants() error {
+	for i, ve := range e.virt {
+		if err := ve.checkInvariants(); err != nil {
+			return fmt.Errorf("virtual engine %d: %w", i, err)
+		}
+	}
+	if e.virt != nil {
+		return nil
+	}
+	inflight := e.inflightTokens()
 	seen := make(map[*sequence]bool, len(e.byID))
 	queues := []struct {
 		name  string
@@ -55,9 +64,15 @@ func (e *Engine) checkInvariants() error {
 			if s.cpuBlocks != 0 {
 				return fmt.Errorf("running request %d holds %d CPU blocks", s.id, s.cpuBlocks)
 			}
-			if s.gpuBlocks*bs < s.computed {
-				return fmt.Errorf("running request %d has %d computed tokens in %d blocks", s.id, s.computed, s.gpuBlocks)
+			if s.gpuBlocks*bs < s.computed+s.inflight {
+				return fmt.Errorf("running request %d has %d computed and %d in-flight tokens in %d blocks", s.id, s.computed, s.inflight, s.gpuBlocks)
 			}
+		}
+		if s.inflight != inflight[s] {
+			return fmt.Errorf("request %d counts %d tokens in flight, its pending steps hold %d", s.id, s.inflight, inflight[s])
+		}
+		if s.computed+s.inflight > s.len() {
+			return fmt.Errorf("request %d has %d computed and %d in-flight of %d tokens", s.id, s.computed, s.inflight, s.len())
 		}
 		if s.generated >= s.maxTokens {
 			return fmt.Errorf("request %d finished (%d/%d tokens) but is still queued", s.id, s.generated, s.maxTokens)
@@ -91,6 +106,28 @@ func (e *Engine) checkInvariants() error {
 		refs[0]++ // V1's null block, the first block handed out
 	}
 	return e.kv.check(refs)
+}
+
+// inflightTokens sums, per live sequence, the tokens charged to it by
+// steps still pending.
+func (e *Engine) inflightTokens() map[*sequence]int {
+	out := make(map[*sequence]int)
+	add := func(st *Step) {
+		for _, en := range st.entries {
+			if en.s.gen == en.gen {
+				out[en.s] += en.charged
+			}
+		}
+	}
+	if e.pending {
+		add(&e.step)
+	}
+	for i := range e.batches {
+		if e.batches[i].inFlight {
+			add(&e.batches[i])
+		}
+	}
+	return out
 }
 
 func (p *blockPool) check(refs []int32) error {

@@ -47,17 +47,17 @@ func (h *passHook) endPass(e *Engine) {
 		h.passes = append(h.passes, rec)
 		return
 	}
-	for _, en := range e.step.entries {
+	for _, en := range e.cur.entries {
 		tokens := en.tokens
 		if e.cfg.Version == V0 {
 			tokens = en.charged
 		}
 		rec.Scheduled = append(rec.Scheduled, [2]int{int(en.s.id), tokens})
 	}
-	for _, r := range e.step.Rejected[h.rejected:] {
+	for _, r := range e.cur.Rejected[h.rejected:] {
 		rec.Ignored = append(rec.Ignored, int(r.ID))
 	}
-	h.rejected = len(e.step.Rejected)
+	h.rejected = len(e.cur.Rejected)
 	rec.FreeGPU = e.kv.free
 	rec.FreeCPU = e.cfg.NumCPUBlocks - e.cpuUsed
 	h.passes = append(h.passes, rec)

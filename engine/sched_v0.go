@@ -160,7 +160,7 @@ func (e *Engine) preemptV0(s *sequence) {
 		}
 		s.cpuBlocks = s.gpuBlocks
 		e.cpuUsed += s.cpuBlocks
-		e.step.Shape.SwapOutBlocks += s.gpuBlocks
+		e.cur.Shape.SwapOutBlocks += s.gpuBlocks
 		e.freeGPU(s)
 		s.state = stateSwapped
 		e.swappedOut = append(e.swappedOut, s)
@@ -222,7 +222,7 @@ func (e *Engine) scheduleSwappedV0(b *budget) {
 			e.passHook.swappedIn(g)
 		}
 		e.allocBlocks(g, g.cpuBlocks)
-		e.step.Shape.SwapInBlocks += g.cpuBlocks
+		e.cur.Shape.SwapInBlocks += g.cpuBlocks
 		e.freeCPU(g)
 		g.state = stateRunning
 		e.appendSlotV0(g)

@@ -13,7 +13,9 @@ func (e *Engine) scheduleV1() {
 	preempted := false
 	for i := 0; i < e.running.len() && tokenBudget > 0; {
 		r := e.running.at(i)
-		n := min(r.len()-r.computed, tokenBudget)
+		// With PP, tokens already in an in-flight batch are not
+		// rescheduled (num_computed_tokens advances when vLLM schedules).
+		n := min(r.len()-r.computed-r.inflight, tokenBudget)
 		if n <= 0 {
 			i++
 			continue
@@ -76,7 +78,7 @@ func (e *Engine) scheduleV1() {
 // blocks are cached at once, as vLLM does at scheduling time.
 func (e *Engine) allocateSlotsV1(r *sequence, n int, hits []int32) bool {
 	hitTokens := len(hits) * e.cfg.BlockSize
-	upTo := r.computed + hitTokens + n
+	upTo := r.computed + r.inflight + hitTokens + n
 	newBlocks := ceilDiv(upTo, e.cfg.BlockSize) - r.gpuBlocks - len(hits)
 	free := e.kv.free
 	if len(hits) > 0 {
@@ -97,6 +99,12 @@ func (e *Engine) allocateSlotsV1(r *sequence, n int, hits []int32) bool {
 // front of waiting to recompute prompt and output from scratch.
 func (e *Engine) preemptV1(s *sequence) {
 	e.countPreemption(s, "recompute")
+	if s.inflight > 0 {
+		// A batch still in the pipeline computes it: its output is
+		// dropped (Complete skips a changed gen), as the request restarts.
+		s.gen++
+		s.inflight = 0
+	}
 	e.cacheForResume(s)
 	e.freeGPU(s)
 	s.computed = 0

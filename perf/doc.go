@@ -316,9 +316,11 @@
 // Communication, added to the GPU time (vLLM does not overlap it):
 // 2 all-reduces per layer plus one for the embedding, each of T·d·2 bytes
 // (a ring inside a node; across nodes ring or tree by size, above); a gather of S·V·2 bytes of logits; with PP, one send of hidden
-// state and residual (2·T·d·2 bytes) per stage boundary. Stages run one
-// after another: the model gives one batch's latency, not the throughput of
-// vLLM V0's several virtual engines in flight.
+// state and residual (2·T·d·2 bytes) per stage boundary, over the network
+// where the boundary crosses nodes. StepTime is one
+// batch's latency through every stage; StageSplit and StageTime give the
+// busiest stage's share, which the drivers use to keep one batch per stage
+// in flight (vLLM's virtual engines and V1 batch queue, pipeline.go).
 //
 // Swap: each swapped block costs its bytes over PCIe plus 2 µs for each of
 // the 2·layers cudaMemcpyAsync calls vLLM issues per block.
@@ -339,7 +341,7 @@
 // (Gemma-2 and Mistral-7B-v0.1 attend locally in some layers), sampling
 // parameters (top-k, penalties), CUDA-graph padding of batch sizes, the
 // V0 fallback to eager for contexts above max_seq_len_to_capture, overlap
-// of communication with compute, pipelining of several batches, and GPU
+// of communication with compute, uneven layer splits between stages, and GPU
 // clocks or thermals. Calibrated replaces the roofline with a linear fit
 // when measurements exist.
 package perf

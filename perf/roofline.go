@@ -58,6 +58,11 @@ type Roofline struct {
 	// (small messages) and ring (large) there; nil within one node.
 	crossNodeTP             *Collective
 	allReduces, hiddenBytes float64
+	// PP only: one stage's share of the TP all-reduces, and one send of
+	// activations between consecutive stages (pipeline.go); across nodes
+	// the slowest boundary's send.
+	stageCommFixed, stageCommPerToken float64
+	sendFixed, sendPerToken           float64
 
 	eff tableEfficiency // token, context and kernel curves
 
@@ -145,16 +150,22 @@ func NewRoofline(d Deployment) (*Roofline, error) {
 			r.gatherPerSample = (t - 1) / t * float64(m.Vocab) * activationBytes / d.Link.Bandwidth
 		}
 	}
+	if d.PipelineParallel > 1 {
+		r.stageCommFixed, r.stageCommPerToken = r.commFixed/r.stages, r.commPerToken/r.stages
+	}
 	if d.PipelineParallel > 1 && d.Nodes > 1 {
 		// Stage boundaries inside a node cross the GPU link, the others
 		// the network (Placement).
 		for s := range d.PipelineParallel - 1 {
 			l := d.StageLink(s)
-			r.commFixed += l.Latency.Seconds()
-			r.commPerToken += 2 * hidden * activationBytes / l.Bandwidth
+			fixed, perToken := l.Latency.Seconds(), 2*hidden*activationBytes/l.Bandwidth
+			r.commFixed += fixed
+			r.commPerToken += perToken
+			r.sendFixed, r.sendPerToken = max(r.sendFixed, fixed), max(r.sendPerToken, perToken)
 		}
 	} else if d.PipelineParallel > 1 {
 		// Each stage boundary sends hidden states and the residual.
+		r.sendFixed, r.sendPerToken = d.Link.Latency.Seconds(), 2*hidden*activationBytes/d.Link.Bandwidth
 		sends := float64(d.PipelineParallel - 1)
 		r.commFixed += sends * d.Link.Latency.Seconds()
 		r.commPerToken += sends * 2 * hidden * activationBytes / d.Link.Bandwidth
@@ -202,15 +213,18 @@ func larger(a, b float64) float64 {
 	return b
 }
 
-// seconds splits a step into its parts; StepTime is their sum.
-func (r *Roofline) seconds(s StepShape) stepSeconds {
-	var out stepSeconds
-	out.swap = float64(max(s.SwapInBlocks, 0)+max(s.SwapOutBlocks, 0)) * r.swapBlockCost
+// stageWork is one pipeline stage's share of a step: its layers' compute
+// and memory time, and the lm_head's, which only the last stage runs.
+type stageWork struct {
+	tokens, decode, sampled   float64
+	layerCompute, layerMemory float64
+	headCompute, headMemory   float64
+}
+
+// work is the per-stage work of a step with tokens.
+func (r *Roofline) work(s StepShape) stageWork {
 	prefill, decode := nonNegative(s.PrefillTokens), nonNegative(s.Decodes)
 	tokens := prefill + decode
-	if tokens == 0 {
-		return out
-	}
 	sampled := decode + nonNegative(s.PrefillsDone)
 	kv, pairs := nonNegative64(s.KVTokens), nonNegative64(s.AttnPairs)
 
@@ -224,20 +238,35 @@ func (r *Roofline) seconds(s StepShape) stepSeconds {
 		pairs*r.attnPairCompute/r.eff.attentionShape(pairs/tokens)
 	weights := r.layerWeightMemory + r.touchedExperts(tokens)*r.expertMemory
 	layerMemory := weights/r.eff.weightStreamFactor(tokens) + kv*r.kvTokenMemory + tokens*r.actTokenMemory
-	headCompute, headMemory := 0.0, 0.0
+	w := stageWork{tokens: tokens, decode: decode, sampled: sampled, layerCompute: layerCompute, layerMemory: layerMemory}
+	if sampled > 0 {
+		w.headCompute, w.headMemory = sampled*r.sampleCompute, r.headMemory
+	}
+	return w
+}
+
+// seconds splits a step into its parts; StepTime is their sum.
+func (r *Roofline) seconds(s StepShape) stepSeconds {
+	var out stepSeconds
+	out.swap = float64(max(s.SwapInBlocks, 0)+max(s.SwapOutBlocks, 0)) * r.swapBlockCost
+	if nonNegative(s.PrefillTokens)+nonNegative(s.Decodes) == 0 {
+		return out
+	}
+	w := r.work(s)
+	tokens, sampled := w.tokens, w.sampled
+	layerCompute, layerMemory, headCompute, headMemory := w.layerCompute, w.layerMemory, w.headCompute, w.headMemory
 	out.comm = r.commFixed + tokens*r.commPerToken
 	if r.crossNodeTP != nil {
 		ar, _ := r.crossNodeTP.allReduceSeconds(tokens * r.hiddenBytes)
 		out.comm += r.allReduces * ar
 	}
 	if sampled > 0 {
-		headCompute, headMemory = sampled*r.sampleCompute, r.headMemory
 		out.comm += r.gatherLatency + sampled*r.gatherPerSample
 	}
 	out.compute = r.stages*layerCompute + headCompute
 	out.memory = r.stages*layerMemory + headMemory
 	out.gpu = (r.stages-1)*larger(layerCompute, layerMemory) + larger(layerCompute+headCompute, layerMemory+headMemory)
-	out.overhead = r.fixedOverhead + r.perSequence*(decode+nonNegative(s.Prefills))
+	out.overhead = r.fixedOverhead + r.perSequence*(w.decode+nonNegative(s.Prefills))
 	if r.enforceEager || !r.graphed(s) {
 		out.overhead += r.eagerGap
 	}

@@ -14,6 +14,10 @@
 // model's timeline (the next step starts when the previous one was due, not
 // when the loop got round to it) so late wake-ups do not accumulate; only a
 // loop more than 20 ms behind restarts the timeline from the wall clock.
+// With pipeline parallelism the loop keeps up to pipeline_parallel_size
+// batches in flight, timed through perf.Pipeline as sim does, and sleeps
+// until the oldest is due (V0's virtual engines also wake for a new
+// request while one of them is free).
 // Under the same arrivals the timeline is exactly sim's (TestDriverMatchesSim).
 //
 // Tokens reach a request's handler through a mutex-guarded backlog and a

@@ -9,6 +9,7 @@ import (
 	"github.com/servebench/servebench/engine"
 	"github.com/servebench/servebench/internal/clock"
 	names "github.com/servebench/servebench/metrics"
+	"github.com/servebench/servebench/perf"
 )
 
 // maxClockDebt bounds how far the step loop may run behind the model's
@@ -80,14 +81,26 @@ func (s *Server) Run(ctx context.Context) error {
 	busy := false
 	var clock, periodStart time.Duration // engine clock of the next step start, and of this busy period
 	var periodWall time.Time
+	// With pipeline parallelism up to depth batches are in flight, oldest
+	// first; without, one step at a time.
+	depth := d.eng.MaxBatches()
+	virtualEngines := depth > 1 && d.eng.Config().Version == engine.V0
+	var pipe perf.Pipeline
+	var inPipe []servedBatch
 	for ctx.Err() == nil {
 		if !busy {
 			clock = s.now()
 		}
 		d.drain(clock)
-		step := d.eng.Schedule(clock)
-		d.fail(step.Rejected, clock)
-		if step.Empty() {
+		for len(inPipe) < depth {
+			step := d.eng.Schedule(clock)
+			d.fail(step.Rejected, clock)
+			if step.Empty() {
+				break
+			}
+			inPipe = append(inPipe, servedBatch{step, clock, d.batchDue(&pipe, depth, clock, step)})
+		}
+		if len(inPipe) == 0 {
 			if busy {
 				d.busyWall += time.Since(periodWall)
 				d.modelTime += clock - periodStart
@@ -103,10 +116,24 @@ func (s *Server) Run(ctx context.Context) error {
 		if !busy {
 			busy, periodStart, periodWall = true, clock, time.Now()
 		}
-		due := clock + s.cfg.StepModel.StepTime(step.Shape)
-		if !wait(due) {
+		head := inPipe[0]
+		due := head.due
+		if virtualEngines && len(inPipe) < depth {
+			// A V0 virtual engine with no batch in flight takes a new
+			// request at once; V1's engine core waits for its oldest batch.
+			poked, ok := d.waitOrWake(ctx, timer, sleeper, due)
+			if !ok {
+				break
+			}
+			if poked {
+				clock = max(clock, s.now())
+				continue
+			}
+		} else if !wait(due) {
 			break
 		}
+		inPipe = append(inPipe[:0], inPipe[1:]...)
+		step := head.step
 		s.wakeLag.record(s.now()-due, 1)
 		if h := s.metrics.iterationTokens; h != nil {
 			h.Observe(float64(step.Shape.Tokens()))
@@ -115,7 +142,7 @@ func (s *Server) Run(ctx context.Context) error {
 		if s.slowHost != nil {
 			s.slowHost()
 		}
-		d.deliver(outs, clock, due)
+		d.deliver(outs, head.start, due)
 		d.observeLag(s.now() - due)
 		d.observe()
 		d.maybeLogStats(due)
@@ -131,6 +158,49 @@ func (s *Server) Run(ctx context.Context) error {
 		d.modelTime += clock - periodStart
 	}
 	return nil
+}
+
+// servedBatch is a step in flight: the engine clock it was scheduled at
+// and when its tokens are due.
+type servedBatch struct {
+	step       *engine.Step
+	start, due time.Duration
+}
+
+// batchDue is when a step scheduled at clock is over: after its step time,
+// and with pipeline parallelism once the pipeline could take it.
+func (d *driver) batchDue(pipe *perf.Pipeline, depth int, clock time.Duration, step *engine.Step) time.Duration {
+	model := d.s.cfg.StepModel
+	if depth == 1 {
+		return clock + model.StepTime(step.Shape)
+	}
+	return pipe.Enter(clock, model.StepTime(step.Shape), perf.StageTime(model, step.Shape, depth))
+}
+
+// waitOrWake sleeps until the engine clock reaches until, like the step
+// loop's wait, but returns early (poked) when a handler queues a request,
+// abort or command. ok is false when ctx ended.
+func (d *driver) waitOrWake(ctx context.Context, timer *time.Timer, sleeper *clock.Sleeper, until time.Duration) (poked, ok bool) {
+	s := d.s
+	for {
+		delay := until - s.now()
+		if !s.coarseClock {
+			delay -= clock.PreciseWindow
+		}
+		if delay <= 0 {
+			return false, sleeper.Until(ctx, func() time.Duration { return until - s.now() })
+		}
+		timer.Reset(delay)
+		select {
+		case <-s.wake:
+			timer.Stop()
+			return true, true
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return false, false
+		}
+	}
 }
 
 // idleWait blocks until a request, abort or command arrives, the next stats

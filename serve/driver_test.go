@@ -65,11 +65,15 @@ func TestDriverMatchesSim(t *testing.T) {
 		version engine.Version
 		mode    engine.PreemptionMode
 		chunked bool
+		stages  int // pipeline_parallel_size: batches in flight
 	}{
-		{"v1", engine.V1, "", true},
-		{"v0", engine.V0, "", false},
-		{"v0-chunked", engine.V0, "", true},
-		{"v0-swap", engine.V0, engine.PreemptSwap, false},
+		{"v1", engine.V1, "", true, 1},
+		{"v0", engine.V0, "", false, 1},
+		{"v0-chunked", engine.V0, "", true, 1},
+		{"v0-swap", engine.V0, engine.PreemptSwap, false, 1},
+		{"v1-pp2", engine.V1, "", true, 2},
+		{"v0-pp2", engine.V0, "", false, 2},
+		{"v0-chunked-pp3", engine.V0, "", true, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ec := testEngineConfig()
@@ -87,6 +91,10 @@ func TestDriverMatchesSim(t *testing.T) {
 				ec.NumGPUBlocks = 72
 				ec.NumCPUBlocks = 256
 				ec.Watermark = 0.01
+			}
+			ec.PipelineParallel = tc.stages
+			if tc.stages > 1 && tc.version == engine.V0 {
+				ec.NumGPUBlocks *= tc.stages // each virtual engine gets its share
 			}
 			model := linearModel{fixed: 3 * time.Millisecond, perToken: 7 * time.Microsecond}
 			reqs := timingWorkload(120)

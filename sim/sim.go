@@ -133,6 +133,8 @@ func Run(ctx context.Context, cfg Config, reqs []workload.Request, emit func(*me
 		stride:  1,
 	}
 	r.host, _ = cfg.Model.(HostAwareModel)
+	r.depth = eng.MaxBatches()
+	r.virtualEngines = r.depth > 1 && cfg.Engine.Version == engine.V0
 	if err := r.run(ctx); err != nil {
 		return nil, err
 	}
@@ -183,6 +185,12 @@ type runner struct {
 
 	host      HostAwareModel // cfg.Model when it is one
 	hostBound int64
+
+	// Pipeline parallelism: up to depth batches in flight, oldest first.
+	depth          int
+	inPipe         []batch
+	pipe           perf.Pipeline
+	virtualEngines bool // V0: a free virtual engine takes arrivals at once
 
 	// Recycled records and ITL slices (Config.ReuseRecords).
 	freeRecs []*metrics.Record
@@ -247,14 +255,22 @@ func (r *runner) run(ctx context.Context) error {
 			}
 			next++
 		}
-		st := r.eng.Schedule(r.now)
-		r.noteMaxima()
-		for i := range st.Rejected {
-			if err := r.finish(&st.Rejected[i], r.now); err != nil {
-				return err
+		// Fill the pipeline: one step without PP; with PP up to one batch
+		// per stage, each scheduled while the others are in flight.
+		for len(r.inPipe) < r.depth {
+			st := r.eng.Schedule(r.now)
+			r.noteMaxima()
+			for i := range st.Rejected {
+				if err := r.finish(&st.Rejected[i], r.now); err != nil {
+					return err
+				}
 			}
+			if st.Empty() {
+				break
+			}
+			r.inPipe = append(r.inPipe, batch{st, r.batchOut(st.Shape)})
 		}
-		if st.Empty() {
+		if len(r.inPipe) == 0 {
 			if next < n && !r.full() {
 				r.advance(max(r.now, r.req(next).Arrival))
 				continue
@@ -266,8 +282,16 @@ func (r *runner) run(ctx context.Context) error {
 			return fmt.Errorf("sim: engine stalled at virtual time %v with %d running, %d waiting, %d swapped and no step to run (an engine bug)",
 				r.now-r.start, s.Running, s.Waiting, s.Swapped)
 		}
-		r.advance(r.now + max(r.stepTime(st.Shape), 0))
-		outs := r.eng.Complete(st)
+		head := r.inPipe[0]
+		if r.virtualEngines && len(r.inPipe) < r.depth && next < n && !r.full() && r.req(next).Arrival < head.out {
+			// A V0 virtual engine with no batch in flight takes a new
+			// request at once; V1's engine core waits for its oldest batch.
+			r.advance(r.req(next).Arrival)
+			continue
+		}
+		r.inPipe = append(r.inPipe[:0], r.inPipe[1:]...)
+		r.advance(head.out)
+		outs := r.eng.Complete(head.st)
 		for i := range outs {
 			if err := r.output(&outs[i]); err != nil {
 				return err
@@ -288,6 +312,22 @@ func (r *runner) advance(t time.Duration) {
 		}
 	}
 	r.now = t
+}
+
+// batch is a step in flight and the instant its output is out.
+type batch struct {
+	st  *engine.Step
+	out time.Duration
+}
+
+// batchOut is when a step scheduled now comes out: after its step time,
+// and with PP after the pipeline can take it.
+func (r *runner) batchOut(s perf.StepShape) time.Duration {
+	d := max(r.stepTime(s), 0)
+	if r.depth == 1 {
+		return r.now + d
+	}
+	return r.pipe.Enter(r.now, d, perf.StageTime(r.cfg.Model, s, r.depth))
 }
 
 func (r *runner) stepTime(s perf.StepShape) time.Duration {

@@ -217,10 +217,18 @@ type TransferStats struct {
 // only computes its last prompt token (the connector reports the rest as
 // computed), so each prefill chunk is timed as one token attending over its
 // whole context. AttnPairs becomes Σ(c_i+p_i) + Σℓ_j = KVTokens − Decodes.
-type remoteKVModel struct{ inner perf.StepModel }
+type remoteKVModel struct {
+	inner  perf.StepModel
+	stages int
+}
 
 func (m remoteKVModel) StepTime(s perf.StepShape) time.Duration {
 	return m.inner.StepTime(remoteShape(s))
+}
+
+// StageTime implements perf.StageModel for pipeline-parallel instances.
+func (m remoteKVModel) StageTime(s perf.StepShape) time.Duration {
+	return perf.StageTime(m.inner, remoteShape(s), m.stages)
 }
 
 func remoteShape(s perf.StepShape) perf.StepShape {
@@ -287,13 +295,19 @@ type instance struct {
 	index   int
 	eng     *engine.Engine
 	model   perf.StepModel
-	step    *engine.Step
-	busy    bool
-	kicked  bool // a kick event is pending
-	started time.Duration
-	load    int // requests routed here and not finished
-	routed  int
-	maxKV   float64
+	kicked  bool          // a kick event is pending
+	started time.Duration // when the step being completed was scheduled
+	// Steps in flight, oldest first: one, or with pipeline parallelism up
+	// to one per stage (engine.MaxBatches), timed through pipe.
+	inPipe         []instanceBatch
+	depth          int
+	pipe           perf.Pipeline
+	virtualEngines bool          // V0 with PP: a free virtual engine takes arrivals at once
+	held           []heldRequest // arrivals while every virtual engine was busy
+	stepped        bool          // a batch returned since the last kick
+	load           int           // requests routed here and not finished
+	routed         int
+	maxKV          float64
 }
 
 func newInstances(role string, p Pool, remoteKV bool) ([]*instance, error) {
@@ -303,11 +317,13 @@ func newInstances(role string, p Pool, remoteKV bool) ([]*instance, error) {
 		if err != nil {
 			return nil, fmt.Errorf("sim: %s engine config: %w", role, err)
 		}
+		depth := eng.MaxBatches()
 		model := p.Model
 		if remoteKV {
-			model = remoteKVModel{p.Model}
+			model = remoteKVModel{p.Model, depth}
 		}
-		out[i] = &instance{role: role, index: i, eng: eng, model: model}
+		out[i] = &instance{role: role, index: i, eng: eng, model: model, depth: depth,
+			virtualEngines: depth > 1 && p.Engine.Version == engine.V0}
 	}
 	return out, nil
 }
@@ -584,18 +600,43 @@ func (t *fleet) dispatchFront(i int) error {
 	if t.cfg.Kind == Disaggregated {
 		maxTokens = 1 // the proxy's prefill request
 	}
+	in.load++
+	in.routed++
+	if in.virtualEngines && len(in.inPipe) >= in.depth {
+		// Every V0 virtual engine has a batch in flight: vLLM adds the
+		// request when the next one returns, to the engine with the
+		// fewest unfinished requests then (as Run does).
+		in.held = append(in.held, heldRequest{i, t.engineRequest(i, maxTokens)})
+		return nil
+	}
 	if err := in.eng.Add(t.engineRequest(i, maxTokens)); err != nil {
 		return t.fail(i, err.Error())
 	}
-	in.load++
-	in.routed++
 	t.wake(in, false)
 	return nil
 }
 
+type heldRequest struct {
+	flight int
+	req    engine.Request
+}
+
+type instanceBatch struct {
+	st    *engine.Step
+	start time.Duration
+}
+
+// canSchedule reports whether the instance would schedule now: it has a
+// free pipeline slot, and unless a batch just returned, V1's engine core
+// is not waiting on a batch.
+func (in *instance) canSchedule() bool {
+	n := len(in.inPipe)
+	return n == 0 || n < in.depth && (in.virtualEngines || in.stepped)
+}
+
 // wake makes sure an instance schedules at the current instant.
 func (t *fleet) wake(in *instance, back bool) {
-	if in.busy || in.kicked {
+	if !in.canSchedule() || in.kicked {
 		return
 	}
 	in.kicked = true
@@ -603,33 +644,50 @@ func (t *fleet) wake(in *instance, back bool) {
 }
 
 func (t *fleet) kick(in *instance) error {
-	in.kicked = false
-	if in.busy {
-		return nil
-	}
-	st := in.eng.Schedule(t.now)
-	in.maxKV = max(in.maxKV, in.eng.KVUsage())
-	for i := range st.Rejected {
-		if err := t.output(in, &st.Rejected[i]); err != nil {
-			return err
+	in.kicked, in.stepped = false, false
+	for len(in.inPipe) < in.depth {
+		st := in.eng.Schedule(t.now)
+		in.maxKV = max(in.maxKV, in.eng.KVUsage())
+		for i := range st.Rejected {
+			if err := t.output(in, &st.Rejected[i]); err != nil {
+				return err
+			}
 		}
+		if st.Empty() {
+			return nil
+		}
+		in.inPipe = append(in.inPipe, instanceBatch{st, t.now})
+		d := max(in.model.StepTime(st.Shape), 0)
+		out := t.now + d
+		if in.depth > 1 {
+			out = in.pipe.Enter(t.now, d, perf.StageTime(in.model, st.Shape, in.depth))
+		}
+		t.push(event{at: out, kind: evStepEnd, id: in.index, back: in.role == "decode"})
 	}
-	if st.Empty() {
-		return nil
-	}
-	in.busy, in.step, in.started = true, st, t.now
-	t.push(event{at: t.now + max(in.model.StepTime(st.Shape), 0), kind: evStepEnd, id: in.index, back: in.role == "decode"})
 	return nil
 }
 
 func (t *fleet) stepEnd(in *instance) error {
-	outs := in.eng.Complete(in.step)
-	in.busy, in.step = false, nil
+	head := in.inPipe[0]
+	in.inPipe = append(in.inPipe[:0], in.inPipe[1:]...)
+	in.started = head.start
+	outs := in.eng.Complete(head.st)
 	for i := range outs {
 		if err := t.output(in, &outs[i]); err != nil {
 			return err
 		}
 	}
+	for k, h := range in.held {
+		in.held[k] = heldRequest{}
+		if err := in.eng.Add(h.req); err != nil {
+			if err := t.fail(h.flight, err.Error()); err != nil {
+				return err
+			}
+		}
+	}
+	in.held = in.held[:0]
+	// A returned batch frees a slot, and every engine schedules then.
+	in.stepped = true
 	t.wake(in, in.role == "decode")
 	return nil
 }

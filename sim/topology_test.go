@@ -42,17 +42,22 @@ func pdConfig(p, d int, link perf.KVLink) TopologyConfig {
 }
 
 // One colocated replica is the single-engine simulator: same records,
-// with and without a concurrency cap.
+// with and without a concurrency cap, and with batches in flight on a
+// pipeline.
 func TestColocatedOneReplicaMatchesRun(t *testing.T) {
 	for _, v := range []engine.Version{engine.V0, engine.V1} {
-		for _, limit := range []int{0, 8} {
-			reqs := randomWorkload(7, 300, 20)
-			_, want := collect(t, Config{Engine: engineConfig(v), Model: simpleModel, MaxConcurrency: limit}, reqs)
-			cfg := TopologyConfig{Kind: Colocated, Router: RouteLeastLoaded, MaxConcurrency: limit,
-				Replicas: Pool{Instances: 1, Engine: engineConfig(v), Model: simpleModel}}
-			_, got := runTopology(t, cfg, reqs)
-			if diff := gocmp.Diff(want, got); diff != "" {
-				t.Fatalf("%s, max concurrency %d: records differ from Run (-Run +topology):\n%s", v, limit, diff)
+		for _, stages := range []int{1, 2} {
+			for _, limit := range []int{0, 8} {
+				reqs := randomWorkload(7, 300, 20)
+				ec := engineConfig(v)
+				ec.PipelineParallel = stages
+				_, want := collect(t, Config{Engine: ec, Model: simpleModel, MaxConcurrency: limit}, reqs)
+				cfg := TopologyConfig{Kind: Colocated, Router: RouteLeastLoaded, MaxConcurrency: limit,
+					Replicas: Pool{Instances: 1, Engine: ec, Model: simpleModel}}
+				_, got := runTopology(t, cfg, reqs)
+				if diff := gocmp.Diff(want, got); diff != "" {
+					t.Fatalf("%s, pp %d, max concurrency %d: records differ from Run (-Run +topology):\n%s", v, stages, limit, diff)
+				}
 			}
 		}
 	}

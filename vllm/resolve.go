@@ -167,6 +167,7 @@ func Resolve(ctx context.Context, p Profile, model perf.Model, gpu perf.GPU, o O
 		SchedulerDelayFactor: o.SchedulerDelayFactor,
 		LegacyRequeueOrder:   legacy,
 		Watermark:            p.Defaults.Watermark,
+		PipelineParallel:     resolved.PipelineParallel,
 	}
 	// The scheduler config is checked before the memory profile, as vLLM
 	// builds SchedulerConfig before it starts the workers.
