@@ -342,7 +342,8 @@ func (d *driver) maybeLogStats(now time.Duration) {
 			// The step loop's own figures ride on the stats line as
 			// key=value attributes after vLLM's text, which stays intact
 			// for tools that parse it.
-			attrs = []any{"step_lag_p99_ms", fmt.Sprintf("%.2f", ms(lag.P99)), "behind_ms", fmt.Sprintf("%.1f", ms(d.intervalBehind))}
+			attrs = []any{"step_lag_p50_ms", fmt.Sprintf("%.2f", ms(lag.P50)), "step_lag_p99_ms", fmt.Sprintf("%.2f", ms(lag.P99)),
+				"step_lag_max_ms", fmt.Sprintf("%.2f", ms(lag.Max)), "behind_ms", fmt.Sprintf("%.1f", ms(d.intervalBehind))}
 		}
 		if line.Idle() {
 			d.s.log.Debug(l, attrs...)
