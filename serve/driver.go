@@ -103,7 +103,7 @@ func (s *Server) Run(ctx context.Context) error {
 		if !busy {
 			busy, periodStart, periodWall = true, clock, time.Now()
 		}
-		due := clock + s.cfg.StepModel.StepTime(step.Shape)
+		due := clock + d.stepTime(step.Shape)
 		if !wait(due) {
 			break
 		}
