@@ -170,11 +170,11 @@ type servedBatch struct {
 // batchDue is when a step scheduled at clock is over: after its step time,
 // and with pipeline parallelism once the pipeline could take it.
 func (d *driver) batchDue(pipe *perf.Pipeline, depth int, clock time.Duration, step *engine.Step) time.Duration {
-	model := d.s.cfg.StepModel
+	latency := d.stepTime(step.Shape)
 	if depth == 1 {
-		return clock + model.StepTime(step.Shape)
+		return clock + latency
 	}
-	return pipe.Enter(clock, model.StepTime(step.Shape), perf.StageTime(model, step.Shape, depth))
+	return pipe.Enter(clock, latency, perf.StageTime(d.s.cfg.StepModel, step.Shape, depth))
 }
 
 // waitOrWake sleeps until the engine clock reaches until, like the step
@@ -412,7 +412,8 @@ func (d *driver) maybeLogStats(now time.Duration) {
 			// The step loop's own figures ride on the stats line as
 			// key=value attributes after vLLM's text, which stays intact
 			// for tools that parse it.
-			attrs = []any{"step_lag_p99_ms", fmt.Sprintf("%.2f", ms(lag.P99)), "behind_ms", fmt.Sprintf("%.1f", ms(d.intervalBehind))}
+			attrs = []any{"step_lag_p50_ms", fmt.Sprintf("%.2f", ms(lag.P50)), "step_lag_p99_ms", fmt.Sprintf("%.2f", ms(lag.P99)),
+				"step_lag_max_ms", fmt.Sprintf("%.2f", ms(lag.Max)), "behind_ms", fmt.Sprintf("%.1f", ms(d.intervalBehind))}
 		}
 		if line.Idle() {
 			d.s.log.Debug(l, attrs...)

@@ -196,7 +196,10 @@ func (f fixedStep) StepTime(s perf.StepShape) time.Duration {
 // requests of 1,000 output tokens at once to serve with 10 ms steps (the peer
 // comparison: 1,000 concurrent streams at ITL 10 ms). Reports the server's
 // write lag, bench's measured TPOT and ITL against the 10 ms the model
-// gives, and bench's output throughput against the model's ideal.
+// gives, ITL p99 and chunks per token (the bursts a shared CPU causes), and
+// bench's output throughput against the model's ideal. Client and server
+// share this process's CPU: BenchmarkEmulatorStreams in internal/e2ebench
+// is the figure a user sees.
 //
 //	go test -run '^$' -bench BenchClient1000 -benchtime 1x ./serve/
 func BenchmarkBenchClient1000(b *testing.B) {
@@ -221,7 +224,8 @@ func BenchmarkBenchClient1000(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		res, err := bench.Run(ctx, bench.Config{Client: c, Requests: reqs, Tokenizer: tok})
+		res, err := bench.Run(ctx, bench.Config{Client: c, Requests: reqs, Tokenizer: tok, KeepRecords: true,
+			Summary: metrics.Options{Percentiles: []float64{99}}})
 		c.CloseIdleConnections()
 		if err != nil {
 			b.Fatal(err)
@@ -239,13 +243,22 @@ func BenchmarkBenchClient1000(b *testing.B) {
 			b.Fatalf("%d of %d completed: %v", s.Completed, n, s.Errors)
 		}
 		ideal := float64(snap.Engine.GenerationTokens) / snap.ModelTime.Seconds()
+		// One ITL entry per chunk after the first (no per-chunk usage):
+		// below one chunk per token, late tokens were merged.
+		chunks, tokens := 0, 0
+		for _, r := range res.Records {
+			chunks += len(r.ITL) + 1
+			tokens += r.OutputLen
+		}
 		b.ReportMetric(float64(lag.P50.Microseconds())/1000, "lag-p50-ms")
 		b.ReportMetric(float64(lag.P99.Microseconds())/1000, "lag-p99-ms")
 		b.ReportMetric(float64(lag.Max.Microseconds())/1000, "lag-max-ms")
 		b.ReportMetric(s.TPOT.Mean, "tpot-mean-ms")
 		b.ReportMetric(s.ITL.Median, "itl-p50-ms")
 		b.ReportMetric(s.ITL.Mean, "itl-mean-ms")
+		b.ReportMetric(s.ITL.Percentiles[0].Value, "itl-p99-ms")
 		b.ReportMetric(s.ITL.Max, "itl-max-ms")
+		b.ReportMetric(float64(chunks)/float64(tokens), "chunks/token")
 		b.ReportMetric(s.OutputThroughput/ideal, "output-ideal-frac")
 		b.ReportMetric(snap.ModelTime.Seconds()/snap.BusyWall.Seconds(), "loop-ideal-frac")
 	}

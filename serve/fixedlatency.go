@@ -36,6 +36,15 @@ type FixedLatency struct {
 	// InterTokenLatencyStdDev is its standard deviation
 	// (--inter-token-latency-std-dev).
 	InterTokenLatencyStdDev time.Duration
+	// KVCacheTransferLatency replaces the prefill of a request that says
+	// kv_transfer_params.do_remote_prefill (a P/D decode request): it waits
+	// this long for its KV, then its first token comes with the next decode
+	// step (llm-d's --kv-cache-transfer-latency, which answers after the
+	// transfer alone; here the request still needs a decode slot).
+	KVCacheTransferLatency time.Duration
+	// KVCacheTransferLatencyStdDev is its standard deviation
+	// (--kv-cache-transfer-latency-std-dev).
+	KVCacheTransferLatencyStdDev time.Duration
 	// TimeFactorUnderLoad (≥ 1; 0 means 1) multiplies both times by
 	// 1 + (f−1)·(running−1)/(max-num-seqs−1), llm-d's
 	// --time-factor-under-load: f with max-num-seqs sequences running, 1
@@ -62,6 +71,7 @@ func (f FixedLatency) Validate() error {
 	}{
 		{"time-to-first-token", f.TimeToFirstToken, f.TimeToFirstTokenStdDev},
 		{"inter-token-latency", f.InterTokenLatency, f.InterTokenLatencyStdDev},
+		{"kv-cache-transfer-latency", f.KVCacheTransferLatency, f.KVCacheTransferLatencyStdDev},
 	} {
 		if c.mean < 0 {
 			return fmt.Errorf("--%s %v is negative; give 0 or a positive duration", c.flag, c.mean)
@@ -112,10 +122,14 @@ func (m *fixedLatencyModel) loadFactor(running int) float64 {
 }
 
 func (m *fixedLatencyModel) jitter(mean, stdev time.Duration) time.Duration {
+	return jitterWith(m.rng, mean, stdev)
+}
+
+func jitterWith(rng *rand.Rand, mean, stdev time.Duration) time.Duration {
 	if stdev == 0 || mean == 0 {
 		return mean
 	}
-	v := float64(mean) + m.rng.NormFloat64()*float64(stdev)
+	v := float64(mean) + rng.NormFloat64()*float64(stdev)
 	v = min(max(v, 0.3*float64(mean)), 1.7*float64(mean))
 	return time.Duration(v)
 }

@@ -209,6 +209,8 @@ func TestFixedLatencyValidate(t *testing.T) {
 		{FixedLatency{TimeToFirstToken: -time.Millisecond}, "--time-to-first-token -1ms is negative"},
 		{FixedLatency{InterTokenLatency: 10 * time.Millisecond, InterTokenLatencyStdDev: 4 * time.Millisecond}, "--inter-token-latency-std-dev 4ms must be between 0 and 30%"},
 		{FixedLatency{TimeFactorUnderLoad: 0.5}, "--time-factor-under-load 0.5 must be at least 1.0"},
+		{FixedLatency{KVCacheTransferLatency: 50 * time.Millisecond, KVCacheTransferLatencyStdDev: 20 * time.Millisecond}, "--kv-cache-transfer-latency-std-dev 20ms must be between 0 and 30%"},
+		{FixedLatency{KVCacheTransferLatency: -time.Millisecond}, "--kv-cache-transfer-latency -1ms is negative"},
 	} {
 		err := tc.f.Validate()
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {

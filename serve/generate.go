@@ -89,6 +89,10 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	st := newStream(req, limit, hitLimit, textSeed)
 	rs := s.newResponse(r, g, st, len(ids), outLen, fault, k)
 	st.req.Arrival = s.now()
+	st.remotePrefill = g.remotePrefill
+	if !s.awaitKVTransfer(r.Context(), st) {
+		return
+	}
 	if err := s.submit(st); err != nil {
 		writeAPIError(w, s.streamError(err), style)
 		return

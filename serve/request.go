@@ -15,21 +15,22 @@ import (
 // fields servebench reads. Pointers tell "absent or null" (vLLM's default)
 // from a zero value. Unknown fields are accepted, as vLLM does.
 type rawRequest struct {
-	Model               *string         `json:"model"`
-	Prompt              json.RawMessage `json:"prompt"`
-	Messages            json.RawMessage `json:"messages"`
-	Stream              *bool           `json:"stream"`
-	StreamOptions       *streamOptions  `json:"stream_options"`
-	MaxTokens           *int64          `json:"max_tokens"`
-	MaxCompletionTokens *int64          `json:"max_completion_tokens"`
-	MinTokens           *int64          `json:"min_tokens"`
-	IgnoreEOS           *bool           `json:"ignore_eos"`
-	N                   *int64          `json:"n"`
-	BestOf              *int64          `json:"best_of"`
-	UseBeamSearch       *bool           `json:"use_beam_search"`
-	Echo                *bool           `json:"echo"`
-	Seed                *int64          `json:"seed"`
-	Stop                json.RawMessage `json:"stop"`
+	Model               *string           `json:"model"`
+	Prompt              json.RawMessage   `json:"prompt"`
+	Messages            json.RawMessage   `json:"messages"`
+	Stream              *bool             `json:"stream"`
+	StreamOptions       *streamOptions    `json:"stream_options"`
+	MaxTokens           *int64            `json:"max_tokens"`
+	MaxCompletionTokens *int64            `json:"max_completion_tokens"`
+	MinTokens           *int64            `json:"min_tokens"`
+	IgnoreEOS           *bool             `json:"ignore_eos"`
+	N                   *int64            `json:"n"`
+	BestOf              *int64            `json:"best_of"`
+	UseBeamSearch       *bool             `json:"use_beam_search"`
+	Echo                *bool             `json:"echo"`
+	Seed                *int64            `json:"seed"`
+	Stop                json.RawMessage   `json:"stop"`
+	KVTransferParams    *kvTransferParams `json:"kv_transfer_params"`
 }
 
 type streamOptions struct {
@@ -55,6 +56,9 @@ type genRequest struct {
 	minTokens int
 	ignoreEOS bool
 	seed      *int64
+	// remotePrefill is kv_transfer_params.do_remote_prefill: a P/D decode
+	// request whose prompt was prefilled elsewhere.
+	remotePrefill bool
 }
 
 const completionsDefaultMaxTokens = 16 // vLLM's CompletionRequest default, as OpenAI's
@@ -241,6 +245,7 @@ func parseGenRequest(raw *rawRequest, chat bool) (*genRequest, *apiError) {
 	}
 	g.ignoreEOS = raw.IgnoreEOS != nil && *raw.IgnoreEOS
 	g.seed = raw.Seed
+	g.remotePrefill = raw.KVTransferParams != nil && raw.KVTransferParams.DoRemotePrefill
 
 	if chat {
 		if len(raw.Prompt) > 0 && !isNull(raw.Prompt) {

@@ -78,10 +78,16 @@ func TestStepLoopLag(t *testing.T) {
 				t.Errorf("/metrics says %g s behind, Snapshot %v", behind, snap.Behind)
 			}
 			warned := strings.Contains(logs.String(), "WARNING") && strings.Contains(logs.String(), "fell behind the engine model")
-			p99 := regexp.MustCompile(`step_lag_p99_ms=([0-9.]+)`).FindStringSubmatch(logs.String())
+			line := regexp.MustCompile(`step_lag_p50_ms=([0-9.]+) step_lag_p99_ms=([0-9.]+) step_lag_max_ms=([0-9.]+)`).FindStringSubmatch(logs.String())
+			var p99 []string
+			if line != nil {
+				p99 = line[1:3]
+			}
 			switch {
-			case p99 == nil:
-				t.Errorf("no step_lag_p99_ms on the stats line:\n%s", logs.String())
+			case line == nil:
+				t.Errorf("no step_lag_p50_ms, step_lag_p99_ms and step_lag_max_ms on the stats line:\n%s", logs.String())
+			case tc.slow && (line[1] == "0.00" || line[3] == "0.00"):
+				t.Errorf("slow host: stats line step lag p50 %s ms, max %s ms; want them to show the stall", line[1], line[3])
 			case warned != tc.slow:
 				t.Errorf("warned %v, want %v:\n%s", warned, tc.slow, logs.String())
 			case !tc.slow && (lag.P99 != 0 || behind != 0 || hist.GetSampleSum() != 0):

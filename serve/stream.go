@@ -21,11 +21,15 @@ type tokenBatch struct {
 // plus a one-slot notification channel, so the loop never blocks on a
 // handler, however slowly its client reads.
 type stream struct {
-	req       engine.Request
-	limit     int  // the request's max tokens (what it asked for, or what the context window leaves)
-	hitLimit  bool // the output length is the limit: finish_reason "length"
-	textSeed  uint64
-	abortSent atomic.Bool
+	req      engine.Request
+	limit    int  // the request's max tokens (what it asked for, or what the context window leaves)
+	hitLimit bool // the output length is the limit: finish_reason "length"
+	// remotePrefill: the prompt's KV came from a remote prefill
+	// (kv_transfer_params.do_remote_prefill), so its first step is timed as
+	// a decode where the step model knows how (remotePrefillModel).
+	remotePrefill bool
+	textSeed      uint64
+	abortSent     atomic.Bool
 
 	notify chan struct{}
 

@@ -46,7 +46,7 @@ type fixedLatencyFlags struct {
 	cfg serve.FixedLatency
 }
 
-var fixedLatencyFlagNames = []string{"time-to-first-token", "time-to-first-token-std-dev", "inter-token-latency", "inter-token-latency-std-dev", "time-factor-under-load"}
+var fixedLatencyFlagNames = []string{"time-to-first-token", "time-to-first-token-std-dev", "inter-token-latency", "inter-token-latency-std-dev", "time-factor-under-load", "kv-cache-transfer-latency", "kv-cache-transfer-latency-std-dev"}
 
 func (f *fixedLatencyFlags) register(fs *pflag.FlagSet) {
 	f.fs = fs
@@ -54,6 +54,8 @@ func (f *fixedLatencyFlags) register(fs *pflag.FlagSet) {
 	fs.Var(latencyValue{&f.cfg.TimeToFirstTokenStdDev}, "time-to-first-token-std-dev", "standard deviation of --time-to-first-token (at most 30% of it; draws clamped to ±70%, seeded by --seed)")
 	fs.Var(latencyValue{&f.cfg.InterTokenLatency}, "inter-token-latency", "fixed-latency mode: a decode-only step takes this long; milliseconds or a duration")
 	fs.Var(latencyValue{&f.cfg.InterTokenLatencyStdDev}, "inter-token-latency-std-dev", "standard deviation of --inter-token-latency (at most 30% of it)")
+	fs.Var(latencyValue{&f.cfg.KVCacheTransferLatency}, "kv-cache-transfer-latency", "fixed-latency mode: a request with kv_transfer_params.do_remote_prefill (P/D decode) waits this long for its KV instead of a prefill, then gets its first token with the next decode step; milliseconds or a duration")
+	fs.Var(latencyValue{&f.cfg.KVCacheTransferLatencyStdDev}, "kv-cache-transfer-latency-std-dev", "standard deviation of --kv-cache-transfer-latency (at most 30% of it)")
 	fs.Float64Var(&f.cfg.TimeFactorUnderLoad, "time-factor-under-load", 1, "fixed-latency mode: multiply both latencies by up to this factor (≥1), linearly from 1 sequence running to max-num-seqs")
 }
 
@@ -74,6 +76,6 @@ func (f *fixedLatencyFlags) stepModel(model perf.StepModel, maxNumSeqs int, seed
 }
 
 func describeFixedLatency(c serve.FixedLatency) string {
-	return fmt.Sprintf("time to first token %v (std-dev %v), inter-token latency %v (std-dev %v), time factor under load %g; the scheduler's limits still apply",
-		c.TimeToFirstToken, c.TimeToFirstTokenStdDev, c.InterTokenLatency, c.InterTokenLatencyStdDev, c.TimeFactorUnderLoad)
+	return fmt.Sprintf("time to first token %v (std-dev %v), inter-token latency %v (std-dev %v), KV-cache transfer latency %v (std-dev %v), time factor under load %g; the scheduler's limits still apply",
+		c.TimeToFirstToken, c.TimeToFirstTokenStdDev, c.InterTokenLatency, c.InterTokenLatencyStdDev, c.KVCacheTransferLatency, c.KVCacheTransferLatencyStdDev, c.TimeFactorUnderLoad)
 }

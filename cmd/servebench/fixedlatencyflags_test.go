@@ -37,6 +37,7 @@ func TestServeRejectsBadFixedLatency(t *testing.T) {
 		{[]string{"--inter-token-latency", "10", "--inter-token-latency-std-dev", "5"}, "--inter-token-latency-std-dev"},
 		{[]string{"--time-factor-under-load", "0.5"}, "--time-factor-under-load"},
 		{[]string{"--time-to-first-token", "soon"}, "time-to-first-token"},
+		{[]string{"--kv-cache-transfer-latency", "100", "--kv-cache-transfer-latency-std-dev", "50"}, "--kv-cache-transfer-latency-std-dev"},
 	} {
 		_, _, err := runCLI(t, append([]string{"serve", "--port", "0"}, tc.args...)...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -138,15 +137,7 @@ func BenchmarkBenchProcessCPUPerChunk(b *testing.B) {
 	if testing.Short() {
 		b.Skip("builds the binary and runs a multi-second load: not in -short")
 	}
-	bin := os.Getenv("SERVEBENCH_E2E_BIN") // e.g. an older build, for a before/after figure
-	if bin == "" {
-		bin = filepath.Join(b.TempDir(), "servebench")
-		build := exec.Command("go", "build", "-o", bin, "github.com/servebench/servebench/cmd/servebench")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			b.Fatalf("go build: %v\n%s", err, out)
-		}
-	}
+	bin := buildServebench(b)
 	measureClientProcess(b, func(args []string) *exec.Cmd {
 		return exec.Command(bin, append(args, strings.Fields(os.Getenv("SERVEBENCH_E2E_FLAGS"))...)...)
 	})
