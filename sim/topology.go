@@ -212,28 +212,6 @@ type TransferStats struct {
 	MaxBufferBytes    int64 // the fullest any decode rank's buffer got
 }
 
-// remoteKVModel times a decode instance's steps: a request whose KV came
-// over the link is "prefilled" by the engine, but vLLM's decode instance
-// only computes its last prompt token (the connector reports the rest as
-// computed), so each prefill chunk is timed as one token attending over its
-// whole context. AttnPairs becomes Σ(c_i+p_i) + Σℓ_j = KVTokens − Decodes.
-type remoteKVModel struct{ inner perf.StepModel }
-
-func (m remoteKVModel) StepTime(s perf.StepShape) time.Duration {
-	return m.inner.StepTime(remoteShape(s))
-}
-
-func remoteShape(s perf.StepShape) perf.StepShape {
-	if s.Prefills == 0 {
-		return s
-	}
-	decodes := s.Decodes
-	s.AttnPairs = s.KVTokens - int64(decodes)
-	s.Decodes = decodes + s.Prefills
-	s.PrefillTokens, s.Prefills, s.PrefillsDone = 0, 0, 0
-	return s
-}
-
 // RunTopology simulates reqs on a fleet of engine instances sharing one
 // virtual clock: each instance steps on its own (the next event is
 // whichever instance's step ends first, a KV transfer completes or a
@@ -243,10 +221,15 @@ func remoteShape(s perf.StepShape) perf.StepShape {
 // decode admission. Deterministic: the same input and Seed give the same
 // records and result.
 //
-// Deviations (documented, not hidden): a remote request's prompt counts
-// against the decode instance's token budget as a prefill would
-// (max_num_batched_tokens), though it is timed as one token; a decode-side
-// recompute preemption is timed that cheaply too; OverflowRecompute charges
+// A remote request enters the decode engine with its prompt computed
+// (engine.Request.RemotePromptTokens): under V1 it costs the token budget
+// and the step one token, as vLLM V1's connectors report the transferred
+// tokens computed; under V0 the whole prompt counts against
+// max_num_batched_tokens, as in vLLM V0, and is timed as one token
+// (perf.RemoteKV).
+//
+// Deviations (documented, not hidden): under V0 a decode-side recompute
+// preemption is timed as cheaply as the remote prompt; OverflowRecompute charges
 // the recomputed prefill to the request alone (its isolated prefill time)
 // rather than to the decode batch; colocated routing costs no proxy hop.
 func RunTopology(ctx context.Context, cfg TopologyConfig, reqs []workload.Request, emit func(*metrics.Record) error) (*TopologyResult, error) {
@@ -304,8 +287,8 @@ func newInstances(role string, p Pool, remoteKV bool) ([]*instance, error) {
 			return nil, fmt.Errorf("sim: %s engine config: %w", role, err)
 		}
 		model := p.Model
-		if remoteKV {
-			model = remoteKVModel{p.Model}
+		if remoteKV && p.Engine.Version == engine.V0 {
+			model = perf.RemoteKV{Inner: p.Model}
 		}
 		out[i] = &instance{role: role, index: i, eng: eng, model: model}
 	}
@@ -861,7 +844,9 @@ func (t *fleet) admitBack(i int) error {
 	in := t.back[f.back]
 	f.onBack = true
 	f.trace.DecodeAdmitted = t.now
-	if err := in.eng.Add(t.engineRequest(i, f.rec.MaxTokens)); err != nil {
+	er := t.engineRequest(i, f.rec.MaxTokens)
+	er.RemotePromptTokens = f.rec.PromptLen
+	if err := in.eng.Add(er); err != nil {
 		in.load--
 		t.releaseBuffer(i)
 		return t.fail(i, err.Error())
