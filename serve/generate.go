@@ -89,6 +89,10 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	st := newStream(req, limit, hitLimit, textSeed)
 	rs := s.newResponse(r, g, st, len(ids), outLen, fault, k)
 	st.req.Arrival = s.now()
+	if e := s.awaitKV(r, &st.req); e != nil {
+		writeAPIError(w, e, style)
+		return
+	}
 	if err := s.submit(st); err != nil {
 		writeAPIError(w, s.streamError(err), style)
 		return
@@ -98,6 +102,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	} else {
 		s.writeFull(w, r, st, rs)
 	}
+	s.afterPrefill(r, st)
 }
 
 // promptTokenCap is how far a prompt is tokenized: twice max_model_len.
