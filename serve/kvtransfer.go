@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/servebench/servebench/engine"
+	"github.com/servebench/servebench/internal/clock"
 	"github.com/servebench/servebench/perf"
 )
 
@@ -188,6 +189,9 @@ func (s *Server) afterPrefill(r *http.Request, st *stream) {
 	}()
 }
 
+// kvPaceSlack is how far the sender may run ahead of the link's timeline.
+const kvPaceSlack = 200 * time.Microsecond
+
 // kvChunk is the unit of pacing and of each socket write.
 const kvChunk = 256 << 10
 
@@ -224,7 +228,13 @@ func (k *kvSide) send(ctx context.Context, peer, id string, promptTokens int) KV
 	}
 	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
 	defer stop()
-	if !sleepCtx(ctx, time.Until(rec.Start.Add(k.cfg.Link.Setup))) {
+	// Runtime timers fire up to a millisecond late, as much as the tcp
+	// preset's whole byte phase for a few MiB: the precise sleeper keeps
+	// loopback timings on the link model.
+	sleeper := clock.NewSleeper(false)
+	defer sleeper.Stop()
+	setupEnd := rec.Start.Add(k.cfg.Link.Setup)
+	if !sleeper.Until(ctx, func() time.Duration { return time.Until(setupEnd) }) {
 		return fail(ctx.Err())
 	}
 	w := bufio.NewWriterSize(conn, kvChunk)
@@ -233,8 +243,13 @@ func (k *kvSide) send(ctx context.Context, peer, id string, promptTokens int) KV
 	}
 	for left := payload; left > 0; {
 		n := min(left, kvChunk)
-		if !sleepCtx(ctx, k.reserveLink(n)) {
-			return fail(ctx.Err())
+		// Bytes go out as soon as the link's timeline allows; a wait too
+		// short to sleep accurately is left to accumulate.
+		if due := k.reserveLink(n); due > kvPaceSlack {
+			at := time.Now().Add(due)
+			if !sleeper.Until(ctx, func() time.Duration { return time.Until(at) }) {
+				return fail(ctx.Err())
+			}
 		}
 		if _, err := w.Write(kvPattern[:n]); err != nil {
 			return fail(err)
