@@ -110,6 +110,18 @@ type TopologyConfig struct {
 	// OnTransfer, if set, is called for each disaggregated request when it
 	// finishes, in completion order.
 	OnTransfer func(TransferTrace)
+	// StatsInterval and OnStats sample every instance as Config's do for
+	// one engine (each vLLM process logs its own stats line), in instance
+	// order at each instant; the prefix hit rate is cumulative.
+	StatsInterval time.Duration
+	OnStats       func(InstanceSample)
+}
+
+// InstanceSample is one instance's periodic stats sample.
+type InstanceSample struct {
+	Role  string // "replica", "prefill" or "decode"
+	Index int
+	StatsSample
 }
 
 // TransferTrace is one request's handoff, for tests and analysis.
@@ -415,6 +427,10 @@ type fleet struct {
 	maxBuffer  int64
 	stats      TransferStats
 	times      []time.Duration
+
+	nextSample  time.Duration
+	lastSampled time.Duration
+	sampled     []engine.Stats // per instance, front then back
 }
 
 func (t *fleet) req(i int) *workload.Request {
@@ -436,6 +452,7 @@ func (t *fleet) run(ctx context.Context) error {
 		return nil
 	}
 	t.start, t.end = t.req(0).Arrival, t.req(0).Arrival
+	t.nextSample, t.lastSampled = t.start+t.cfg.StatsInterval, t.start
 	next := 0
 	for iter := 0; ; iter++ {
 		if iter%ctxCheckEvery == 0 {
@@ -449,6 +466,7 @@ func (t *fleet) run(ctx context.Context) error {
 			// A request held by the concurrency cap starts when a slot frees.
 			at := max(t.req(next).Arrival, t.slotFreedAt)
 			if len(t.queue) == 0 || t.arrivalFirst(at) {
+				t.sampleBefore(at)
 				t.now = at
 				if err := t.arrive(next); err != nil {
 					return err
@@ -461,6 +479,7 @@ func (t *fleet) run(ctx context.Context) error {
 			break
 		}
 		e := t.queue.pop()
+		t.sampleBefore(e.at)
 		t.now = e.at
 		var err error
 		switch e.kind {
@@ -481,6 +500,7 @@ func (t *fleet) run(ctx context.Context) error {
 			return err
 		}
 	}
+	t.sampleBefore(t.end + 1)
 	for _, in := range append(slices.Clip(t.front), t.back...) {
 		if !in.eng.Idle() && in.eng.Err() == nil {
 			s := in.eng.Stats()
@@ -494,6 +514,41 @@ func (t *fleet) run(ctx context.Context) error {
 // arrivalFirst reports whether an arrival at a is processed before the
 // queue's next event: arrivals go after step ends, link events and
 // dispatches at the same instant and before kicks.
+// sampleBefore takes the periodic samples due strictly before at (a
+// sample at instant b sees every step that ended at or before b).
+func (t *fleet) sampleBefore(at time.Duration) {
+	if t.cfg.StatsInterval <= 0 || t.cfg.OnStats == nil {
+		return
+	}
+	all := append(slices.Clip(t.front), t.back...)
+	if t.sampled == nil {
+		t.sampled = make([]engine.Stats, len(all))
+	}
+	for t.nextSample < at {
+		secs := (t.nextSample - t.lastSampled).Seconds()
+		for i, in := range all {
+			s := in.eng.Stats()
+			prev := t.sampled[i]
+			t.sampled[i] = s
+			t.cfg.OnStats(InstanceSample{Role: in.role, Index: in.index, StatsSample: StatsSample{
+				At: t.nextSample, Stats: s, KVUsage: in.eng.KVUsage(),
+				PromptThroughput:     float64(s.PromptTokens-prev.PromptTokens) / secs,
+				GenerationThroughput: float64(s.GenerationTokens-prev.GenerationTokens) / secs,
+				PrefixHitRate:        ratio(s.PrefixHits, s.PrefixQueries),
+			}})
+		}
+		t.lastSampled = t.nextSample
+		t.nextSample += t.cfg.StatsInterval
+	}
+}
+
+func ratio(a, b int64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
 func (t *fleet) arrivalFirst(a time.Duration) bool {
 	top := t.queue[0]
 	if a != top.at {
