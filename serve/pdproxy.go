@@ -74,7 +74,9 @@ func NewPDProxy(prefill, decode []string, policy ProxyPolicy, handoff PDHandoff)
 func (p *PDProxy) Close() { p.prefill.Close(); p.decode.Close() }
 
 // InFlight is the requests in flight per prefill and per decode backend.
-func (p *PDProxy) InFlight() (prefill, decode []int) { return p.prefill.InFlight(), p.decode.InFlight() }
+func (p *PDProxy) InFlight() (prefill, decode []int) {
+	return p.prefill.InFlight(), p.decode.InFlight()
+}
 
 func (p *PDProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost || (r.URL.Path != "/v1/completions" && r.URL.Path != "/v1/chat/completions") {
