@@ -360,3 +360,26 @@ func TestPrefillRequestBody(t *testing.T) {
 	}
 	_ = errors.New
 }
+
+// A prefill instance that is down fails the request with an error naming
+// it, in both handoffs; under concurrent the decode request, already
+// waiting for KV, is cancelled rather than left to time out.
+func TestPDPrefillDownFailsFast(t *testing.T) {
+	for _, handoff := range []PDHandoff{PDSequential, PDConcurrent} {
+		t.Run(string(handoff), func(t *testing.T) {
+			f := startPD(t, 1, 1, handoff, perf.KVLink{}, nil)
+			dead := f.prefill[0].URL()
+			if err := f.prefill[0].Close(); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			r := completeStream(context.Background(), http.DefaultClient, f.proxy.URL, testPrompt(1, 30), 3)
+			if r.status != http.StatusBadGateway || !strings.Contains(r.body, "prefill backend "+dead) {
+				t.Errorf("status %d, body %s; want 502 naming prefill backend %s", r.status, r.body, dead)
+			}
+			if took := time.Since(start); took > 5*time.Second {
+				t.Errorf("the failure took %v: the decode request waited for KV that could not come", took)
+			}
+		})
+	}
+}
