@@ -39,7 +39,7 @@ func TestPDSimAgreesWithServe(t *testing.T) {
 	// do not count (client to proxy, the first chunk back) and loopback
 	// copies a few MiB of KV at ~3 GB/s on a loaded host, not the tcp
 	// preset's 9 GB/s (measured: +15% at 200 requests, about 2.6 ms).
-	n, tolTTFT, tolTPOT := 40, 0.35, 0.10
+	n, tolTTFT, tolTPOT := 40, 0.50, 0.10
 	if strict {
 		n, tolTTFT, tolTPOT = 200, 0.05, 0.05
 	}
