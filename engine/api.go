@@ -197,6 +197,16 @@ type Request struct {
 	// MaxTokens is the number of output tokens to generate; the engine
 	// generates exactly this many (ignore_eos).
 	MaxTokens int
+	// RemotePromptTokens is how many leading prompt tokens arrive with
+	// their KV already computed, moved in by a KV-transfer connector from a
+	// prefill instance (vLLM V1's get_num_new_matched_tokens). At the
+	// request's first admission the V1 scheduler allocates their blocks but
+	// charges only the rest of the prompt to the token budget; the last
+	// prompt token is always computed (at most PromptLen-1 count). A
+	// preempted request recomputes everything, as vLLM does once the
+	// connector has loaded. V0's scheduler charges the whole prompt, as
+	// vLLM V0 does (its connector only bypasses the model's forward pass).
+	RemotePromptTokens int
 	// Arrival is on the driver's clock; it orders nothing (the waiting queue
 	// is FIFO in Add order) but feeds V0's scheduler_delay_factor.
 	Arrival time.Duration

@@ -41,6 +41,7 @@ type sequence struct {
 	chunk     int // tokens scheduled in the current step
 	cached    int // prefix-cache hit tokens at the first admission
 	hit       int // V0: prefix-cache hit tokens of the current admission
+	remote    int // V1: leading prompt tokens a KV connector delivers at the first admission
 
 	gpuBlocks  int
 	cpuBlocks  int
@@ -154,6 +155,8 @@ func (e *Engine) Add(r Request) error {
 	switch {
 	case promptLen <= 0:
 		return &badRequestError{"The decoder prompt cannot be empty"}
+	case r.RemotePromptTokens < 0:
+		return &badRequestError{fmt.Sprintf("remote prompt tokens must not be negative, got %d.", r.RemotePromptTokens)}
 	case r.MaxTokens < 1:
 		return &badRequestError{fmt.Sprintf("max_tokens must be at least 1, got %d.", r.MaxTokens)}
 	case r.MaxTokens > e.cfg.MaxModelLen-promptLen: // not promptLen+MaxTokens: no overflow
@@ -175,6 +178,9 @@ func (e *Engine) Add(r Request) error {
 	s.prompt = r.Prompt
 	s.promptLen = promptLen
 	s.maxTokens = r.MaxTokens
+	// The last prompt token is always computed here: its logits sample
+	// the first output token.
+	s.remote = min(r.RemotePromptTokens, promptLen-1)
 	s.state = stateWaiting
 	e.byID[r.ID] = s
 	e.waiting.pushBack(s)

@@ -55,14 +55,18 @@ func (e *Engine) scheduleV1() {
 		}
 		hits := e.findHits(r)
 		hitTokens := len(hits) * bs
-		n := min(r.len()-hitTokens, tokenBudget)
-		if !e.allocateSlotsV1(r, n, hits) {
+		remote := 0
+		if !r.admitted {
+			remote = max(r.remote-hitTokens, 0)
+		}
+		n := min(r.len()-hitTokens-remote, tokenBudget)
+		if !e.allocateSlotsV1(r, remote+n, hits) {
 			break
 		}
 		e.waiting.popFront()
 		e.running.pushBack(r)
 		r.state = stateRunning
-		r.computed = hitTokens
+		r.computed = hitTokens + remote
 		if e.passHook != nil && !r.admitted && hitTokens > 0 {
 			e.passHook.hit(r, hitTokens)
 		}

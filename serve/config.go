@@ -73,6 +73,9 @@ type Config struct {
 	// ShutdownGrace is how long Running.Close lets in-flight requests
 	// finish before ending them; 0 → 5 s.
 	ShutdownGrace time.Duration
+	// KVTransfer, if set, makes the server a prefill (producer) or decode
+	// (consumer) instance of P/D disaggregation; see KVTransferConfig.
+	KVTransfer *KVTransferConfig
 	// Version is what /version reports; "" → the vLLM release whose
 	// behaviour the engine version models (0.5.4 for V0, 0.8.5 for V1).
 	Version string

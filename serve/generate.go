@@ -90,6 +90,10 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	rs := s.newResponse(r, g, st, len(ids), outLen, fault, k)
 	st.req.Arrival = s.now()
 	st.remotePrefill = g.remotePrefill
+	if e := s.awaitKV(r, &st.req); e != nil {
+		writeAPIError(w, e, style)
+		return
+	}
 	if !s.awaitKVTransfer(r.Context(), st) {
 		return
 	}
@@ -102,6 +106,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	} else {
 		s.writeFull(w, r, st, rs)
 	}
+	s.afterPrefill(r, st)
 }
 
 // promptTokenCap is how far a prompt is tokenized: twice max_model_len.

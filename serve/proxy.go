@@ -91,6 +91,10 @@ func NewProxy(backends []string, policy ProxyPolicy) (*Proxy, error) {
 			// Flush every write: SSE tokens must not wait in a buffer.
 			FlushInterval: -1,
 			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+				if perr := prefillFailure(r.Context()); perr != nil {
+					writeProxyError(w, http.StatusBadGateway, perr.Error())
+					return
+				}
 				if r.Context().Err() == nil { // the backend failed, not the client
 					p.eject(b)
 				}

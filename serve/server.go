@@ -59,6 +59,7 @@ type Server struct {
 	// vLLM's order.
 	logged   chan struct{}
 	handlers inflight
+	kv       *kvSide // nil unless Config.KVTransfer is set
 
 	// The inbox is how handlers reach the step loop without blocking it:
 	// they append under mu and poke wake.
@@ -109,6 +110,16 @@ func New(cfg Config) (*Server, error) {
 		wake:    make(chan struct{}, 1),
 		stopped: make(chan struct{}),
 		logged:  make(chan struct{}),
+	}
+	if c.KVTransfer != nil {
+		if c.KVTransfer.Role == KVConsumer && c.Engine.Version == engine.V0 {
+			// V0 schedules a transferred prompt as a prefill whose forward
+			// pass the connector bypasses (sim does the same).
+			s.cfg.StepModel = perf.RemoteKV{Inner: c.StepModel}
+		}
+		if s.kv, err = newKVSide(*c.KVTransfer, s.metrics.reg); err != nil {
+			return nil, err
+		}
 	}
 	s.handler = s.routes()
 	return s, nil
@@ -283,6 +294,7 @@ func (s *Server) routes() http.Handler {
 	handle("/tokenize", http.MethodPost, s.tokenize)
 	handle("/detokenize", http.MethodPost, s.detokenize)
 	handle("/reset_prefix_cache", http.MethodPost, s.resetPrefixCache)
+	handle("/kv_transfer", http.MethodGet, s.kvTransferInfo)
 	handle("/metrics", http.MethodGet, promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}).ServeHTTP)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { writeDetail(w, http.StatusNotFound, "Not Found") })
 

@@ -110,6 +110,18 @@ type TopologyConfig struct {
 	// OnTransfer, if set, is called for each disaggregated request when it
 	// finishes, in completion order.
 	OnTransfer func(TransferTrace)
+	// StatsInterval and OnStats sample every instance as Config's do for
+	// one engine (each vLLM process logs its own stats line), in instance
+	// order at each instant; the prefix hit rate is cumulative.
+	StatsInterval time.Duration
+	OnStats       func(InstanceSample)
+}
+
+// InstanceSample is one instance's periodic stats sample.
+type InstanceSample struct {
+	Role  string // "replica", "prefill" or "decode"
+	Index int
+	StatsSample
 }
 
 // TransferTrace is one request's handoff, for tests and analysis.
@@ -212,36 +224,6 @@ type TransferStats struct {
 	MaxBufferBytes    int64 // the fullest any decode rank's buffer got
 }
 
-// remoteKVModel times a decode instance's steps: a request whose KV came
-// over the link is "prefilled" by the engine, but vLLM's decode instance
-// only computes its last prompt token (the connector reports the rest as
-// computed), so each prefill chunk is timed as one token attending over its
-// whole context. AttnPairs becomes Σ(c_i+p_i) + Σℓ_j = KVTokens − Decodes.
-type remoteKVModel struct {
-	inner  perf.StepModel
-	stages int
-}
-
-func (m remoteKVModel) StepTime(s perf.StepShape) time.Duration {
-	return m.inner.StepTime(remoteShape(s))
-}
-
-// StageTime implements perf.StageModel for pipeline-parallel instances.
-func (m remoteKVModel) StageTime(s perf.StepShape) time.Duration {
-	return perf.StageTime(m.inner, remoteShape(s), m.stages)
-}
-
-func remoteShape(s perf.StepShape) perf.StepShape {
-	if s.Prefills == 0 {
-		return s
-	}
-	decodes := s.Decodes
-	s.AttnPairs = s.KVTokens - int64(decodes)
-	s.Decodes = decodes + s.Prefills
-	s.PrefillTokens, s.Prefills, s.PrefillsDone = 0, 0, 0
-	return s
-}
-
 // RunTopology simulates reqs on a fleet of engine instances sharing one
 // virtual clock: each instance steps on its own (the next event is
 // whichever instance's step ends first, a KV transfer completes or a
@@ -251,10 +233,15 @@ func remoteShape(s perf.StepShape) perf.StepShape {
 // decode admission. Deterministic: the same input and Seed give the same
 // records and result.
 //
-// Deviations (documented, not hidden): a remote request's prompt counts
-// against the decode instance's token budget as a prefill would
-// (max_num_batched_tokens), though it is timed as one token; a decode-side
-// recompute preemption is timed that cheaply too; OverflowRecompute charges
+// A remote request enters the decode engine with its prompt computed
+// (engine.Request.RemotePromptTokens): under V1 it costs the token budget
+// and the step one token, as vLLM V1's connectors report the transferred
+// tokens computed; under V0 the whole prompt counts against
+// max_num_batched_tokens, as in vLLM V0, and is timed as one token
+// (perf.RemoteKV).
+//
+// Deviations (documented, not hidden): under V0 a decode-side recompute
+// preemption is timed as cheaply as the remote prompt; OverflowRecompute charges
 // the recomputed prefill to the request alone (its isolated prefill time)
 // rather than to the decode batch; colocated routing costs no proxy hop.
 func RunTopology(ctx context.Context, cfg TopologyConfig, reqs []workload.Request, emit func(*metrics.Record) error) (*TopologyResult, error) {
@@ -319,8 +306,8 @@ func newInstances(role string, p Pool, remoteKV bool) ([]*instance, error) {
 		}
 		depth := eng.MaxBatches()
 		model := p.Model
-		if remoteKV {
-			model = remoteKVModel{p.Model, depth}
+		if remoteKV && p.Engine.Version == engine.V0 {
+			model = perf.RemoteKV{Inner: p.Model, Stages: depth}
 		}
 		out[i] = &instance{role: role, index: i, eng: eng, model: model, depth: depth,
 			virtualEngines: depth > 1 && p.Engine.Version == engine.V0}
@@ -448,6 +435,10 @@ type fleet struct {
 	maxBuffer  int64
 	stats      TransferStats
 	times      []time.Duration
+
+	nextSample  time.Duration
+	lastSampled time.Duration
+	sampled     []engine.Stats // per instance, front then back
 }
 
 func (t *fleet) req(i int) *workload.Request {
@@ -469,6 +460,7 @@ func (t *fleet) run(ctx context.Context) error {
 		return nil
 	}
 	t.start, t.end = t.req(0).Arrival, t.req(0).Arrival
+	t.nextSample, t.lastSampled = t.start+t.cfg.StatsInterval, t.start
 	next := 0
 	for iter := 0; ; iter++ {
 		if iter%ctxCheckEvery == 0 {
@@ -482,6 +474,7 @@ func (t *fleet) run(ctx context.Context) error {
 			// A request held by the concurrency cap starts when a slot frees.
 			at := max(t.req(next).Arrival, t.slotFreedAt)
 			if len(t.queue) == 0 || t.arrivalFirst(at) {
+				t.sampleBefore(at)
 				t.now = at
 				if err := t.arrive(next); err != nil {
 					return err
@@ -494,6 +487,7 @@ func (t *fleet) run(ctx context.Context) error {
 			break
 		}
 		e := t.queue.pop()
+		t.sampleBefore(e.at)
 		t.now = e.at
 		var err error
 		switch e.kind {
@@ -514,6 +508,7 @@ func (t *fleet) run(ctx context.Context) error {
 			return err
 		}
 	}
+	t.sampleBefore(t.end + 1)
 	for _, in := range append(slices.Clip(t.front), t.back...) {
 		if !in.eng.Idle() && in.eng.Err() == nil {
 			s := in.eng.Stats()
@@ -527,6 +522,41 @@ func (t *fleet) run(ctx context.Context) error {
 // arrivalFirst reports whether an arrival at a is processed before the
 // queue's next event: arrivals go after step ends, link events and
 // dispatches at the same instant and before kicks.
+// sampleBefore takes the periodic samples due strictly before at (a
+// sample at instant b sees every step that ended at or before b).
+func (t *fleet) sampleBefore(at time.Duration) {
+	if t.cfg.StatsInterval <= 0 || t.cfg.OnStats == nil {
+		return
+	}
+	all := append(slices.Clip(t.front), t.back...)
+	if t.sampled == nil {
+		t.sampled = make([]engine.Stats, len(all))
+	}
+	for t.nextSample < at {
+		secs := (t.nextSample - t.lastSampled).Seconds()
+		for i, in := range all {
+			s := in.eng.Stats()
+			prev := t.sampled[i]
+			t.sampled[i] = s
+			t.cfg.OnStats(InstanceSample{Role: in.role, Index: in.index, StatsSample: StatsSample{
+				At: t.nextSample, Stats: s, KVUsage: in.eng.KVUsage(),
+				PromptThroughput:     float64(s.PromptTokens-prev.PromptTokens) / secs,
+				GenerationThroughput: float64(s.GenerationTokens-prev.GenerationTokens) / secs,
+				PrefixHitRate:        ratio(s.PrefixHits, s.PrefixQueries),
+			}})
+		}
+		t.lastSampled = t.nextSample
+		t.nextSample += t.cfg.StatsInterval
+	}
+}
+
+func ratio(a, b int64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
 func (t *fleet) arrivalFirst(a time.Duration) bool {
 	top := t.queue[0]
 	if a != top.at {
@@ -919,7 +949,9 @@ func (t *fleet) admitBack(i int) error {
 	in := t.back[f.back]
 	f.onBack = true
 	f.trace.DecodeAdmitted = t.now
-	if err := in.eng.Add(t.engineRequest(i, f.rec.MaxTokens)); err != nil {
+	er := t.engineRequest(i, f.rec.MaxTokens)
+	er.RemotePromptTokens = f.rec.PromptLen
+	if err := in.eng.Add(er); err != nil {
 		in.load--
 		t.releaseBuffer(i)
 		return t.fail(i, err.Error())

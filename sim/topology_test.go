@@ -201,16 +201,6 @@ func TestPDLayerwiseOverlapHidesTransfer(t *testing.T) {
 	}
 }
 
-func TestRemoteShapeTimesOneTokenPerPrefill(t *testing.T) {
-	// Two decodes (contexts 50, 70) and a 100-token prefill with 20 cached.
-	s := perf.StepShape{PrefillTokens: 100, Prefills: 1, PrefillsDone: 1, Decodes: 2,
-		AttnPairs: 100*20 + 100*101/2 + 50 + 70, KVTokens: 120 + 51 + 71}
-	want := perf.StepShape{Decodes: 3, AttnPairs: 120 + 50 + 70, KVTokens: 120 + 51 + 71}
-	if got := remoteShape(s); got != want {
-		t.Errorf("remoteShape = %+v, want %+v", got, want)
-	}
-}
-
 func topologyOutput(t *testing.T, cfg TopologyConfig, reqs []workload.Request) string {
 	res, recs := runTopology(t, cfg, reqs)
 	b, err := json.Marshal(struct {

@@ -22,6 +22,7 @@ func init() { extraCommands = append(extraCommands, newServeCmd) }
 type serveFlags struct {
 	engine engineFlags
 	fixed  fixedLatencyFlags
+	kv     kvRoleFlags
 
 	host            string
 	port            int
@@ -95,6 +96,7 @@ Test a router against several emulated replicas:
 	fs.Int64Var(&f.maxBodyBytes, "max-request-body-bytes", 8<<20, "largest request body accepted (larger → 413)")
 	fs.DurationVar(&f.bodyTimeout, "request-body-timeout", 30*time.Second, "time a client has to send a request body (slower → 408 and the connection is closed); streamed responses are not bounded by it")
 	fs.IntVar(&f.maxConnections, "max-connections", 0, "most connections open at once; more wait until one closes (0: no cap)")
+	f.kv.register(fs)
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level of the vLLM-style lines on stderr: debug, info, warning, error")
 	return cmd
 }
@@ -186,10 +188,20 @@ func runServe(cmd *cobra.Command, f *serveFlags, args []string) error {
 		BodyReadTimeout:           f.bodyTimeout,
 		MaxConnections:            f.maxConnections,
 	}
+	startKV, err := f.kv.apply(&cfg, deployment, f.host)
+	if err != nil {
+		return err
+	}
 	addr := net.JoinHostPort(f.host, strconv.Itoa(f.port))
 	running, err := serve.Start(ctx, cfg, addr)
 	if err != nil {
 		return err
+	}
+	if startKV != nil {
+		if err := startKV(ctx, running, logger); err != nil {
+			_ = running.Close()
+			return err
+		}
 	}
 	logger.Info(fmt.Sprintf("servebench serve: emulating vLLM %s (engine %s) with %s on %s (TP %d, PP %d), %s",
 		f.engine.resolved.Profile.Release, ec.Version, deployment.Model.Name, deployment.GPU.Name,

@@ -88,9 +88,6 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 	}
 	var topo *sim.TopologyConfig
 	if f.topology.active() {
-		if f.logStats {
-			return fmt.Errorf("--topology does not take --log-stats yet; drop it")
-		}
 		t, err := f.topology.build(&f.engine, spec.Seed)
 		if err != nil {
 			return err
@@ -180,7 +177,14 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 	// no server time); it is reported after the result.
 	cfg := sim.Config{Engine: ec, Model: stepModel, StatsInterval: interval, MaxConcurrency: f.workload.maxConcurrency, ReuseRecords: true, PromptIDs: promptIDs}
 	if f.logStats {
-		cfg.OnStats = func(s sim.StatsSample) { writeSimStatsLine(errw, ec, s) }
+		cfg.OnStats = func(s sim.StatsSample) { writeSimStatsLine(errw, ec, "", s) }
+		if topo != nil {
+			// Each instance logs its own line, as each vLLM process does.
+			topo.StatsInterval = interval
+			topo.OnStats = func(s sim.InstanceSample) {
+				writeSimStatsLine(errw, ec, fmt.Sprintf("[%s %d] ", s.Role, s.Index), s.StatsSample)
+			}
+		}
 	}
 	add := func(r *metrics.Record) error {
 		if shard != nil && !shard.shard.Owns(r.Index) {
@@ -284,7 +288,7 @@ func writeEngineSection(w io.Writer, res *sim.Result) error {
 	})
 }
 
-func writeSimStatsLine(w io.Writer, ec engine.Config, s sim.StatsSample) {
+func writeSimStatsLine(w io.Writer, ec engine.Config, instance string, s sim.StatsSample) {
 	line := engine.StatsLine{
 		Version: ec.Version, Running: s.Running, Waiting: s.Waiting, Swapped: s.Swapped,
 		GPUUsage: s.KVUsage, PrefixCaching: ec.EnablePrefixCaching, PrefixHitRate: s.PrefixHitRate,
@@ -300,6 +304,6 @@ func writeSimStatsLine(w io.Writer, ec engine.Config, s sim.StatsSample) {
 		return
 	}
 	for _, l := range line.Lines() {
-		fmt.Fprintf(w, "[t=%8.2fs] %s\n", s.At.Seconds(), l)
+		fmt.Fprintf(w, "[t=%8.2fs] %s%s\n", s.At.Seconds(), instance, l)
 	}
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/servebench/servebench/engine"
 	"github.com/servebench/servebench/metrics"
 	"github.com/servebench/servebench/perf"
 	"github.com/servebench/servebench/report"
@@ -156,13 +155,9 @@ func (f *topologyFlags) build(base *engineFlags, seed int64) (sim.TopologyConfig
 		return cfg, fmt.Errorf("--kv-buffer-size (%g) must be 0 or more bytes and --kv-spill-bandwidth (%g) a positive GB/s", f.kvBufferSize, f.spillGBps)
 	}
 	dep := base.resolved.Deployment
-	hidden := cfg.Prefill.Engine.Version == engine.V0
-	if f.changed("kv-send-hidden-states") {
-		hidden = f.hiddenStates
-	}
 	cfg.Transfer = sim.KVTransfer{
 		Link:          link,
-		BytesPerToken: perf.KVTransferBytes(dep.Model, dep.KVCacheDType, 1, hidden),
+		BytesPerToken: kvBytesPerToken(dep, cfg.Prefill.Engine.Version, f.changed("kv-send-hidden-states"), f.hiddenStates),
 		// Each TP rank ships its shard over its own link; with unequal TP
 		// the side with fewer ranks (links) is the bottleneck.
 		Ranks:   min(prefillTP, decodeTP),

@@ -88,11 +88,23 @@ func TestSimTopologyFlagErrors(t *testing.T) {
 		{[]string{"--topology", "pd", "--decode-instances", "0"}, "--decode-instances"},
 		{[]string{"--topology", "pd", "--decode-gpu-memory-utilization", "1.5"}, "decode instances: --decode-gpu-memory-utilization 1.5"},
 		{[]string{"--topology", "pd", "--prefill-max-num-seqs", "-3"}, "--max-num-seqs (-3)"},
-		{[]string{"--topology", "colocated", "--log-stats"}, "--log-stats"},
 	} {
 		_, _, err := runCLI(t, append(append([]string{}, topologyBase...), tt.args...)...)
 		if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: error %v, want one line naming %s", tt.args, err, tt.want)
+		}
+	}
+}
+
+// --log-stats on a fleet prints one stats line per instance and interval.
+func TestSimTopologyLogStats(t *testing.T) {
+	_, stderr, err := runCLI(t, append(append([]string{}, topologyBase...), "--topology", "pd", "--decode-instances", "2", "--log-stats", "--stats-interval", "1s")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, inst := range []string{"[prefill 0] ", "[decode 0] ", "[decode 1] "} {
+		if !strings.Contains(stderr, inst+"Engine 000: Avg prompt throughput") && !strings.Contains(stderr, inst+"Avg prompt throughput") {
+			t.Errorf("no stats line for %s in:\n%s", inst, stderr)
 		}
 	}
 }

@@ -1,0 +1,430 @@
+package serve
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/servebench/servebench/engine"
+	"github.com/servebench/servebench/internal/clock"
+	"github.com/servebench/servebench/perf"
+)
+
+// KVRole is a server's side of prefill/decode disaggregation, named as
+// vLLM's kv_transfer_config kv_role.
+type KVRole string
+
+const (
+	// KVProducer is a prefill instance: after it computes a prompt it
+	// sends the prompt's KV to a consumer over TCP.
+	KVProducer KVRole = "kv_producer"
+	// KVConsumer is a decode instance: it listens for KV and admits a
+	// request only once its KV has arrived, with the prompt computed.
+	KVConsumer KVRole = "kv_consumer"
+)
+
+// ParseKVRole accepts vLLM's names and the short producer / consumer.
+func ParseKVRole(s string) (KVRole, error) {
+	switch s {
+	case "producer", string(KVProducer):
+		return KVProducer, nil
+	case "consumer", string(KVConsumer):
+		return KVConsumer, nil
+	}
+	return "", fmt.Errorf("KV role %q: use producer (prefill) or consumer (decode)", s)
+}
+
+// The headers a P/D proxy sets (see PDProxy):
+const (
+	// KVRequestHeader names a request's KV on both instances: the producer
+	// frames its KV with it, the consumer waits for KV under it.
+	KVRequestHeader = "X-Servebench-KV-Request"
+	// KVPeerHeader, on the producer's request, is the consumer's KV
+	// address to send to (overriding KVTransferConfig.Peer).
+	KVPeerHeader = "X-Servebench-KV-Peer"
+	// KVSourceHeader, on the consumer's request, names the prefill
+	// instance that holds the KV, for the error when it never arrives.
+	KVSourceHeader = "X-Servebench-KV-Source"
+)
+
+// KVTransferConfig makes a server one side of P/D disaggregation.
+type KVTransferConfig struct {
+	Role KVRole
+	// Peer is the producer's default consumer KV address (host:port), used
+	// when a request carries no KVPeerHeader.
+	Peer string
+	// BytesPerToken is what the connector sends per prompt token for the
+	// whole model (perf.KVTransferBytes of one token, hidden states
+	// included for V0 connectors), as sim.KVTransfer.BytesPerToken.
+	BytesPerToken int64
+	// Ranks is the number of tensor-parallel streams; one connection
+	// carries one rank's share, BytesPerToken×prompt/Ranks, as the sim's
+	// link model times one rank.
+	Ranks int
+	// Link, when its bandwidth is set, paces the producer: each transfer
+	// waits out Link.Setup (the dial counts towards it) and the producer's
+	// transfers share Link.Bandwidth, so loopback timings follow the
+	// sim's link model. A zero Link sends as fast as the socket takes.
+	Link perf.KVLink
+	// WaitTimeout bounds how long a consumer request waits for its KV
+	// (and a producer's transfer may take); 0 → 30 s.
+	WaitTimeout time.Duration
+}
+
+const defaultKVWait = 30 * time.Second
+
+// KVTransferRecord is one request's transfer as one side saw it.
+type KVTransferRecord struct {
+	RequestID    string
+	PromptTokens int
+	Bytes        int64 // sent (producer, acknowledged) or received (consumer)
+	Start, End   time.Time
+	Err          error
+}
+
+// kvSide is a server's KV-transfer state.
+type kvSide struct {
+	cfg     KVTransferConfig
+	bytes   *prometheus.CounterVec
+	count   *prometheus.CounterVec
+	linkMu  sync.Mutex
+	linkAt  time.Time // when the producer's link is next free
+	mu      sync.Mutex
+	arrived map[string]*kvArrival
+	records []KVTransferRecord
+	addr    string // a consumer's KV listener
+}
+
+type kvArrival struct {
+	done chan struct{}
+	rec  KVTransferRecord
+}
+
+func newKVSide(cfg KVTransferConfig, reg *prometheus.Registry) (*kvSide, error) {
+	if cfg.Role != KVProducer && cfg.Role != KVConsumer {
+		return nil, fmt.Errorf("serve: KV role %q: use %q or %q", cfg.Role, KVProducer, KVConsumer)
+	}
+	if cfg.BytesPerToken <= 0 {
+		return nil, fmt.Errorf("serve: KV bytes per token %d: give the model's (perf.KVTransferBytes of one token)", cfg.BytesPerToken)
+	}
+	cfg.Ranks = max(cfg.Ranks, 1)
+	if cfg.WaitTimeout <= 0 {
+		cfg.WaitTimeout = defaultKVWait
+	}
+	k := &kvSide{cfg: cfg, arrived: map[string]*kvArrival{}}
+	k.bytes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "servebench:kv_transfer_bytes_total",
+		Help: "KV-cache bytes moved between prefill and decode instances (one tensor-parallel rank's share), by direction."}, []string{"direction"})
+	k.count = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "servebench:kv_transfers_total",
+		Help: "KV transfers between prefill and decode instances, by direction and outcome."}, []string{"direction", "outcome"})
+	reg.MustRegister(k.bytes, k.count)
+	return k, nil
+}
+
+func (k *kvSide) perRankBytes(promptTokens int) int64 {
+	return k.cfg.BytesPerToken * int64(promptTokens) / int64(k.cfg.Ranks)
+}
+
+func (k *kvSide) note(direction string, rec KVTransferRecord) {
+	outcome := "ok"
+	if rec.Err != nil {
+		outcome = "error"
+	}
+	k.bytes.WithLabelValues(direction).Add(float64(rec.Bytes))
+	k.count.WithLabelValues(direction, outcome).Inc()
+	k.mu.Lock()
+	k.records = append(k.records, rec)
+	k.mu.Unlock()
+}
+
+// KVTransfers lists the server's finished transfers (sent by a producer,
+// received by a consumer), in completion order.
+func (s *Server) KVTransfers() []KVTransferRecord {
+	if s.kv == nil {
+		return nil
+	}
+	s.kv.mu.Lock()
+	defer s.kv.mu.Unlock()
+	return append([]KVTransferRecord(nil), s.kv.records...)
+}
+
+// --- producer ---------------------------------------------------------------
+
+// afterPrefill starts the KV transfer of a request the producer computed
+// (its response is complete: the proxy sent it with max_tokens=1). The
+// response does not wait for the transfer: the proxy hands the request to
+// the decode instance meanwhile, as the sim's handoff does.
+func (s *Server) afterPrefill(r *http.Request, st *stream) {
+	k := s.kv
+	id := r.Header.Get(KVRequestHeader)
+	if k == nil || k.cfg.Role != KVProducer || id == "" {
+		return
+	}
+	st.mu.Lock()
+	computed := st.produced > 0
+	st.mu.Unlock()
+	if !computed {
+		return
+	}
+	promptTokens := st.req.PromptLen
+	peer := r.Header.Get(KVPeerHeader)
+	if peer == "" {
+		peer = k.cfg.Peer
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), k.cfg.WaitTimeout)
+		defer cancel()
+		rec := k.send(ctx, peer, id, promptTokens)
+		if rec.Err != nil {
+			s.log.Warn(rec.Err.Error())
+		}
+		k.note("sent", rec)
+	}()
+}
+
+// kvPaceSlack is how far the sender may run ahead of the link's timeline.
+const kvPaceSlack = 200 * time.Microsecond
+
+// kvChunk is the unit of pacing and of each socket write.
+const kvChunk = 256 << 10
+
+var kvPattern = func() []byte {
+	b := make([]byte, kvChunk)
+	for i := range b {
+		b[i] = byte(i*31 + 7)
+	}
+	return b
+}()
+
+func (k *kvSide) send(ctx context.Context, peer, id string, promptTokens int) KVTransferRecord {
+	rec := KVTransferRecord{RequestID: id, PromptTokens: promptTokens, Start: time.Now()}
+	fail := func(err error) KVTransferRecord {
+		rec.End, rec.Err = time.Now(), fmt.Errorf("KV transfer of %s to %s: %w", id, peer, err)
+		return rec
+	}
+	if peer == "" {
+		return fail(errors.New("no consumer address: start the producer with --kv-peer or route through servebench proxy --prefill/--decode"))
+	}
+	payload := k.perRankBytes(promptTokens)
+	hdr, err := kvFrameHeader{RequestID: id, PromptTokens: promptTokens, PayloadBytes: payload}.append(nil)
+	if err != nil {
+		return fail(err)
+	}
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", peer)
+	if err != nil {
+		return fail(err)
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
+	defer stop()
+	// Runtime timers fire up to a millisecond late, as much as the tcp
+	// preset's whole byte phase for a few MiB: the precise sleeper keeps
+	// loopback timings on the link model.
+	sleeper := clock.NewSleeper(false)
+	defer sleeper.Stop()
+	setupEnd := rec.Start.Add(k.cfg.Link.Setup)
+	if !sleeper.Until(ctx, func() time.Duration { return time.Until(setupEnd) }) {
+		return fail(ctx.Err())
+	}
+	w := bufio.NewWriterSize(conn, kvChunk)
+	if _, err := w.Write(hdr); err != nil {
+		return fail(err)
+	}
+	for left := payload; left > 0; {
+		n := min(left, kvChunk)
+		// Bytes go out as soon as the link's timeline allows; a wait too
+		// short to sleep accurately is left to accumulate.
+		if due := k.reserveLink(n); due > kvPaceSlack {
+			at := time.Now().Add(due)
+			if !sleeper.Until(ctx, func() time.Duration { return time.Until(at) }) {
+				return fail(ctx.Err())
+			}
+		}
+		if _, err := w.Write(kvPattern[:n]); err != nil {
+			return fail(err)
+		}
+		left -= n
+	}
+	if err := w.Flush(); err != nil {
+		return fail(err)
+	}
+	got, err := readKVAck(conn)
+	if err != nil {
+		return fail(err)
+	}
+	rec.Bytes = got
+	rec.End = time.Now()
+	if got != payload {
+		rec.Err = fmt.Errorf("KV transfer of %s to %s: the consumer acknowledged %d of %d bytes", id, peer, got, payload)
+	}
+	return rec
+}
+
+// reserveLink books n bytes on the producer's link and returns how long to
+// wait until they have passed: concurrent transfers queue on one timeline,
+// so they share the bandwidth as the sim's link does.
+func (k *kvSide) reserveLink(n int64) time.Duration {
+	bw := k.cfg.Link.Bandwidth()
+	if !(bw > 0) {
+		return 0
+	}
+	k.linkMu.Lock()
+	defer k.linkMu.Unlock()
+	now := time.Now()
+	start := k.linkAt
+	if start.Before(now) {
+		start = now
+	}
+	k.linkAt = start.Add(time.Duration(float64(n) / bw * float64(time.Second)))
+	return time.Until(k.linkAt)
+}
+
+// --- consumer ---------------------------------------------------------------
+
+// ServeKV accepts KV transfers on ln until ctx ends (a consumer's KV
+// port). It closes ln when it returns.
+func (s *Server) ServeKV(ctx context.Context, ln net.Listener) error {
+	if s.kv == nil || s.kv.cfg.Role != KVConsumer {
+		_ = ln.Close()
+		return errors.New("serve: ServeKV needs a server with KV role kv_consumer")
+	}
+	s.kv.mu.Lock()
+	s.kv.addr = ln.Addr().String()
+	s.kv.mu.Unlock()
+	stop := context.AfterFunc(ctx, func() { _ = ln.Close() })
+	defer stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("serve: accepting KV transfers: %w", err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.kv.receive(ctx, conn)
+		}()
+	}
+}
+
+func (k *kvSide) receive(ctx context.Context, conn net.Conn) {
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
+	defer stop()
+	_ = conn.SetDeadline(time.Now().Add(k.cfg.WaitTimeout))
+	r := bufio.NewReaderSize(conn, kvChunk)
+	h, err := readKVFrameHeader(r)
+	if err != nil {
+		return // not a transfer: nothing to account for
+	}
+	rec := KVTransferRecord{RequestID: h.RequestID, PromptTokens: h.PromptTokens, Start: time.Now()}
+	rec.Bytes, err = io.CopyN(io.Discard, r, h.PayloadBytes)
+	rec.End = time.Now()
+	if err == nil {
+		_, err = conn.Write(appendKVAck(nil, rec.Bytes))
+	}
+	if err != nil {
+		rec.Err = fmt.Errorf("receiving the KV of %s: %w", h.RequestID, err)
+	}
+	k.note("received", rec)
+	k.deliver(rec)
+}
+
+func (k *kvSide) slot(id string) *kvArrival {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	a := k.arrived[id]
+	if a == nil {
+		a = &kvArrival{done: make(chan struct{})}
+		k.arrived[id] = a
+	}
+	return a
+}
+
+func (k *kvSide) deliver(rec KVTransferRecord) {
+	a := k.slot(rec.RequestID)
+	a.rec = rec
+	close(a.done)
+	// KV nobody asks for (the decode request never came) is dropped.
+	time.AfterFunc(2*k.cfg.WaitTimeout, func() { k.forget(rec.RequestID, a) })
+}
+
+func (k *kvSide) forget(id string, a *kvArrival) {
+	k.mu.Lock()
+	if k.arrived[id] == a {
+		delete(k.arrived, id)
+	}
+	k.mu.Unlock()
+}
+
+// awaitKV holds a consumer's request until its KV has arrived and marks its
+// prompt computed; no token can be produced before. A request without
+// KVRequestHeader is served as a co-located one.
+func (s *Server) awaitKV(r *http.Request, req *engine.Request) *apiError {
+	k := s.kv
+	id := r.Header.Get(KVRequestHeader)
+	if k == nil || k.cfg.Role != KVConsumer || id == "" {
+		return nil
+	}
+	source := r.Header.Get(KVSourceHeader)
+	if source == "" {
+		source = "the prefill instance"
+	}
+	a := k.slot(id)
+	timer := time.NewTimer(k.cfg.WaitTimeout)
+	defer timer.Stop()
+	select {
+	case <-a.done:
+	case <-timer.C:
+		k.forget(id, a)
+		return &apiError{Status: http.StatusGatewayTimeout, Type: "KVTransferError",
+			Message: fmt.Sprintf("the KV of request %s did not arrive from %s within %v; check that it runs with --kv-role producer and can reach this instance's KV port", id, source, k.cfg.WaitTimeout)}
+	case <-r.Context().Done():
+		k.forget(id, a)
+		return &apiError{Status: 499, Type: "KVTransferError", Message: "client went away while waiting for KV"}
+	}
+	k.forget(id, a)
+	if a.rec.Err != nil {
+		return &apiError{Status: http.StatusBadGateway, Type: "KVTransferError",
+			Message: fmt.Sprintf("the KV of request %s from %s failed: %v", id, source, a.rec.Err)}
+	}
+	// vLLM's kv_load_failure_policy=recompute: KV for another prompt
+	// length is not this request's, so the prompt is computed here.
+	if a.rec.PromptTokens == req.PromptLen {
+		req.RemotePromptTokens = req.PromptLen
+	}
+	return nil
+}
+
+// kvInfo answers GET /kv_transfer: the role, and on a consumer the
+// address producers send KV to (how PDProxy finds it).
+type kvInfo struct {
+	Role    KVRole `json:"kv_role"`
+	Address string `json:"kv_address,omitempty"`
+}
+
+func (s *Server) kvTransferInfo(w http.ResponseWriter, _ *http.Request) {
+	if s.kv == nil {
+		writeDetail(w, http.StatusNotFound, "this server was started without --kv-role")
+		return
+	}
+	s.kv.mu.Lock()
+	info := kvInfo{Role: s.kv.cfg.Role, Address: s.kv.addr}
+	s.kv.mu.Unlock()
+	writeJSON(w, http.StatusOK, info)
+}
