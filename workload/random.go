@@ -43,13 +43,12 @@ func (b *builder) random() ([]Request, error) {
 	if b.tok == nil && b.lazy {
 		// IDs are a function of (prefix, allowed, start): keep the start
 		// (4 bytes a request) and build each prompt when it is sent.
-		src := &randomPrompts{prefix: make([]int32, o.PrefixLen), allowed: allowed, starts: make([]int32, n)}
-		narrowIDs(src.prefix, prefix)
+		starts := make([]int32, n)
 		for i := range reqs {
-			src.starts[i] = int32((offsets[i] + i) % len(allowed))
+			starts[i] = int32((offsets[i] + i) % len(allowed))
 			reqs[i] = Request{PromptLen: o.PrefixLen + inputLens[i], MaxTokens: outputLens[i]}
 		}
-		b.source = src.ids
+		b.source = newRandomPrompts(prefix, allowed, starts).ids
 		return reqs, nil
 	}
 	if b.tok == nil {
@@ -106,17 +105,42 @@ func fillSequential[T tokenID](dst []T, allowed []int, start int) {
 // randomPrompts holds what random token-ID prompts are made of, so that a
 // workload of millions of requests need not hold their IDs all at once.
 type randomPrompts struct {
-	prefix  []int32
-	allowed []int
-	starts  []int32 // per request: where its body starts in allowed
+	prefix []int32
+	// allowed is the allowed IDs twice over, so that any body of up to
+	// len(allowed) IDs is one copy from it.
+	allowed []int32
+	// starts is, per request, where its body starts in allowed.
+	starts []int32
+}
+
+func newRandomPrompts(prefix, allowed []int, starts []int32) *randomPrompts {
+	p := &randomPrompts{prefix: make([]int32, len(prefix)), allowed: make([]int32, 2*len(allowed)), starts: starts}
+	narrowIDs(p.prefix, prefix)
+	narrowIDs(p.allowed[:len(allowed)], allowed)
+	copy(p.allowed[len(allowed):], p.allowed[:len(allowed)])
+	return p
 }
 
 func (p *randomPrompts) ids(r *Request) []int32 {
-	if r.Index < 0 || r.Index >= len(p.starts) || r.PromptLen < len(p.prefix) {
+	if r.Index < 0 || r.Index >= len(p.starts) {
 		return nil
 	}
-	ids := make([]int32, r.PromptLen)
+	return p.build(r.PromptLen, int(p.starts[r.Index]))
+}
+
+// build is the IDs of a prompt of n tokens whose body starts at start.
+func (p *randomPrompts) build(n, start int) []int32 {
+	if n < len(p.prefix) {
+		return nil
+	}
+	ids := make([]int32, n)
 	copy(ids, p.prefix)
-	fillSequential(ids[len(p.prefix):], p.allowed, int(p.starts[r.Index]))
+	body := ids[len(p.prefix):]
+	vocab := len(p.allowed) / 2
+	for len(body) > 0 {
+		k := copy(body, p.allowed[start:start+vocab])
+		body = body[k:]
+		start = 0
+	}
 	return ids
 }
