@@ -48,7 +48,7 @@ func (b *builder) random() ([]Request, error) {
 			starts[i] = int32((offsets[i] + i) % len(allowed))
 			reqs[i] = Request{PromptLen: o.PrefixLen + inputLens[i], MaxTokens: outputLens[i]}
 		}
-		b.source = newRandomPrompts(prefix, allowed, starts).ids
+		b.source = newRandomPrompts(prefix, len(allowed), starts).ids
 		return reqs, nil
 	}
 	if b.tok == nil {
@@ -102,22 +102,21 @@ func fillSequential[T tokenID](dst []T, allowed []int, start int) {
 	}
 }
 
-// randomPrompts holds what random token-ID prompts are made of, so that a
-// workload of millions of requests need not hold their IDs all at once.
+// randomPrompts holds what random token-ID prompts without a tokenizer are
+// made of, so that a workload of millions of requests need not hold their
+// IDs all at once. Without a tokenizer no ID is special, so the allowed IDs
+// are 0..vocab-1 and a body is counted out rather than read from a table
+// (one too large to stay in cache: reading it was a sixth of a simulation).
 type randomPrompts struct {
 	prefix []int32
-	// allowed is the allowed IDs twice over, so that any body of up to
-	// len(allowed) IDs is one copy from it.
-	allowed []int32
-	// starts is, per request, where its body starts in allowed.
+	vocab  int
+	// starts is, per request, where its body starts among the IDs.
 	starts []int32
 }
 
-func newRandomPrompts(prefix, allowed []int, starts []int32) *randomPrompts {
-	p := &randomPrompts{prefix: make([]int32, len(prefix)), allowed: make([]int32, 2*len(allowed)), starts: starts}
+func newRandomPrompts(prefix []int, vocab int, starts []int32) *randomPrompts {
+	p := &randomPrompts{prefix: make([]int32, len(prefix)), vocab: vocab, starts: starts}
 	narrowIDs(p.prefix, prefix)
-	narrowIDs(p.allowed[:len(allowed)], allowed)
-	copy(p.allowed[len(allowed):], p.allowed[:len(allowed)])
 	return p
 }
 
@@ -135,12 +134,12 @@ func (p *randomPrompts) build(n, start int) []int32 {
 	}
 	ids := make([]int32, n)
 	copy(ids, p.prefix)
-	body := ids[len(p.prefix):]
-	vocab := len(p.allowed) / 2
-	for len(body) > 0 {
-		k := copy(body, p.allowed[start:start+vocab])
-		body = body[k:]
-		start = 0
+	id := int32(start)
+	for i := len(p.prefix); i < n; i++ {
+		ids[i] = id
+		if id++; int(id) == p.vocab {
+			id = 0
+		}
 	}
 	return ids
 }

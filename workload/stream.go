@@ -144,7 +144,7 @@ func NewStream(ctx context.Context, s Spec, a Arrivals, promptIDs bool) (*Stream
 	}
 	prefix := make([]int, o.PrefixLen)
 	fillRandom(walker, prefix, allowed)
-	src := newRandomPrompts(prefix, allowed, nil)
+	src := newRandomPrompts(prefix, len(allowed), nil)
 	vocabLen := len(allowed)
 
 	inRng, outRng, offRng := rand.New(inputs), rand.New(&outputs), rand.New(&offsets)
