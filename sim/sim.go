@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/servebench/servebench/engine"
@@ -542,27 +541,4 @@ func (f *flights) drop(id uint64) {
 }
 
 // arrivalOrder is the stable arrival order of reqs, nil when already sorted.
-func arrivalOrder(reqs []workload.Request) []int32 {
-	sorted := slices.IsSortedFunc(reqs, func(a, b workload.Request) int { return compareDuration(a.Arrival, b.Arrival) })
-	if sorted {
-		return nil
-	}
-	order := make([]int32, len(reqs))
-	for i := range order {
-		order[i] = int32(i)
-	}
-	slices.SortStableFunc(order, func(a, b int32) int {
-		return compareDuration(reqs[a].Arrival, reqs[b].Arrival)
-	})
-	return order
-}
-
-func compareDuration(a, b time.Duration) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
+func arrivalOrder(reqs []workload.Request) []int32 { return workload.ArrivalOrder(reqs) }

@@ -49,17 +49,27 @@ func (s *Stream) Next() *Request {
 // StreamOf yields reqs in stable arrival order. The requests are copied
 // as they are taken; reqs must not change while the stream is in use.
 func StreamOf(reqs []Request) *Stream {
-	cmpArrival := func(a, b Request) int { return compareDurations(a.Arrival, b.Arrival) }
 	i := 0
-	if slices.IsSortedFunc(reqs, cmpArrival) {
+	order := ArrivalOrder(reqs)
+	if order == nil {
 		return &Stream{n: len(reqs), next: func() Request { i++; return reqs[i-1] }}
+	}
+	return &Stream{n: len(reqs), next: func() Request { i++; return reqs[order[i-1]] }}
+}
+
+// ArrivalOrder is the stable arrival order of reqs (indices into reqs),
+// nil when they are already in order.
+func ArrivalOrder(reqs []Request) []int32 {
+	cmpArrival := func(a, b Request) int { return compareDurations(a.Arrival, b.Arrival) }
+	if slices.IsSortedFunc(reqs, cmpArrival) {
+		return nil
 	}
 	order := make([]int32, len(reqs))
 	for k := range order {
 		order[k] = int32(k)
 	}
 	slices.SortStableFunc(order, func(a, b int32) int { return cmpArrival(reqs[a], reqs[b]) })
-	return &Stream{n: len(reqs), next: func() Request { i++; return reqs[order[i-1]] }}
+	return order
 }
 
 func compareDurations(a, b time.Duration) int {
