@@ -92,14 +92,17 @@ func (s sample) distribution(percentiles []float64) Distribution {
 // which is tens of millions in a long simulation; there, every token of a
 // step shares one timestamp and most gaps equal a handful of step times.
 // New values are counted in a small open-addressing table (one probe for a
-// repeated value); when it fills, its distinct values are sorted and merged
-// into the (value, count) runs. Memory is bounded by the number of distinct
-// values and every statistic stays exact.
+// repeated value); when it fills, its distinct values are sorted and kept
+// as varint-encoded runs (runList), merged level by level like a
+// log-structured merge tree so that each value is copied O(log n) times.
+// Memory is bounded by the number of distinct values (2–4 bytes each) and
+// every statistic stays exact.
 type multiset struct {
 	keys   []int64 // table slots; a slot is empty when its count is 0
 	counts []int64
 	used   int
-	runs   []run // sorted by value, values distinct
+	// levels are sorted runs, each at least twice as large as the next.
+	levels []runList
 	n      int64
 }
 
@@ -132,7 +135,7 @@ func (m *multiset) addN(v int64, n int64) {
 			m.keys[i], m.counts[i] = v, n
 			m.used++
 			if m.used >= multisetFlushAt {
-				m.compact()
+				m.flush()
 			}
 			return
 		case m.keys[i] == v:
@@ -143,8 +146,8 @@ func (m *multiset) addN(v int64, n int64) {
 	}
 }
 
-// compact moves the table's values into the sorted runs.
-func (m *multiset) compact() {
+// flush moves the table's values into a new level of runs.
+func (m *multiset) flush() {
 	if m.used == 0 {
 		return
 	}
@@ -157,43 +160,44 @@ func (m *multiset) compact() {
 	clear(m.counts)
 	m.used = 0
 	slices.SortFunc(fresh, func(a, b run) int { return cmp.Compare(a.v, b.v) })
-	m.runs = mergeRuns(m.runs, fresh)
+	var level runList
+	prev := int64(math.MinInt64)
+	for _, r := range fresh {
+		level.append(&prev, r.v, r.n)
+	}
+	m.levels = append(m.levels, level)
+	for k := len(m.levels); k >= 2 && m.levels[k-2].distinct <= 2*m.levels[k-1].distinct; k-- {
+		m.levels[k-2] = mergeRunLists(m.levels[k-2], m.levels[k-1])
+		m.levels = m.levels[:k-1]
+	}
 }
 
-func mergeRuns(a, b []run) []run {
-	if len(a) == 0 {
-		return b
+// compact leaves every value in one level.
+func (m *multiset) compact() {
+	m.flush()
+	for k := len(m.levels); k >= 2; k-- {
+		m.levels[k-2] = mergeRunLists(m.levels[k-2], m.levels[k-1])
+		m.levels = m.levels[:k-1]
 	}
-	out := make([]run, 0, len(a)+len(b))
-	i, j := 0, 0
-	for i < len(a) && j < len(b) {
-		switch {
-		case a[i].v < b[j].v:
-			out = append(out, a[i])
-			i++
-		case a[i].v > b[j].v:
-			out = append(out, b[j])
-			j++
-		default:
-			out = append(out, run{a[i].v, a[i].n + b[j].n})
-			i++
-			j++
-		}
-	}
-	out = append(out, a[i:]...)
-	return append(out, b[j:]...)
 }
 
-// kth returns the k-th smallest value (0-based); runs must be compacted.
+// each calls f for every distinct value in ascending order with its count.
+func (m *multiset) each(f func(v, n int64)) {
+	m.compact()
+	if len(m.levels) == 1 {
+		m.levels[0].each(func(v, n int64) bool { f(v, n); return true })
+	}
+}
+
+// kth returns the k-th smallest value (0-based); m must hold more than k.
 func (m *multiset) kth(k int64) int64 {
-	var seen int64
-	for _, r := range m.runs {
-		seen += r.n
-		if k < seen {
-			return r.v
-		}
-	}
-	return m.runs[len(m.runs)-1].v
+	var seen, found int64
+	m.levels[0].each(func(v, n int64) bool {
+		seen += n
+		found = v
+		return k >= seen
+	})
+	return found
 }
 
 // distribution summarises the multiset with values scaled by scale (e.g.
@@ -208,17 +212,19 @@ func (m *multiset) distribution(percentiles []float64, scale float64) Distributi
 		return d
 	}
 	var sum float64
-	for _, r := range m.runs {
-		sum += float64(r.v) * scale * float64(r.n)
-	}
+	var maxV int64
+	m.each(func(v, n int64) {
+		sum += float64(v) * scale * float64(n)
+		maxV = v
+	})
 	d.Mean = sum / float64(m.n)
 	var sq float64
-	for _, r := range m.runs {
-		dv := float64(r.v)*scale - d.Mean
-		sq += dv * dv * float64(r.n)
-	}
+	m.each(func(v, n int64) {
+		dv := float64(v)*scale - d.Mean
+		sq += dv * dv * float64(n)
+	})
 	d.Std = math.Sqrt(sq / float64(m.n))
-	d.Max = float64(m.runs[len(m.runs)-1].v) * scale
+	d.Max = float64(maxV) * scale
 	pct := func(p float64) float64 {
 		h := float64(m.n-1) * p / 100
 		lo := int64(math.Floor(h))
@@ -234,12 +240,4 @@ func (m *multiset) distribution(percentiles []float64, scale float64) Distributi
 		d.Percentiles[i].Value = pct(p)
 	}
 	return d
-}
-
-// each calls f for every distinct value in ascending order with its count.
-func (m *multiset) each(f func(v, n int64)) {
-	m.compact()
-	for _, r := range m.runs {
-		f(r.v, r.n)
-	}
 }

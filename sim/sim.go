@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/servebench/servebench/engine"
@@ -111,6 +110,13 @@ const (
 // Start; ITL holds one gap per output token after the first; OutputLen is
 // the tokens generated; Success false with Error set for rejected requests.
 func Run(ctx context.Context, cfg Config, reqs []workload.Request, emit func(*metrics.Record) error) (*Result, error) {
+	return RunStream(ctx, cfg, workload.StreamOf(reqs), emit)
+}
+
+// RunStream is Run over requests taken one at a time from a stream in
+// arrival order (workload.NewStream generates each as it is taken), so
+// memory follows the requests in flight, not the workload's size.
+func RunStream(ctx context.Context, cfg Config, reqs *workload.Stream, emit func(*metrics.Record) error) (*Result, error) {
 	if cfg.Model == nil {
 		return nil, errors.New("sim: Config.Model is nil; pass a perf.StepModel such as perf.NewRoofline(deployment)")
 	}
@@ -125,8 +131,6 @@ func Run(ctx context.Context, cfg Config, reqs []workload.Request, emit func(*me
 		cfg:     cfg,
 		eng:     eng,
 		reqs:    reqs,
-		order:   arrivalOrder(reqs),
-		flights: make([]*metrics.Record, len(reqs)),
 		emit:    emit,
 		caching: cfg.Engine.EnablePrefixCaching,
 		v1:      cfg.Engine.Version == engine.V1,
@@ -151,9 +155,8 @@ type HostAwareModel interface {
 type runner struct {
 	cfg     Config
 	eng     *engine.Engine
-	reqs    []workload.Request
-	order   []int32 // engine request ID → index into reqs
-	flights []*metrics.Record
+	reqs    *workload.Stream
+	flights flights
 	emit    func(*metrics.Record) error
 	maxima  Maxima
 	caching bool
@@ -197,46 +200,13 @@ type runner struct {
 	freeITL  [][]time.Duration
 }
 
-// arrivalOrder is the stable arrival order of reqs, nil when already sorted.
-func arrivalOrder(reqs []workload.Request) []int32 {
-	sorted := slices.IsSortedFunc(reqs, func(a, b workload.Request) int { return compareDuration(a.Arrival, b.Arrival) })
-	if sorted {
-		return nil
-	}
-	order := make([]int32, len(reqs))
-	for i := range order {
-		order[i] = int32(i)
-	}
-	slices.SortStableFunc(order, func(a, b int32) int {
-		return compareDuration(reqs[a].Arrival, reqs[b].Arrival)
-	})
-	return order
-}
-
-func compareDuration(a, b time.Duration) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func (r *runner) req(id int) *workload.Request {
-	if r.order != nil {
-		return &r.reqs[r.order[id]]
-	}
-	return &r.reqs[id]
-}
-
 func (r *runner) run(ctx context.Context) error {
-	n := len(r.reqs)
-	if n == 0 {
+	next := r.reqs.Peek()
+	if next == nil {
 		return nil
 	}
-	next := 0
-	r.now = r.req(0).Arrival
+	id := 0
+	r.now = next.Arrival
 	r.start = r.now
 	r.end = r.now
 	if iv := r.cfg.StatsInterval; iv > 0 {
@@ -249,11 +219,12 @@ func (r *runner) run(ctx context.Context) error {
 				return fmt.Errorf("sim: stopped at virtual time %v with %d requests in flight: %w", r.now-r.start, r.inFlight, err)
 			}
 		}
-		for next < n && r.req(next).Arrival <= r.now && !r.full() {
-			if err := r.add(next); err != nil {
+		for next != nil && next.Arrival <= r.now && !r.full() {
+			if err := r.add(id, r.reqs.Next()); err != nil {
 				return err
 			}
-			next++
+			id++
+			next = r.reqs.Peek()
 		}
 		// Fill the pipeline: one step without PP; with PP up to one batch
 		// per stage, each scheduled while the others are in flight.
@@ -271,8 +242,8 @@ func (r *runner) run(ctx context.Context) error {
 			r.inPipe = append(r.inPipe, batch{st, r.batchOut(st.Shape)})
 		}
 		if len(r.inPipe) == 0 {
-			if next < n && !r.full() {
-				r.advance(max(r.now, r.req(next).Arrival))
+			if next != nil && !r.full() {
+				r.advance(max(r.now, next.Arrival))
 				continue
 			}
 			if r.eng.Idle() {
@@ -283,10 +254,10 @@ func (r *runner) run(ctx context.Context) error {
 				r.now-r.start, s.Running, s.Waiting, s.Swapped)
 		}
 		head := r.inPipe[0]
-		if r.virtualEngines && len(r.inPipe) < r.depth && next < n && !r.full() && r.req(next).Arrival < head.out {
+		if r.virtualEngines && len(r.inPipe) < r.depth && next != nil && !r.full() && next.Arrival < head.out {
 			// A V0 virtual engine with no batch in flight takes a new
 			// request at once; V1's engine core waits for its oldest batch.
-			r.advance(r.req(next).Arrival)
+			r.advance(next.Arrival)
 			continue
 		}
 		r.inPipe = append(r.inPipe[:0], r.inPipe[1:]...)
@@ -345,8 +316,7 @@ func (r *runner) full() bool {
 	return r.cfg.MaxConcurrency > 0 && r.inFlight >= r.cfg.MaxConcurrency
 }
 
-func (r *runner) add(id int) error {
-	w := r.req(id)
+func (r *runner) add(id int, w *workload.Request) error {
 	start := max(w.Arrival, r.slotFreedAt)
 	er := engine.Request{ID: uint64(id), MaxTokens: w.MaxTokens, Arrival: start}
 	ids := w.PromptIDs
@@ -382,13 +352,13 @@ func (r *runner) add(id int) error {
 		r.end = max(r.end, r.now)
 		return r.emitRecord(rec)
 	}
-	r.flights[id] = rec
+	r.flights.put(uint64(id), rec)
 	r.inFlight++
 	return nil
 }
 
 func (r *runner) output(o *engine.Output) error {
-	rec := r.flights[o.ID]
+	rec := r.flights.get(o.ID)
 	if rec == nil {
 		return nil
 	}
@@ -418,11 +388,11 @@ func (r *runner) output(o *engine.Output) error {
 }
 
 func (r *runner) finish(o *engine.Output, now time.Duration) error {
-	rec := r.flights[o.ID]
+	rec := r.flights.get(o.ID)
 	if rec == nil {
 		return nil
 	}
-	r.flights[o.ID] = nil
+	r.flights.drop(o.ID)
 	if r.full() {
 		r.slotFreedAt = now
 	}
@@ -565,3 +535,50 @@ func ThroughputLine(res *Result, numRequests int, totalTokens int64) string {
 	return fmt.Sprintf("Throughput: %.4f requests/s, %.4f tokens/s, Delay %.4f ms, n_step: %d",
 		reqRate, tokRate, float64(res.MeanStepGap)/float64(time.Millisecond), res.Steps)
 }
+
+// flights maps engine request IDs, handed out in arrival order, to the
+// records of requests in flight: a window from the oldest request still in
+// flight to the newest, so memory follows what is in flight.
+type flights struct {
+	base uint64 // ID of recs[head]
+	recs []*metrics.Record
+	head int
+}
+
+func (f *flights) get(id uint64) *metrics.Record {
+	if id < f.base || id-f.base >= uint64(len(f.recs)-f.head) {
+		return nil
+	}
+	return f.recs[f.head+int(id-f.base)]
+}
+
+// put records the request with the next ID (IDs come in order, from 0).
+func (f *flights) put(id uint64, rec *metrics.Record) {
+	if f.head == len(f.recs) {
+		f.recs, f.head, f.base = f.recs[:0], 0, id
+	}
+	for f.base+uint64(len(f.recs)-f.head) < id {
+		f.recs = append(f.recs, nil) // an ID the engine refused
+	}
+	if f.head > 0 && len(f.recs) == cap(f.recs) && f.head >= len(f.recs)/2 {
+		// Slide the window down instead of growing the array.
+		n := copy(f.recs, f.recs[f.head:])
+		clear(f.recs[n:])
+		f.recs, f.head = f.recs[:n], 0
+	}
+	f.recs = append(f.recs, rec)
+}
+
+func (f *flights) drop(id uint64) {
+	if id < f.base || id-f.base >= uint64(len(f.recs)-f.head) {
+		return
+	}
+	f.recs[f.head+int(id-f.base)] = nil
+	for f.head < len(f.recs) && f.recs[f.head] == nil {
+		f.head++
+		f.base++
+	}
+}
+
+// arrivalOrder is the stable arrival order of reqs, nil when already sorted.
+func arrivalOrder(reqs []workload.Request) []int32 { return workload.ArrivalOrder(reqs) }

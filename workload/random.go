@@ -43,13 +43,12 @@ func (b *builder) random() ([]Request, error) {
 	if b.tok == nil && b.lazy {
 		// IDs are a function of (prefix, allowed, start): keep the start
 		// (4 bytes a request) and build each prompt when it is sent.
-		src := &randomPrompts{prefix: make([]int32, o.PrefixLen), allowed: allowed, starts: make([]int32, n)}
-		narrowIDs(src.prefix, prefix)
+		starts := make([]int32, n)
 		for i := range reqs {
-			src.starts[i] = int32((offsets[i] + i) % len(allowed))
+			starts[i] = int32((offsets[i] + i) % len(allowed))
 			reqs[i] = Request{PromptLen: o.PrefixLen + inputLens[i], MaxTokens: outputLens[i]}
 		}
-		b.source = src.ids
+		b.source = newRandomPrompts(prefix, len(allowed), starts).ids
 		return reqs, nil
 	}
 	if b.tok == nil {
@@ -103,20 +102,44 @@ func fillSequential[T tokenID](dst []T, allowed []int, start int) {
 	}
 }
 
-// randomPrompts holds what random token-ID prompts are made of, so that a
-// workload of millions of requests need not hold their IDs all at once.
+// randomPrompts holds what random token-ID prompts without a tokenizer are
+// made of, so that a workload of millions of requests need not hold their
+// IDs all at once. Without a tokenizer no ID is special, so the allowed IDs
+// are 0..vocab-1 and a body is counted out rather than read from a table
+// (one too large to stay in cache: reading it was a sixth of a simulation).
 type randomPrompts struct {
-	prefix  []int32
-	allowed []int
-	starts  []int32 // per request: where its body starts in allowed
+	prefix []int32
+	vocab  int
+	// starts is, per request, where its body starts among the IDs.
+	starts []int32
+}
+
+func newRandomPrompts(prefix []int, vocab int, starts []int32) *randomPrompts {
+	p := &randomPrompts{prefix: make([]int32, len(prefix)), vocab: vocab, starts: starts}
+	narrowIDs(p.prefix, prefix)
+	return p
 }
 
 func (p *randomPrompts) ids(r *Request) []int32 {
-	if r.Index < 0 || r.Index >= len(p.starts) || r.PromptLen < len(p.prefix) {
+	if r.Index < 0 || r.Index >= len(p.starts) {
 		return nil
 	}
-	ids := make([]int32, r.PromptLen)
+	return p.build(r.PromptLen, int(p.starts[r.Index]))
+}
+
+// build is the IDs of a prompt of n tokens whose body starts at start.
+func (p *randomPrompts) build(n, start int) []int32 {
+	if n < len(p.prefix) {
+		return nil
+	}
+	ids := make([]int32, n)
 	copy(ids, p.prefix)
-	fillSequential(ids[len(p.prefix):], p.allowed, int(p.starts[r.Index]))
+	id := int32(start)
+	for i := len(p.prefix); i < n; i++ {
+		ids[i] = id
+		if id++; int(id) == p.vocab {
+			id = 0
+		}
+	}
 	return ids
 }

@@ -116,32 +116,15 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 	if err != nil {
 		return fmt.Errorf("--tokenizer: %w", err)
 	}
-	reqs, promptIDs, err := buildSimWorkload(ctx, spec, tok, topo == nil)
-	if err != nil {
-		return err
-	}
-	if tok != nil && ec.EnablePrefixCaching {
-		// Exact token IDs make prefix-cache hits exact.
-		for i := range reqs {
-			if reqs[i].PromptIDs == nil {
-				if ids, err := tok.Encode(ctx, reqs[i].Prompt); err == nil {
-					reqs[i].PromptIDs = make([]int32, len(ids))
-					for j, id := range ids {
-						reqs[i].PromptIDs[j] = int32(id)
-					}
-				}
-			}
-		}
-	}
 	if f.throughput {
 		arrivals.Rate = math.Inf(1)
 		arrivals.RampUp = ""
 	}
-	offsets, err := workload.Schedule(len(reqs), arrivals)
+	w, err := buildSimWorkload(ctx, spec, arrivals, tok, ec.EnablePrefixCaching, topo == nil && shard == nil)
 	if err != nil {
 		return err
 	}
-	workload.Assign(reqs, offsets)
+	reqs := w.reqs
 
 	tokID := ""
 	if tok != nil {
@@ -175,7 +158,7 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 	// The recorder copies what it keeps, so the simulator may recycle
 	// records. A records write error does not stop the simulation (it costs
 	// no server time); it is reported after the result.
-	cfg := sim.Config{Engine: ec, Model: stepModel, StatsInterval: interval, MaxConcurrency: f.workload.maxConcurrency, ReuseRecords: true, PromptIDs: promptIDs}
+	cfg := sim.Config{Engine: ec, Model: stepModel, StatsInterval: interval, MaxConcurrency: f.workload.maxConcurrency, ReuseRecords: true, PromptIDs: w.promptIDs}
 	if f.logStats {
 		cfg.OnStats = func(s sim.StatsSample) { writeSimStatsLine(errw, ec, "", s) }
 		if topo != nil {
@@ -200,7 +183,7 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 	if topo != nil {
 		extra, writeSection, err = runTopology(ctx, *topo, reqs, add)
 	} else {
-		res, err = sim.Run(ctx, cfg, reqs, add)
+		res, err = sim.RunStream(ctx, cfg, w.stream, add)
 	}
 	if err != nil {
 		return err

@@ -1,0 +1,119 @@
+package metrics
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestAccumulatorColumnsExact: the distributions from the varint columns
+// equal, bit for bit, what one float64 sample per request gives (vLLM's
+// definitions, the summary before the columns), and the peak concurrency
+// equals the event sweep's.
+func TestAccumulatorColumnsExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	acc := NewAccumulator(Options{Percentiles: []float64{0, 25, 50, 90, 99, 100}})
+	var ttft, tpot, e2el, queue, e2elQueue, lag, tokPerSec sample
+	var intervals [][2]int64
+	for i := range 20000 {
+		start := time.Duration(rng.Int64N(int64(time.Hour)))
+		r := &Record{Index: i, Scheduled: start, Dispatched: start + time.Duration(rng.IntN(3))*time.Millisecond,
+			TTFT: time.Duration(rng.Int64N(int64(time.Minute))), OutputLen: rng.IntN(300), Success: rng.IntN(20) != 0}
+		r.Start = r.Dispatched + time.Duration(rng.IntN(2))*time.Duration(rng.Int64N(int64(time.Second)))
+		r.Latency = r.TTFT + time.Duration(rng.Int64N(int64(10*time.Minute)))
+		if rng.IntN(50) == 0 {
+			r.Latency, r.TTFT = 0, 0
+		}
+		acc.Add(r)
+		lag = append(lag, ms(r.SendLag()))
+		if !r.Success {
+			continue
+		}
+		ttft, e2el = append(ttft, ms(r.TTFT)), append(e2el, ms(r.Latency))
+		queue, e2elQueue = append(queue, ms(r.QueueTime())), append(e2elQueue, ms(r.QueueTime()+r.Latency))
+		if r.Latency > 0 {
+			tokPerSec = append(tokPerSec, float64(r.OutputLen)/r.Latency.Seconds())
+		}
+		if d, ok := r.TPOT(); ok {
+			tpot = append(tpot, ms(d))
+		}
+		intervals = append(intervals, [2]int64{int64(r.Start), int64(r.Start + r.Latency)})
+	}
+	p := acc.opts.Percentiles
+	got := acc.Summary(time.Hour)
+	for _, c := range []struct {
+		name      string
+		got, want Distribution
+	}{
+		{"ttft", got.TTFT, ttft.distribution(p)},
+		{"tpot", got.TPOT, tpot.distribution(p)},
+		{"e2el", got.E2EL, e2el.distribution(p)},
+		{"queue", got.ClientQueue, queue.distribution(p)},
+		{"e2el with queue", got.E2ELWithQueue, e2elQueue.distribution(p)},
+		{"tokens per second", got.TokensPerSecond, tokPerSec.distribution(p)},
+		{"send lag", got.SendLag, lag.distribution(uniquePercentiles(append([]float64{50, 99}, p...)))},
+	} {
+		if c.got.Count != c.want.Count || c.got.Mean != c.want.Mean || c.got.Std != c.want.Std || c.got.Median != c.want.Median ||
+			c.got.Max != c.want.Max || !slices.Equal(c.got.Percentiles, c.want.Percentiles) {
+			t.Errorf("%s:\n got %+v\nwant %+v", c.name, c.got, c.want)
+		}
+	}
+	if want := eventSweepPeak(intervals); got.MaxConcurrentRequests != want {
+		t.Errorf("peak concurrency %d, want %d", got.MaxConcurrentRequests, want)
+	}
+}
+
+// eventSweepPeak is the plain event sweep, departures before arrivals.
+func eventSweepPeak(intervals [][2]int64) int {
+	type event struct {
+		t     int64
+		delta int
+	}
+	var events []event
+	for _, iv := range intervals {
+		events = append(events, event{iv[0], +1}, event{iv[1], -1})
+	}
+	slices.SortFunc(events, func(a, b event) int {
+		if a.t != b.t {
+			return int(min(max(a.t-b.t, -1), 1))
+		}
+		return a.delta - b.delta
+	})
+	cur, peak := 0, 0
+	for _, e := range events {
+		cur += e.delta
+		peak = max(peak, cur)
+	}
+	return peak
+}
+
+// TestMultisetLevelsExact: however many levels the runs were merged from,
+// the multiset holds every value with its count.
+func TestMultisetLevelsExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var m multiset
+	want := map[int64]int64{}
+	for range 10 * multisetFlushAt {
+		v := rng.Int64N(1<<50) - 1<<49
+		m.add(v)
+		want[v]++
+	}
+	got := map[int64]int64{}
+	prev, first := int64(0), true
+	m.each(func(v, n int64) {
+		if !first && v <= prev {
+			t.Fatalf("values out of order: %d after %d", v, prev)
+		}
+		prev, first = v, false
+		got[v] = n
+	})
+	if len(got) != len(want) {
+		t.Fatalf("%d distinct values, want %d", len(got), len(want))
+	}
+	for v, n := range want {
+		if got[v] != n {
+			t.Fatalf("value %d: count %d, want %d", v, got[v], n)
+		}
+	}
+}
