@@ -469,5 +469,8 @@ func (d *driver) shutdown() {
 		st.finish(errServerClosed)
 	}
 	clear(d.streams)
+	if s.kv != nil {
+		s.kv.closeIdle()
+	}
 	close(s.stopped)
 }
