@@ -4,9 +4,13 @@ import (
 	"context"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -18,6 +22,7 @@ type fakeKVConsumer struct {
 	ln              net.Listener
 	closeAfterFrame bool
 	accepted        atomic.Int32
+	frames          chan string // request ids, as frames arrive
 	wg              sync.WaitGroup
 }
 
@@ -27,7 +32,7 @@ func startFakeKVConsumer(t *testing.T, closeAfterFrame bool) *fakeKVConsumer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &fakeKVConsumer{ln: ln, closeAfterFrame: closeAfterFrame}
+	c := &fakeKVConsumer{ln: ln, closeAfterFrame: closeAfterFrame, frames: make(chan string, 16)}
 	c.wg.Go(func() {
 		for {
 			conn, err := ln.Accept()
@@ -52,6 +57,10 @@ func (c *fakeKVConsumer) serve(conn net.Conn) {
 		n, err := io.CopyN(io.Discard, conn, h.PayloadBytes)
 		if err != nil {
 			return
+		}
+		select {
+		case c.frames <- h.RequestID:
+		default:
 		}
 		if _, err := conn.Write(appendKVAck(nil, n)); err != nil || c.closeAfterFrame {
 			return
@@ -89,4 +98,46 @@ func TestKVProducerKeepsConnections(t *testing.T) {
 			}
 		})
 	}
+}
+
+// blockedWriter is a response writer whose body writes wait for release:
+// a client that has not read the response yet.
+type blockedWriter struct {
+	header  http.Header
+	release chan struct{}
+}
+
+func (w *blockedWriter) Header() http.Header { return w.header }
+func (w *blockedWriter) WriteHeader(int)     {}
+func (w *blockedWriter) Write(b []byte) (int, error) {
+	<-w.release
+	return len(b), nil
+}
+
+// A producer sends a request's KV when its prefill step is done, not once
+// the response has been written.
+func TestKVProducerSendsWhenPromptComputed(t *testing.T) {
+	consumer := startFakeKVConsumer(t, false)
+	cfg := testConfig(t)
+	cfg.KVTransfer = &KVTransferConfig{Role: KVProducer, Peer: consumer.ln.Addr().String(), BytesPerToken: 1 << 10}
+	r := startServer(t, cfg)
+	body := `{"model":"test-model","prompt":[1000,1001,1002,1003],"max_tokens":1,"stream":false}`
+	req := httptest.NewRequest(http.MethodPost, "/v1/completions", strings.NewReader(body))
+	req.Header.Set(KVRequestHeader, "req-1")
+	w := &blockedWriter{header: http.Header{}, release: make(chan struct{})}
+	handled := make(chan struct{})
+	go func() {
+		defer close(handled)
+		r.Handler().ServeHTTP(w, req)
+	}()
+	select {
+	case id := <-consumer.frames:
+		if id != "req-1" {
+			t.Errorf("the consumer got the KV of %q, want req-1", id)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("no KV arrived while the prefill response was still being written")
+	}
+	close(w.release)
+	<-handled
 }
