@@ -88,7 +88,7 @@ func TestKVProducerKeepsConnections(t *testing.T) {
 			}
 			defer k.closeIdle()
 			for i, id := range []string{"a", "b", "c"} {
-				rec := k.send(context.Background(), consumer.ln.Addr().String(), id, 100+i)
+				rec := k.send(context.Background(), consumer.ln.Addr().String(), id, 100+i, time.Now())
 				if rec.Err != nil || rec.Bytes != int64(100+i)<<10 {
 					t.Fatalf("transfer %s: %d bytes, %v", id, rec.Bytes, rec.Err)
 				}

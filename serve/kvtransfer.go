@@ -180,10 +180,11 @@ func (s *Server) sendKVWhenComputed(r *http.Request, st *stream) {
 		peer = k.cfg.Peer
 	}
 	st.computed = func() {
+		computedAt := time.Now()
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), k.cfg.WaitTimeout)
 			defer cancel()
-			rec := k.send(ctx, peer, id, promptTokens)
+			rec := k.send(ctx, peer, id, promptTokens, computedAt)
 			if rec.Err != nil {
 				s.log.Warn(rec.Err.Error())
 			}
@@ -206,8 +207,12 @@ var kvPattern = func() []byte {
 	return b
 }()
 
-func (k *kvSide) send(ctx context.Context, peer, id string, promptTokens int) KVTransferRecord {
-	rec := KVTransferRecord{RequestID: id, PromptTokens: promptTokens, Start: time.Now()}
+// send moves one request's KV to peer. The transfer counts from start
+// (when the prompt was computed): the goroutine's start and the dial are
+// part of the link's setup time, as the sim's transfer starts at
+// PrefillDone.
+func (k *kvSide) send(ctx context.Context, peer, id string, promptTokens int, start time.Time) KVTransferRecord {
+	rec := KVTransferRecord{RequestID: id, PromptTokens: promptTokens, Start: start}
 	fail := func(err error) KVTransferRecord {
 		rec.End, rec.Err = time.Now(), fmt.Errorf("KV transfer of %s to %s: %w", id, peer, err)
 		return rec
