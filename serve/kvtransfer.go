@@ -95,6 +95,7 @@ type kvSide struct {
 	cfg     KVTransferConfig
 	bytes   *prometheus.CounterVec
 	count   *prometheus.CounterVec
+	seconds *prometheus.CounterVec
 	linkMu  sync.Mutex
 	linkAt  time.Time // when the producer's link is next free
 	poolMu  sync.Mutex
@@ -127,7 +128,11 @@ func newKVSide(cfg KVTransferConfig, reg *prometheus.Registry) (*kvSide, error) 
 		Help: "KV-cache bytes moved between prefill and decode instances (one tensor-parallel rank's share), by direction."}, []string{"direction"})
 	k.count = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "servebench:kv_transfers_total",
 		Help: "KV transfers between prefill and decode instances, by direction and outcome."}, []string{"direction", "outcome"})
-	reg.MustRegister(k.bytes, k.count)
+	// With the byte and transfer counts, the mean transfer time gives the
+	// link's achieved rate, the figure sim's --kv-link-bandwidth takes.
+	k.seconds = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "servebench:kv_transfer_seconds_total",
+		Help: "Time KV transfers took, by direction: sent from the prompt computed to the consumer's acknowledgement (link setup included), received from the frame header to the last byte."}, []string{"direction"})
+	reg.MustRegister(k.bytes, k.count, k.seconds)
 	return k, nil
 }
 
@@ -142,6 +147,7 @@ func (k *kvSide) note(direction string, rec KVTransferRecord) {
 	}
 	k.bytes.WithLabelValues(direction).Add(float64(rec.Bytes))
 	k.count.WithLabelValues(direction, outcome).Inc()
+	k.seconds.WithLabelValues(direction).Add(rec.End.Sub(rec.Start).Seconds())
 	k.mu.Lock()
 	k.records = append(k.records, rec)
 	k.mu.Unlock()
