@@ -286,6 +286,9 @@ func (d *driver) deliver(outs []engine.Output, start, due time.Duration) {
 			if st.generated == 0 {
 				st.firstDue = due
 				d.s.metrics.observeTTFT((due - st.req.Arrival).Seconds())
+				if st.computed != nil {
+					st.computed()
+				}
 			} else {
 				gap := (due - st.lastDue).Seconds()
 				d.s.metrics.observeITL(gap)
@@ -469,5 +472,8 @@ func (d *driver) shutdown() {
 		st.finish(errServerClosed)
 	}
 	clear(d.streams)
+	if s.kv != nil {
+		s.kv.closeIdle()
+	}
 	close(s.stopped)
 }

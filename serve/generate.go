@@ -97,6 +97,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	if !s.awaitKVTransfer(r.Context(), st) {
 		return
 	}
+	s.sendKVWhenComputed(r, st)
 	if err := s.submit(st); err != nil {
 		writeAPIError(w, s.streamError(err), style)
 		return
@@ -106,7 +107,6 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	} else {
 		s.writeFull(w, r, st, rs)
 	}
-	s.afterPrefill(r, st)
 }
 
 // promptTokenCap is how far a prompt is tokenized: twice max_model_len.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -206,6 +207,7 @@ func TestPDKVBytesConserved(t *testing.T) {
 			}
 			sent := map[string]KVTransferRecord{}
 			var sentTotal, recvTotal int64
+			var sentSeconds, recvSeconds float64
 			for _, p := range f.prefill {
 				for _, rec := range waitTransfers(t, p, 1) {
 					sent[rec.RequestID] = rec
@@ -227,17 +229,24 @@ func TestPDKVBytesConserved(t *testing.T) {
 					}
 					sentTotal += s.Bytes
 					recvTotal += rec.Bytes
+					sentSeconds += s.End.Sub(s.Start).Seconds()
+					recvSeconds += rec.End.Sub(rec.Start).Seconds()
 				}
 			}
 			if received != n || len(sent) != n {
 				t.Fatalf("%d transfers sent, %d received, want %d each", len(sent), received, n)
 			}
-			var mSent, mRecv float64
+			var mSent, mRecv, mSentSeconds, mRecvSeconds float64
 			for _, p := range f.prefill {
 				mSent += metricValue(t, p.URL(), "servebench:kv_transfer_bytes_total", "sent")
+				mSentSeconds += metricValue(t, p.URL(), "servebench:kv_transfer_seconds_total", "sent")
 			}
 			for _, d := range f.decode {
 				mRecv += metricValue(t, d.URL(), "servebench:kv_transfer_bytes_total", "received")
+				mRecvSeconds += metricValue(t, d.URL(), "servebench:kv_transfer_seconds_total", "received")
+			}
+			if math.Abs(mSentSeconds-sentSeconds) > 1e-6 || math.Abs(mRecvSeconds-recvSeconds) > 1e-6 || !(mSentSeconds > mRecvSeconds) {
+				t.Errorf("seconds: records sent %g received %g, metrics sent %g received %g", sentSeconds, recvSeconds, mSentSeconds, mRecvSeconds)
 			}
 			if mSent != float64(sentTotal) || mRecv != float64(recvTotal) || sentTotal != recvTotal {
 				t.Errorf("bytes: records sent %d received %d, metrics sent %.0f received %.0f", sentTotal, recvTotal, mSent, mRecv)

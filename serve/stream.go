@@ -30,6 +30,10 @@ type stream struct {
 	remotePrefill bool
 	textSeed      uint64
 	abortSent     atomic.Bool
+	// computed, if set, is called once on the step loop when the step that
+	// finished the prompt is due (a KV producer starts its transfer then);
+	// it must not block. Set before submit.
+	computed func()
 
 	notify chan struct{}
 
