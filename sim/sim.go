@@ -348,11 +348,12 @@ func (r *runner) add(id int, w *workload.Request) error {
 		MaxTokens:  w.MaxTokens,
 	}
 	if err := r.eng.Add(er); err != nil {
+		r.reqs.Recycle(w.PromptIDs) // the engine refused it before keeping it
 		rec.Error = err.Error()
 		r.end = max(r.end, r.now)
 		return r.emitRecord(rec)
 	}
-	r.flights.put(uint64(id), rec)
+	r.flights.put(uint64(id), rec, w.PromptIDs)
 	r.inFlight++
 	return nil
 }
@@ -392,7 +393,8 @@ func (r *runner) finish(o *engine.Output, now time.Duration) error {
 	if rec == nil {
 		return nil
 	}
-	r.flights.drop(o.ID)
+	// The engine has released the request, and with it the prompt.
+	r.reqs.Recycle(r.flights.drop(o.ID))
 	if r.full() {
 		r.slotFreedAt = now
 	}
@@ -537,47 +539,66 @@ func ThroughputLine(res *Result, numRequests int, totalTokens int64) string {
 }
 
 // flights maps engine request IDs, handed out in arrival order, to the
-// records of requests in flight: a window from the oldest request still in
-// flight to the newest, so memory follows what is in flight.
+// records (and prompt buffers) of requests in flightEntry: a window from the
+// oldest request still in flightEntry to the newest, so memory follows what is
+// in flightEntry.
 type flights struct {
-	base uint64 // ID of recs[head]
-	recs []*metrics.Record
-	head int
+	base    uint64 // ID of entries[head]
+	entries []flightEntry
+	head    int
+}
+
+type flightEntry struct {
+	rec *metrics.Record
+	// prompt is the stream's buffer of the request's IDs, given back to
+	// the stream when the request leaves the engine.
+	prompt []int32
+}
+
+func (f *flights) at(id uint64) *flightEntry {
+	if id < f.base || id-f.base >= uint64(len(f.entries)-f.head) {
+		return nil
+	}
+	return &f.entries[f.head+int(id-f.base)]
 }
 
 func (f *flights) get(id uint64) *metrics.Record {
-	if id < f.base || id-f.base >= uint64(len(f.recs)-f.head) {
-		return nil
+	if fl := f.at(id); fl != nil {
+		return fl.rec
 	}
-	return f.recs[f.head+int(id-f.base)]
+	return nil
 }
 
 // put records the request with the next ID (IDs come in order, from 0).
-func (f *flights) put(id uint64, rec *metrics.Record) {
-	if f.head == len(f.recs) {
-		f.recs, f.head, f.base = f.recs[:0], 0, id
+func (f *flights) put(id uint64, rec *metrics.Record, prompt []int32) {
+	if f.head == len(f.entries) {
+		f.entries, f.head, f.base = f.entries[:0], 0, id
 	}
-	for f.base+uint64(len(f.recs)-f.head) < id {
-		f.recs = append(f.recs, nil) // an ID the engine refused
+	for f.base+uint64(len(f.entries)-f.head) < id {
+		f.entries = append(f.entries, flightEntry{}) // an ID the engine refused
 	}
-	if f.head > 0 && len(f.recs) == cap(f.recs) && f.head >= len(f.recs)/2 {
+	if f.head > 0 && len(f.entries) == cap(f.entries) && f.head >= len(f.entries)/2 {
 		// Slide the window down instead of growing the array.
-		n := copy(f.recs, f.recs[f.head:])
-		clear(f.recs[n:])
-		f.recs, f.head = f.recs[:n], 0
+		n := copy(f.entries, f.entries[f.head:])
+		clear(f.entries[n:])
+		f.entries, f.head = f.entries[:n], 0
 	}
-	f.recs = append(f.recs, rec)
+	f.entries = append(f.entries, flightEntry{rec, prompt})
 }
 
-func (f *flights) drop(id uint64) {
-	if id < f.base || id-f.base >= uint64(len(f.recs)-f.head) {
-		return
+// drop forgets the request and returns its prompt buffer.
+func (f *flights) drop(id uint64) []int32 {
+	fl := f.at(id)
+	if fl == nil {
+		return nil
 	}
-	f.recs[f.head+int(id-f.base)] = nil
-	for f.head < len(f.recs) && f.recs[f.head] == nil {
+	prompt := fl.prompt
+	*fl = flightEntry{}
+	for f.head < len(f.entries) && f.entries[f.head].rec == nil {
 		f.head++
 		f.base++
 	}
+	return prompt
 }
 
 // arrivalOrder is the stable arrival order of reqs, nil when already sorted.
