@@ -123,19 +123,24 @@ func RunStream(ctx context.Context, cfg Config, reqs *workload.Stream, emit func
 	if emit == nil {
 		emit = func(*metrics.Record) error { return nil }
 	}
-	eng, err := engine.New(cfg.Engine)
-	if err != nil {
-		return nil, fmt.Errorf("sim: engine config: %w", err)
-	}
 	r := &runner{
-		cfg:     cfg,
-		eng:     eng,
 		reqs:    reqs,
 		emit:    emit,
 		caching: cfg.Engine.EnablePrefixCaching,
 		v1:      cfg.Engine.Version == engine.V1,
 		stride:  1,
 	}
+	if r.caching && reqs.DeferPrompts() {
+		// Build each prompt at its first admission, in a recycled buffer:
+		// a burst's waiting queue then holds no IDs.
+		r.deferred = true
+		cfg.Engine.PromptIDs = r.buildPrompt
+	}
+	eng, err := engine.New(cfg.Engine)
+	if err != nil {
+		return nil, fmt.Errorf("sim: engine config: %w", err)
+	}
+	r.cfg, r.eng = cfg, eng
 	r.host, _ = cfg.Model.(HostAwareModel)
 	r.depth = eng.MaxBatches()
 	r.virtualEngines = r.depth > 1 && cfg.Engine.Version == engine.V0
@@ -161,6 +166,9 @@ type runner struct {
 	maxima  Maxima
 	caching bool
 	v1      bool
+	// deferred: the stream names prompts and the engine has them built
+	// when it first needs them (buildPrompt).
+	deferred bool
 
 	now        time.Duration
 	start, end time.Duration
@@ -318,7 +326,7 @@ func (r *runner) full() bool {
 
 func (r *runner) add(id int, w *workload.Request) error {
 	start := max(w.Arrival, r.slotFreedAt)
-	er := engine.Request{ID: uint64(id), MaxTokens: w.MaxTokens, Arrival: start}
+	er := engine.Request{ID: uint64(id), MaxTokens: w.MaxTokens, Arrival: start, DeferredPrompt: r.deferred}
 	ids := w.PromptIDs
 	if ids == nil && r.cfg.PromptIDs != nil {
 		ids = r.cfg.PromptIDs(w)
@@ -353,7 +361,11 @@ func (r *runner) add(id int, w *workload.Request) error {
 		r.end = max(r.end, r.now)
 		return r.emitRecord(rec)
 	}
-	r.flights.put(uint64(id), rec, w.PromptIDs)
+	fl := flightEntry{rec: rec, prompt: w.PromptIDs}
+	if r.deferred {
+		fl.ref = r.reqs.PromptRef()
+	}
+	r.flights.put(uint64(id), fl)
 	r.inFlight++
 	return nil
 }
@@ -553,6 +565,19 @@ type flightEntry struct {
 	// prompt is the stream's buffer of the request's IDs, given back to
 	// the stream when the request leaves the engine.
 	prompt []int32
+	ref    workload.PromptRef // with deferred prompts: what to build
+}
+
+// buildPrompt is the engine's Config.PromptIDs with deferred prompts.
+func (r *runner) buildPrompt(id uint64) []int32 {
+	fl := r.flights.at(id)
+	if fl == nil {
+		return nil // never happens: the engine asks only for requests it holds
+	}
+	if fl.prompt == nil {
+		fl.prompt = r.reqs.BuildPrompt(fl.ref)
+	}
+	return fl.prompt
 }
 
 func (f *flights) at(id uint64) *flightEntry {
@@ -570,7 +595,7 @@ func (f *flights) get(id uint64) *metrics.Record {
 }
 
 // put records the request with the next ID (IDs come in order, from 0).
-func (f *flights) put(id uint64, rec *metrics.Record, prompt []int32) {
+func (f *flights) put(id uint64, fl flightEntry) {
 	if f.head == len(f.entries) {
 		f.entries, f.head, f.base = f.entries[:0], 0, id
 	}
@@ -583,7 +608,7 @@ func (f *flights) put(id uint64, rec *metrics.Record, prompt []int32) {
 		clear(f.entries[n:])
 		f.entries, f.head = f.entries[:n], 0
 	}
-	f.entries = append(f.entries, flightEntry{rec, prompt})
+	f.entries = append(f.entries, fl)
 }
 
 // drop forgets the request and returns its prompt buffer.
