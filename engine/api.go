@@ -126,6 +126,11 @@ type Config struct {
 	// Logger, if set, receives vLLM's scheduler warnings (ignored prompts,
 	// every 50th preemption). nil logs nothing.
 	Logger *slog.Logger
+	// PromptIDs, if set, gives the token IDs of a request added with
+	// DeferredPrompt when prefix caching first needs them (at its first
+	// admission), so a queue of waiting requests holds none. The IDs must
+	// stay unchanged until the request finishes, is rejected or aborted.
+	PromptIDs func(id uint64) []int32
 }
 
 // Validate checks the configuration the way vLLM's SchedulerConfig and
@@ -194,6 +199,9 @@ type Request struct {
 	// a reference and never modifies it.
 	Prompt    []int32
 	PromptLen int // used when Prompt is nil; otherwise len(Prompt)
+	// DeferredPrompt says the request's PromptLen IDs exist but come from
+	// Config.PromptIDs when needed (only with Prompt nil).
+	DeferredPrompt bool
 	// MaxTokens is the number of output tokens to generate; the engine
 	// generates exactly this many (ignore_eos).
 	MaxTokens int

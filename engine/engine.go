@@ -34,6 +34,7 @@ type sequence struct {
 	arrival   time.Duration
 	prompt    []int32
 	promptLen int
+	deferred  bool // prompt comes from Config.PromptIDs when first hashed
 	maxTokens int
 	generated int
 	computed  int // tokens whose KV is computed (num_computed_tokens)
@@ -52,6 +53,9 @@ type sequence struct {
 	hashes       []uint64 // chained hashes of the leading full blocks
 	hashedBlocks int      // leading blocks already registered in the cache
 }
+
+// hasPrompt reports that s's prompt IDs are known (now or on demand).
+func (s *sequence) hasPrompt() bool { return s.prompt != nil || s.deferred }
 
 // len is the number of tokens the sequence holds: prompt plus generated.
 func (s *sequence) len() int { return s.promptLen + s.generated }
@@ -177,6 +181,7 @@ func (e *Engine) Add(r Request) error {
 	s.arrival = r.Arrival
 	s.prompt = r.Prompt
 	s.promptLen = promptLen
+	s.deferred = r.Prompt == nil && r.DeferredPrompt && e.cfg.PromptIDs != nil
 	s.maxTokens = r.MaxTokens
 	// The last prompt token is always computed here: its logits sample
 	// the first output token.
@@ -559,7 +564,7 @@ func (e *Engine) freeCPU(s *sequence) {
 // its logits). The result aliases e.hits.
 func (e *Engine) findHits(s *sequence) []int32 {
 	e.hits = e.hits[:0]
-	if !e.kv.caching || s.prompt == nil {
+	if !e.kv.caching || !s.hasPrompt() {
 		return e.hits
 	}
 	maxBlocks := (s.len() - 1) / e.cfg.BlockSize
@@ -603,7 +608,7 @@ func (e *Engine) evictableHits(hits []int32) int {
 // request is preempted. Hits come out exactly as in vLLM, with half the
 // hashing and table churn.
 func (e *Engine) cacheFull(s *sequence, upTo int) {
-	if !e.kv.caching || s.prompt == nil {
+	if !e.kv.caching || !s.hasPrompt() {
 		return
 	}
 	e.registerBlocks(s, min(upTo, s.promptLen))
@@ -612,7 +617,7 @@ func (e *Engine) cacheFull(s *sequence, upTo int) {
 // cacheForResume registers every computed full block of a request about to
 // be preempted, so its recompute can hit them while they survive.
 func (e *Engine) cacheForResume(s *sequence) {
-	if !e.kv.caching || s.prompt == nil {
+	if !e.kv.caching || !s.hasPrompt() {
 		return
 	}
 	e.registerBlocks(s, s.computed)

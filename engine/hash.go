@@ -28,6 +28,9 @@ func (s *sequence) generatedToken(p int) uint64 {
 // and remembered for the life of the request.
 func (e *Engine) blockHash(s *sequence, i int) uint64 {
 	bs := e.cfg.BlockSize
+	if s.prompt == nil && s.deferred && len(s.hashes) <= i {
+		s.prompt = e.cfg.PromptIDs(s.id)
+	}
 	for j := len(s.hashes); j <= i; j++ {
 		h := hashSeed
 		if j > 0 {

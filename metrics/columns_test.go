@@ -117,3 +117,42 @@ func TestMultisetLevelsExact(t *testing.T) {
 		}
 	}
 }
+
+// TestMultisetEachMergesWithoutCompacting: each reads the levels merged on
+// the fly, summing a value's counts across levels, and leaves the levels
+// as they were (compacting would copy the largest at the summary's peak).
+func TestMultisetEachMergesWithoutCompacting(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	var m multiset
+	want := map[int64]int64{}
+	for range 20 * multisetFlushAt {
+		v := rng.Int64N(3 * multisetFlushAt) // repeats in every level
+		m.add(v)
+		want[v]++
+	}
+	m.flush()
+	levels := len(m.levels)
+	if levels < 2 {
+		t.Fatalf("%d levels; the test needs several", levels)
+	}
+	got := map[int64]int64{}
+	prev := int64(-1)
+	m.each(func(v, n int64) {
+		if v <= prev {
+			t.Fatalf("values out of order: %d after %d", v, prev)
+		}
+		prev = v
+		got[v] = n
+	})
+	if len(m.levels) != levels {
+		t.Fatalf("each compacted %d levels into %d", levels, len(m.levels))
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d distinct values, want %d", len(got), len(want))
+	}
+	for v, n := range want {
+		if got[v] != n {
+			t.Fatalf("value %d: count %d, want %d", v, got[v], n)
+		}
+	}
+}

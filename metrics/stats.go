@@ -182,10 +182,47 @@ func (m *multiset) compact() {
 }
 
 // each calls f for every distinct value in ascending order with its count.
+// It merges the levels as it reads them rather than compacting first: the
+// final merge would copy the largest level, which in a 10M-request
+// simulation is about a hundred megabytes of token times.
 func (m *multiset) each(f func(v, n int64)) {
-	m.compact()
+	m.flush()
 	if len(m.levels) == 1 {
 		m.levels[0].each(func(v, n int64) bool { f(v, n); return true })
+		return
+	}
+	type head struct {
+		next func() (v, n int64, ok bool)
+		v, n int64
+	}
+	heads := make([]head, 0, len(m.levels))
+	for _, l := range m.levels {
+		c := l.cursor()
+		if v, n, ok := c(); ok {
+			heads = append(heads, head{c, v, n})
+		}
+	}
+	for len(heads) > 0 {
+		least := heads[0].v
+		for _, h := range heads[1:] {
+			least = min(least, h.v)
+		}
+		var total int64
+		for i := 0; i < len(heads); {
+			h := &heads[i]
+			if h.v != least {
+				i++
+				continue
+			}
+			total += h.n
+			if v, n, ok := h.next(); ok {
+				h.v, h.n = v, n
+				i++
+			} else {
+				heads = append(heads[:i], heads[i+1:]...)
+			}
+		}
+		f(least, total)
 	}
 }
 

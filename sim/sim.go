@@ -123,19 +123,24 @@ func RunStream(ctx context.Context, cfg Config, reqs *workload.Stream, emit func
 	if emit == nil {
 		emit = func(*metrics.Record) error { return nil }
 	}
-	eng, err := engine.New(cfg.Engine)
-	if err != nil {
-		return nil, fmt.Errorf("sim: engine config: %w", err)
-	}
 	r := &runner{
-		cfg:     cfg,
-		eng:     eng,
 		reqs:    reqs,
 		emit:    emit,
 		caching: cfg.Engine.EnablePrefixCaching,
 		v1:      cfg.Engine.Version == engine.V1,
 		stride:  1,
 	}
+	if r.caching && reqs.DeferPrompts() {
+		// Build each prompt at its first admission, in a recycled buffer:
+		// a burst's waiting queue then holds no IDs.
+		r.deferred = true
+		cfg.Engine.PromptIDs = r.buildPrompt
+	}
+	eng, err := engine.New(cfg.Engine)
+	if err != nil {
+		return nil, fmt.Errorf("sim: engine config: %w", err)
+	}
+	r.cfg, r.eng = cfg, eng
 	r.host, _ = cfg.Model.(HostAwareModel)
 	r.depth = eng.MaxBatches()
 	r.virtualEngines = r.depth > 1 && cfg.Engine.Version == engine.V0
@@ -161,6 +166,9 @@ type runner struct {
 	maxima  Maxima
 	caching bool
 	v1      bool
+	// deferred: the stream names prompts and the engine has them built
+	// when it first needs them (buildPrompt).
+	deferred bool
 
 	now        time.Duration
 	start, end time.Duration
@@ -318,7 +326,7 @@ func (r *runner) full() bool {
 
 func (r *runner) add(id int, w *workload.Request) error {
 	start := max(w.Arrival, r.slotFreedAt)
-	er := engine.Request{ID: uint64(id), MaxTokens: w.MaxTokens, Arrival: start}
+	er := engine.Request{ID: uint64(id), MaxTokens: w.MaxTokens, Arrival: start, DeferredPrompt: r.deferred}
 	ids := w.PromptIDs
 	if ids == nil && r.cfg.PromptIDs != nil {
 		ids = r.cfg.PromptIDs(w)
@@ -348,11 +356,16 @@ func (r *runner) add(id int, w *workload.Request) error {
 		MaxTokens:  w.MaxTokens,
 	}
 	if err := r.eng.Add(er); err != nil {
+		r.reqs.Recycle(w.PromptIDs) // the engine refused it before keeping it
 		rec.Error = err.Error()
 		r.end = max(r.end, r.now)
 		return r.emitRecord(rec)
 	}
-	r.flights.put(uint64(id), rec)
+	fl := flightEntry{rec: rec, prompt: w.PromptIDs}
+	if r.deferred {
+		fl.ref = r.reqs.PromptRef()
+	}
+	r.flights.put(uint64(id), fl)
 	r.inFlight++
 	return nil
 }
@@ -392,7 +405,8 @@ func (r *runner) finish(o *engine.Output, now time.Duration) error {
 	if rec == nil {
 		return nil
 	}
-	r.flights.drop(o.ID)
+	// The engine has released the request, and with it the prompt.
+	r.reqs.Recycle(r.flights.drop(o.ID))
 	if r.full() {
 		r.slotFreedAt = now
 	}
@@ -537,47 +551,79 @@ func ThroughputLine(res *Result, numRequests int, totalTokens int64) string {
 }
 
 // flights maps engine request IDs, handed out in arrival order, to the
-// records of requests in flight: a window from the oldest request still in
-// flight to the newest, so memory follows what is in flight.
+// records (and prompt buffers) of requests in flightEntry: a window from the
+// oldest request still in flightEntry to the newest, so memory follows what is
+// in flightEntry.
 type flights struct {
-	base uint64 // ID of recs[head]
-	recs []*metrics.Record
-	head int
+	base    uint64 // ID of entries[head]
+	entries []flightEntry
+	head    int
+}
+
+type flightEntry struct {
+	rec *metrics.Record
+	// prompt is the stream's buffer of the request's IDs, given back to
+	// the stream when the request leaves the engine.
+	prompt []int32
+	ref    workload.PromptRef // with deferred prompts: what to build
+}
+
+// buildPrompt is the engine's Config.PromptIDs with deferred prompts.
+func (r *runner) buildPrompt(id uint64) []int32 {
+	fl := r.flights.at(id)
+	if fl == nil {
+		return nil // never happens: the engine asks only for requests it holds
+	}
+	if fl.prompt == nil {
+		fl.prompt = r.reqs.BuildPrompt(fl.ref)
+	}
+	return fl.prompt
+}
+
+func (f *flights) at(id uint64) *flightEntry {
+	if id < f.base || id-f.base >= uint64(len(f.entries)-f.head) {
+		return nil
+	}
+	return &f.entries[f.head+int(id-f.base)]
 }
 
 func (f *flights) get(id uint64) *metrics.Record {
-	if id < f.base || id-f.base >= uint64(len(f.recs)-f.head) {
-		return nil
+	if fl := f.at(id); fl != nil {
+		return fl.rec
 	}
-	return f.recs[f.head+int(id-f.base)]
+	return nil
 }
 
 // put records the request with the next ID (IDs come in order, from 0).
-func (f *flights) put(id uint64, rec *metrics.Record) {
-	if f.head == len(f.recs) {
-		f.recs, f.head, f.base = f.recs[:0], 0, id
+func (f *flights) put(id uint64, fl flightEntry) {
+	if f.head == len(f.entries) {
+		f.entries, f.head, f.base = f.entries[:0], 0, id
 	}
-	for f.base+uint64(len(f.recs)-f.head) < id {
-		f.recs = append(f.recs, nil) // an ID the engine refused
+	for f.base+uint64(len(f.entries)-f.head) < id {
+		f.entries = append(f.entries, flightEntry{}) // an ID the engine refused
 	}
-	if f.head > 0 && len(f.recs) == cap(f.recs) && f.head >= len(f.recs)/2 {
+	if f.head > 0 && len(f.entries) == cap(f.entries) && f.head >= len(f.entries)/2 {
 		// Slide the window down instead of growing the array.
-		n := copy(f.recs, f.recs[f.head:])
-		clear(f.recs[n:])
-		f.recs, f.head = f.recs[:n], 0
+		n := copy(f.entries, f.entries[f.head:])
+		clear(f.entries[n:])
+		f.entries, f.head = f.entries[:n], 0
 	}
-	f.recs = append(f.recs, rec)
+	f.entries = append(f.entries, fl)
 }
 
-func (f *flights) drop(id uint64) {
-	if id < f.base || id-f.base >= uint64(len(f.recs)-f.head) {
-		return
+// drop forgets the request and returns its prompt buffer.
+func (f *flights) drop(id uint64) []int32 {
+	fl := f.at(id)
+	if fl == nil {
+		return nil
 	}
-	f.recs[f.head+int(id-f.base)] = nil
-	for f.head < len(f.recs) && f.recs[f.head] == nil {
+	prompt := fl.prompt
+	*fl = flightEntry{}
+	for f.head < len(f.entries) && f.entries[f.head].rec == nil {
 		f.head++
 		f.base++
 	}
+	return prompt
 }
 
 // arrivalOrder is the stable arrival order of reqs, nil when already sorted.

@@ -65,12 +65,14 @@ func TestFlightsWindow(t *testing.T) {
 	for id := uint64(0); id < 20000; id++ {
 		if rng.IntN(7) != 0 { // some IDs are refused by the engine and never put
 			rec := &metrics.Record{Index: int(id)}
-			f.put(id, rec)
+			f.put(id, flightEntry{rec: rec, prompt: []int32{int32(id)}})
 			live[id] = rec
 		}
 		for old := range live {
 			if len(live) > 50 || rng.IntN(4) == 0 {
-				f.drop(old)
+				if p := f.drop(old); len(p) != 1 || p[0] != int32(old) {
+					t.Fatalf("id %d: drop gave back prompt %v", old, p)
+				}
 				delete(live, old)
 			}
 			break
@@ -84,8 +86,8 @@ func TestFlightsWindow(t *testing.T) {
 			t.Fatalf("id %d: found before it was put", id+1)
 		}
 	}
-	if cap(f.recs) > 1<<14 {
-		t.Fatalf("window grew to %d slots for at most ~50 requests in flight", cap(f.recs))
+	if cap(f.entries) > 1<<14 {
+		t.Fatalf("window grew to %d slots for at most ~50 requests in flight", cap(f.entries))
 	}
 }
 

@@ -132,7 +132,13 @@ func (p *randomPrompts) build(n, start int) []int32 {
 	if n < len(p.prefix) {
 		return nil
 	}
-	ids := make([]int32, n)
+	return p.fill(make([]int32, n), start)
+}
+
+// fill writes into ids the prompt of len(ids) tokens whose body starts at
+// start.
+func (p *randomPrompts) fill(ids []int32, start int) []int32 {
+	n := len(ids)
 	copy(ids, p.prefix)
 	id := int32(start)
 	for i := len(p.prefix); i < n; i++ {
@@ -142,4 +148,12 @@ func (p *randomPrompts) build(n, start int) []int32 {
 		}
 	}
 	return ids
+}
+
+// buildIn is build in a buffer from free.
+func (p *randomPrompts) buildIn(free *promptBuffers, n, start int) []int32 {
+	if n < len(p.prefix) {
+		return nil
+	}
+	return p.fill(free.get(n), start)
 }

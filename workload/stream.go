@@ -20,6 +20,86 @@ type Stream struct {
 	peek *Request
 	got  int
 	buf  Request
+	// With deferred prompts, bufRef names buf's prompt and src builds it.
+	deferred bool
+	bufRef   PromptRef
+	src      *randomPrompts
+	// free holds prompt buffers given back with Recycle; nil for a stream
+	// whose prompts belong to the caller (StreamOf).
+	free *promptBuffers
+}
+
+// Recycle gives back the PromptIDs of a request this stream made, once
+// nothing reads them any more, so a later request's prompt is built in
+// them: a long run then allocates prompts only for the requests in flight
+// at once. It does nothing for a StreamOf stream (the caller owns those
+// IDs) or a nil slice.
+func (s *Stream) Recycle(ids []int32) {
+	if s.free != nil && ids != nil {
+		s.free.put(ids)
+	}
+}
+
+// PromptRef names the prompt of a request from a stream with deferred
+// prompts (8 bytes instead of 4 a token); BuildPrompt makes its IDs.
+type PromptRef struct {
+	len, start int32
+}
+
+// DeferPrompts makes a NewStream stream that carries prompt IDs hand out
+// its requests without them: PromptRef then names the prompt of the
+// request Next last returned, and BuildPrompt builds it when it is needed.
+// It reports whether the stream can defer (a StreamOf stream cannot) and
+// must be called before the first Peek or Next.
+func (s *Stream) DeferPrompts() bool {
+	if s.src == nil || s.got > 0 || s.peek != nil {
+		return false
+	}
+	s.deferred = true
+	return true
+}
+
+// PromptRef names the prompt of the request Next last returned, on a
+// stream with deferred prompts; like that request, until the next Peek or
+// Next.
+func (s *Stream) PromptRef() PromptRef { return s.bufRef }
+
+// BuildPrompt builds the IDs ref names, in a buffer given back with
+// Recycle when there is one: the same IDs the request would have carried.
+func (s *Stream) BuildPrompt(ref PromptRef) []int32 {
+	return s.src.buildIn(s.free, int(ref.len), int(ref.start))
+}
+
+// promptBuffers is a free list of prompt buffers by size class; each
+// buffer's capacity is a whole number of classes, so a buffer of class c
+// holds any prompt of up to c*promptClass tokens.
+type promptBuffers struct {
+	byClass [][][]int32
+}
+
+const promptClass = 32
+
+func (p *promptBuffers) get(n int) []int32 {
+	c := (n + promptClass - 1) / promptClass
+	if c < len(p.byClass) {
+		if k := len(p.byClass[c]); k > 0 {
+			ids := p.byClass[c][k-1]
+			p.byClass[c] = p.byClass[c][:k-1]
+			return ids[:n]
+		}
+	}
+	return make([]int32, n, c*promptClass)
+}
+
+func (p *promptBuffers) put(ids []int32) {
+	c := cap(ids) / promptClass
+	if c == 0 {
+		return
+	}
+	for len(p.byClass) <= c {
+		p.byClass = append(p.byClass, nil)
+	}
+	p.byClass[c] = append(p.byClass[c], ids[:0])
 }
 
 // Len is the number of requests the stream yields in all.
@@ -92,8 +172,9 @@ func Streamable(s Spec, tokenizerGiven bool) bool {
 // (random dataset, no tokenizer: see Streamable) and a, in arrival order,
 // each when it is taken: the same requests with the same arrivals, in O(1)
 // memory instead of O(NumPrompts). With promptIDs each request carries
-// Build's PromptIDs, a new slice per request; without, only PromptLen (a
-// simulation without prefix caching needs no more).
+// Build's PromptIDs, in a buffer given back with Recycle when there is one;
+// without, only PromptLen (a simulation without prefix caching needs no
+// more).
 //
 // The dataset draws all input lengths, then all output lengths, then all
 // body offsets from one random stream (vLLM's order). NewStream walks that
@@ -156,6 +237,10 @@ func NewStream(ctx context.Context, s Spec, a Arrivals, promptIDs bool) (*Stream
 	fillRandom(walker, prefix, allowed)
 	src := newRandomPrompts(prefix, len(allowed), nil)
 	vocabLen := len(allowed)
+	st := &Stream{n: n, free: &promptBuffers{}}
+	if promptIDs {
+		st.src = src
+	}
 
 	inRng, outRng, offRng := rand.New(inputs), rand.New(&outputs), rand.New(&offsets)
 	gen := func(i int) Request {
@@ -164,7 +249,7 @@ func NewStream(ctx context.Context, s Spec, a Arrivals, promptIDs bool) (*Stream
 		off := offRng.IntN(vocab)
 		req := Request{Index: i, PromptLen: o.PrefixLen + in, MaxTokens: out}
 		if promptIDs {
-			req.PromptIDs = src.build(req.PromptLen, (off+i)%vocabLen)
+			st.setPrompt(&req, (off+i)%vocabLen)
 		}
 		return req
 	}
@@ -183,7 +268,7 @@ func NewStream(ctx context.Context, s Spec, a Arrivals, promptIDs bool) (*Stream
 			req := last
 			req.Arrival = arr.last
 			if promptIDs {
-				req.PromptIDs = src.build(req.PromptLen, (lastOffset+n-1)%vocabLen)
+				st.setPrompt(&req, (lastOffset+n-1)%vocabLen)
 			}
 			if i == n-1 {
 				i++
@@ -195,7 +280,18 @@ func NewStream(ctx context.Context, s Spec, a Arrivals, promptIDs bool) (*Stream
 		i++
 		return req
 	}
-	return &Stream{n: n, next: next}, nil
+	st.next = next
+	return st, nil
+}
+
+// setPrompt gives req, whose body starts at start, its prompt IDs, or with
+// deferred prompts their name.
+func (s *Stream) setPrompt(req *Request, start int) {
+	if s.deferred {
+		s.bufRef = PromptRef{len: int32(req.PromptLen), start: int32(start)}
+		return
+	}
+	req.PromptIDs = s.src.buildIn(s.free, req.PromptLen, start)
 }
 
 // lazyArrivals is Schedule one offset at a time. Offsets before the last

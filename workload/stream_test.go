@@ -63,6 +63,14 @@ func TestNewStreamMatchesBuildAndSchedule(t *testing.T) {
 				if a, b := g.PromptIDs, wantIDs(w); !slices.Equal(a, b) {
 					t.Fatalf("position %d (request %d): prompt IDs differ:\n got %v\nwant %v", k, w.Index, a, b)
 				}
+				// Give back every other prompt, garbled, at once: later
+				// prompts are built in old buffers and must still match.
+				if k%2 == 0 {
+					for j := range g.PromptIDs {
+						g.PromptIDs[j] = -1
+					}
+					got.Recycle(g.PromptIDs)
+				}
 			}
 		})
 	}
@@ -91,5 +99,37 @@ func TestNewStreamRejectsBuiltDatasets(t *testing.T) {
 	s.Dataset = DatasetSonnet
 	if _, err := NewStream(context.Background(), s, DefaultArrivals(), false); err == nil {
 		t.Fatal("sonnet streamed; want an error")
+	}
+}
+
+// TestStreamRecycleReusesBuffers: a prompt given back is the buffer of a
+// later prompt (so steady state allocates none), and StreamOf never reuses
+// the caller's IDs.
+func TestStreamRecycleReusesBuffers(t *testing.T) {
+	ctx := context.Background()
+	spec := randomSpec(50, 100, 10, 0.3, 8)
+	s, err := NewStream(ctx, spec, Arrivals{Rate: 5, Burstiness: 1, Seed: 4}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reused := 0
+	var prev []int32
+	for r := s.Next(); r != nil; r = s.Next() {
+		if prev != nil && cap(prev) >= len(r.PromptIDs) && &prev[:1][0] == &r.PromptIDs[0] {
+			reused++
+		}
+		s.Recycle(r.PromptIDs)
+		prev = r.PromptIDs
+	}
+	// Lengths 78..138 span two or three size classes of 32 tokens.
+	if reused < 15 {
+		t.Fatalf("%d of 50 prompts reused the buffer given back just before; want most", reused)
+	}
+
+	reqs := []Request{{PromptIDs: []int32{1, 2, 3}, PromptLen: 3}, {PromptIDs: []int32{4, 5, 6}, PromptLen: 3, Arrival: 1}}
+	own := StreamOf(reqs)
+	own.Recycle(own.Next().PromptIDs)
+	if r := own.Next(); !slices.Equal(r.PromptIDs, []int32{4, 5, 6}) || &r.PromptIDs[0] != &reqs[1].PromptIDs[0] {
+		t.Fatalf("StreamOf gave %v, want the caller's own IDs", r.PromptIDs)
 	}
 }
