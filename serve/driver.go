@@ -102,8 +102,7 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 		if len(inPipe) == 0 {
 			if busy {
-				d.busyWall += time.Since(periodWall)
-				d.modelTime += clock - periodStart
+				d.endBusyPeriod(periodWall, clock-periodStart)
 				busy = false
 			}
 			d.observe()
@@ -133,31 +132,44 @@ func (s *Server) Run(ctx context.Context) error {
 			break
 		}
 		inPipe = append(inPipe[:0], inPipe[1:]...)
-		step := head.step
-		s.wakeLag.record(s.now()-due, 1)
-		if h := s.metrics.iterationTokens; h != nil {
-			h.Observe(float64(step.Shape.Tokens()))
-		}
-		outs := d.eng.Complete(step)
-		if s.slowHost != nil {
-			s.slowHost()
-		}
-		d.deliver(outs, head.start, due)
-		d.observeLag(s.now() - due)
-		d.observe()
-		d.maybeLogStats(due)
-		clock = due
-		if now := s.now(); now-due > maxClockDebt {
-			clock = now
-			d.clockResets++
-			d.fellBehind(now - due)
-		}
+		clock = d.completeBatch(head)
 	}
 	if busy {
-		d.busyWall += time.Since(periodWall)
-		d.modelTime += clock - periodStart
+		d.endBusyPeriod(periodWall, clock-periodStart)
 	}
 	return nil
+}
+
+// endBusyPeriod adds a busy period's wall time and model time, whose
+// ratio tells whether the host kept up with the model.
+func (d *driver) endBusyPeriod(startWall time.Time, model time.Duration) {
+	d.busyWall += time.Since(startWall)
+	d.modelTime += model
+}
+
+// completeBatch releases the tokens of a batch whose time is up and
+// returns the engine clock for the next step: the batch's due time, or now
+// when the loop fell more than maxClockDebt behind.
+func (d *driver) completeBatch(b servedBatch) time.Duration {
+	s, due := d.s, b.due
+	s.wakeLag.record(s.now()-due, 1)
+	if h := s.metrics.iterationTokens; h != nil {
+		h.Observe(float64(b.step.Shape.Tokens()))
+	}
+	outs := d.eng.Complete(b.step)
+	if s.slowHost != nil {
+		s.slowHost()
+	}
+	d.deliver(outs, b.start, due)
+	d.observeLag(s.now() - due)
+	d.observe()
+	d.maybeLogStats(due)
+	if now := s.now(); now-due > maxClockDebt {
+		d.clockResets++
+		d.fellBehind(now - due)
+		return now
+	}
+	return due
 }
 
 // servedBatch is a step in flight: the engine clock it was scheduled at
