@@ -2,11 +2,14 @@ package workload
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"time"
+
+	"github.com/servebench/servebench/tokenizer"
 )
 
 // Stream hands out a workload's requests one at a time in arrival order
@@ -16,7 +19,7 @@ import (
 // a built slice.
 type Stream struct {
 	n    int
-	next func() Request // the next request in arrival order
+	next func() (streamItem, error)
 	peek *Request
 	got  int
 	buf  Request
@@ -27,6 +30,19 @@ type Stream struct {
 	// free holds prompt buffers given back with Recycle; nil for a stream
 	// whose prompts belong to the caller (StreamOf).
 	free *promptBuffers
+	// err is what ended a generated stream early (a tokenizer's failure).
+	err error
+	// all is StreamOf's slice; hash fingerprints a generated stream's
+	// requests as they are made (HashSchedule).
+	all  []Request
+	hash *scheduleHasher
+}
+
+// streamItem is a request as generated, with the name of its prompt when
+// prompts are deferred.
+type streamItem struct {
+	req Request
+	ref PromptRef
 }
 
 // Recycle gives back the PromptIDs of a request this stream made, once
@@ -109,7 +125,12 @@ func (s *Stream) Len() int { return s.n }
 // pointer is valid until the next call to Next.
 func (s *Stream) Peek() *Request {
 	if s.peek == nil && s.got < s.n {
-		s.buf = s.next()
+		it, err := s.next()
+		if err != nil {
+			s.err, s.n = err, s.got
+			return nil
+		}
+		s.buf, s.bufRef = it.req, it.ref
 		s.peek = &s.buf
 	}
 	return s.peek
@@ -126,15 +147,54 @@ func (s *Stream) Next() *Request {
 	return r
 }
 
+// Err is what ended the stream before Len requests: a tokenizer's failure
+// while generating a prompt. A consumer that ran out of requests checks it.
+func (s *Stream) Err() error { return s.err }
+
+// HashSchedule makes a NewStream stream fingerprint the schedule as it
+// generates it, for ScheduleHash; it must be called before the first Peek
+// or Next (a StreamOf stream needs no call).
+func (s *Stream) HashSchedule() {
+	if s.all == nil && s.got == 0 && s.peek == nil {
+		s.hash = newScheduleHasher(s.n)
+	}
+}
+
+// ScheduleHash is workload.ScheduleHash of the whole schedule: of
+// StreamOf's requests, or of the requests a NewStream stream hands out,
+// taken in index order and with the IDs of every token-ID prompt even
+// where the stream leaves them out (Build sets them). Requests not yet
+// taken are generated and hashed first, so an interrupted run still names
+// its schedule.
+func (s *Stream) ScheduleHash() (string, error) {
+	if s.all != nil || s.n == 0 {
+		return ScheduleHash(s.all), nil
+	}
+	if s.hash == nil {
+		return "", errors.New("workload: the stream was not asked to hash its schedule (HashSchedule)")
+	}
+	for r := s.Next(); r != nil; r = s.Next() {
+		s.Recycle(r.PromptIDs)
+	}
+	if s.err != nil {
+		return "", s.err
+	}
+	return s.hash.sum(), nil
+}
+
 // StreamOf yields reqs in stable arrival order. The requests are copied
 // as they are taken; reqs must not change while the stream is in use.
 func StreamOf(reqs []Request) *Stream {
 	i := 0
 	order := ArrivalOrder(reqs)
-	if order == nil {
-		return &Stream{n: len(reqs), next: func() Request { i++; return reqs[i-1] }}
+	all := reqs
+	if all == nil {
+		all = []Request{}
 	}
-	return &Stream{n: len(reqs), next: func() Request { i++; return reqs[order[i-1]] }}
+	if order == nil {
+		return &Stream{n: len(reqs), all: all, next: func() (streamItem, error) { i++; return streamItem{req: reqs[i-1]}, nil }}
+	}
+	return &Stream{n: len(reqs), all: all, next: func() (streamItem, error) { i++; return streamItem{req: reqs[order[i-1]]}, nil }}
 }
 
 // ArrivalOrder is the stable arrival order of reqs (indices into reqs),
@@ -163,37 +223,51 @@ func compareDurations(a, b time.Duration) int {
 }
 
 // Streamable reports whether NewStream generates s's requests lazily: the
-// random dataset without a tokenizer. Other specs need Build.
-func Streamable(s Spec, tokenizerGiven bool) bool {
-	return s.dataset() == DatasetRandom && !tokenizerGiven
-}
+// random dataset, with or without a tokenizer. Other specs need Build.
+func Streamable(s Spec) bool { return s.dataset() == DatasetRandom }
 
 // NewStream generates the requests Build and Schedule would give for s
-// (random dataset, no tokenizer: see Streamable) and a, in arrival order,
-// each when it is taken: the same requests with the same arrivals, in O(1)
-// memory instead of O(NumPrompts). With promptIDs each request carries
-// Build's PromptIDs, in a buffer given back with Recycle when there is one;
-// without, only PromptLen (a simulation without prefix caching needs no
-// more).
+// (random dataset without a tokenizer; see NewTokenizedStream) and a, in
+// arrival order, each when it is taken: the same requests with the same
+// arrivals, in O(1) memory instead of O(NumPrompts). With promptIDs each
+// request carries Build's PromptIDs, in a buffer given back with Recycle
+// when there is one; without, only PromptLen (a simulation without prefix
+// caching needs no more).
+func NewStream(ctx context.Context, s Spec, a Arrivals, promptIDs bool) (*Stream, error) {
+	return NewTokenizedStream(ctx, s, a, nil, promptIDs)
+}
+
+// NewTokenizedStream is NewStream for random prompts made with tok (nil:
+// token-ID prompts). With a tokenizer each request is Build's: its text
+// Prompt, converged to its length by decoding and re-encoding; with
+// promptIDs it also carries that encoding as PromptIDs (what encoding the
+// Prompt gives), in a buffer given back with Recycle.
 //
 // The dataset draws all input lengths, then all output lengths, then all
-// body offsets from one random stream (vLLM's order). NewStream walks that
-// stream once to find where each pass starts, then reads the three passes
-// side by side; the arrival gaps are likewise drawn twice, once for their
-// sum (the rescale to n/rate) and once as they are taken.
-func NewStream(ctx context.Context, s Spec, a Arrivals, promptIDs bool) (*Stream, error) {
+// body offsets, then the shared prefix and, with a tokenizer, each
+// prompt's padding in index order, from one random stream (vLLM's order).
+// The stream is walked once to find where each pass starts, then the
+// passes are read side by side; the arrival gaps are likewise drawn twice,
+// once for their sum (the rescale to n/rate) and once as they are taken.
+// Requests are made in index order: the last, whose arrival is pinned, may
+// sort before a few just ahead of it (see lazyArrivals), and those are then
+// made and held until it is taken.
+func NewTokenizedStream(ctx context.Context, s Spec, a Arrivals, tok tokenizer.Tokenizer, promptIDs bool) (*Stream, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	if !Streamable(s, false) {
+	if !Streamable(s) {
 		return nil, fmt.Errorf("workload: the %s dataset is built whole, not streamed; use Build", s.dataset())
 	}
 	if err := a.Validate(); err != nil {
 		return nil, err
 	}
-	b := &builder{ctx: ctx, spec: s}
+	b := &builder{ctx: ctx, spec: s, tok: tok}
+	if c, ok := tok.(SpecialTokenCounter); ok {
+		b.numSpecial = max(0, c.NumSpecialTokensToAdd())
+	}
 	o := s.Random
-	if err := o.checkMinInput(0); err != nil {
+	if err := o.checkMinInput(b.numSpecial); err != nil {
 		return nil, err
 	}
 	vocab, allowed, err := b.vocabulary()
@@ -202,96 +276,117 @@ func NewStream(ctx context.Context, s Spec, a Arrivals, promptIDs bool) (*Stream
 	}
 	n := s.NumPrompts
 	r := o.RangeRatio
-	real := max(0, o.InputLen)
+	real := max(0, o.InputLen-b.numSpecial)
 	inLow := int(math.Floor(float64(real) * (1 - r)))
 	inHigh := int(math.Ceil(float64(real) * (1 + r)))
 	outLow := max(1, int(math.Floor(float64(o.OutputLen)*(1-r))))
 	outHigh := max(1, int(math.Ceil(float64(o.OutputLen)*(1+r))))
 
-	// Walk the dataset's stream to the start of each pass, keeping each
-	// pass's last draw: the last request may sort first (see
-	// lazyArrivals) and is then made before the passes reach it.
+	// Walk the dataset's stream to the start of each pass.
 	inputs := rand.NewPCG(uint64(s.Seed), datasetStream)
 	walk := *inputs
 	walker := rand.New(&walk)
-	var last Request
-	var lastOffset int
-	for i := range n {
-		if v := walker.IntN(inHigh - inLow + 1); i == n-1 {
-			last.PromptLen = o.PrefixLen + inLow + v
-		}
+	for range n {
+		walker.IntN(inHigh - inLow + 1)
 	}
 	outputs := walk
-	for i := range n {
-		if v := walker.IntN(outHigh - outLow + 1); i == n-1 {
-			last.MaxTokens = outLow + v
-		}
+	for range n {
+		walker.IntN(outHigh - outLow + 1)
 	}
 	offsets := walk
-	for i := range n {
-		if v := walker.IntN(vocab); i == n-1 {
-			lastOffset = v
-		}
+	for range n {
+		walker.IntN(vocab)
 	}
 	prefix := make([]int, o.PrefixLen)
 	fillRandom(walker, prefix, allowed)
-	src := newRandomPrompts(prefix, len(allowed), nil)
-	vocabLen := len(allowed)
+	// What is left of the walk is the tokenizer's padding draws.
+	b.rng = walker
 	st := &Stream{n: n, free: &promptBuffers{}}
-	if promptIDs {
-		st.src = src
-	}
-
-	inRng, outRng, offRng := rand.New(inputs), rand.New(&outputs), rand.New(&offsets)
-	gen := func(i int) Request {
-		in := inLow + inRng.IntN(inHigh-inLow+1)
-		out := outLow + outRng.IntN(outHigh-outLow+1)
-		off := offRng.IntN(vocab)
-		req := Request{Index: i, PromptLen: o.PrefixLen + in, MaxTokens: out}
+	var src *randomPrompts
+	if tok == nil {
+		src = newRandomPrompts(prefix, len(allowed), nil)
 		if promptIDs {
-			st.setPrompt(&req, (off+i)%vocabLen)
+			st.src = src
 		}
-		return req
-	}
-	if n > 0 {
-		last.Index = n - 1
 	}
 	arr, err := newLazyArrivals(n, a)
 	if err != nil {
 		return nil, err
 	}
-	lastTaken := false
-	i := 0
-	next := func() Request {
-		if !lastTaken && (i == n-1 || arr.lastSortsBefore(i)) {
-			lastTaken = true
-			req := last
-			req.Arrival = arr.last
+	inRng, outRng, offRng := rand.New(inputs), rand.New(&outputs), rand.New(&offsets)
+	var seq []int
+	var hashIDs []int32
+	gen := func(i int) (streamItem, error) {
+		in := inLow + inRng.IntN(inHigh-inLow+1)
+		out := outLow + outRng.IntN(outHigh-outLow+1)
+		off := offRng.IntN(vocab)
+		var it streamItem
+		if tok == nil {
+			it.req = Request{Index: i, PromptLen: o.PrefixLen + in}
+			it.ref = st.setPrompt(&it.req, (off+i)%len(allowed))
+		} else {
+			seq = append(seq[:0], prefix...)
+			seq = append(seq, make([]int, in)...)
+			fillSequential(seq[o.PrefixLen:], allowed, off+i)
+			prompt, ids, err := b.converge(seq, o.PrefixLen+in, allowed)
+			if err != nil {
+				return it, fmt.Errorf("workload: random prompt %d: %w", i, err)
+			}
+			it.req = Request{Index: i, Prompt: prompt, PromptLen: len(ids)}
 			if promptIDs {
-				st.setPrompt(&req, (lastOffset+n-1)%vocabLen)
+				it.req.PromptIDs = st.free.get(len(ids))
+				narrowIDs(it.req.PromptIDs, ids)
 			}
-			if i == n-1 {
-				i++
-			}
-			return req
 		}
-		req := gen(i)
-		req.Arrival = arr.next()
-		i++
-		return req
+		it.req.MaxTokens = out
+		if i == n-1 {
+			it.req.Arrival = arr.last
+		} else {
+			it.req.Arrival = arr.next()
+		}
+		if st.hash != nil {
+			ids := it.req.PromptIDs
+			if ids == nil && src != nil {
+				hashIDs = src.fill(slices.Grow(hashIDs[:0], it.req.PromptLen)[:it.req.PromptLen], (off+i)%len(allowed))
+				ids = hashIDs
+			}
+			st.hash.add(&it.req, ids)
+		}
+		return it, nil
 	}
-	st.next = next
+	var held []streamItem // made ahead of the last request, which sorts before them
+	i := 0
+	st.next = func() (streamItem, error) {
+		if len(held) > 0 {
+			it := held[0]
+			held = held[1:]
+			return it, nil
+		}
+		if arr.lastSortsBefore(i) {
+			for ; i < n-1; i++ {
+				it, err := gen(i)
+				if err != nil {
+					return it, err
+				}
+				held = append(held, it)
+			}
+		}
+		i++
+		return gen(i - 1)
+	}
 	return st, nil
 }
 
-// setPrompt gives req, whose body starts at start, its prompt IDs, or with
-// deferred prompts their name.
-func (s *Stream) setPrompt(req *Request, start int) {
-	if s.deferred {
-		s.bufRef = PromptRef{len: int32(req.PromptLen), start: int32(start)}
-		return
+// setPrompt gives req, whose body starts at start, its prompt IDs when
+// the stream carries them, or with deferred prompts returns their name.
+func (s *Stream) setPrompt(req *Request, start int) PromptRef {
+	switch {
+	case s.deferred:
+		return PromptRef{len: int32(req.PromptLen), start: int32(start)}
+	case s.src != nil:
+		req.PromptIDs = s.src.buildIn(s.free, req.PromptLen, start)
 	}
-	req.PromptIDs = s.src.buildIn(s.free, req.PromptLen, start)
+	return PromptRef{}
 }
 
 // lazyArrivals is Schedule one offset at a time. Offsets before the last
