@@ -120,11 +120,13 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 		arrivals.Rate = math.Inf(1)
 		arrivals.RampUp = ""
 	}
-	w, err := buildSimWorkload(ctx, spec, arrivals, tok, ec.EnablePrefixCaching, topo == nil && shard == nil)
+	// Prompt IDs serve the prefix cache, and the prefix-aware router; that
+	// router derives text prompts' IDs itself (sim.DerivePromptIDs).
+	promptIDs := ec.EnablePrefixCaching || (topo != nil && topo.Router == sim.RoutePrefixAware && tok == nil)
+	w, err := buildSimWorkload(ctx, spec, arrivals, tok, promptIDs, topo == nil, shard != nil)
 	if err != nil {
 		return err
 	}
-	reqs := w.reqs
 
 	tokID := ""
 	if tok != nil {
@@ -181,9 +183,12 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 	extra := report.Section{Key: "engine"}
 	writeSection := func(w io.Writer) error { return writeEngineSection(w, res) }
 	if topo != nil {
-		extra, writeSection, err = runTopology(ctx, *topo, reqs, add)
+		extra, writeSection, err = runTopology(ctx, *topo, w.stream, add)
 	} else {
 		res, err = sim.RunStream(ctx, cfg, w.stream, add)
+	}
+	if err == nil {
+		err = w.stream.Err()
 	}
 	if err != nil {
 		return err
@@ -198,7 +203,11 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 	// completion, so simulated and measured throughputs compare directly.
 	summary := recorder.Summary(recorder.LastEnd())
 	if shard != nil {
-		if err := shard.finishSim(errw, outs.recordsPath, reqs, &info, sumOpts, recorder.LastEnd(), interrupted); err != nil {
+		hash, err := w.stream.ScheduleHash()
+		if err != nil {
+			return err
+		}
+		if err := shard.finishSim(errw, outs.recordsPath, hash, w.stream.Len(), &info, sumOpts, recorder.LastEnd(), interrupted); err != nil {
 			return err
 		}
 	}

@@ -7,24 +7,30 @@ import (
 	"github.com/servebench/servebench/workload"
 )
 
-// simWorkload is sim's requests: a stream for the single engine, and the
-// slice too when a topology or a shard needs every request up front.
+// simWorkload is sim's requests: a stream in arrival order, over the
+// slice when the dataset is built whole.
 type simWorkload struct {
 	stream    *workload.Stream
 	reqs      []workload.Request
 	promptIDs workload.PromptSource
 }
 
-// buildSimWorkload builds sim's requests with their arrivals. A single
-// engine without a shard gets random prompts generated one at a time as
-// they arrive (workload.NewStream: nothing held per request), or else
-// takes each prompt's IDs from a source while the request is in flight (4
-// bytes a request held instead of 4 a token); topologies still get every
+// buildSimWorkload makes sim's requests with their arrivals. promptIDs
+// says the run needs prompt token IDs (prefix caching, prefix-aware
+// routing); hashSchedule that a shard needs the schedule's hash. Random
+// prompts, with or without a tokenizer, are generated one at a time as
+// they arrive (workload.NewTokenizedStream: nothing held per request but
+// what is in flight). Other datasets are built whole: a single engine
+// then takes each prompt's IDs from a source while the request is in
+// flight (4 bytes a request held instead of 4 a token), a fleet gets every
 // request's IDs up front.
-func buildSimWorkload(ctx context.Context, spec workload.Spec, arrivals workload.Arrivals, tok tokenizer.Tokenizer, caching, single bool) (simWorkload, error) {
+func buildSimWorkload(ctx context.Context, spec workload.Spec, arrivals workload.Arrivals, tok tokenizer.Tokenizer, promptIDs, single, hashSchedule bool) (simWorkload, error) {
 	var w simWorkload
-	if single && workload.Streamable(spec, tok != nil) {
-		stream, err := workload.NewStream(ctx, spec, arrivals, caching)
+	if workload.Streamable(spec) {
+		stream, err := workload.NewTokenizedStream(ctx, spec, arrivals, tok, promptIDs)
+		if err == nil && hashSchedule {
+			stream.HashSchedule()
+		}
 		w.stream = stream
 		return w, err
 	}
@@ -37,7 +43,7 @@ func buildSimWorkload(ctx context.Context, spec workload.Spec, arrivals workload
 	if err != nil {
 		return w, err
 	}
-	if tok != nil && caching {
+	if tok != nil && promptIDs {
 		// Exact token IDs make prefix-cache hits exact.
 		for i := range w.reqs {
 			if w.reqs[i].PromptIDs == nil {
