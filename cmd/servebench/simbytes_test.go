@@ -24,6 +24,11 @@ func TestSimOutputBytes(t *testing.T) {
 	}
 	base := []string{"sim", "--model", "Llama-3.1-8B", "--gpu", "H100", "--random-input-len", "200", "--random-output-len", "200",
 		"--max-num-seqs", "256", "--max-num-batched-tokens", "2048", "--seed", "5"}
+	const (
+		poem     = "../../workload/testdata/poem.txt"
+		shareGPT = "../../workload/testdata/sharegpt_small.json"
+		custom   = "../../workload/testdata/custom_small.jsonl"
+	)
 	cases := []struct {
 		name string
 		args []string
@@ -50,6 +55,17 @@ func TestSimOutputBytes(t *testing.T) {
 			"--random-prefix-len", "50", "--shard", "1/2"}},
 		{"tokenizer-shard0of2-no-prefix-caching", []string{"--num-prompts", "200", "--request-rate", "20", "--tokenizer", "cl100k_base",
 			"--shard", "0/2", "--no-enable-prefix-caching"}},
+		{"sonnet-rate20", []string{"--num-prompts", "400", "--request-rate", "20", "--dataset-name", "sonnet", "--dataset-path", poem,
+			"--sonnet-input-len", "200", "--sonnet-prefix-len", "80"}},
+		{"sonnet-shard1of3-no-prefix-caching", []string{"--num-prompts", "300", "--request-rate", "20", "--dataset-name", "sonnet", "--dataset-path", poem,
+			"--sonnet-input-len", "150", "--sonnet-prefix-len", "0", "--shard", "1/3", "--no-enable-prefix-caching"}},
+		{"sharegpt-oversampled-colocated2-prefix-aware", []string{"--num-prompts", "600", "--request-rate", "30", "--dataset-name", "sharegpt",
+			"--dataset-path", shareGPT, "--topology", "colocated", "--replicas", "2", "--router", "prefix-aware"}},
+		{"sharegpt-no-oversample-shard0of2", []string{"--num-prompts", "600", "--dataset-name", "sharegpt", "--dataset-path", shareGPT,
+			"--no-oversample", "--shard", "0/2"}},
+		{"custom-oversampled-burst", []string{"--num-prompts", "500", "--dataset-name", "custom", "--dataset-path", custom}},
+		{"custom-shard2of3-pd", []string{"--num-prompts", "300", "--request-rate", "20", "--dataset-name", "custom", "--dataset-path", custom,
+			"--shard", "2/3", "--topology", "pd"}},
 		{"tokenizer-colocated2-prefix-aware", []string{"--num-prompts", "300", "--request-rate", "20", "--tokenizer", "cl100k_base",
 			"--random-prefix-len", "50", "--topology", "colocated", "--replicas", "2", "--router", "prefix-aware"}},
 	}
