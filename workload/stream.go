@@ -222,9 +222,10 @@ func compareDurations(a, b time.Duration) int {
 	return 0
 }
 
-// Streamable reports whether NewStream generates s's requests lazily: the
-// random dataset, with or without a tokenizer. Other specs need Build.
-func Streamable(s Spec) bool { return s.dataset() == DatasetRandom }
+// Streamable reports whether NewTokenizedStream generates s's requests
+// lazily: every dataset but prefix_repetition, which shuffles its whole
+// workload. Other specs need Build.
+func Streamable(s Spec) bool { return s.dataset() != DatasetPrefixRepetition }
 
 // NewStream generates the requests Build and Schedule would give for s
 // (random dataset without a tokenizer; see NewTokenizedStream) and a, in
@@ -234,24 +235,25 @@ func Streamable(s Spec) bool { return s.dataset() == DatasetRandom }
 // when there is one; without, only PromptLen (a simulation without prefix
 // caching needs no more).
 func NewStream(ctx context.Context, s Spec, a Arrivals, promptIDs bool) (*Stream, error) {
+	if s.dataset() != DatasetRandom {
+		return nil, fmt.Errorf("workload: NewStream makes random prompts, not %s; use NewTokenizedStream", s.dataset())
+	}
 	return NewTokenizedStream(ctx, s, a, nil, promptIDs)
 }
 
-// NewTokenizedStream is NewStream for random prompts made with tok (nil:
-// token-ID prompts). With a tokenizer each request is Build's: its text
-// Prompt, converged to its length by decoding and re-encoding; with
-// promptIDs it also carries that encoding as PromptIDs (what encoding the
-// Prompt gives), in a buffer given back with Recycle.
+// NewTokenizedStream is NewStream for any Streamable dataset, with prompts
+// made and counted with tok (nil: token-ID random prompts, estimated text
+// lengths). A text prompt with promptIDs also carries its encoding as
+// PromptIDs (what sim takes for prefix caching), in a buffer given back
+// with Recycle. What is held: sonnet's lines, and the requests of a
+// sharegpt or custom file (one per entry, which oversampling repeats), as
+// Build holds them; nothing per request beyond those in flight.
 //
-// The dataset draws all input lengths, then all output lengths, then all
-// body offsets, then the shared prefix and, with a tokenizer, each
-// prompt's padding in index order, from one random stream (vLLM's order).
-// The stream is walked once to find where each pass starts, then the
-// passes are read side by side; the arrival gaps are likewise drawn twice,
-// once for their sum (the rescale to n/rate) and once as they are taken.
-// Requests are made in index order: the last, whose arrival is pinned, may
-// sort before a few just ahead of it (see lazyArrivals), and those are then
-// made and held until it is taken.
+// Requests are made in index order: the last, whose arrival is pinned,
+// may sort before a few just ahead of it (see lazyArrivals), and those are
+// then made and held until it is taken. A failure while making a request
+// (a tokenizer's, or sonnet's bound on redraws) ends the stream there:
+// see Err.
 func NewTokenizedStream(ctx context.Context, s Spec, a Arrivals, tok tokenizer.Tokenizer, promptIDs bool) (*Stream, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
@@ -262,19 +264,94 @@ func NewTokenizedStream(ctx context.Context, s Spec, a Arrivals, tok tokenizer.T
 	if err := a.Validate(); err != nil {
 		return nil, err
 	}
-	b := &builder{ctx: ctx, spec: s, tok: tok}
+	b := &builder{ctx: ctx, spec: s, tok: tok, rng: newRand(s.Seed, datasetStream)}
 	if c, ok := tok.(SpecialTokenCounter); ok {
 		b.numSpecial = max(0, c.NumSpecialTokensToAdd())
 	}
-	o := s.Random
-	if err := o.checkMinInput(b.numSpecial); err != nil {
-		return nil, err
+	st := &Stream{free: &promptBuffers{}}
+	var err error
+	switch s.dataset() {
+	case DatasetRandom:
+		err = st.random(b, a, promptIDs)
+	case DatasetSonnet:
+		var next func() (Request, error)
+		if next, err = b.sonnetPrompts(); err == nil {
+			err = st.generate(s.NumPrompts, a, st.textPrompts(b, promptIDs, next), nil)
+		}
+	default:
+		err = st.filePrompts(b, a, promptIDs)
 	}
-	vocab, allowed, err := b.vocabulary()
 	if err != nil {
 		return nil, err
 	}
-	n := s.NumPrompts
+	return st, nil
+}
+
+// textPrompts makes each request from next, with its encoding as
+// PromptIDs when promptIDs (none where the tokenizer fails, as sim had it).
+func (s *Stream) textPrompts(b *builder, promptIDs bool, next func() (Request, error)) func(int) (streamItem, error) {
+	return func(i int) (streamItem, error) {
+		req, err := next()
+		if err != nil {
+			return streamItem{}, err
+		}
+		req.Index = i
+		if promptIDs && b.tok != nil {
+			if ids, err := b.tok.Encode(b.ctx, req.Prompt); err == nil {
+				req.PromptIDs = s.free.get(len(ids))
+				narrowIDs(req.PromptIDs, ids)
+			}
+		}
+		return streamItem{req: req}, nil
+	}
+}
+
+// filePrompts streams sharegpt and custom: the file's requests, then
+// (unless NoOversample) copies of them drawn as Build's oversampling does.
+func (s *Stream) filePrompts(b *builder, a Arrivals, promptIDs bool) error {
+	var distinct []Request
+	var err error
+	noOversample := b.spec.ShareGPT.NoOversample
+	if b.spec.dataset() == DatasetShareGPT {
+		distinct, err = b.shareGPTDistinct()
+	} else {
+		distinct, err = b.customDistinct()
+		noOversample = b.spec.Custom.NoOversample
+	}
+	if err != nil {
+		return err
+	}
+	n := len(distinct)
+	if !noOversample && n > 0 {
+		n = max(n, b.spec.NumPrompts)
+	}
+	i := 0
+	next := func() (Request, error) {
+		k := i
+		if k >= len(distinct) {
+			k = b.rng.IntN(len(distinct))
+		}
+		i++
+		return distinct[k], nil
+	}
+	return s.generate(n, a, s.textPrompts(b, promptIDs, next), nil)
+}
+
+// random streams the random dataset. It draws all input lengths, then all
+// output lengths, then all body offsets, then the shared prefix and, with
+// a tokenizer, each prompt's padding in index order, from one random
+// stream (vLLM's order). The stream is walked once to find where each pass
+// starts, then the passes are read side by side.
+func (s *Stream) random(b *builder, a Arrivals, promptIDs bool) error {
+	o := b.spec.Random
+	if err := o.checkMinInput(b.numSpecial); err != nil {
+		return err
+	}
+	vocab, allowed, err := b.vocabulary()
+	if err != nil {
+		return err
+	}
+	n := b.spec.NumPrompts
 	r := o.RangeRatio
 	real := max(0, o.InputLen-b.numSpecial)
 	inLow := int(math.Floor(float64(real) * (1 - r)))
@@ -282,8 +359,7 @@ func NewTokenizedStream(ctx context.Context, s Spec, a Arrivals, tok tokenizer.T
 	outLow := max(1, int(math.Floor(float64(o.OutputLen)*(1-r))))
 	outHigh := max(1, int(math.Ceil(float64(o.OutputLen)*(1+r))))
 
-	// Walk the dataset's stream to the start of each pass.
-	inputs := rand.NewPCG(uint64(s.Seed), datasetStream)
+	inputs := rand.NewPCG(uint64(b.spec.Seed), datasetStream)
 	walk := *inputs
 	walker := rand.New(&walk)
 	for range n {
@@ -301,62 +377,86 @@ func NewTokenizedStream(ctx context.Context, s Spec, a Arrivals, tok tokenizer.T
 	fillRandom(walker, prefix, allowed)
 	// What is left of the walk is the tokenizer's padding draws.
 	b.rng = walker
-	st := &Stream{n: n, free: &promptBuffers{}}
+	inRng, outRng, offRng := rand.New(inputs), rand.New(&outputs), rand.New(&offsets)
 	var src *randomPrompts
-	if tok == nil {
+	if b.tok == nil {
 		src = newRandomPrompts(prefix, len(allowed), nil)
 		if promptIDs {
-			st.src = src
+			s.src = src
 		}
 	}
-	arr, err := newLazyArrivals(n, a)
-	if err != nil {
-		return nil, err
-	}
-	inRng, outRng, offRng := rand.New(inputs), rand.New(&outputs), rand.New(&offsets)
 	var seq []int
-	var hashIDs []int32
-	gen := func(i int) (streamItem, error) {
+	var start int       // the body start of the request made last
+	var hashIDs []int32 // its IDs for the hash, when it carries none
+	build := func(i int) (streamItem, error) {
 		in := inLow + inRng.IntN(inHigh-inLow+1)
 		out := outLow + outRng.IntN(outHigh-outLow+1)
 		off := offRng.IntN(vocab)
-		var it streamItem
-		if tok == nil {
-			it.req = Request{Index: i, PromptLen: o.PrefixLen + in}
-			it.ref = st.setPrompt(&it.req, (off+i)%len(allowed))
-		} else {
-			seq = append(seq[:0], prefix...)
-			seq = append(seq, make([]int, in)...)
-			fillSequential(seq[o.PrefixLen:], allowed, off+i)
-			prompt, ids, err := b.converge(seq, o.PrefixLen+in, allowed)
-			if err != nil {
-				return it, fmt.Errorf("workload: random prompt %d: %w", i, err)
-			}
-			it.req = Request{Index: i, Prompt: prompt, PromptLen: len(ids)}
-			if promptIDs {
-				it.req.PromptIDs = st.free.get(len(ids))
-				narrowIDs(it.req.PromptIDs, ids)
-			}
+		if b.tok == nil {
+			start = (off + i) % len(allowed)
+			it := streamItem{req: Request{Index: i, PromptLen: o.PrefixLen + in, MaxTokens: out}}
+			it.ref = s.setPrompt(&it.req, start)
+			return it, nil
 		}
-		it.req.MaxTokens = out
+		seq = append(seq[:0], prefix...)
+		seq = append(seq, make([]int, in)...)
+		fillSequential(seq[o.PrefixLen:], allowed, off+i)
+		prompt, ids, err := b.converge(seq, o.PrefixLen+in, allowed)
+		if err != nil {
+			return streamItem{}, fmt.Errorf("workload: random prompt %d: %w", i, err)
+		}
+		it := streamItem{req: Request{Index: i, Prompt: prompt, PromptLen: len(ids), MaxTokens: out}}
+		if promptIDs {
+			it.req.PromptIDs = s.free.get(len(ids))
+			narrowIDs(it.req.PromptIDs, ids)
+		}
+		return it, nil
+	}
+	var idsOf func(*Request) []int32
+	if src != nil {
+		idsOf = func(r *Request) []int32 {
+			if r.PromptIDs != nil {
+				return r.PromptIDs
+			}
+			hashIDs = src.fill(slices.Grow(hashIDs[:0], r.PromptLen)[:r.PromptLen], start)
+			return hashIDs
+		}
+	}
+	return s.generate(n, a, build, idsOf)
+}
+
+// generate makes the stream hand out n requests that build makes in index
+// order, with Schedule's arrivals for a, in stable arrival order. idsOf,
+// if set, gives the IDs ScheduleHash covers for the request build just
+// made (by default its PromptIDs).
+func (s *Stream) generate(n int, a Arrivals, build func(i int) (streamItem, error), idsOf func(*Request) []int32) error {
+	arr, err := newLazyArrivals(n, a)
+	if err != nil {
+		return err
+	}
+	gen := func(i int) (streamItem, error) {
+		it, err := build(i)
+		if err != nil {
+			return it, err
+		}
 		if i == n-1 {
 			it.req.Arrival = arr.last
 		} else {
 			it.req.Arrival = arr.next()
 		}
-		if st.hash != nil {
+		if s.hash != nil {
 			ids := it.req.PromptIDs
-			if ids == nil && src != nil {
-				hashIDs = src.fill(slices.Grow(hashIDs[:0], it.req.PromptLen)[:it.req.PromptLen], (off+i)%len(allowed))
-				ids = hashIDs
+			if idsOf != nil {
+				ids = idsOf(&it.req)
 			}
-			st.hash.add(&it.req, ids)
+			s.hash.add(&it.req, ids)
 		}
 		return it, nil
 	}
 	var held []streamItem // made ahead of the last request, which sorts before them
 	i := 0
-	st.next = func() (streamItem, error) {
+	s.n = n
+	s.next = func() (streamItem, error) {
 		if len(held) > 0 {
 			it := held[0]
 			held = held[1:]
@@ -374,7 +474,7 @@ func NewTokenizedStream(ctx context.Context, s Spec, a Arrivals, tok tokenizer.T
 		i++
 		return gen(i - 1)
 	}
-	return st, nil
+	return nil
 }
 
 // setPrompt gives req, whose body starts at start, its prompt IDs when

@@ -89,11 +89,12 @@ func TestNewStreamMatchesBuildAndSchedule(t *testing.T) {
 // make the middle request before the last and hold it.
 var lastSortsEarly = Arrivals{Rate: 2.9999999985, Burstiness: 0.001, Seed: 54}
 
-// TestNewTokenizedStreamMatchesBuildAndSchedule: with a tokenizer the
-// stream is Build's requests (text prompts converged through the
-// tokenizer, whose padding draws follow the dataset's passes) with
-// Schedule's arrivals, and with promptIDs each carries its prompt's
-// encoding, as the CLI sets it for prefix caching.
+// TestNewTokenizedStreamMatchesBuildAndSchedule: with a tokenizer, and for
+// the text datasets, the stream is Build's requests (random text prompts
+// converged through the tokenizer, whose padding draws follow the
+// dataset's passes; sonnet's redraws; sharegpt's and custom's
+// oversampling) with Schedule's arrivals, and with promptIDs each carries
+// its prompt's encoding, as the CLI sets it for prefix caching.
 func TestNewTokenizedStreamMatchesBuildAndSchedule(t *testing.T) {
 	greedy := newGreedyTokenizer()
 	bos := newGreedyTokenizer()
@@ -107,6 +108,12 @@ func TestNewTokenizedStreamMatchesBuildAndSchedule(t *testing.T) {
 		{"poisson, range and prefix", randomSpec(120, 40, 20, 0.5, 9), Arrivals{Rate: 50, Burstiness: 1, Seed: 3}, greedy},
 		{"burst with a BOS token", randomSpec(80, 30, 10, 0.2, 0), Arrivals{Rate: math.Inf(1), Burstiness: 1, Seed: 1}, countingSpecialTokenizer{bos}},
 		{"last sorts early", randomSpec(3, 25, 10, 0.3, 4), lastSortsEarly, greedy},
+		{"sonnet", sonnetSpec("testdata/poem.txt", 50, 200, 9, 80), Arrivals{Rate: 9, Burstiness: 1, Seed: 4}, greedy},
+		{"sonnet, estimated lengths, last sorts early", sonnetSpec("testdata/poem.txt", 3, 120, 9, 40), lastSortsEarly, nil},
+		{"sharegpt, oversampled", shareGPTSpec(70), Arrivals{Rate: 20, Burstiness: 0.5, Seed: 6}, greedy},
+		{"sharegpt, not oversampled", noOversample(shareGPTSpec(70)), Arrivals{Rate: 20, Burstiness: 1, Seed: 6}, greedy},
+		{"custom, last sorts early", customSpec("testdata/custom_small.jsonl", 3), lastSortsEarly, greedy},
+		{"custom, estimated lengths", customSpec("testdata/custom_small.jsonl", 30), Arrivals{Rate: math.Inf(1), Burstiness: 1}, nil},
 	}
 	for _, tc := range cases {
 		for _, promptIDs := range []bool{false, true} {
@@ -137,7 +144,7 @@ func TestNewTokenizedStreamMatchesBuildAndSchedule(t *testing.T) {
 						t.Fatalf("position %d: got %+v, want %+v", k, gotReq, *w)
 					}
 					var wantIDs []int32
-					if promptIDs {
+					if promptIDs && tc.tok != nil {
 						ids, _ := tc.tok.Encode(ctx, w.Prompt)
 						for _, id := range ids {
 							wantIDs = append(wantIDs, int32(id))
@@ -179,6 +186,8 @@ func TestStreamScheduleHash(t *testing.T) {
 		{"none taken", randomSpec(200, 50, 20, 0.5, 7), nil, false, false, 0},
 		{"tokenizer with ids", randomSpec(60, 30, 10, 0.3, 5), tok, true, false, 60},
 		{"tokenizer without ids, a third taken", randomSpec(60, 30, 10, 0.3, 5), tok, false, false, 20},
+		{"sharegpt oversampled with ids, some taken", shareGPTSpec(40), tok, true, false, 13},
+		{"sonnet estimated", sonnetSpec("testdata/poem.txt", 30, 120, 9, 40), nil, true, false, 30},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -229,6 +238,11 @@ func TestStreamScheduleHash(t *testing.T) {
 	if _, err := unasked.ScheduleHash(); err == nil {
 		t.Fatal("a stream not asked to hash its schedule gave a hash")
 	}
+}
+
+func noOversample(s Spec) Spec {
+	s.ShareGPT.NoOversample, s.Custom.NoOversample = true, true
+	return s
 }
 
 func mustHash(t *testing.T, s *Stream) string {

@@ -123,7 +123,7 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 	// Prompt IDs serve the prefix cache, and the prefix-aware router; that
 	// router derives text prompts' IDs itself (sim.DerivePromptIDs).
 	promptIDs := ec.EnablePrefixCaching || (topo != nil && topo.Router == sim.RoutePrefixAware && tok == nil)
-	w, err := buildSimWorkload(ctx, spec, arrivals, tok, promptIDs, topo == nil, shard != nil)
+	stream, err := buildSimWorkload(ctx, spec, arrivals, tok, promptIDs, shard != nil)
 	if err != nil {
 		return err
 	}
@@ -160,7 +160,7 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 	// The recorder copies what it keeps, so the simulator may recycle
 	// records. A records write error does not stop the simulation (it costs
 	// no server time); it is reported after the result.
-	cfg := sim.Config{Engine: ec, Model: stepModel, StatsInterval: interval, MaxConcurrency: f.workload.maxConcurrency, ReuseRecords: true, PromptIDs: w.promptIDs}
+	cfg := sim.Config{Engine: ec, Model: stepModel, StatsInterval: interval, MaxConcurrency: f.workload.maxConcurrency, ReuseRecords: true}
 	if f.logStats {
 		cfg.OnStats = func(s sim.StatsSample) { writeSimStatsLine(errw, ec, "", s) }
 		if topo != nil {
@@ -183,12 +183,12 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 	extra := report.Section{Key: "engine"}
 	writeSection := func(w io.Writer) error { return writeEngineSection(w, res) }
 	if topo != nil {
-		extra, writeSection, err = runTopology(ctx, *topo, w.stream, add)
+		extra, writeSection, err = runTopology(ctx, *topo, stream, add)
 	} else {
-		res, err = sim.RunStream(ctx, cfg, w.stream, add)
+		res, err = sim.RunStream(ctx, cfg, stream, add)
 	}
 	if err == nil {
-		err = w.stream.Err()
+		err = stream.Err()
 	}
 	if err != nil {
 		return err
@@ -203,11 +203,11 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 	// completion, so simulated and measured throughputs compare directly.
 	summary := recorder.Summary(recorder.LastEnd())
 	if shard != nil {
-		hash, err := w.stream.ScheduleHash()
+		hash, err := stream.ScheduleHash()
 		if err != nil {
 			return err
 		}
-		if err := shard.finishSim(errw, outs.recordsPath, hash, w.stream.Len(), &info, sumOpts, recorder.LastEnd(), interrupted); err != nil {
+		if err := shard.finishSim(errw, outs.recordsPath, hash, stream.Len(), &info, sumOpts, recorder.LastEnd(), interrupted); err != nil {
 			return err
 		}
 	}
