@@ -164,8 +164,7 @@ func (s *Stream) HashSchedule() {
 // StreamOf's requests, or of the requests a NewStream stream hands out,
 // taken in index order and with the IDs of every token-ID prompt even
 // where the stream leaves them out (Build sets them). Requests not yet
-// taken are generated and hashed first, so an interrupted run still names
-// its schedule.
+// taken are generated and hashed first.
 func (s *Stream) ScheduleHash() (string, error) {
 	if s.all != nil || s.n == 0 {
 		return ScheduleHash(s.all), nil

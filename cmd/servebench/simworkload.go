@@ -16,11 +16,6 @@ import (
 // flight); prefix_repetition, which shuffles its whole workload, is built.
 func buildSimWorkload(ctx context.Context, spec workload.Spec, arrivals workload.Arrivals, tok tokenizer.Tokenizer, promptIDs, hashSchedule bool) (*workload.Stream, error) {
 	if workload.Streamable(spec) {
-		if hashSchedule {
-			// The hash covers requests the run did not reach, made after an
-			// interrupt: generation must not stop with it.
-			ctx = context.WithoutCancel(ctx)
-		}
 		stream, err := workload.NewTokenizedStream(ctx, spec, arrivals, tok, promptIDs)
 		if err == nil && hashSchedule {
 			stream.HashSchedule()
