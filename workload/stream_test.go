@@ -119,15 +119,7 @@ func TestNewTokenizedStreamMatchesBuildAndSchedule(t *testing.T) {
 		for _, promptIDs := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/ids=%v", tc.name, promptIDs), func(t *testing.T) {
 				ctx := context.Background()
-				want, err := Build(ctx, tc.spec, tc.tok)
-				if err != nil {
-					t.Fatal(err)
-				}
-				offsets, err := Schedule(len(want), tc.arr)
-				if err != nil {
-					t.Fatal(err)
-				}
-				Assign(want, offsets)
+				want := scheduled(t, tc.spec, tc.tok, tc.arr)
 				got, err := NewTokenizedStream(ctx, tc.spec, tc.arr, tc.tok, promptIDs)
 				if err != nil {
 					t.Fatal(err)
@@ -191,15 +183,7 @@ func TestStreamScheduleHash(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			want, err := Build(ctx, tc.spec, tc.tok)
-			if err != nil {
-				t.Fatal(err)
-			}
-			offsets, err := Schedule(len(want), arr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			Assign(want, offsets)
+			want := scheduled(t, tc.spec, tc.tok, arr)
 			if tc.tok != nil && tc.promptIDs {
 				for i := range want {
 					ids, _ := tc.tok.Encode(ctx, want[i].Prompt)
@@ -238,6 +222,21 @@ func TestStreamScheduleHash(t *testing.T) {
 	if _, err := unasked.ScheduleHash(); err == nil {
 		t.Fatal("a stream not asked to hash its schedule gave a hash")
 	}
+}
+
+// scheduled is Build's requests for spec with Schedule's arrivals for a.
+func scheduled(t *testing.T, spec Spec, tok tokenizer.Tokenizer, a Arrivals) []Request {
+	t.Helper()
+	reqs, err := Build(context.Background(), spec, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offsets, err := Schedule(len(reqs), a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	Assign(reqs, offsets)
+	return reqs
 }
 
 func noOversample(s Spec) Spec {
