@@ -246,7 +246,8 @@ func NewStream(ctx context.Context, s Spec, a Arrivals, promptIDs bool) (*Stream
 // PromptIDs (what sim takes for prefix caching), in a buffer given back
 // with Recycle. What is held: sonnet's lines, and the requests of a
 // sharegpt or custom file (one per entry, which oversampling repeats), as
-// Build holds them; nothing per request beyond those in flight.
+// Build holds them, with each repeated entry's encoding; nothing per
+// request beyond those in flight.
 //
 // Requests are made in index order: the last, whose arrival is pinned,
 // may sort before a few just ahead of it (see lazyArrivals), and those are
@@ -275,7 +276,11 @@ func NewTokenizedStream(ctx context.Context, s Spec, a Arrivals, tok tokenizer.T
 	case DatasetSonnet:
 		var next func() (Request, error)
 		if next, err = b.sonnetPrompts(); err == nil {
-			err = st.generate(s.NumPrompts, a, st.textPrompts(b, promptIDs, next), nil)
+			prompt := func() (Request, int, error) {
+				r, err := next()
+				return r, -1, err
+			}
+			err = st.generate(s.NumPrompts, a, st.textPrompts(b, promptIDs, 0, prompt), nil)
 		}
 	default:
 		err = st.filePrompts(b, a, promptIDs)
@@ -288,19 +293,35 @@ func NewTokenizedStream(ctx context.Context, s Spec, a Arrivals, tok tokenizer.T
 
 // textPrompts makes each request from next, with its encoding as
 // PromptIDs when promptIDs (none where the tokenizer fails, as sim had it).
-func (s *Stream) textPrompts(b *builder, promptIDs bool, next func() (Request, error)) func(int) (streamItem, error) {
+// next also names the file entry the request copies (-1 for none):
+// entries are encoded once, and their copies copy the encoding.
+func (s *Stream) textPrompts(b *builder, promptIDs bool, entries int, next func() (Request, int, error)) func(int) (streamItem, error) {
+	encoded := make([][]int32, entries)
 	return func(i int) (streamItem, error) {
-		req, err := next()
+		req, entry, err := next()
 		if err != nil {
 			return streamItem{}, err
 		}
 		req.Index = i
-		if promptIDs && b.tok != nil {
-			if ids, err := b.tok.Encode(b.ctx, req.Prompt); err == nil {
-				req.PromptIDs = s.free.get(len(ids))
-				narrowIDs(req.PromptIDs, ids)
+		if !promptIDs || b.tok == nil {
+			return streamItem{req: req}, nil
+		}
+		var ids []int32
+		if entry >= 0 {
+			ids = encoded[entry]
+		}
+		if ids == nil {
+			enc, err := b.tok.Encode(b.ctx, req.Prompt)
+			if err != nil {
+				return streamItem{req: req}, nil
+			}
+			ids = make([]int32, len(enc))
+			narrowIDs(ids, enc)
+			if entry >= 0 {
+				encoded[entry] = ids
 			}
 		}
+		req.PromptIDs = append(s.free.get(len(ids))[:0], ids...)
 		return streamItem{req: req}, nil
 	}
 }
@@ -324,16 +345,24 @@ func (s *Stream) filePrompts(b *builder, a Arrivals, promptIDs bool) error {
 	if !noOversample && n > 0 {
 		n = max(n, b.spec.NumPrompts)
 	}
+	// Without copies every entry is used once: nothing to keep encoded.
+	entries := 0
+	if n > len(distinct) {
+		entries = len(distinct)
+	}
 	i := 0
-	next := func() (Request, error) {
+	next := func() (Request, int, error) {
 		k := i
 		if k >= len(distinct) {
 			k = b.rng.IntN(len(distinct))
 		}
 		i++
-		return distinct[k], nil
+		if entries == 0 {
+			return distinct[k], -1, nil
+		}
+		return distinct[k], k, nil
 	}
-	return s.generate(n, a, s.textPrompts(b, promptIDs, next), nil)
+	return s.generate(n, a, s.textPrompts(b, promptIDs, entries, next), nil)
 }
 
 // random streams the random dataset. It draws all input lengths, then all

@@ -145,6 +145,11 @@ func TestNewTokenizedStreamMatchesBuildAndSchedule(t *testing.T) {
 					if !slices.Equal(g.PromptIDs, wantIDs) {
 						t.Fatalf("position %d: prompt IDs %v, want %v", k, g.PromptIDs, wantIDs)
 					}
+					// Garbled when given back: a later prompt built in the
+					// buffer, or a copy of the same entry, must not see it.
+					for j := range g.PromptIDs {
+						g.PromptIDs[j] = -1
+					}
 					got.Recycle(g.PromptIDs)
 					k++
 				}
