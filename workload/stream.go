@@ -14,9 +14,9 @@ import (
 
 // Stream hands out a workload's requests one at a time in arrival order
 // (stable: equal arrivals keep their index order), each with its Arrival
-// set. A Stream from NewStream generates each request when it is taken, so
-// a run of millions of requests holds none of them; one from StreamOf walks
-// a built slice.
+// set. A Stream from NewStream or NewTokenizedStream generates each request
+// when it is taken, so a run of millions of requests holds none of them;
+// one from StreamOf walks a built slice.
 type Stream struct {
 	n    int
 	next func() (streamItem, error)
@@ -30,7 +30,7 @@ type Stream struct {
 	// free holds prompt buffers given back with Recycle; nil for a stream
 	// whose prompts belong to the caller (StreamOf).
 	free *promptBuffers
-	// err is what ended a generated stream early (a tokenizer's failure).
+	// err is what ended a generated stream early (see Err).
 	err error
 	// all is StreamOf's slice; hash fingerprints a generated stream's
 	// requests as they are made (HashSchedule).
@@ -148,11 +148,12 @@ func (s *Stream) Next() *Request {
 }
 
 // Err is what ended the stream before Len requests: a tokenizer's failure
-// while generating a prompt. A consumer that ran out of requests checks it.
+// while making a prompt, or sonnet's bound on redraws. A consumer that ran
+// out of requests checks it.
 func (s *Stream) Err() error { return s.err }
 
-// HashSchedule makes a NewStream stream fingerprint the schedule as it
-// generates it, for ScheduleHash; it must be called before the first Peek
+// HashSchedule makes a generated stream fingerprint the schedule as it
+// makes it, for ScheduleHash; it must be called before the first Peek
 // or Next (a StreamOf stream needs no call).
 func (s *Stream) HashSchedule() {
 	if s.all == nil && s.got == 0 && s.peek == nil {
@@ -161,7 +162,7 @@ func (s *Stream) HashSchedule() {
 }
 
 // ScheduleHash is workload.ScheduleHash of the whole schedule: of
-// StreamOf's requests, or of the requests a NewStream stream hands out,
+// StreamOf's requests, or of the requests a generated stream hands out,
 // taken in index order and with the IDs of every token-ID prompt even
 // where the stream leaves them out (Build sets them). Requests not yet
 // taken are generated and hashed first.
