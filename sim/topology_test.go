@@ -19,8 +19,13 @@ import (
 
 func runTopology(t *testing.T, cfg TopologyConfig, reqs []workload.Request) (*TopologyResult, []*metrics.Record) {
 	t.Helper()
+	return runTopologyStream(t, cfg, workload.StreamOf(reqs))
+}
+
+func runTopologyStream(t *testing.T, cfg TopologyConfig, reqs *workload.Stream) (*TopologyResult, []*metrics.Record) {
+	t.Helper()
 	var recs []*metrics.Record
-	res, err := RunTopology(context.Background(), cfg, reqs, func(r *metrics.Record) error {
+	res, err := RunTopologyStream(context.Background(), cfg, reqs, func(r *metrics.Record) error {
 		recs = append(recs, r)
 		return nil
 	})
@@ -448,14 +453,7 @@ func TestRunTopologyStreamMatchesRunTopology(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []*metrics.Record
-			gotRes, err := RunTopologyStream(context.Background(), cfg, stream, func(r *metrics.Record) error {
-				got = append(got, r)
-				return nil
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			gotRes, got := runTopologyStream(t, cfg, stream)
 			if diff := gocmp.Diff(want, got); diff != "" {
 				t.Fatalf("%s at rate %v: records differ (-built +streamed):\n%s", name, rate, diff)
 			}
