@@ -625,6 +625,3 @@ func (f *flights) drop(id uint64) []int32 {
 	}
 	return prompt
 }
-
-// arrivalOrder is the stable arrival order of reqs, nil when already sorted.
-func arrivalOrder(reqs []workload.Request) []int32 { return workload.ArrivalOrder(reqs) }

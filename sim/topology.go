@@ -245,13 +245,22 @@ type TransferStats struct {
 // the recomputed prefill to the request alone (its isolated prefill time)
 // rather than to the decode batch; colocated routing costs no proxy hop.
 func RunTopology(ctx context.Context, cfg TopologyConfig, reqs []workload.Request, emit func(*metrics.Record) error) (*TopologyResult, error) {
+	return RunTopologyStream(ctx, cfg, workload.StreamOf(reqs), emit)
+}
+
+// RunTopologyStream is RunTopology over requests taken one at a time from
+// a stream in arrival order (workload.NewStream generates each as it is
+// taken), so memory follows the requests in flight, not the workload's
+// size. A request's PromptIDs go back to the stream (Recycle) when it
+// leaves the fleet.
+func RunTopologyStream(ctx context.Context, cfg TopologyConfig, reqs *workload.Stream, emit func(*metrics.Record) error) (*TopologyResult, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	if emit == nil {
 		emit = func(*metrics.Record) error { return nil }
 	}
-	t := &fleet{cfg: cfg, reqs: reqs, order: arrivalOrder(reqs), emit: emit}
+	t := &fleet{cfg: cfg, reqs: reqs, emit: emit}
 	var err error
 	if cfg.Kind == Colocated {
 		if t.front, err = newInstances("replica", cfg.Replicas, false); err != nil {
@@ -270,7 +279,6 @@ func RunTopology(ctx context.Context, cfg TopologyConfig, reqs []workload.Reques
 		t.receiving = make([]int, len(t.back))
 	}
 	t.frontRouter = newRouter(cfg.Router, t.front, cfg.Seed)
-	t.flights = make([]*flight, len(reqs))
 	if err := t.run(ctx); err != nil {
 		return nil, err
 	}
@@ -317,8 +325,10 @@ func newInstances(role string, p Pool, remoteKV bool) ([]*instance, error) {
 
 // flight is one request in the fleet.
 type flight struct {
-	rec          *metrics.Record
-	ids          []int32 // nil when prefix caching is off everywhere
+	rec *metrics.Record
+	ids []int32 // nil when prefix caching is off everywhere
+	// streamIDs: ids are the stream's, given back when the request leaves.
+	streamIDs    bool
 	front, back  int     // instance indexes
 	onBack       bool    // the decode instance owns it now
 	kvBytes      int64   // per rank
@@ -409,13 +419,12 @@ type transfer struct {
 
 type fleet struct {
 	cfg         TopologyConfig
-	reqs        []workload.Request
-	order       []int32
+	reqs        *workload.Stream
 	emit        func(*metrics.Record) error
 	front, back []*instance
 	frontRouter *router
 	backRouter  *router
-	flights     []*flight
+	flights     flightWindow
 
 	queue eventQueue
 	seq   uint64
@@ -441,11 +450,30 @@ type fleet struct {
 	sampled     []engine.Stats // per instance, front then back
 }
 
-func (t *fleet) req(i int) *workload.Request {
-	if t.order != nil {
-		return &t.reqs[t.order[i]]
+// flightWindow holds the flights of requests base, base+1, ... (by
+// arrival position, the engine request ID), from the oldest still in the
+// fleet to the newest: memory follows what is in flight, not the workload.
+type flightWindow struct {
+	base int
+	live []*flight
+}
+
+func (w *flightWindow) at(i int) *flight {
+	if i < w.base || i >= w.base+len(w.live) {
+		return nil
 	}
-	return &t.reqs[i]
+	return w.live[i-w.base]
+}
+
+// add holds the flight of the request after the newest.
+func (w *flightWindow) add(f *flight) { w.live = append(w.live, f) }
+
+func (w *flightWindow) remove(i int) {
+	w.live[i-w.base] = nil
+	for len(w.live) > 0 && w.live[0] == nil {
+		w.live = w.live[1:]
+		w.base++
+	}
 }
 
 func (t *fleet) push(e event) {
@@ -455,13 +483,12 @@ func (t *fleet) push(e event) {
 }
 
 func (t *fleet) run(ctx context.Context) error {
-	n := len(t.reqs)
-	if n == 0 {
+	next := t.reqs.Peek()
+	if next == nil {
 		return nil
 	}
-	t.start, t.end = t.req(0).Arrival, t.req(0).Arrival
+	t.start, t.end = next.Arrival, next.Arrival
 	t.nextSample, t.lastSampled = t.start+t.cfg.StatsInterval, t.start
-	next := 0
 	for iter := 0; ; iter++ {
 		if iter%ctxCheckEvery == 0 {
 			if err := ctx.Err(); err != nil {
@@ -470,16 +497,16 @@ func (t *fleet) run(ctx context.Context) error {
 		}
 		// Arrivals come before kicks at the same instant and after step
 		// ends and dispatches, like the class order of events.
-		if next < n && !t.full() {
+		if next != nil && !t.full() {
 			// A request held by the concurrency cap starts when a slot frees.
-			at := max(t.req(next).Arrival, t.slotFreedAt)
+			at := max(next.Arrival, t.slotFreedAt)
 			if len(t.queue) == 0 || t.arrivalFirst(at) {
 				t.sampleBefore(at)
 				t.now = at
-				if err := t.arrive(next); err != nil {
+				if err := t.arrive(t.reqs.Next()); err != nil {
 					return err
 				}
-				next++
+				next = t.reqs.Peek()
 				continue
 			}
 		}
@@ -576,15 +603,15 @@ func (t *fleet) pool(back bool) []*instance {
 	return t.front
 }
 
-func (t *fleet) arrive(i int) error {
-	w := t.req(i)
+func (t *fleet) arrive(w *workload.Request) error {
+	i := t.flights.base + len(t.flights.live)
 	f := &flight{rec: &metrics.Record{
 		Index: w.Index, Scheduled: w.Arrival, Dispatched: w.Arrival, Start: t.now, MaxTokens: w.MaxTokens,
 	}}
 	t.inFlight++
 	switch {
 	case w.PromptIDs != nil:
-		f.ids = w.PromptIDs
+		f.ids, f.streamIDs = w.PromptIDs, true
 	case w.Prompt != "" && (t.prefixCaching() || t.cfg.Router == RoutePrefixAware):
 		f.ids = DerivePromptIDs(w.Prompt, w.PromptLen)
 	}
@@ -595,7 +622,7 @@ func (t *fleet) arrive(i int) error {
 		f.rec.PromptLen = len(DerivePromptIDs(w.Prompt, 0))
 	}
 	f.trace.Index = w.Index
-	t.flights[i] = f
+	t.flights.add(f)
 	if t.cfg.Kind == Disaggregated && t.cfg.Transfer.HopCost > 0 {
 		t.push(event{at: t.now + t.cfg.Transfer.HopCost, kind: evDispatch, id: i})
 		return nil
@@ -611,7 +638,7 @@ func (t *fleet) prefixCaching() bool {
 }
 
 func (t *fleet) engineRequest(i int, maxTokens int) engine.Request {
-	f := t.flights[i]
+	f := t.flights.at(i)
 	er := engine.Request{ID: uint64(i), MaxTokens: maxTokens, Arrival: f.rec.Start}
 	if f.ids != nil {
 		er.Prompt = f.ids
@@ -623,7 +650,7 @@ func (t *fleet) engineRequest(i int, maxTokens int) engine.Request {
 
 // dispatchFront routes a request to a replica or prefill instance.
 func (t *fleet) dispatchFront(i int) error {
-	f := t.flights[i]
+	f := t.flights.at(i)
 	f.front = t.frontRouter.pick(t.front, f.ids)
 	in := t.front[f.front]
 	maxTokens := f.rec.MaxTokens
@@ -724,7 +751,7 @@ func (t *fleet) stepEnd(in *instance) error {
 
 func (t *fleet) output(in *instance, o *engine.Output) error {
 	i := int(o.ID)
-	f := t.flights[i]
+	f := t.flights.at(i)
 	if f == nil {
 		return nil
 	}
@@ -773,8 +800,13 @@ func (t *fleet) output(in *instance, o *engine.Output) error {
 }
 
 func (t *fleet) done(i int) error {
-	rec := t.flights[i].rec
-	t.flights[i] = nil
+	f := t.flights.at(i)
+	rec := f.rec
+	if f.streamIDs {
+		// Every engine has released the request, and with it the prompt.
+		t.reqs.Recycle(f.ids)
+	}
+	t.flights.remove(i)
 	if t.full() {
 		t.slotFreedAt = t.now
 	}
@@ -787,7 +819,7 @@ func (t *fleet) done(i int) error {
 }
 
 func (t *fleet) fail(i int, msg string) error {
-	rec := t.flights[i].rec
+	rec := t.flights.at(i).rec
 	rec.Error = msg
 	rec.Latency = t.now - rec.Start
 	return t.done(i)
@@ -796,7 +828,7 @@ func (t *fleet) fail(i int, msg string) error {
 // prefillOutput handles the prefill request's only output: the prompt is
 // computed, so the KV leaves for a decode instance.
 func (t *fleet) prefillOutput(in *instance, i int, o *engine.Output) error {
-	f := t.flights[i]
+	f := t.flights.at(i)
 	if o.CachedTokens > 0 {
 		f.rec.CachedTokens = o.CachedTokens
 	}
@@ -860,7 +892,7 @@ func (t *fleet) credit() {
 	for _, tr := range t.active {
 		from := max(t.linkAt, tr.setupUntil)
 		if t.now > from && tr.rate > 0 {
-			f := t.flights[tr.req]
+			f := t.flights.at(tr.req)
 			f.delivered = min(float64(f.kvBytes), f.delivered+tr.rate*(t.now-from).Seconds())
 		}
 	}
@@ -888,7 +920,7 @@ func (t *fleet) reshare() {
 			continue
 		}
 		tr.rate = bw / float64(max(t.sending[tr.src], t.receiving[tr.dst]))
-		f := t.flights[tr.req]
+		f := t.flights.at(tr.req)
 		left := float64(f.kvBytes) - f.delivered
 		nextAt = min(nextAt, t.now+time.Duration(math.Ceil(left/tr.rate*1e9)))
 	}
@@ -904,7 +936,7 @@ func (t *fleet) linkEvent() error {
 	kept := t.active[:0]
 	var arrived []int
 	for _, tr := range t.active {
-		f := t.flights[tr.req]
+		f := t.flights.at(tr.req)
 		if tr.setupUntil <= t.now && float64(f.kvBytes)-f.delivered < 0.5 {
 			arrived = append(arrived, tr.req)
 			continue
@@ -915,7 +947,7 @@ func (t *fleet) linkEvent() error {
 	t.active = kept
 	t.reshare()
 	for _, i := range arrived {
-		f := t.flights[i]
+		f := t.flights.at(i)
 		f.trace.KVArrived = t.now
 		f.trace.BytesReceived = int64(math.Round(f.delivered)) * int64(t.cfg.Transfer.Ranks)
 		t.stats.BytesReceived += f.trace.BytesReceived
@@ -935,7 +967,7 @@ func (t *fleet) linkEvent() error {
 // the proxy's decode request is there (sequential: one more hop after the
 // prefill finished).
 func (t *fleet) scheduleBack(i int, ready time.Duration) error {
-	f := t.flights[i]
+	f := t.flights.at(i)
 	tc := t.cfg.Transfer
 	if tc.Handoff == HandoffSequential {
 		ready = max(ready, f.trace.PrefillDone+tc.HopCost)
@@ -945,7 +977,7 @@ func (t *fleet) scheduleBack(i int, ready time.Duration) error {
 }
 
 func (t *fleet) admitBack(i int) error {
-	f := t.flights[i]
+	f := t.flights.at(i)
 	in := t.back[f.back]
 	f.onBack = true
 	f.trace.DecodeAdmitted = t.now
@@ -961,7 +993,7 @@ func (t *fleet) admitBack(i int) error {
 }
 
 func (t *fleet) releaseBuffer(i int) {
-	f := t.flights[i]
+	f := t.flights.at(i)
 	if f.buffered {
 		f.buffered = false
 		t.bufferUsed[f.back] -= f.kvBytes

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -18,8 +19,13 @@ import (
 
 func runTopology(t *testing.T, cfg TopologyConfig, reqs []workload.Request) (*TopologyResult, []*metrics.Record) {
 	t.Helper()
+	return runTopologyStream(t, cfg, workload.StreamOf(reqs))
+}
+
+func runTopologyStream(t *testing.T, cfg TopologyConfig, reqs *workload.Stream) (*TopologyResult, []*metrics.Record) {
+	t.Helper()
 	var recs []*metrics.Record
-	res, err := RunTopology(context.Background(), cfg, reqs, func(r *metrics.Record) error {
+	res, err := RunTopologyStream(context.Background(), cfg, reqs, func(r *metrics.Record) error {
 		recs = append(recs, r)
 		return nil
 	})
@@ -408,5 +414,83 @@ func TestTopologyInvariantsRandomFleets(t *testing.T) {
 		if len(traces) != len(reqs) || res.Transfers.BytesSent != res.Transfers.BytesReceived {
 			t.Fatalf("trial %d (%s): %d traces, transfers %+v", trial, cfg, len(traces), res.Transfers)
 		}
+	}
+}
+
+// TestRunTopologyStreamMatchesRunTopology: a fleet fed one generated
+// request at a time gives the built workload's records and result, for a
+// colocated fleet with prefix-aware routing and a P/D fleet, while the
+// prompt buffers it gives back are built into again (a buffer given back
+// too early would change a later record).
+func TestRunTopologyStreamMatchesRunTopology(t *testing.T) {
+	spec := workload.DefaultSpec()
+	spec.NumPrompts, spec.Seed = 600, 9
+	spec.Random.InputLen, spec.Random.OutputLen, spec.Random.RangeRatio, spec.Random.PrefixLen = 120, 30, 0.5, 48
+	colocated := TopologyConfig{Kind: Colocated, Router: RoutePrefixAware, Seed: 3,
+		Replicas: Pool{Instances: 3, Engine: engineConfig(engine.V1), Model: simpleModel}}
+	colocated.Replicas.Engine.EnablePrefixCaching = true
+	pd := pdConfig(2, 2, testLink)
+	pd.Router = RouteRandom
+	pd.Prefill.Engine.EnablePrefixCaching = true
+	for _, fleet := range []struct {
+		name string
+		cfg  TopologyConfig
+	}{{"colocated", colocated}, {"pd", pd}} {
+		name, cfg := fleet.name, fleet.cfg
+		for _, rate := range []float64{math.Inf(1), 30} {
+			arrivals := workload.Arrivals{Rate: rate, Burstiness: 1, Seed: 2}
+			reqs, err := workload.Build(context.Background(), spec, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			offsets, err := workload.Schedule(len(reqs), arrivals)
+			if err != nil {
+				t.Fatal(err)
+			}
+			workload.Assign(reqs, offsets)
+			wantRes, want := runTopology(t, cfg, reqs)
+			stream, err := workload.NewStream(context.Background(), spec, arrivals, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gotRes, got := runTopologyStream(t, cfg, stream)
+			if diff := gocmp.Diff(want, got); diff != "" {
+				t.Fatalf("%s at rate %v: records differ (-built +streamed):\n%s", name, rate, diff)
+			}
+			if diff := gocmp.Diff(wantRes, gotRes); diff != "" {
+				t.Fatalf("%s at rate %v: results differ (-built +streamed):\n%s", name, rate, diff)
+			}
+		}
+	}
+}
+
+// TestFlightWindow: the fleet's window finds every request in flight,
+// forgets finished ones, and stays the size of the span in flight.
+func TestFlightWindow(t *testing.T) {
+	var w flightWindow
+	var live []int // requests in flight
+	flights := map[int]*flight{}
+	rng := rand.New(rand.NewPCG(2, 2))
+	for i := range 20000 {
+		f := &flight{}
+		w.add(f)
+		live, flights[i] = append(live, i), f
+		if len(live) > 50 || rng.IntN(3) == 0 {
+			k := rng.IntN(len(live))
+			w.remove(live[k])
+			delete(flights, live[k])
+			live = slices.Delete(live, k, k+1)
+		}
+		for _, k := range live {
+			if w.at(k) != flights[k] {
+				t.Fatalf("request %d: lost while in flight", k)
+			}
+		}
+		if w.at(i+1) != nil || w.at(w.base-1) != nil {
+			t.Fatalf("after request %d: found a request outside the window", i)
+		}
+	}
+	if cap(w.live) > 1<<14 {
+		t.Fatalf("window grew to %d slots for at most ~50 requests in flight", cap(w.live))
 	}
 }

@@ -27,6 +27,16 @@ type customPrompt struct {
 // Prompts are sent as written: servebench applies no chat template (vLLM
 // does unless --skip-chat-template), so counts are of the raw text.
 func (b *builder) custom() ([]Request, error) {
+	reqs, err := b.customDistinct()
+	if err != nil || b.spec.Custom.NoOversample {
+		return reqs, err
+	}
+	return b.oversample(reqs, b.spec.NumPrompts), nil
+}
+
+// customDistinct is the custom requests before oversampling: at most one per
+// entry of the file.
+func (b *builder) customDistinct() ([]Request, error) {
 	o := b.spec.Custom
 	f, err := openDataset(b.spec.Path)
 	if err != nil {
@@ -55,9 +65,6 @@ func (b *builder) custom() ([]Request, error) {
 			outputLen = p.outputLen
 		}
 		reqs = append(reqs, Request{Prompt: p.prompt, PromptLen: n, PromptLenEstimated: estimated, MaxTokens: outputLen})
-	}
-	if !o.NoOversample {
-		reqs = b.oversample(reqs, b.spec.NumPrompts)
 	}
 	return reqs, nil
 }

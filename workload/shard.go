@@ -76,35 +76,56 @@ func (s Shard) Select(reqs []Request) []Request {
 	return out
 }
 
+// Size is how many of a schedule's total requests (indices 0 to total-1)
+// s owns.
+func (s Shard) Size(total int) int {
+	if s.Count < 1 || s.Index >= total {
+		return 0
+	}
+	return (total-s.Index-1)/s.Count + 1
+}
+
 // ScheduleHash fingerprints a whole schedule: every request's index,
 // prompt (text and token IDs), prompt length, max tokens and arrival
 // offset, in order. Shards of one run compute it over the full schedule
 // before selecting their part, so equal hashes mean the shards split the
 // same schedule.
 func ScheduleHash(reqs []Request) string {
-	h := sha256.New()
-	h.Write([]byte("servebench-schedule-v1\x00"))
-	writeInt(h, int64(len(reqs)))
+	h := newScheduleHasher(len(reqs))
 	for i := range reqs {
-		r := &reqs[i]
-		writeInt(h, int64(r.Index))
-		writeInt(h, int64(len(r.Prompt)))
-		h.Write([]byte(r.Prompt))
-		writeInt(h, int64(len(r.PromptIDs)))
-		var b [4]byte
-		for _, id := range r.PromptIDs {
-			binary.LittleEndian.PutUint32(b[:], uint32(id))
-			h.Write(b[:])
-		}
-		writeInt(h, int64(r.PromptLen))
-		writeInt(h, int64(r.MaxTokens))
-		writeInt(h, int64(r.Arrival))
+		h.add(&reqs[i], reqs[i].PromptIDs)
 	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+	return h.sum()
 }
 
-func writeInt(h hash.Hash, v int64) {
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], uint64(v))
-	h.Write(b[:])
+// scheduleHasher is ScheduleHash one request at a time.
+type scheduleHasher struct {
+	h   hash.Hash
+	buf []byte
+}
+
+func newScheduleHasher(n int) *scheduleHasher {
+	s := &scheduleHasher{h: sha256.New()}
+	s.h.Write(binary.LittleEndian.AppendUint64([]byte("servebench-schedule-v1\x00"), uint64(n)))
+	return s
+}
+
+// add hashes r with ids as its PromptIDs.
+func (s *scheduleHasher) add(r *Request, ids []int32) {
+	b := binary.LittleEndian.AppendUint64(s.buf[:0], uint64(r.Index))
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(r.Prompt)))
+	b = append(b, r.Prompt...)
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(ids)))
+	for _, id := range ids {
+		b = binary.LittleEndian.AppendUint32(b, uint32(id))
+	}
+	b = binary.LittleEndian.AppendUint64(b, uint64(r.PromptLen))
+	b = binary.LittleEndian.AppendUint64(b, uint64(r.MaxTokens))
+	b = binary.LittleEndian.AppendUint64(b, uint64(r.Arrival))
+	s.h.Write(b)
+	s.buf = b[:0]
+}
+
+func (s *scheduleHasher) sum() string {
+	return "sha256:" + hex.EncodeToString(s.h.Sum(nil))
 }

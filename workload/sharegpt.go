@@ -38,6 +38,16 @@ type shareGPTTurn struct {
 // shuffled, kept while they pass is_valid_sequence until NumPrompts are found,
 // then oversampled by duplication.
 func (b *builder) shareGPT() ([]Request, error) {
+	reqs, err := b.shareGPTDistinct()
+	if err != nil || b.spec.ShareGPT.NoOversample {
+		return reqs, err
+	}
+	return b.oversample(reqs, b.spec.NumPrompts), nil
+}
+
+// shareGPTDistinct is the shareGPT requests before oversampling: at most one per
+// entry of the file.
+func (b *builder) shareGPTDistinct() ([]Request, error) {
 	o := b.spec.ShareGPT
 	path := b.spec.Path
 	f, err := openDataset(path)
@@ -87,9 +97,6 @@ func (b *builder) shareGPT() ([]Request, error) {
 			path, entries, entries-len(convs),
 			rejected[promptTooShort], shareGPTMinLen, rejected[replyTooShort], shareGPTMinLen,
 			rejected[promptTooLong], shareGPTMaxPromptLen, rejected[totalTooLong], shareGPTMaxTotalLen, how)
-	}
-	if !o.NoOversample {
-		reqs = b.oversample(reqs, b.spec.NumPrompts)
 	}
 	return reqs, nil
 }

@@ -22,6 +22,24 @@ const sonnetBasePrompt = "Pick as many lines as you can from these poem lines:\n
 // and measures the raw text; prompts are therefore a few template tokens
 // longer in lines than vLLM's for the same --sonnet-input-len.
 func (b *builder) sonnet() ([]Request, error) {
+	next, err := b.sonnetPrompts()
+	if err != nil {
+		return nil, err
+	}
+	reqs := make([]Request, 0, b.spec.NumPrompts)
+	for range b.spec.NumPrompts {
+		r, err := next()
+		if err != nil {
+			return nil, err
+		}
+		reqs = append(reqs, r)
+	}
+	return reqs, nil
+}
+
+// sonnetPrompts reads the poem and returns what makes sonnet's prompts one
+// at a time, in order, drawing from b.rng.
+func (b *builder) sonnetPrompts() (func() (Request, error), error) {
 	o := b.spec.Sonnet
 	path := b.spec.Path
 	lines, err := readLines(path)
@@ -70,32 +88,35 @@ func (b *builder) sonnet() ([]Request, error) {
 	n := b.spec.NumPrompts
 	// vLLM redraws forever; a bound turns an impossible length into an error.
 	maxDraws := 1000 + 50*n
-	reqs := make([]Request, 0, n)
+	made, draws := 0, 0
 	var sb strings.Builder
-	for draws := 0; len(reqs) < n; draws++ {
-		if draws == maxDraws {
-			return nil, option.Errorf("dataset file %q: only %d of %d sonnet prompts fit {sonnet_input_len} %d in %d draws "+
-				"(base prompt, %d prefix lines and %d drawn lines of ~%.1f tokens each); raise {sonnet_input_len} or lower {sonnet_prefix_len}",
-				path, len(reqs), n, o.InputLen, draws, numPrefixLines, numDrawn, avg)
+	return func() (Request, error) {
+		for ; ; draws++ {
+			if draws == maxDraws {
+				return Request{}, option.Errorf("dataset file %q: only %d of %d sonnet prompts fit {sonnet_input_len} %d in %d draws "+
+					"(base prompt, %d prefix lines and %d drawn lines of ~%.1f tokens each); raise {sonnet_input_len} or lower {sonnet_prefix_len}",
+					path, made, n, o.InputLen, draws, numPrefixLines, numDrawn, avg)
+			}
+			if err := b.canceled(); err != nil {
+				return Request{}, err
+			}
+			sb.Reset()
+			sb.WriteString(prefix)
+			for range numDrawn {
+				sb.WriteString(lines[b.rng.IntN(len(lines))])
+			}
+			prompt := sb.String()
+			promptLen, estimated, err := b.countTokens(prompt)
+			if err != nil {
+				return Request{}, err
+			}
+			if promptLen <= o.InputLen {
+				draws++
+				made++
+				return Request{Prompt: prompt, PromptLen: promptLen, PromptLenEstimated: estimated, MaxTokens: o.OutputLen}, nil
+			}
 		}
-		if err := b.canceled(); err != nil {
-			return nil, err
-		}
-		sb.Reset()
-		sb.WriteString(prefix)
-		for range numDrawn {
-			sb.WriteString(lines[b.rng.IntN(len(lines))])
-		}
-		prompt := sb.String()
-		promptLen, estimated, err := b.countTokens(prompt)
-		if err != nil {
-			return nil, err
-		}
-		if promptLen <= o.InputLen {
-			reqs = append(reqs, Request{Prompt: prompt, PromptLen: promptLen, PromptLenEstimated: estimated, MaxTokens: o.OutputLen})
-		}
-	}
-	return reqs, nil
+	}, nil
 }
 
 // readLines reads a text file as Python's readlines() does: every line keeps

@@ -2,21 +2,24 @@ package workload
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"time"
+
+	"github.com/servebench/servebench/tokenizer"
 )
 
 // Stream hands out a workload's requests one at a time in arrival order
 // (stable: equal arrivals keep their index order), each with its Arrival
-// set. A Stream from NewStream generates each request when it is taken, so
-// a run of millions of requests holds none of them; one from StreamOf walks
-// a built slice.
+// set. A Stream from NewStream or NewTokenizedStream generates each request
+// when it is taken, so a run of millions of requests holds none of them;
+// one from StreamOf walks a built slice.
 type Stream struct {
 	n    int
-	next func() Request // the next request in arrival order
+	next func() (streamItem, error)
 	peek *Request
 	got  int
 	buf  Request
@@ -27,6 +30,19 @@ type Stream struct {
 	// free holds prompt buffers given back with Recycle; nil for a stream
 	// whose prompts belong to the caller (StreamOf).
 	free *promptBuffers
+	// err is what ended a generated stream early (see Err).
+	err error
+	// all is StreamOf's slice; hash fingerprints a generated stream's
+	// requests as they are made (HashSchedule).
+	all  []Request
+	hash *scheduleHasher
+}
+
+// streamItem is a request as generated, with the name of its prompt when
+// prompts are deferred.
+type streamItem struct {
+	req Request
+	ref PromptRef
 }
 
 // Recycle gives back the PromptIDs of a request this stream made, once
@@ -109,7 +125,12 @@ func (s *Stream) Len() int { return s.n }
 // pointer is valid until the next call to Next.
 func (s *Stream) Peek() *Request {
 	if s.peek == nil && s.got < s.n {
-		s.buf = s.next()
+		it, err := s.next()
+		if err != nil {
+			s.err, s.n = err, s.got
+			return nil
+		}
+		s.buf, s.bufRef = it.req, it.ref
 		s.peek = &s.buf
 	}
 	return s.peek
@@ -126,15 +147,54 @@ func (s *Stream) Next() *Request {
 	return r
 }
 
+// Err is what ended the stream before Len requests: a tokenizer's failure
+// while making a prompt, or sonnet's bound on redraws. A consumer that ran
+// out of requests checks it.
+func (s *Stream) Err() error { return s.err }
+
+// HashSchedule makes a generated stream fingerprint the schedule as it
+// makes it, for ScheduleHash; it must be called before the first Peek
+// or Next (a StreamOf stream needs no call).
+func (s *Stream) HashSchedule() {
+	if s.all == nil && s.got == 0 && s.peek == nil {
+		s.hash = newScheduleHasher(s.n)
+	}
+}
+
+// ScheduleHash is workload.ScheduleHash of the whole schedule: of
+// StreamOf's requests, or of the requests a generated stream hands out,
+// taken in index order and with the IDs of every token-ID prompt even
+// where the stream leaves them out (Build sets them). Requests not yet
+// taken are generated and hashed first.
+func (s *Stream) ScheduleHash() (string, error) {
+	if s.all != nil || s.n == 0 {
+		return ScheduleHash(s.all), nil
+	}
+	if s.hash == nil {
+		return "", errors.New("workload: the stream was not asked to hash its schedule (HashSchedule)")
+	}
+	for r := s.Next(); r != nil; r = s.Next() {
+		s.Recycle(r.PromptIDs)
+	}
+	if s.err != nil {
+		return "", s.err
+	}
+	return s.hash.sum(), nil
+}
+
 // StreamOf yields reqs in stable arrival order. The requests are copied
 // as they are taken; reqs must not change while the stream is in use.
 func StreamOf(reqs []Request) *Stream {
 	i := 0
 	order := ArrivalOrder(reqs)
-	if order == nil {
-		return &Stream{n: len(reqs), next: func() Request { i++; return reqs[i-1] }}
+	all := reqs
+	if all == nil {
+		all = []Request{}
 	}
-	return &Stream{n: len(reqs), next: func() Request { i++; return reqs[order[i-1]] }}
+	if order == nil {
+		return &Stream{n: len(reqs), all: all, next: func() (streamItem, error) { i++; return streamItem{req: reqs[i-1]}, nil }}
+	}
+	return &Stream{n: len(reqs), all: all, next: func() (streamItem, error) { i++; return streamItem{req: reqs[order[i-1]]}, nil }}
 }
 
 // ArrivalOrder is the stable arrival order of reqs (indices into reqs),
@@ -162,136 +222,300 @@ func compareDurations(a, b time.Duration) int {
 	return 0
 }
 
-// Streamable reports whether NewStream generates s's requests lazily: the
-// random dataset without a tokenizer. Other specs need Build.
-func Streamable(s Spec, tokenizerGiven bool) bool {
-	return s.dataset() == DatasetRandom && !tokenizerGiven
-}
+// Streamable reports whether NewTokenizedStream generates s's requests
+// lazily: every dataset but prefix_repetition, which shuffles its whole
+// workload. Other specs need Build.
+func Streamable(s Spec) bool { return s.dataset() != DatasetPrefixRepetition }
 
 // NewStream generates the requests Build and Schedule would give for s
-// (random dataset, no tokenizer: see Streamable) and a, in arrival order,
-// each when it is taken: the same requests with the same arrivals, in O(1)
-// memory instead of O(NumPrompts). With promptIDs each request carries
-// Build's PromptIDs, in a buffer given back with Recycle when there is one;
-// without, only PromptLen (a simulation without prefix caching needs no
-// more).
-//
-// The dataset draws all input lengths, then all output lengths, then all
-// body offsets from one random stream (vLLM's order). NewStream walks that
-// stream once to find where each pass starts, then reads the three passes
-// side by side; the arrival gaps are likewise drawn twice, once for their
-// sum (the rescale to n/rate) and once as they are taken.
+// (random dataset without a tokenizer; see NewTokenizedStream) and a, in
+// arrival order, each when it is taken: the same requests with the same
+// arrivals, in O(1) memory instead of O(NumPrompts). With promptIDs each
+// request carries Build's PromptIDs, in a buffer given back with Recycle
+// when there is one; without, only PromptLen (a simulation without prefix
+// caching needs no more).
 func NewStream(ctx context.Context, s Spec, a Arrivals, promptIDs bool) (*Stream, error) {
+	if s.dataset() != DatasetRandom {
+		return nil, fmt.Errorf("workload: NewStream makes random prompts, not %s; use NewTokenizedStream", s.dataset())
+	}
+	return NewTokenizedStream(ctx, s, a, nil, promptIDs)
+}
+
+// NewTokenizedStream is NewStream for any Streamable dataset, with prompts
+// made and counted with tok (nil: token-ID random prompts, estimated text
+// lengths). A text prompt with promptIDs also carries its encoding as
+// PromptIDs (what sim takes for prefix caching), in a buffer given back
+// with Recycle. What is held: sonnet's lines, and the requests of a
+// sharegpt or custom file (one per entry, which oversampling repeats), as
+// Build holds them, with each repeated entry's encoding; nothing per
+// request beyond those in flight.
+//
+// Requests are made in index order: the last, whose arrival is pinned,
+// may sort before a few just ahead of it (see lazyArrivals), and those are
+// then made and held until it is taken. A failure while making a request
+// (a tokenizer's, or sonnet's bound on redraws) ends the stream there:
+// see Err.
+func NewTokenizedStream(ctx context.Context, s Spec, a Arrivals, tok tokenizer.Tokenizer, promptIDs bool) (*Stream, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	if !Streamable(s, false) {
+	if !Streamable(s) {
 		return nil, fmt.Errorf("workload: the %s dataset is built whole, not streamed; use Build", s.dataset())
 	}
 	if err := a.Validate(); err != nil {
 		return nil, err
 	}
-	b := &builder{ctx: ctx, spec: s}
-	o := s.Random
-	if err := o.checkMinInput(0); err != nil {
-		return nil, err
+	b := &builder{ctx: ctx, spec: s, tok: tok, rng: newRand(s.Seed, datasetStream)}
+	if c, ok := tok.(SpecialTokenCounter); ok {
+		b.numSpecial = max(0, c.NumSpecialTokensToAdd())
 	}
-	vocab, allowed, err := b.vocabulary()
+	st := &Stream{free: &promptBuffers{}}
+	var err error
+	switch s.dataset() {
+	case DatasetRandom:
+		err = st.random(b, a, promptIDs)
+	case DatasetSonnet:
+		var next func() (Request, error)
+		if next, err = b.sonnetPrompts(); err == nil {
+			prompt := func() (Request, int, error) {
+				r, err := next()
+				return r, -1, err
+			}
+			err = st.generate(s.NumPrompts, a, st.textPrompts(b, promptIDs, 0, prompt), nil)
+		}
+	default:
+		err = st.filePrompts(b, a, promptIDs)
+	}
 	if err != nil {
 		return nil, err
 	}
-	n := s.NumPrompts
+	return st, nil
+}
+
+// textPrompts makes each request from next, with its encoding as
+// PromptIDs when promptIDs (none where the tokenizer fails, as sim had it).
+// next also names the file entry the request copies (-1 for none):
+// entries are encoded once, and their copies copy the encoding.
+func (s *Stream) textPrompts(b *builder, promptIDs bool, entries int, next func() (Request, int, error)) func(int) (streamItem, error) {
+	encoded := make([][]int32, entries)
+	return func(i int) (streamItem, error) {
+		req, entry, err := next()
+		if err != nil {
+			return streamItem{}, err
+		}
+		req.Index = i
+		if !promptIDs || b.tok == nil {
+			return streamItem{req: req}, nil
+		}
+		var ids []int32
+		if entry >= 0 {
+			ids = encoded[entry]
+		}
+		if ids == nil {
+			enc, err := b.tok.Encode(b.ctx, req.Prompt)
+			if err != nil {
+				return streamItem{req: req}, nil
+			}
+			ids = make([]int32, len(enc))
+			narrowIDs(ids, enc)
+			if entry >= 0 {
+				encoded[entry] = ids
+			}
+		}
+		req.PromptIDs = append(s.free.get(len(ids))[:0], ids...)
+		return streamItem{req: req}, nil
+	}
+}
+
+// filePrompts streams sharegpt and custom: the file's requests, then
+// (unless NoOversample) copies of them drawn as Build's oversampling does.
+func (s *Stream) filePrompts(b *builder, a Arrivals, promptIDs bool) error {
+	var distinct []Request
+	var err error
+	noOversample := b.spec.ShareGPT.NoOversample
+	if b.spec.dataset() == DatasetShareGPT {
+		distinct, err = b.shareGPTDistinct()
+	} else {
+		distinct, err = b.customDistinct()
+		noOversample = b.spec.Custom.NoOversample
+	}
+	if err != nil {
+		return err
+	}
+	n := len(distinct)
+	if !noOversample && n > 0 {
+		n = max(n, b.spec.NumPrompts)
+	}
+	// Without copies every entry is used once: nothing to keep encoded.
+	entries := 0
+	if n > len(distinct) {
+		entries = len(distinct)
+	}
+	i := 0
+	next := func() (Request, int, error) {
+		k := i
+		if k >= len(distinct) {
+			k = b.rng.IntN(len(distinct))
+		}
+		i++
+		if entries == 0 {
+			return distinct[k], -1, nil
+		}
+		return distinct[k], k, nil
+	}
+	return s.generate(n, a, s.textPrompts(b, promptIDs, entries, next), nil)
+}
+
+// random streams the random dataset. It draws all input lengths, then all
+// output lengths, then all body offsets, then the shared prefix and, with
+// a tokenizer, each prompt's padding in index order, from one random
+// stream (vLLM's order). The stream is walked once to find where each pass
+// starts, then the passes are read side by side.
+func (s *Stream) random(b *builder, a Arrivals, promptIDs bool) error {
+	o := b.spec.Random
+	if err := o.checkMinInput(b.numSpecial); err != nil {
+		return err
+	}
+	vocab, allowed, err := b.vocabulary()
+	if err != nil {
+		return err
+	}
+	n := b.spec.NumPrompts
 	r := o.RangeRatio
-	real := max(0, o.InputLen)
+	real := max(0, o.InputLen-b.numSpecial)
 	inLow := int(math.Floor(float64(real) * (1 - r)))
 	inHigh := int(math.Ceil(float64(real) * (1 + r)))
 	outLow := max(1, int(math.Floor(float64(o.OutputLen)*(1-r))))
 	outHigh := max(1, int(math.Ceil(float64(o.OutputLen)*(1+r))))
 
-	// Walk the dataset's stream to the start of each pass, keeping each
-	// pass's last draw: the last request may sort first (see
-	// lazyArrivals) and is then made before the passes reach it.
-	inputs := rand.NewPCG(uint64(s.Seed), datasetStream)
+	inputs := rand.NewPCG(uint64(b.spec.Seed), datasetStream)
 	walk := *inputs
 	walker := rand.New(&walk)
-	var last Request
-	var lastOffset int
-	for i := range n {
-		if v := walker.IntN(inHigh - inLow + 1); i == n-1 {
-			last.PromptLen = o.PrefixLen + inLow + v
-		}
+	for range n {
+		walker.IntN(inHigh - inLow + 1)
 	}
 	outputs := walk
-	for i := range n {
-		if v := walker.IntN(outHigh - outLow + 1); i == n-1 {
-			last.MaxTokens = outLow + v
-		}
+	for range n {
+		walker.IntN(outHigh - outLow + 1)
 	}
 	offsets := walk
-	for i := range n {
-		if v := walker.IntN(vocab); i == n-1 {
-			lastOffset = v
-		}
+	for range n {
+		walker.IntN(vocab)
 	}
 	prefix := make([]int, o.PrefixLen)
 	fillRandom(walker, prefix, allowed)
-	src := newRandomPrompts(prefix, len(allowed), nil)
-	vocabLen := len(allowed)
-	st := &Stream{n: n, free: &promptBuffers{}}
-	if promptIDs {
-		st.src = src
-	}
-
+	// What is left of the walk is the tokenizer's padding draws.
+	b.rng = walker
 	inRng, outRng, offRng := rand.New(inputs), rand.New(&outputs), rand.New(&offsets)
-	gen := func(i int) Request {
+	var src *randomPrompts
+	if b.tok == nil {
+		src = newRandomPrompts(prefix, len(allowed), nil)
+		if promptIDs {
+			s.src = src
+		}
+	}
+	var seq []int
+	var start int       // the body start of the request made last
+	var hashIDs []int32 // its IDs for the hash, when it carries none
+	build := func(i int) (streamItem, error) {
 		in := inLow + inRng.IntN(inHigh-inLow+1)
 		out := outLow + outRng.IntN(outHigh-outLow+1)
 		off := offRng.IntN(vocab)
-		req := Request{Index: i, PromptLen: o.PrefixLen + in, MaxTokens: out}
+		if b.tok == nil {
+			start = (off + i) % len(allowed)
+			it := streamItem{req: Request{Index: i, PromptLen: o.PrefixLen + in, MaxTokens: out}}
+			it.ref = s.setPrompt(&it.req, start)
+			return it, nil
+		}
+		seq = append(seq[:0], prefix...)
+		seq = append(seq, make([]int, in)...)
+		fillSequential(seq[o.PrefixLen:], allowed, off+i)
+		prompt, ids, err := b.converge(seq, o.PrefixLen+in, allowed)
+		if err != nil {
+			return streamItem{}, fmt.Errorf("workload: random prompt %d: %w", i, err)
+		}
+		it := streamItem{req: Request{Index: i, Prompt: prompt, PromptLen: len(ids), MaxTokens: out}}
 		if promptIDs {
-			st.setPrompt(&req, (off+i)%vocabLen)
+			it.req.PromptIDs = s.free.get(len(ids))
+			narrowIDs(it.req.PromptIDs, ids)
 		}
-		return req
+		return it, nil
 	}
-	if n > 0 {
-		last.Index = n - 1
-	}
-	arr, err := newLazyArrivals(n, a)
-	if err != nil {
-		return nil, err
-	}
-	lastTaken := false
-	i := 0
-	next := func() Request {
-		if !lastTaken && (i == n-1 || arr.lastSortsBefore(i)) {
-			lastTaken = true
-			req := last
-			req.Arrival = arr.last
-			if promptIDs {
-				st.setPrompt(&req, (lastOffset+n-1)%vocabLen)
+	var idsOf func(*Request) []int32
+	if src != nil {
+		idsOf = func(r *Request) []int32 {
+			if r.PromptIDs != nil {
+				return r.PromptIDs
 			}
-			if i == n-1 {
-				i++
-			}
-			return req
+			hashIDs = src.fill(slices.Grow(hashIDs[:0], r.PromptLen)[:r.PromptLen], start)
+			return hashIDs
 		}
-		req := gen(i)
-		req.Arrival = arr.next()
-		i++
-		return req
 	}
-	st.next = next
-	return st, nil
+	return s.generate(n, a, build, idsOf)
 }
 
-// setPrompt gives req, whose body starts at start, its prompt IDs, or with
-// deferred prompts their name.
-func (s *Stream) setPrompt(req *Request, start int) {
-	if s.deferred {
-		s.bufRef = PromptRef{len: int32(req.PromptLen), start: int32(start)}
-		return
+// generate makes the stream hand out n requests that build makes in index
+// order, with Schedule's arrivals for a, in stable arrival order. idsOf,
+// if set, gives the IDs ScheduleHash covers for the request build just
+// made (by default its PromptIDs).
+func (s *Stream) generate(n int, a Arrivals, build func(i int) (streamItem, error), idsOf func(*Request) []int32) error {
+	arr, err := newLazyArrivals(n, a)
+	if err != nil {
+		return err
 	}
-	req.PromptIDs = s.src.buildIn(s.free, req.PromptLen, start)
+	gen := func(i int) (streamItem, error) {
+		it, err := build(i)
+		if err != nil {
+			return it, err
+		}
+		if i == n-1 {
+			it.req.Arrival = arr.last
+		} else {
+			it.req.Arrival = arr.next()
+		}
+		if s.hash != nil {
+			ids := it.req.PromptIDs
+			if idsOf != nil {
+				ids = idsOf(&it.req)
+			}
+			s.hash.add(&it.req, ids)
+		}
+		return it, nil
+	}
+	var held []streamItem // made ahead of the last request, which sorts before them
+	i := 0
+	s.n = n
+	s.next = func() (streamItem, error) {
+		if len(held) > 0 {
+			it := held[0]
+			held = held[1:]
+			return it, nil
+		}
+		if arr.lastSortsBefore(i) {
+			for ; i < n-1; i++ {
+				it, err := gen(i)
+				if err != nil {
+					return it, err
+				}
+				held = append(held, it)
+			}
+		}
+		i++
+		return gen(i - 1)
+	}
+	return nil
+}
+
+// setPrompt gives req, whose body starts at start, its prompt IDs when
+// the stream carries them, or with deferred prompts returns their name.
+func (s *Stream) setPrompt(req *Request, start int) PromptRef {
+	switch {
+	case s.deferred:
+		return PromptRef{len: int32(req.PromptLen), start: int32(start)}
+	case s.src != nil:
+		req.PromptIDs = s.src.buildIn(s.free, req.PromptLen, start)
+	}
+	return PromptRef{}
 }
 
 // lazyArrivals is Schedule one offset at a time. Offsets before the last

@@ -2,9 +2,15 @@ package workload
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/servebench/servebench/tokenizer"
 )
 
 // TestNewStreamMatchesBuildAndSchedule: the streamed workload is, request
@@ -26,6 +32,7 @@ func TestNewStreamMatchesBuildAndSchedule(t *testing.T) {
 		{"exponential ramp", randomSpec(200, 10, 10, 0.1, 0), Arrivals{Rate: math.Inf(1), Burstiness: 2, RampUp: RampExponential, RampStart: 1, RampEnd: 40, Seed: 2}},
 		{"one request", randomSpec(1, 10, 10, 0, 0), Arrivals{Rate: 2, Burstiness: 1}},
 		{"small vocabulary", smallVocab, Arrivals{Rate: 5, Burstiness: 1, Seed: 9}},
+		{"last sorts early", randomSpec(3, 10, 10, 0, 0), lastSortsEarly},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -73,6 +80,226 @@ func TestNewStreamMatchesBuildAndSchedule(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// lastSortsEarly is an arrival process whose pinned last offset (1 s)
+// sorts before the middle request's: gamma gaps of shape 0.001 underflow,
+// so the rescale saturates (offsets -max, +max, 1 s). The stream must
+// make the middle request before the last and hold it.
+var lastSortsEarly = Arrivals{Rate: 2.9999999985, Burstiness: 0.001, Seed: 54}
+
+// TestNewTokenizedStreamMatchesBuildAndSchedule: with a tokenizer, and for
+// the text datasets, the stream is Build's requests (random text prompts
+// converged through the tokenizer, whose padding draws follow the
+// dataset's passes; sonnet's redraws; sharegpt's and custom's
+// oversampling) with Schedule's arrivals, and with promptIDs each carries
+// its prompt's encoding, as the CLI sets it for prefix caching.
+func TestNewTokenizedStreamMatchesBuildAndSchedule(t *testing.T) {
+	greedy := newGreedyTokenizer()
+	bos := newGreedyTokenizer()
+	bos.numSpecial = 1
+	cases := []struct {
+		name string
+		spec Spec
+		arr  Arrivals
+		tok  tokenizer.Tokenizer
+	}{
+		{"poisson, range and prefix", randomSpec(120, 40, 20, 0.5, 9), Arrivals{Rate: 50, Burstiness: 1, Seed: 3}, greedy},
+		{"burst with a BOS token", randomSpec(80, 30, 10, 0.2, 0), Arrivals{Rate: math.Inf(1), Burstiness: 1, Seed: 1}, countingSpecialTokenizer{bos}},
+		{"last sorts early", randomSpec(3, 25, 10, 0.3, 4), lastSortsEarly, greedy},
+		{"sonnet", sonnetSpec("testdata/poem.txt", 50, 200, 9, 80), Arrivals{Rate: 9, Burstiness: 1, Seed: 4}, greedy},
+		{"sonnet, estimated lengths, last sorts early", sonnetSpec("testdata/poem.txt", 3, 120, 9, 40), lastSortsEarly, nil},
+		{"sharegpt, oversampled", shareGPTSpec(70), Arrivals{Rate: 20, Burstiness: 0.5, Seed: 6}, greedy},
+		{"sharegpt, not oversampled", noOversample(shareGPTSpec(70)), Arrivals{Rate: 20, Burstiness: 1, Seed: 6}, greedy},
+		{"custom, last sorts early", customSpec("testdata/custom_small.jsonl", 3), lastSortsEarly, greedy},
+		{"custom, estimated lengths", customSpec("testdata/custom_small.jsonl", 30), Arrivals{Rate: math.Inf(1), Burstiness: 1}, nil},
+	}
+	for _, tc := range cases {
+		for _, promptIDs := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/ids=%v", tc.name, promptIDs), func(t *testing.T) {
+				ctx := context.Background()
+				want := scheduled(t, tc.spec, tc.tok, tc.arr)
+				got, err := NewTokenizedStream(ctx, tc.spec, tc.arr, tc.tok, promptIDs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantStream, k := StreamOf(want), 0
+				for w := wantStream.Next(); w != nil; w = wantStream.Next() {
+					g := got.Next()
+					if g == nil {
+						t.Fatalf("position %d: the stream ended early (%v)", k, got.Err())
+					}
+					gotReq := *g
+					gotReq.PromptIDs = nil
+					if !reflect.DeepEqual(gotReq, *w) {
+						t.Fatalf("position %d: got %+v, want %+v", k, gotReq, *w)
+					}
+					var wantIDs []int32
+					if promptIDs && tc.tok != nil {
+						ids, _ := tc.tok.Encode(ctx, w.Prompt)
+						for _, id := range ids {
+							wantIDs = append(wantIDs, int32(id))
+						}
+					}
+					if !slices.Equal(g.PromptIDs, wantIDs) {
+						t.Fatalf("position %d: prompt IDs %v, want %v", k, g.PromptIDs, wantIDs)
+					}
+					// Garbled when given back: a later prompt built in the
+					// buffer, or a copy of the same entry, must not see it.
+					for j := range g.PromptIDs {
+						g.PromptIDs[j] = -1
+					}
+					got.Recycle(g.PromptIDs)
+					k++
+				}
+				if g := got.Next(); g != nil || got.Err() != nil {
+					t.Fatalf("after %d requests: got %+v more, error %v", k, g, got.Err())
+				}
+			})
+		}
+	}
+}
+
+// TestStreamScheduleHash: a stream's hash is ScheduleHash of the requests
+// Build, Schedule and the CLI's prompt encoding give (token-ID prompts
+// always with their IDs), whether the stream hands the IDs out, defers
+// them or leaves them out, and whether the consumer took every request.
+func TestStreamScheduleHash(t *testing.T) {
+	ctx := context.Background()
+	tok := newGreedyTokenizer()
+	arr := Arrivals{Rate: 20, Burstiness: 1, Seed: 5}
+	cases := []struct {
+		name      string
+		spec      Spec
+		tok       tokenizer.Tokenizer
+		promptIDs bool
+		defer_    bool
+		take      int
+	}{
+		{"ids", randomSpec(200, 50, 20, 0.5, 7), nil, true, false, 200},
+		{"no ids", randomSpec(200, 50, 20, 0.5, 7), nil, false, false, 200},
+		{"deferred ids, half taken", randomSpec(200, 50, 20, 0.5, 7), nil, true, true, 100},
+		{"none taken", randomSpec(200, 50, 20, 0.5, 7), nil, false, false, 0},
+		{"tokenizer with ids", randomSpec(60, 30, 10, 0.3, 5), tok, true, false, 60},
+		{"tokenizer without ids, a third taken", randomSpec(60, 30, 10, 0.3, 5), tok, false, false, 20},
+		{"sharegpt oversampled with ids, some taken", shareGPTSpec(40), tok, true, false, 13},
+		{"sonnet estimated", sonnetSpec("testdata/poem.txt", 30, 120, 9, 40), nil, true, false, 30},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			want := scheduled(t, tc.spec, tc.tok, arr)
+			if tc.tok != nil && tc.promptIDs {
+				for i := range want {
+					ids, _ := tc.tok.Encode(ctx, want[i].Prompt)
+					for _, id := range ids {
+						want[i].PromptIDs = append(want[i].PromptIDs, int32(id))
+					}
+				}
+			}
+			st, err := NewTokenizedStream(ctx, tc.spec, arr, tc.tok, tc.promptIDs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.defer_ && !st.DeferPrompts() {
+				t.Fatal("a generated stream refused to defer its prompts")
+			}
+			st.HashSchedule()
+			for range tc.take {
+				st.Recycle(st.Next().PromptIDs)
+			}
+			got, err := st.ScheduleHash()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w := ScheduleHash(want); got != w {
+				t.Fatalf("stream hash %s, want %s", got, w)
+			}
+			if of, w := StreamOf(want), ScheduleHash(want); mustHash(t, of) != w {
+				t.Fatal("StreamOf's hash differs from its requests'")
+			}
+		})
+	}
+	unasked, err := NewStream(ctx, randomSpec(5, 10, 10, 0, 0), arr, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := unasked.ScheduleHash(); err == nil {
+		t.Fatal("a stream not asked to hash its schedule gave a hash")
+	}
+}
+
+// scheduled is Build's requests for spec with Schedule's arrivals for a.
+func scheduled(t *testing.T, spec Spec, tok tokenizer.Tokenizer, a Arrivals) []Request {
+	t.Helper()
+	reqs, err := Build(context.Background(), spec, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offsets, err := Schedule(len(reqs), a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	Assign(reqs, offsets)
+	return reqs
+}
+
+func noOversample(s Spec) Spec {
+	s.ShareGPT.NoOversample, s.Custom.NoOversample = true, true
+	return s
+}
+
+func mustHash(t *testing.T, s *Stream) string {
+	t.Helper()
+	h, err := s.ScheduleHash()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// TestNewTokenizedStreamFailure: a tokenizer failing mid-stream ends the
+// stream there, and Err says why.
+func TestNewTokenizedStreamFailure(t *testing.T) {
+	tok := &brokenLaterTokenizer{greedyTokenizer: newGreedyTokenizer(), after: 5}
+	st, err := NewTokenizedStream(context.Background(), randomSpec(20, 10, 10, 0, 0), Arrivals{Rate: 5, Burstiness: 1, Seed: 2}, tok, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken := 0
+	for st.Next() != nil {
+		taken++
+	}
+	if taken == 0 || taken >= 20 || st.Err() == nil || !strings.Contains(st.Err().Error(), "encode broke") {
+		t.Fatalf("took %d of 20 requests, error %v; want the stream to stop at the failure and say why", taken, st.Err())
+	}
+}
+
+// brokenLaterTokenizer fails every Encode after the first few.
+type brokenLaterTokenizer struct {
+	*greedyTokenizer
+	after int
+}
+
+func (t *brokenLaterTokenizer) Encode(ctx context.Context, text string) ([]int, error) {
+	if t.after--; t.after < 0 {
+		return nil, errors.New("encode broke")
+	}
+	return t.greedyTokenizer.Encode(ctx, text)
+}
+
+func TestShardSize(t *testing.T) {
+	reqs := make([]Request, 0, 11)
+	for total := range 12 {
+		for count := 1; count <= 5; count++ {
+			for index := range count {
+				sh := Shard{Index: index, Count: count}
+				if got, want := sh.Size(total), len(sh.Select(reqs[:total])); got != want {
+					t.Errorf("shard %s of %d requests: Size %d, Select %d", sh, total, got, want)
+				}
+			}
+		}
+		reqs = append(reqs, Request{Index: total})
 	}
 }
 

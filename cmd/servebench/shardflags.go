@@ -185,13 +185,13 @@ func (r *shardRun) finish(errw io.Writer, recordsPath, hash string, total, sent 
 }
 
 // finishSim writes the manifest of a simulated shard: the whole schedule
-// was simulated (a shard's requests compete with every other request for
-// the engine, as on the real server) and only this shard's records kept.
-// Simulated shards share the virtual clock's zero.
-func (r *shardRun) finishSim(errw io.Writer, recordsPath string, reqs []workload.Request, info *report.RunInfo, opts metrics.Options, lastEnd time.Duration, interrupted bool) error {
-	owned := len(r.shard.Select(reqs))
+// (total requests, fingerprinted by hash) was simulated (a shard's
+// requests compete with every other request for the engine, as on the
+// real server) and only this shard's records kept. Simulated shards share
+// the virtual clock's zero.
+func (r *shardRun) finishSim(errw io.Writer, recordsPath, hash string, total int, info *report.RunInfo, opts metrics.Options, lastEnd time.Duration, interrupted bool) error {
 	r.clock = bench.ClockSync{Source: report.VirtualClock, Synchronized: true}
-	return r.finish(errw, recordsPath, workload.ScheduleHash(reqs), len(reqs), owned, info, opts,
+	return r.finish(errw, recordsPath, hash, total, r.shard.Size(total), info, opts,
 		shardOutcome{virtual: true, duration: lastEnd, interrupted: interrupted})
 }
 

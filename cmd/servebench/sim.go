@@ -120,11 +120,13 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 		arrivals.Rate = math.Inf(1)
 		arrivals.RampUp = ""
 	}
-	w, err := buildSimWorkload(ctx, spec, arrivals, tok, ec.EnablePrefixCaching, topo == nil && shard == nil)
+	// Prompt IDs serve the prefix cache, and the prefix-aware router; that
+	// router derives text prompts' IDs itself (sim.DerivePromptIDs).
+	promptIDs := ec.EnablePrefixCaching || (topo != nil && topo.Router == sim.RoutePrefixAware && tok == nil)
+	stream, err := buildSimWorkload(ctx, spec, arrivals, tok, promptIDs, shard != nil)
 	if err != nil {
 		return err
 	}
-	reqs := w.reqs
 
 	tokID := ""
 	if tok != nil {
@@ -158,7 +160,7 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 	// The recorder copies what it keeps, so the simulator may recycle
 	// records. A records write error does not stop the simulation (it costs
 	// no server time); it is reported after the result.
-	cfg := sim.Config{Engine: ec, Model: stepModel, StatsInterval: interval, MaxConcurrency: f.workload.maxConcurrency, ReuseRecords: true, PromptIDs: w.promptIDs}
+	cfg := sim.Config{Engine: ec, Model: stepModel, StatsInterval: interval, MaxConcurrency: f.workload.maxConcurrency, ReuseRecords: true}
 	if f.logStats {
 		cfg.OnStats = func(s sim.StatsSample) { writeSimStatsLine(errw, ec, "", s) }
 		if topo != nil {
@@ -181,9 +183,12 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 	extra := report.Section{Key: "engine"}
 	writeSection := func(w io.Writer) error { return writeEngineSection(w, res) }
 	if topo != nil {
-		extra, writeSection, err = runTopology(ctx, *topo, reqs, add)
+		extra, writeSection, err = runTopology(ctx, *topo, stream, add)
 	} else {
-		res, err = sim.RunStream(ctx, cfg, w.stream, add)
+		res, err = sim.RunStream(ctx, cfg, stream, add)
+	}
+	if err == nil {
+		err = stream.Err()
 	}
 	if err != nil {
 		return err
@@ -198,7 +203,11 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 	// completion, so simulated and measured throughputs compare directly.
 	summary := recorder.Summary(recorder.LastEnd())
 	if shard != nil {
-		if err := shard.finishSim(errw, outs.recordsPath, reqs, &info, sumOpts, recorder.LastEnd(), interrupted); err != nil {
+		hash, err := stream.ScheduleHash()
+		if err != nil {
+			return err
+		}
+		if err := shard.finishSim(errw, outs.recordsPath, hash, stream.Len(), &info, sumOpts, recorder.LastEnd(), interrupted); err != nil {
 			return err
 		}
 	}

@@ -7,54 +7,42 @@ import (
 	"github.com/servebench/servebench/workload"
 )
 
-// simWorkload is sim's requests: a stream for the single engine, and the
-// slice too when a topology or a shard needs every request up front.
-type simWorkload struct {
-	stream    *workload.Stream
-	reqs      []workload.Request
-	promptIDs workload.PromptSource
-}
-
-// buildSimWorkload builds sim's requests with their arrivals. A single
-// engine without a shard gets random prompts generated one at a time as
-// they arrive (workload.NewStream: nothing held per request), or else
-// takes each prompt's IDs from a source while the request is in flight (4
-// bytes a request held instead of 4 a token); topologies still get every
-// request's IDs up front.
-func buildSimWorkload(ctx context.Context, spec workload.Spec, arrivals workload.Arrivals, tok tokenizer.Tokenizer, caching, single bool) (simWorkload, error) {
-	var w simWorkload
-	if single && workload.Streamable(spec, tok != nil) {
-		stream, err := workload.NewStream(ctx, spec, arrivals, caching)
-		w.stream = stream
-		return w, err
+// buildSimWorkload makes sim's requests with their arrivals, as a stream
+// in arrival order. promptIDs says the run needs prompt token IDs (prefix
+// caching, prefix-aware routing); hashSchedule that a shard needs the
+// schedule's hash. Every dataset but prefix_repetition is generated one
+// request at a time as the simulation takes it
+// (workload.NewTokenizedStream: nothing held per request but what is in
+// flight); prefix_repetition, which shuffles its whole workload, is built.
+func buildSimWorkload(ctx context.Context, spec workload.Spec, arrivals workload.Arrivals, tok tokenizer.Tokenizer, promptIDs, hashSchedule bool) (*workload.Stream, error) {
+	if workload.Streamable(spec) {
+		stream, err := workload.NewTokenizedStream(ctx, spec, arrivals, tok, promptIDs)
+		if err == nil && hashSchedule {
+			stream.HashSchedule()
+		}
+		return stream, err
 	}
-	var err error
-	if single {
-		w.reqs, w.promptIDs, err = workload.BuildCompact(ctx, spec, tok)
-	} else {
-		w.reqs, err = workload.Build(ctx, spec, tok)
-	}
+	reqs, err := workload.Build(ctx, spec, tok)
 	if err != nil {
-		return w, err
+		return nil, err
 	}
-	if tok != nil && caching {
+	if tok != nil && promptIDs {
 		// Exact token IDs make prefix-cache hits exact.
-		for i := range w.reqs {
-			if w.reqs[i].PromptIDs == nil {
-				if ids, err := tok.Encode(ctx, w.reqs[i].Prompt); err == nil {
-					w.reqs[i].PromptIDs = make([]int32, len(ids))
+		for i := range reqs {
+			if reqs[i].PromptIDs == nil {
+				if ids, err := tok.Encode(ctx, reqs[i].Prompt); err == nil {
+					reqs[i].PromptIDs = make([]int32, len(ids))
 					for j, id := range ids {
-						w.reqs[i].PromptIDs[j] = int32(id)
+						reqs[i].PromptIDs[j] = int32(id)
 					}
 				}
 			}
 		}
 	}
-	offsets, err := workload.Schedule(len(w.reqs), arrivals)
+	offsets, err := workload.Schedule(len(reqs), arrivals)
 	if err != nil {
-		return w, err
+		return nil, err
 	}
-	workload.Assign(w.reqs, offsets)
-	w.stream = workload.StreamOf(w.reqs)
-	return w, nil
+	workload.Assign(reqs, offsets)
+	return workload.StreamOf(reqs), nil
 }

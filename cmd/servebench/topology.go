@@ -207,8 +207,8 @@ func (f *topologyFlags) pool(base *engineFlags, role string, r roleFlags, n int)
 
 // runTopology runs the fleet, feeding add, and returns the result JSON
 // section and the text section to print.
-func runTopology(ctx context.Context, cfg sim.TopologyConfig, reqs []workload.Request, add func(*metrics.Record) error) (report.Section, func(io.Writer) error, error) {
-	res, err := sim.RunTopology(ctx, cfg, reqs, add)
+func runTopology(ctx context.Context, cfg sim.TopologyConfig, reqs *workload.Stream, add func(*metrics.Record) error) (report.Section, func(io.Writer) error, error) {
+	res, err := sim.RunTopologyStream(ctx, cfg, reqs, add)
 	if err != nil {
 		return report.Section{}, nil, err
 	}
