@@ -306,10 +306,14 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 		roleSent      = !rs.chat
 		deadlineSetAt time.Time
 	)
+	// The client going away wakes the handler through the same one-slot
+	// channel as new tokens: a chunk then costs one channel receive, not a
+	// two-channel select that locks both channels on every token.
+	stopWake := context.AfterFunc(ctx, st.signal)
+	defer stopWake()
 	for {
-		select {
-		case <-st.notify:
-		case <-ctx.Done():
+		<-st.notify
+		if ctx.Err() != nil {
 			s.abort(st)
 			return
 		}
