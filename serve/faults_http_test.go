@@ -155,6 +155,54 @@ func TestClientDisconnects(t *testing.T) {
 	}
 }
 
+// TestQueuedClientDisconnects: a client that goes away while its request
+// waits in the queue (no token will wake its handler for as long as the
+// running request lasts) is aborted at once and leaves the queue.
+func TestQueuedClientDisconnects(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Engine.MaxNumSeqs = 1
+	cfg.StepModel = linearModel{fixed: 20 * time.Millisecond}
+	r := startServer(t, cfg)
+	c := testClient(t)
+	stream := func(ctx context.Context, prompt string) *http.Response {
+		t.Helper()
+		body := fmt.Sprintf(`{"prompt":%q,"max_tokens":3000,"stream":true,"ignore_eos":true}`, prompt)
+		req, _ := http.NewRequestWithContext(ctx, "POST", r.URL()+"/v1/completions", strings.NewReader(body))
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	running := stream(t.Context(), "the running one")
+	defer running.Body.Close()
+	if _, err := bufio.NewReader(running.Body).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	queued := stream(ctx, "the queued one") // its headers come before any token
+	cancel()
+	queued.Body.Close()
+	deadline, stop := context.WithTimeout(t.Context(), 10*time.Second)
+	defer stop()
+	for {
+		snap, err := r.Snapshot(deadline)
+		if err != nil {
+			t.Fatalf("the queued request was not aborted: %v (last %+v)", err, snap.Engine)
+		}
+		if snap.Engine.Waiting == 0 {
+			if snap.Engine.Running != 1 {
+				t.Errorf("after the queued client left: %d running, want the first request still running", snap.Engine.Running)
+			}
+			return
+		}
+		select {
+		case <-deadline.Done():
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
 // TestManyConnections: 2,000 concurrent streams, far more than max_num_seqs,
 // all complete with every token, and nothing is left in the engine.
 func TestManyConnections(t *testing.T) {

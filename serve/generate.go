@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/servebench/servebench/engine"
@@ -306,10 +307,19 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 		roleSent      = !rs.chat
 		deadlineSetAt time.Time
 	)
+	// The client going away wakes the handler through the same one-slot
+	// channel as new tokens: a chunk then costs one channel receive and a
+	// flag load, not a two-channel select that locks both channels on
+	// every token.
+	var clientGone atomic.Bool
+	stopWake := context.AfterFunc(ctx, func() {
+		clientGone.Store(true)
+		st.signal()
+	})
+	defer stopWake()
 	for {
-		select {
-		case <-st.notify:
-		case <-ctx.Done():
+		<-st.notify
+		if clientGone.Load() {
 			s.abort(st)
 			return
 		}

@@ -31,6 +31,13 @@ func TestMain(m *testing.M) {
 		runStepServer()
 		return
 	}
+	if spec := os.Getenv(floorEnv); spec != "" {
+		if err := runFloorSide(spec); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	if os.Getenv(rawReaderEnv) != "" {
 		if err := runRawReader(os.Args[1:]); err != nil {
 			fmt.Fprintln(os.Stderr, err)
