@@ -202,8 +202,15 @@ func (e *Engine) newSequence() *sequence {
 }
 
 // release returns a finished sequence to the pool; its blocks must be freed.
+// The pool keeps at most a batch's worth: after a burst of arrivals every
+// request is released with no Add to reuse it, and a pool of them all would
+// only hold memory for the collector to scan.
 func (e *Engine) release(s *sequence) {
 	delete(e.byID, s.id)
+	if len(e.pool) >= e.cfg.MaxNumSeqs {
+		*s = sequence{gen: s.gen + 1}
+		return
+	}
 	*s = sequence{gen: s.gen + 1, blocks: s.blocks[:0], hashes: s.hashes[:0]}
 	e.pool = append(e.pool, s)
 }
@@ -443,8 +450,11 @@ func (e *Engine) addEntry(s *sequence, tokens, charged int) {
 	s.lastAccess = e.now
 	ctx := s.computed + s.inflight + charged - tokens
 	s.inflight += charged
-	en := entry{s: s, gen: s.gen, tokens: tokens, ctx: ctx, charged: charged, prefill: !s.decoding}
-	st.entries = append(st.entries, en)
+	// Filled in place: a composite literal copied into the slice is read
+	// back wider than it was written, which stalls store forwarding.
+	st.entries = append(st.entries, entry{})
+	en := &st.entries[len(st.entries)-1]
+	en.s, en.gen, en.tokens, en.ctx, en.charged, en.prefill = s, s.gen, tokens, ctx, charged, !s.decoding
 	sh := &st.Shape
 	if en.prefill {
 		p, c := int64(tokens), int64(ctx)
@@ -532,6 +542,7 @@ func (e *Engine) allocBlocks(s *sequence, n int) {
 		e.kv.free -= n
 		return
 	}
+	e.reserveBlocks(s, n)
 	for range n {
 		s.blocks = append(s.blocks, e.kv.alloc())
 	}
@@ -578,11 +589,21 @@ func (e *Engine) findHits(s *sequence) []int32 {
 	return e.hits
 }
 
+// reserveBlocks makes room in s's block table for n more blocks, at once
+// for every block the request can ever hold rather than by doubling.
+func (e *Engine) reserveBlocks(s *sequence, n int) {
+	if len(s.blocks)+n > cap(s.blocks) {
+		most := ceilDiv(s.promptLen+s.maxTokens, e.cfg.BlockSize)
+		s.blocks = slices.Grow(s.blocks, max(n, most-len(s.blocks)))
+	}
+}
+
 // takeHits references the hit blocks as s's leading blocks.
 func (e *Engine) takeHits(s *sequence, hits []int32) {
 	for _, b := range hits {
 		e.kv.touch(b, e.now)
 	}
+	e.reserveBlocks(s, len(hits))
 	s.blocks = append(s.blocks, hits...)
 	s.gpuBlocks += len(hits)
 	s.hashedBlocks = len(hits)
@@ -624,7 +645,11 @@ func (e *Engine) cacheForResume(s *sequence) {
 }
 
 func (e *Engine) registerBlocks(s *sequence, upTo int) {
-	full := min(upTo/e.cfg.BlockSize, len(s.blocks))
+	bs := e.cfg.BlockSize
+	if s.hashedBlocks >= len(s.blocks) || (s.hashedBlocks+1)*bs > upTo {
+		return // no new full block; the usual case, decided without dividing
+	}
+	full := min(upTo/bs, len(s.blocks))
 	for i := s.hashedBlocks; i < full; i++ {
 		e.kv.setHash(s.blocks[i], e.blockHash(s, i))
 	}

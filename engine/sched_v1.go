@@ -81,9 +81,14 @@ func (e *Engine) scheduleV1() {
 // blocks exceed the free ones (less those the hits themselves take). Full
 // blocks are cached at once, as vLLM does at scheduling time.
 func (e *Engine) allocateSlotsV1(r *sequence, n int, hits []int32) bool {
-	hitTokens := len(hits) * e.cfg.BlockSize
-	upTo := r.computed + r.inflight + hitTokens + n
-	newBlocks := ceilDiv(upTo, e.cfg.BlockSize) - r.gpuBlocks - len(hits)
+	bs := e.cfg.BlockSize
+	upTo := r.computed + r.inflight + len(hits)*bs + n
+	if len(hits) == 0 && upTo <= r.gpuBlocks*bs {
+		// Most calls are decodes whose slot is in a block they hold.
+		e.cacheFull(r, min(upTo, r.len()))
+		return true
+	}
+	newBlocks := ceilDiv(upTo, bs) - r.gpuBlocks - len(hits)
 	free := e.kv.free
 	if len(hits) > 0 {
 		free -= e.evictableHits(hits)
