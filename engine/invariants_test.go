@@ -178,15 +178,16 @@ func (p *blockPool) check(refs []int32) error {
 	}
 	entries := 0
 	for _, slot := range p.table.slots {
-		h := slot.key
-		if h == 0 {
+		if slot == 0 {
 			continue
 		}
 		entries++
-		if b := slot.val; p.meta[b].hash != h {
-			return fmt.Errorf("cache table maps %x to block %d holding %x", h, b, p.meta[b].hash)
+		b := slotBlock(slot)
+		h := p.meta[b].hash
+		if h == 0 || fingerprint(h) != slotFingerprint(slot) {
+			return fmt.Errorf("cache table maps fingerprint %x to block %d holding %x", slotFingerprint(slot), b, h)
 		}
-		if got, ok := p.table.get(h); !ok || got != slot.val {
+		if got, ok := p.table.get(h, p.meta); !ok || got != b {
 			return fmt.Errorf("cache table entry %x is not reachable from its home slot", h)
 		}
 	}
@@ -195,7 +196,7 @@ func (p *blockPool) check(refs []int32) error {
 	}
 	for b := range p.total {
 		if h := p.meta[b].hash; h != 0 {
-			if got, ok := p.table.get(h); !ok || got != int32(b) {
+			if got, ok := p.table.get(h, p.meta); !ok || got != int32(b) {
 				return fmt.Errorf("block %d holds hash %x the table does not map to it", b, h)
 			}
 		}
