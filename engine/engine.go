@@ -68,7 +68,7 @@ type Engine struct {
 	wmBlocks int
 	cpuUsed  int
 
-	byID                      map[uint64]*sequence
+	byID                      seqIndex
 	waiting, running, swapped seqQueue
 	pool                      []*sequence
 
@@ -123,7 +123,6 @@ func New(cfg Config) (*Engine, error) {
 		cfg:             cfg,
 		log:             cfg.Logger,
 		kv:              newBlockPool(cfg.NumGPUBlocks, cfg.EnablePrefixCaching, cfg.Version == V0),
-		byID:            make(map[uint64]*sequence),
 		arrivalsInOrder: true,
 	}
 	e.cur = &e.step
@@ -169,7 +168,7 @@ func (e *Engine) Add(r Request) error {
 			"Please reduce the length of the messages or completion.",
 			e.cfg.MaxModelLen, promptLen+r.MaxTokens, promptLen, r.MaxTokens)}
 	}
-	if _, dup := e.byID[r.ID]; dup {
+	if e.byID.get(r.ID) != nil {
 		return &badRequestError{fmt.Sprintf("request id %d is already in the engine; request IDs must be unique", r.ID)}
 	}
 	if r.Arrival < e.lastArrival {
@@ -187,7 +186,7 @@ func (e *Engine) Add(r Request) error {
 	// the first output token.
 	s.remote = min(r.RemotePromptTokens, promptLen-1)
 	s.state = stateWaiting
-	e.byID[r.ID] = s
+	e.byID.put(r.ID, s)
 	e.waiting.pushBack(s)
 	return nil
 }
@@ -206,7 +205,7 @@ func (e *Engine) newSequence() *sequence {
 // request is released with no Add to reuse it, and a pool of them all would
 // only hold memory for the collector to scan.
 func (e *Engine) release(s *sequence) {
-	delete(e.byID, s.id)
+	e.byID.del(s.id)
 	if len(e.pool) >= e.cfg.MaxNumSeqs {
 		*s = sequence{gen: s.gen + 1}
 		return
@@ -222,8 +221,8 @@ func (e *Engine) Abort(id uint64) bool {
 	if e.virt != nil {
 		return e.abortVirtual(id)
 	}
-	s, ok := e.byID[id]
-	if !ok {
+	s := e.byID.get(id)
+	if s == nil {
 		return false
 	}
 	isTarget := func(x *sequence) bool { return x == s }
@@ -490,10 +489,7 @@ func (e *Engine) reject(s *sequence, msg string) {
 // die fails every request with e.err, as vLLM's engine dies on a
 // RuntimeError, and leaves the engine empty.
 func (e *Engine) die() {
-	all := make([]*sequence, 0, len(e.byID))
-	for _, s := range e.byID {
-		all = append(all, s)
-	}
+	all := e.byID.all(make([]*sequence, 0, e.byID.len()))
 	slices.SortFunc(all, func(a, b *sequence) int { return cmp.Compare(a.id, b.id) })
 	for _, s := range all {
 		e.freeGPU(s)

@@ -353,7 +353,7 @@ func TestHashTableMatchesMap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	const capacity = 50
 	const ops = 200000
-	tab := newHashTable(4) // grows under the test
+	tab := newHashTable(4)         // grows under the test
 	meta := make([]blockMeta, ops) // block op holds the key put at op
 	ref := map[uint64]int32{}
 	keys := make([]uint64, 0, capacity)

@@ -19,7 +19,7 @@ func (e *Engine) checkInvariants() error {
 		return nil
 	}
 	inflight := e.inflightTokens()
-	seen := make(map[*sequence]bool, len(e.byID))
+	seen := make(map[*sequence]bool, e.byID.len())
 	queues := []struct {
 		name  string
 		q     *seqQueue
@@ -35,13 +35,13 @@ func (e *Engine) checkInvariants() error {
 				return fmt.Errorf("request %d is queued twice", s.id)
 			}
 			seen[s] = true
-			if e.byID[s.id] != s {
+			if e.byID.get(s.id) != s {
 				return fmt.Errorf("request %d in %s is not indexed by its ID", s.id, qu.name)
 			}
 		}
 	}
-	if len(seen) != len(e.byID) {
-		return fmt.Errorf("%d requests are indexed but %d are queued", len(e.byID), len(seen))
+	if len(seen) != e.byID.len() {
+		return fmt.Errorf("%d requests are indexed but %d are queued", e.byID.len(), len(seen))
 	}
 	if e.running.len() > e.cfg.MaxNumSeqs {
 		return fmt.Errorf("%d running > max_num_seqs %d", e.running.len(), e.cfg.MaxNumSeqs)
