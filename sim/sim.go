@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/servebench/servebench/engine"
@@ -458,8 +459,11 @@ func (r *runner) flushRun(fl *flightEntry) {
 	}
 	times := r.outTimes[fl.first-r.outBase : fl.last-r.outBase+1]
 	rec := fl.rec
-	for i := 1; i < len(times); i++ {
-		rec.ITL = append(rec.ITL, times[i]-times[i-1])
+	n := len(rec.ITL)
+	rec.ITL = slices.Grow(rec.ITL, len(times)-1)[:n+len(times)-1]
+	gaps := rec.ITL[n:]
+	for i := range gaps {
+		gaps[i] = times[i+1] - times[i]
 	}
 	r.gapSum += times[len(times)-1] - times[0]
 	r.gapCount += fl.last - fl.first
