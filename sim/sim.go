@@ -286,7 +286,12 @@ func (r *runner) run(ctx context.Context) error {
 		r.logCompletion()
 		outs := r.eng.Complete(head.st)
 		for i := range outs {
-			if err := r.output(&outs[i]); err != nil {
+			o := &outs[i]
+			if fl := r.flights.at(o.ID); fl != nil && r.extendsRun(o, fl) {
+				fl.last, fl.generated = r.outN, o.NumGenerated
+				continue
+			}
+			if err := r.output(o); err != nil {
 				return err
 			}
 		}
@@ -419,6 +424,12 @@ func (r *runner) output(o *engine.Output) error {
 		return r.finish(o, r.now)
 	}
 	return nil
+}
+
+// extendsRun reports that o is a token that only extends fl's run: the
+// common case, handled in the completion loop without a call.
+func (r *runner) extendsRun(o *engine.Output, fl *flightEntry) bool {
+	return o.NewTokens > 0 && !o.Finished && o.CachedTokens == 0 && fl.last != 0 && fl.last == r.outN-1
 }
 
 // logCompletion numbers the completion about to be applied and logs its
