@@ -68,7 +68,7 @@ type Engine struct {
 	wmBlocks int
 	cpuUsed  int
 
-	byID                      map[uint64]*sequence
+	byID                      seqIndex
 	waiting, running, swapped seqQueue
 	pool                      []*sequence
 
@@ -123,7 +123,6 @@ func New(cfg Config) (*Engine, error) {
 		cfg:             cfg,
 		log:             cfg.Logger,
 		kv:              newBlockPool(cfg.NumGPUBlocks, cfg.EnablePrefixCaching, cfg.Version == V0),
-		byID:            make(map[uint64]*sequence),
 		arrivalsInOrder: true,
 	}
 	e.cur = &e.step
@@ -169,7 +168,7 @@ func (e *Engine) Add(r Request) error {
 			"Please reduce the length of the messages or completion.",
 			e.cfg.MaxModelLen, promptLen+r.MaxTokens, promptLen, r.MaxTokens)}
 	}
-	if _, dup := e.byID[r.ID]; dup {
+	if e.byID.get(r.ID) != nil {
 		return &badRequestError{fmt.Sprintf("request id %d is already in the engine; request IDs must be unique", r.ID)}
 	}
 	if r.Arrival < e.lastArrival {
@@ -187,7 +186,7 @@ func (e *Engine) Add(r Request) error {
 	// the first output token.
 	s.remote = min(r.RemotePromptTokens, promptLen-1)
 	s.state = stateWaiting
-	e.byID[r.ID] = s
+	e.byID.put(r.ID, s)
 	e.waiting.pushBack(s)
 	return nil
 }
@@ -202,8 +201,15 @@ func (e *Engine) newSequence() *sequence {
 }
 
 // release returns a finished sequence to the pool; its blocks must be freed.
+// The pool keeps at most a batch's worth: after a burst of arrivals every
+// request is released with no Add to reuse it, and a pool of them all would
+// only hold memory for the collector to scan.
 func (e *Engine) release(s *sequence) {
-	delete(e.byID, s.id)
+	e.byID.del(s.id)
+	if len(e.pool) >= e.cfg.MaxNumSeqs {
+		*s = sequence{gen: s.gen + 1}
+		return
+	}
 	*s = sequence{gen: s.gen + 1, blocks: s.blocks[:0], hashes: s.hashes[:0]}
 	e.pool = append(e.pool, s)
 }
@@ -215,8 +221,8 @@ func (e *Engine) Abort(id uint64) bool {
 	if e.virt != nil {
 		return e.abortVirtual(id)
 	}
-	s, ok := e.byID[id]
-	if !ok {
+	s := e.byID.get(id)
+	if s == nil {
 		return false
 	}
 	isTarget := func(x *sequence) bool { return x == s }
@@ -443,8 +449,11 @@ func (e *Engine) addEntry(s *sequence, tokens, charged int) {
 	s.lastAccess = e.now
 	ctx := s.computed + s.inflight + charged - tokens
 	s.inflight += charged
-	en := entry{s: s, gen: s.gen, tokens: tokens, ctx: ctx, charged: charged, prefill: !s.decoding}
-	st.entries = append(st.entries, en)
+	// Filled in place: a composite literal copied into the slice is read
+	// back wider than it was written, which stalls store forwarding.
+	st.entries = append(st.entries, entry{})
+	en := &st.entries[len(st.entries)-1]
+	en.s, en.gen, en.tokens, en.ctx, en.charged, en.prefill = s, s.gen, tokens, ctx, charged, !s.decoding
 	sh := &st.Shape
 	if en.prefill {
 		p, c := int64(tokens), int64(ctx)
@@ -480,10 +489,7 @@ func (e *Engine) reject(s *sequence, msg string) {
 // die fails every request with e.err, as vLLM's engine dies on a
 // RuntimeError, and leaves the engine empty.
 func (e *Engine) die() {
-	all := make([]*sequence, 0, len(e.byID))
-	for _, s := range e.byID {
-		all = append(all, s)
-	}
+	all := e.byID.all(make([]*sequence, 0, e.byID.len()))
 	slices.SortFunc(all, func(a, b *sequence) int { return cmp.Compare(a.id, b.id) })
 	for _, s := range all {
 		e.freeGPU(s)
@@ -532,6 +538,7 @@ func (e *Engine) allocBlocks(s *sequence, n int) {
 		e.kv.free -= n
 		return
 	}
+	e.reserveBlocks(s, n)
 	for range n {
 		s.blocks = append(s.blocks, e.kv.alloc())
 	}
@@ -578,11 +585,21 @@ func (e *Engine) findHits(s *sequence) []int32 {
 	return e.hits
 }
 
+// reserveBlocks makes room in s's block table for n more blocks, at once
+// for every block the request can ever hold rather than by doubling.
+func (e *Engine) reserveBlocks(s *sequence, n int) {
+	if len(s.blocks)+n > cap(s.blocks) {
+		most := ceilDiv(s.promptLen+s.maxTokens, e.cfg.BlockSize)
+		s.blocks = slices.Grow(s.blocks, max(n, most-len(s.blocks)))
+	}
+}
+
 // takeHits references the hit blocks as s's leading blocks.
 func (e *Engine) takeHits(s *sequence, hits []int32) {
 	for _, b := range hits {
 		e.kv.touch(b, e.now)
 	}
+	e.reserveBlocks(s, len(hits))
 	s.blocks = append(s.blocks, hits...)
 	s.gpuBlocks += len(hits)
 	s.hashedBlocks = len(hits)
@@ -624,7 +641,11 @@ func (e *Engine) cacheForResume(s *sequence) {
 }
 
 func (e *Engine) registerBlocks(s *sequence, upTo int) {
-	full := min(upTo/e.cfg.BlockSize, len(s.blocks))
+	bs := e.cfg.BlockSize
+	if s.hashedBlocks >= len(s.blocks) || (s.hashedBlocks+1)*bs > upTo {
+		return // no new full block; the usual case, decided without dividing
+	}
+	full := min(upTo/bs, len(s.blocks))
 	for i := s.hashedBlocks; i < full; i++ {
 		e.kv.setHash(s.blocks[i], e.blockHash(s, i))
 	}

@@ -352,18 +352,21 @@ func TestSteadyStateDoesNotAllocate(t *testing.T) {
 func TestHashTableMatchesMap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	const capacity = 50
-	tab := newHashTable(4) // grows under the test
+	const ops = 200000
+	tab := newHashTable(4)         // grows under the test
+	meta := make([]blockMeta, ops) // block op holds the key put at op
 	ref := map[uint64]int32{}
 	keys := make([]uint64, 0, capacity)
-	for op := range 200000 {
+	for op := range ops {
 		// Few distinct keys with clustered home slots stress the probing.
 		k := uint64(rng.IntN(80)+1) << (rng.IntN(3) * 20)
 		if rng.IntN(2) == 0 && len(ref) < capacity {
 			_, had := ref[k]
-			if tab.put(k, int32(op)) == had {
+			if tab.put(k, int32(op), meta) == had {
 				t.Fatalf("put(%x) inserted=%t, map had it=%t", k, !had, had)
 			}
 			if !had {
+				meta[op].hash = k
 				ref[k] = int32(op)
 				keys = append(keys, k)
 			}
@@ -372,12 +375,12 @@ func TestHashTableMatchesMap(t *testing.T) {
 			k = keys[i]
 			keys[i] = keys[len(keys)-1]
 			keys = keys[:len(keys)-1]
+			tab.del(k, ref[k])
 			delete(ref, k)
-			tab.del(k)
 		}
 		if op%97 == 0 {
 			for k, v := range ref {
-				if got, ok := tab.get(k); !ok || got != v {
+				if got, ok := tab.get(k, meta); !ok || got != v {
 					t.Fatalf("op %d: get(%x) = %d,%t want %d", op, k, got, ok, v)
 				}
 			}
@@ -386,7 +389,7 @@ func TestHashTableMatchesMap(t *testing.T) {
 			}
 		}
 	}
-	if _, ok := tab.get(0xdeadbeef); ok {
+	if _, ok := tab.get(0xdeadbeef, meta); ok {
 		t.Fatal("absent key found")
 	}
 }

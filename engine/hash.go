@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/servebench/servebench/internal/mix"
+import (
+	"slices"
+
+	"github.com/servebench/servebench/internal/mix"
+)
 
 // Block hashes chain like vLLM's hash_block_tokens: a block's hash covers
 // its parent's hash and its own tokens, so equal hashes mean equal prefixes.
@@ -30,6 +34,11 @@ func (e *Engine) blockHash(s *sequence, i int) uint64 {
 	bs := e.cfg.BlockSize
 	if s.prompt == nil && s.deferred && len(s.hashes) <= i {
 		s.prompt = e.cfg.PromptIDs(s.id)
+	}
+	if i >= cap(s.hashes) {
+		// Room for every full prompt block at once: most requests hash
+		// no others.
+		s.hashes = slices.Grow(s.hashes, max(i+1, s.promptLen/bs)-len(s.hashes))
 	}
 	for j := len(s.hashes); j <= i; j++ {
 		h := hashSeed

@@ -19,7 +19,7 @@ func (e *Engine) checkInvariants() error {
 		return nil
 	}
 	inflight := e.inflightTokens()
-	seen := make(map[*sequence]bool, len(e.byID))
+	seen := make(map[*sequence]bool, e.byID.len())
 	queues := []struct {
 		name  string
 		q     *seqQueue
@@ -35,13 +35,13 @@ func (e *Engine) checkInvariants() error {
 				return fmt.Errorf("request %d is queued twice", s.id)
 			}
 			seen[s] = true
-			if e.byID[s.id] != s {
+			if e.byID.get(s.id) != s {
 				return fmt.Errorf("request %d in %s is not indexed by its ID", s.id, qu.name)
 			}
 		}
 	}
-	if len(seen) != len(e.byID) {
-		return fmt.Errorf("%d requests are indexed but %d are queued", len(e.byID), len(seen))
+	if len(seen) != e.byID.len() {
+		return fmt.Errorf("%d requests are indexed but %d are queued", e.byID.len(), len(seen))
 	}
 	if e.running.len() > e.cfg.MaxNumSeqs {
 		return fmt.Errorf("%d running > max_num_seqs %d", e.running.len(), e.cfg.MaxNumSeqs)
@@ -178,15 +178,16 @@ func (p *blockPool) check(refs []int32) error {
 	}
 	entries := 0
 	for _, slot := range p.table.slots {
-		h := slot.key
-		if h == 0 {
+		if slot == 0 {
 			continue
 		}
 		entries++
-		if b := slot.val; p.meta[b].hash != h {
-			return fmt.Errorf("cache table maps %x to block %d holding %x", h, b, p.meta[b].hash)
+		b := slotBlock(slot)
+		h := p.meta[b].hash
+		if h == 0 || fingerprint(h) != slotFingerprint(slot) {
+			return fmt.Errorf("cache table maps fingerprint %x to block %d holding %x", slotFingerprint(slot), b, h)
 		}
-		if got, ok := p.table.get(h); !ok || got != slot.val {
+		if got, ok := p.table.get(h, p.meta); !ok || got != b {
 			return fmt.Errorf("cache table entry %x is not reachable from its home slot", h)
 		}
 	}
@@ -195,7 +196,7 @@ func (p *blockPool) check(refs []int32) error {
 	}
 	for b := range p.total {
 		if h := p.meta[b].hash; h != 0 {
-			if got, ok := p.table.get(h); !ok || got != int32(b) {
+			if got, ok := p.table.get(h, p.meta); !ok || got != int32(b) {
 				return fmt.Errorf("block %d holds hash %x the table does not map to it", b, h)
 			}
 		}

@@ -132,7 +132,7 @@ func (p *blockPool) alloc() int32 {
 	}
 	m := &p.meta[b]
 	if m.hash != 0 {
-		p.table.del(m.hash)
+		p.table.del(m.hash, b)
 		m.hash = 0
 	}
 	m.ref = 1
@@ -205,14 +205,14 @@ func (p *blockPool) compactEvictor() {
 }
 
 func (p *blockPool) lookup(h uint64) int32 {
-	b, _ := p.table.get(h)
+	b, _ := p.table.get(h, p.meta)
 	return b
 }
 
 // setHash registers a full block in the cache unless it already is, or
 // another block already holds the same content.
 func (p *blockPool) setHash(b int32, h uint64) {
-	if p.meta[b].hash != 0 || !p.table.put(h, b) {
+	if p.meta[b].hash != 0 || !p.table.put(h, b, p.meta) {
 		return
 	}
 	p.meta[b].hash = h

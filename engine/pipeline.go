@@ -72,13 +72,13 @@ func newVirtualEngines(cfg Config) (*Engine, error) {
 // virtual engine with the fewest unfinished requests.
 func (e *Engine) addVirtual(r Request) error {
 	for _, ve := range e.virt {
-		if _, dup := ve.byID[r.ID]; dup {
+		if ve.byID.get(r.ID) != nil {
 			return ve.Add(r) // its duplicate-ID error
 		}
 	}
 	best := e.virt[0]
 	for _, ve := range e.virt[1:] {
-		if len(ve.byID) < len(best.byID) {
+		if ve.byID.len() < best.byID.len() {
 			best = ve
 		}
 	}

@@ -168,7 +168,7 @@ func TestVirtualEngines(t *testing.T) {
 	if err := e.Add(Request{ID: 3, PromptLen: 8, MaxTokens: 4}); !errors.Is(err, ErrBadRequest) {
 		t.Fatalf("duplicate ID across virtual engines: err %v, want ErrBadRequest", err)
 	}
-	if a, b := len(e.virt[0].byID), len(e.virt[1].byID); a != 3 || b != 2 {
+	if a, b := e.virt[0].byID.len(), e.virt[1].byID.len(); a != 3 || b != 2 {
 		t.Fatalf("requests per virtual engine %d and %d, want 3 and 2 (fewest unfinished, first on a tie)", a, b)
 	}
 	first, second := e.Schedule(0), e.Schedule(0)

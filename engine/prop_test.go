@@ -202,8 +202,8 @@ func drive(t testing.TB, e *Engine, plan []plannedRequest) runOutcome {
 	if !e.Idle() || s.GPUBlocksUsed != leftover || s.CPUBlocksUsed != 0 || (leftover == 0 && e.KVUsage() != 0) {
 		t.Fatalf("blocks leaked at the end: %+v usage %v", s, e.KVUsage())
 	}
-	if len(e.byID) != 0 {
-		t.Fatalf("%d requests still indexed at the end", len(e.byID))
+	if e.byID.len() != 0 {
+		t.Fatalf("%d requests still indexed at the end", e.byID.len())
 	}
 	return out
 }

@@ -21,7 +21,7 @@ func (e *Engine) scheduleV1() {
 			continue
 		}
 		scheduled := true
-		for !e.allocateSlotsV1(r, n, nil) {
+		for !e.fitsHeld(r, n) && !e.allocateSlotsV1(r, n, nil) {
 			victim := e.running.popBack()
 			e.preemptV1(victim)
 			preempted = true
@@ -81,9 +81,9 @@ func (e *Engine) scheduleV1() {
 // blocks exceed the free ones (less those the hits themselves take). Full
 // blocks are cached at once, as vLLM does at scheduling time.
 func (e *Engine) allocateSlotsV1(r *sequence, n int, hits []int32) bool {
-	hitTokens := len(hits) * e.cfg.BlockSize
-	upTo := r.computed + r.inflight + hitTokens + n
-	newBlocks := ceilDiv(upTo, e.cfg.BlockSize) - r.gpuBlocks - len(hits)
+	bs := e.cfg.BlockSize
+	upTo := r.computed + r.inflight + len(hits)*bs + n
+	newBlocks := ceilDiv(upTo, bs) - r.gpuBlocks - len(hits)
 	free := e.kv.free
 	if len(hits) > 0 {
 		free -= e.evictableHits(hits)
@@ -97,6 +97,19 @@ func (e *Engine) allocateSlotsV1(r *sequence, n int, hits []int32) bool {
 	e.allocBlocks(r, newBlocks)
 	e.cacheFull(r, min(upTo, r.len()))
 	return true
+}
+
+// fitsHeld reports that allocateSlotsV1(r, n, nil) has nothing to do: the
+// n tokens fit in r's blocks and fill no block left to cache. Most running
+// requests are decodes that fit, and this check, unlike the allocation,
+// needs no division and no call.
+func (e *Engine) fitsHeld(r *sequence, n int) bool {
+	bs := e.cfg.BlockSize
+	upTo := r.computed + r.inflight + n
+	if upTo > r.gpuBlocks*bs {
+		return false
+	}
+	return !e.kv.caching || r.hashedBlocks >= len(r.blocks) || (r.hashedBlocks+1)*bs > min(upTo, r.promptLen)
 }
 
 // preemptV1 frees the request's blocks (tail first) and puts it at the

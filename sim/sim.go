@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/servebench/servebench/engine"
@@ -129,6 +130,7 @@ func RunStream(ctx context.Context, cfg Config, reqs *workload.Stream, emit func
 		caching: cfg.Engine.EnablePrefixCaching,
 		v1:      cfg.Engine.Version == engine.V1,
 		stride:  1,
+		outBase: 1,
 	}
 	if r.caching && reqs.DeferPrompts() {
 		// Build each prompt at its first admission, in a recycled buffer:
@@ -206,6 +208,17 @@ type runner struct {
 	// Recycled records and ITL slices (Config.ReuseRecords).
 	freeRecs []*metrics.Record
 	freeITL  [][]time.Duration
+
+	// outTimes[i] is the instant of completion outBase+i; outN numbers the
+	// completion being applied (from 1). A request that gets a token at
+	// every completion only extends its run (flightEntry.first..last), and
+	// its gaps are read back from here into its ITL when the run breaks or
+	// it finishes: the per-token path then touches neither the record nor
+	// its ITL slice, which cost a cache miss per token.
+	outTimes  []time.Duration
+	outBase   int64
+	outN      int64
+	outTrimAt int // log length that triggers the next trim
 }
 
 func (r *runner) run(ctx context.Context) error {
@@ -270,9 +283,15 @@ func (r *runner) run(ctx context.Context) error {
 		}
 		r.inPipe = append(r.inPipe[:0], r.inPipe[1:]...)
 		r.advance(head.out)
+		r.logCompletion()
 		outs := r.eng.Complete(head.st)
 		for i := range outs {
-			if err := r.output(&outs[i]); err != nil {
+			o := &outs[i]
+			if fl := r.flights.at(o.ID); fl != nil && r.extendsRun(o, fl) {
+				fl.last, fl.generated = r.outN, o.NumGenerated
+				continue
+			}
+			if err := r.output(o); err != nil {
 				return err
 			}
 		}
@@ -371,28 +390,35 @@ func (r *runner) add(id int, w *workload.Request) error {
 }
 
 func (r *runner) output(o *engine.Output) error {
-	rec := r.flights.get(o.ID)
-	if rec == nil {
+	fl := r.flights.at(o.ID)
+	if fl == nil || fl.rec == nil {
 		return nil
 	}
 	if o.NewTokens > 0 {
-		if rec.OutputLen == 0 {
+		k := r.outN
+		switch {
+		case fl.last == k-1 && fl.last != 0:
+			fl.last = k
+		case fl.last == 0:
+			rec := fl.rec
 			rec.TTFT = r.now - rec.Start
 			rec.CachedTokens = o.CachedTokens
 			if rec.MaxTokens > 1 {
 				rec.ITL = r.newITL(rec.MaxTokens - 1)
 			}
-		} else {
-			gap := r.now - (rec.Start + rec.Latency)
-			rec.ITL = append(rec.ITL, gap)
+			fl.first, fl.last = k, k
+		default:
+			r.flushRun(fl)
+			gap := r.now - r.outTime(fl.last)
+			fl.rec.ITL = append(fl.rec.ITL, gap)
 			r.gapSum += gap
 			r.gapCount++
+			fl.first, fl.last = k, k
 		}
-		rec.Latency = r.now - rec.Start
-		rec.OutputLen = o.NumGenerated
+		fl.generated = o.NumGenerated
 	}
 	if o.CachedTokens > 0 {
-		rec.CachedTokens = o.CachedTokens
+		fl.rec.CachedTokens = o.CachedTokens
 	}
 	if o.Finished {
 		return r.finish(o, r.now)
@@ -400,10 +426,71 @@ func (r *runner) output(o *engine.Output) error {
 	return nil
 }
 
+// extendsRun reports that o is a token that only extends fl's run: the
+// common case, handled in the completion loop without a call.
+func (r *runner) extendsRun(o *engine.Output, fl *flightEntry) bool {
+	return o.NewTokens > 0 && !o.Finished && o.CachedTokens == 0 && fl.last != 0 && fl.last == r.outN-1
+}
+
+// logCompletion numbers the completion about to be applied and logs its
+// instant, first dropping what no request in flight still needs once the
+// log has grown.
+func (r *runner) logCompletion() {
+	if len(r.outTimes) >= max(r.outTrimAt, 1<<14) {
+		r.trimOutTimes()
+	}
+	r.outN++
+	r.outTimes = append(r.outTimes, r.now)
+}
+
+// trimOutTimes writes every pending run into its ITL and drops the log
+// before the oldest last token of a request in flight.
+func (r *runner) trimOutTimes() {
+	keep := r.outN
+	for i := r.flights.head; i < len(r.flights.entries); i++ {
+		fl := &r.flights.entries[i]
+		if fl.rec == nil || fl.last == 0 {
+			continue
+		}
+		r.flushRun(fl)
+		keep = min(keep, fl.last)
+	}
+	n := copy(r.outTimes, r.outTimes[keep-r.outBase:])
+	r.outTimes = r.outTimes[:n]
+	r.outBase = keep
+	r.outTrimAt = 2 * n // a request stalled in flight keeps the log long
+}
+
+func (r *runner) outTime(k int64) time.Duration { return r.outTimes[k-r.outBase] }
+
+// flushRun appends the gaps of fl's run after its first token to its ITL.
+func (r *runner) flushRun(fl *flightEntry) {
+	if fl.last == fl.first {
+		return
+	}
+	times := r.outTimes[fl.first-r.outBase : fl.last-r.outBase+1]
+	rec := fl.rec
+	n := len(rec.ITL)
+	rec.ITL = slices.Grow(rec.ITL, len(times)-1)[:n+len(times)-1]
+	gaps := rec.ITL[n:]
+	for i := range gaps {
+		gaps[i] = times[i+1] - times[i]
+	}
+	r.gapSum += times[len(times)-1] - times[0]
+	r.gapCount += fl.last - fl.first
+	fl.first = fl.last
+}
+
 func (r *runner) finish(o *engine.Output, now time.Duration) error {
-	rec := r.flights.get(o.ID)
-	if rec == nil {
+	fl := r.flights.at(o.ID)
+	if fl == nil || fl.rec == nil {
 		return nil
+	}
+	rec := fl.rec
+	if fl.last != 0 {
+		r.flushRun(fl)
+		rec.Latency = r.outTime(fl.last) - rec.Start
+		rec.OutputLen = fl.generated
 	}
 	// The engine has released the request, and with it the prompt.
 	r.reqs.Recycle(r.flights.drop(o.ID))
@@ -562,6 +649,11 @@ type flights struct {
 
 type flightEntry struct {
 	rec *metrics.Record
+	// first and last number the completions that gave the request the
+	// first and last token of its run (0: no token yet); generated is the
+	// count its last token completed.
+	first, last int64
+	generated   int
 	// prompt is the stream's buffer of the request's IDs, given back to
 	// the stream when the request leaves the engine.
 	prompt []int32
@@ -585,13 +677,6 @@ func (f *flights) at(id uint64) *flightEntry {
 		return nil
 	}
 	return &f.entries[f.head+int(id-f.base)]
-}
-
-func (f *flights) get(id uint64) *metrics.Record {
-	if fl := f.at(id); fl != nil {
-		return fl.rec
-	}
-	return nil
 }
 
 // put records the request with the next ID (IDs come in order, from 0).

@@ -169,19 +169,10 @@ func TestRunRecordInvariants(t *testing.T) {
 				if !r.Success || r.OutputLen != w.MaxTokens || r.PromptLen != w.PromptLen || r.MaxTokens != w.MaxTokens {
 					t.Fatalf("record %d: %+v for request %+v", r.Index, r, w)
 				}
-				if r.Start != w.Arrival || r.TTFT <= 0 || r.Latency < r.TTFT || len(r.ITL) != r.OutputLen-1 {
-					t.Fatalf("record %d timing: %+v", r.Index, r)
+				if r.Start != w.Arrival {
+					t.Fatalf("record %d starts at %v, arrived at %v", r.Index, r.Start, w.Arrival)
 				}
-				sum := r.TTFT
-				for _, g := range r.ITL {
-					if g <= 0 {
-						t.Fatalf("record %d has ITL gap %v", r.Index, g)
-					}
-					sum += g
-				}
-				if sum != r.Latency {
-					t.Fatalf("record %d: TTFT+ΣITL = %v, latency %v", r.Index, sum, r.Latency)
-				}
+				checkTokenTimes(t, r)
 				if r.End() < lastEnd {
 					t.Fatalf("record %d ends at %v before the previous record (%v)", r.Index, r.End(), lastEnd)
 				}
@@ -189,6 +180,64 @@ func TestRunRecordInvariants(t *testing.T) {
 			}
 			if res.Duration != lastEnd-reqs[0].Arrival {
 				t.Fatalf("duration %v, last end %v", res.Duration, lastEnd)
+			}
+		})
+	}
+}
+
+// checkTokenTimes: one ITL gap per output token after the first, each
+// positive, adding up with TTFT to the latency.
+func checkTokenTimes(t *testing.T, r *metrics.Record) {
+	t.Helper()
+	if r.TTFT <= 0 || r.Latency < r.TTFT || len(r.ITL) != r.OutputLen-1 {
+		t.Fatalf("record %d timing: TTFT %v, latency %v, %d gaps for %d tokens", r.Index, r.TTFT, r.Latency, len(r.ITL), r.OutputLen)
+	}
+	sum := r.TTFT
+	for _, g := range r.ITL {
+		if g <= 0 {
+			t.Fatalf("record %d has ITL gap %v", r.Index, g)
+		}
+		sum += g
+	}
+	if sum != r.Latency {
+		t.Fatalf("record %d: TTFT+ΣITL = %v, latency %v", r.Index, sum, r.Latency)
+	}
+}
+
+// ITL gaps are read back from the log of completion instants, which is
+// trimmed every 16,384 completions while preempted requests, stalled in
+// the waiting queue, still need its older entries: runs long enough to
+// trim it many times must still give every request its exact gaps.
+func TestITLAcrossCompletionLogTrims(t *testing.T) {
+	tests := []struct {
+		name string
+		pp   int
+	}{
+		{"one batch in flight", 1},
+		{"pipeline of two", 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reqs := randomWorkload(11, 1000, 0)
+			cfg := Config{Engine: engineConfig(engine.V1), Model: simpleModel, ReuseRecords: true}
+			cfg.Engine.MaxNumSeqs = 2
+			cfg.Engine.NumGPUBlocks = 70 // two long requests do not fit: preemptions
+			cfg.Engine.PipelineParallel = tt.pp
+			var n int
+			res, err := Run(context.Background(), cfg, reqs, func(r *metrics.Record) error {
+				n++
+				if !r.Success || r.OutputLen != reqs[r.Index].MaxTokens {
+					t.Fatalf("record %d: success %t, %d of %d tokens", r.Index, r.Success, r.OutputLen, reqs[r.Index].MaxTokens)
+				}
+				checkTokenTimes(t, r)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != len(reqs) || res.Preemptions == 0 || res.Steps < 4<<14 {
+				t.Fatalf("%d records, %d preemptions, %d steps: the test needs every request, preemptions and several trims",
+					n, res.Preemptions, res.Steps)
 			}
 		})
 	}
