@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -41,26 +42,32 @@ func TestAccumulatorColumnsExact(t *testing.T) {
 		intervals = append(intervals, [2]int64{int64(r.Start), int64(r.Start + r.Latency)})
 	}
 	p := acc.opts.Percentiles
-	got := acc.Summary(time.Hour)
-	for _, c := range []struct {
-		name      string
-		got, want Distribution
-	}{
-		{"ttft", got.TTFT, ttft.distribution(p)},
-		{"tpot", got.TPOT, tpot.distribution(p)},
-		{"e2el", got.E2EL, e2el.distribution(p)},
-		{"queue", got.ClientQueue, queue.distribution(p)},
-		{"e2el with queue", got.E2ELWithQueue, e2elQueue.distribution(p)},
-		{"tokens per second", got.TokensPerSecond, tokPerSec.distribution(p)},
-		{"send lag", got.SendLag, lag.distribution(uniquePercentiles(append([]float64{50, 99}, p...)))},
-	} {
-		if c.got.Count != c.want.Count || c.got.Mean != c.want.Mean || c.got.Std != c.want.Std || c.got.Median != c.want.Median ||
-			c.got.Max != c.want.Max || !slices.Equal(c.got.Percentiles, c.want.Percentiles) {
-			t.Errorf("%s:\n got %+v\nwant %+v", c.name, c.got, c.want)
+	// The default budget sorts every metric at once; the small ones make
+	// the summary split the keys into ranges (queue times and send lags
+	// repeat a few values thousands of times, so some ranges hold one).
+	for _, budget := range []int{sortBudget, 3000, 200} {
+		acc.sortBudget = budget
+		got := acc.Summary(time.Hour)
+		for _, c := range []struct {
+			name      string
+			got, want Distribution
+		}{
+			{"ttft", got.TTFT, ttft.distribution(p)},
+			{"tpot", got.TPOT, tpot.distribution(p)},
+			{"e2el", got.E2EL, e2el.distribution(p)},
+			{"queue", got.ClientQueue, queue.distribution(p)},
+			{"e2el with queue", got.E2ELWithQueue, e2elQueue.distribution(p)},
+			{"tokens per second", got.TokensPerSecond, tokPerSec.distribution(p)},
+			{"send lag", got.SendLag, lag.distribution(uniquePercentiles(append([]float64{50, 99}, p...)))},
+		} {
+			if c.got.Count != c.want.Count || c.got.Mean != c.want.Mean || c.got.Std != c.want.Std || c.got.Median != c.want.Median ||
+				c.got.Max != c.want.Max || !slices.Equal(c.got.Percentiles, c.want.Percentiles) {
+				t.Errorf("budget %d, %s:\n got %+v\nwant %+v", budget, c.name, c.got, c.want)
+			}
 		}
-	}
-	if want := eventSweepPeak(intervals); got.MaxConcurrentRequests != want {
-		t.Errorf("peak concurrency %d, want %d", got.MaxConcurrentRequests, want)
+		if want := eventSweepPeak(intervals); got.MaxConcurrentRequests != want {
+			t.Errorf("budget %d: peak concurrency %d, want %d", budget, got.MaxConcurrentRequests, want)
+		}
 	}
 }
 
@@ -154,5 +161,38 @@ func TestMultisetEachMergesWithoutCompacting(t *testing.T) {
 		if got[v] != n {
 			t.Fatalf("value %d: count %d, want %d", v, got[v], n)
 		}
+	}
+}
+
+// TestSummaryAllocationIsBoundedBySortBudget: past its sort budget the
+// summary allocates less than a byte more for each further request, where
+// sorting a whole metric at once took 8 (one int64 key a request), because
+// it sorts one range of keys at a time.
+func TestSummaryAllocationIsBoundedBySortBudget(t *testing.T) {
+	const budget = 1 << 14
+	summaryAlloc := func(n int) uint64 {
+		rng := rand.New(rand.NewPCG(9, 10))
+		acc := NewAccumulator(Options{Percentiles: []float64{50, 90, 99}})
+		acc.sortBudget = budget
+		for i := range n {
+			start := time.Duration(i) * 20 * time.Millisecond
+			acc.Add(&Record{Index: i, Scheduled: start, Dispatched: start, Start: start, Success: true, OutputLen: 200,
+				TTFT:    time.Duration(rng.Int64N(int64(50 * time.Millisecond))),
+				Latency: 2*time.Second + time.Duration(rng.Int64N(int64(time.Second)))})
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		acc.Summary(time.Hour)
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	// Whole multiples of the token-time table's size leave it empty, so
+	// both summaries start from the same state of it.
+	small, large := 3*multisetFlushAt, 9*multisetFlushAt
+	smallAlloc, largeAlloc := summaryAlloc(small), summaryAlloc(large)
+	t.Logf("summary allocated %d bytes for %d requests, %d for %d", smallAlloc, small, largeAlloc, large)
+	if perRequest := (float64(largeAlloc) - float64(smallAlloc)) / float64(large-small); perRequest >= 1 {
+		t.Errorf("summary allocated %.2f bytes more for each further request (%d for %d requests, %d for %d); want under 1",
+			perRequest, smallAlloc, small, largeAlloc, large)
 	}
 }

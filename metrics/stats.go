@@ -103,6 +103,8 @@ type multiset struct {
 	used   int
 	// levels are sorted runs, each at least twice as large as the next.
 	levels []runList
+	pool   chunkPool
+	fresh  []run // the table's runs being sorted, reused
 	n      int64
 }
 
@@ -151,23 +153,27 @@ func (m *multiset) flush() {
 	if m.used == 0 {
 		return
 	}
-	fresh := make([]run, 0, m.used)
+	if m.fresh == nil {
+		m.fresh = make([]run, 0, multisetFlushAt)
+	}
+	fresh := m.fresh[:0]
 	for i, c := range m.counts {
 		if c != 0 {
 			fresh = append(fresh, run{m.keys[i], c})
 		}
 	}
+	m.fresh = fresh
 	clear(m.counts)
 	m.used = 0
 	slices.SortFunc(fresh, func(a, b run) int { return cmp.Compare(a.v, b.v) })
 	var level runList
 	prev := int64(math.MinInt64)
 	for _, r := range fresh {
-		level.append(&prev, r.v, r.n)
+		level.append(&m.pool, &prev, r.v, r.n)
 	}
 	m.levels = append(m.levels, level)
 	for k := len(m.levels); k >= 2 && m.levels[k-2].distinct <= 2*m.levels[k-1].distinct; k-- {
-		m.levels[k-2] = mergeRunLists(m.levels[k-2], m.levels[k-1])
+		m.levels[k-2] = mergeRunLists(m.levels[k-2], m.levels[k-1], &m.pool)
 		m.levels = m.levels[:k-1]
 	}
 }
@@ -176,7 +182,7 @@ func (m *multiset) flush() {
 func (m *multiset) compact() {
 	m.flush()
 	for k := len(m.levels); k >= 2; k-- {
-		m.levels[k-2] = mergeRunLists(m.levels[k-2], m.levels[k-1])
+		m.levels[k-2] = mergeRunLists(m.levels[k-2], m.levels[k-1], &m.pool)
 		m.levels = m.levels[:k-1]
 	}
 }

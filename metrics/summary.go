@@ -85,6 +85,8 @@ type Accumulator struct {
 	lags       varintColumns
 	itl        multiset // ns, pooled per token
 	tokenTimes multiset // ns offsets of each output token
+	// sortBudget bounds the keys the summary sorts at once (tests lower it).
+	sortBudget int
 
 	completed, failed, good int
 	connReused, retries     int
@@ -100,12 +102,13 @@ func NewAccumulator(opts Options) *Accumulator {
 		opts.Percentiles = []float64{99}
 	}
 	return &Accumulator{
-		requests: varintColumns{fields: requestFields},
-		lags:     varintColumns{fields: 1},
-		opts:     opts,
-		minStart: math.MaxInt64,
-		sources:  map[string]int{},
-		errors:   map[string]int{},
+		requests:   newVarintColumns(requestFields),
+		lags:       newVarintColumns(1),
+		sortBudget: sortBudget,
+		opts:       opts,
+		minStart:   math.MaxInt64,
+		sources:    map[string]int{},
+		errors:     map[string]int{},
 	}
 }
 
@@ -219,62 +222,78 @@ const (
 )
 
 // requestDistributions fills the per-request distributions and the peak
-// concurrency from the columns, one metric at a time through one buffer
-// of 8 bytes a request.
+// concurrency from the columns, one metric at a time, sorting at most
+// sortBudget keys at once.
 func (a *Accumulator) requestDistributions(s *Summary) {
 	p := a.opts.Percentiles
-	buf := make([]int64, 0, max(a.requests.rows, a.lags.rows))
-	column := func(pick func(row []int64) (int64, bool)) []int64 {
-		buf = buf[:0]
-		var start int64
-		a.requests.each(func(row []int64) {
-			start += row[fieldStart]
-			row[fieldStart] = start
-			if k, ok := pick(row); ok {
-				buf = append(buf, k)
-			}
-		})
-		return buf
+	var buf, buf2 []int64
+	dist := func(fields []int, pick func(row *[requestFields]int64) (int64, bool), value func(int64) float64) Distribution {
+		return keyDistribution(newOrderedKeys(a.requests.rows, a.sortBudget, &buf, a.column(fields, pick)), p, value)
 	}
-	field := func(f int) func(row []int64) (int64, bool) {
-		return func(row []int64) (int64, bool) { return row[f], true }
+	field := func(f int) func(row *[requestFields]int64) (int64, bool) {
+		return func(row *[requestFields]int64) (int64, bool) { return row[f], true }
 	}
-	s.TTFT = intDistribution(column(field(fieldTTFT)), p, nsToMS)
-	s.TPOT = intDistribution(column(func(row []int64) (int64, bool) {
+	s.TTFT = dist([]int{fieldTTFT}, field(fieldTTFT), nsToMS)
+	s.TPOT = dist([]int{fieldTTFT, fieldLatency, fieldOutputLen}, func(row *[requestFields]int64) (int64, bool) {
 		// Record.TPOT of a successful request.
 		if n := row[fieldOutputLen]; n > 1 {
 			return int64(time.Duration(row[fieldLatency]-row[fieldTTFT]) / time.Duration(n-1)), true
 		}
 		return 0, false
-	}), p, nsToMS)
-	s.E2EL = intDistribution(column(field(fieldLatency)), p, nsToMS)
-	s.ClientQueue = intDistribution(column(field(fieldQueue)), p, nsToMS)
-	s.E2ELWithQueue = intDistribution(column(func(row []int64) (int64, bool) {
+	}, nsToMS)
+	s.E2EL = dist([]int{fieldLatency}, field(fieldLatency), nsToMS)
+	s.ClientQueue = dist([]int{fieldQueue}, field(fieldQueue), nsToMS)
+	s.E2ELWithQueue = dist([]int{fieldQueue, fieldLatency}, func(row *[requestFields]int64) (int64, bool) {
 		return row[fieldQueue] + row[fieldLatency], true
-	}), p, nsToMS)
-	s.TokensPerSecond = intDistribution(column(func(row []int64) (int64, bool) {
+	}, nsToMS)
+	s.TokensPerSecond = dist([]int{fieldLatency, fieldOutputLen}, func(row *[requestFields]int64) (int64, bool) {
 		if lat := row[fieldLatency]; lat > 0 {
 			return floatKey(float64(row[fieldOutputLen]) / time.Duration(lat).Seconds()), true
 		}
 		return 0, false
-	}), p, keyFloat)
+	}, keyFloat)
 
-	buf = buf[:0]
-	a.lags.each(func(row []int64) { buf = append(buf, row[0]) })
-	s.SendLag = intDistribution(buf, uniquePercentiles(append([]float64{50, 99}, p...)), nsToMS)
+	lags := newOrderedKeys(a.lags.rows, a.sortBudget, &buf, func(yield func(int64)) {
+		r := a.lags.streams[0].reader()
+		for range a.lags.rows {
+			yield(r.next())
+		}
+	})
+	s.SendLag = keyDistribution(lags, uniquePercentiles(append([]float64{50, 99}, p...)), nsToMS)
 
-	// Peak concurrency needs the starts and ends sorted at once: the ends
-	// are sorted first and kept as varint gaps (2–4 bytes each).
-	ends := column(func(row []int64) (int64, bool) { return row[fieldStart] + row[fieldLatency], true })
-	slices.Sort(ends)
-	var sortedEnds runList
-	prev := int64(math.MinInt64)
-	for _, e := range ends {
-		sortedEnds.append(&prev, e, 1)
+	// Peak concurrency reads the starts and the ends sorted side by side,
+	// each in half the budget.
+	half := max(a.sortBudget/2, 1)
+	starts := newOrderedKeys(a.requests.rows, half, &buf, a.column([]int{fieldStart}, field(fieldStart)))
+	ends := newOrderedKeys(a.requests.rows, half, &buf2, a.column([]int{fieldStart, fieldLatency}, func(row *[requestFields]int64) (int64, bool) {
+		return row[fieldStart] + row[fieldLatency], true
+	}))
+	s.MaxConcurrentRequests = peakConcurrencySorted(starts.cursor(), ends.cursor())
+}
+
+// column returns a scan of the requests' rows that decodes only fields
+// (the start as the running sum of its gaps) and yields pick's key for
+// each row it accepts.
+func (a *Accumulator) column(fields []int, pick func(row *[requestFields]int64) (int64, bool)) func(yield func(int64)) {
+	return func(yield func(int64)) {
+		var row [requestFields]int64
+		readers := make([]varintReader, len(fields))
+		for i, f := range fields {
+			readers[i] = a.requests.streams[f].reader()
+		}
+		for range a.requests.rows {
+			for i, f := range fields {
+				v := readers[i].next()
+				if f == fieldStart {
+					v += row[fieldStart]
+				}
+				row[f] = v
+			}
+			if k, ok := pick(&row); ok {
+				yield(k)
+			}
+		}
 	}
-	starts := column(field(fieldStart))
-	slices.Sort(starts)
-	s.MaxConcurrentRequests = peakConcurrencySorted(starts, sortedEnds.cursor())
 }
 
 func (a *Accumulator) peakTokensPerSecond() float64 {
@@ -295,19 +314,14 @@ func (a *Accumulator) peakTokensPerSecond() float64 {
 
 // peakConcurrency is the most intervals [start, end) that overlap.
 func peakConcurrency(intervals [][2]int64) int {
-	starts := make([]int64, len(intervals))
-	var ends runList
-	endList := make([]int64, len(intervals))
-	for i, iv := range intervals {
-		starts[i], endList[i] = iv[0], iv[1]
+	sorted := func(i int) *orderedKeys {
+		return newOrderedKeys(len(intervals), len(intervals), new([]int64), func(yield func(int64)) {
+			for _, iv := range intervals {
+				yield(iv[i])
+			}
+		})
 	}
-	slices.Sort(starts)
-	slices.Sort(endList)
-	prev := int64(math.MinInt64)
-	for _, e := range endList {
-		ends.append(&prev, e, 1)
-	}
-	return peakConcurrencySorted(starts, ends.cursor())
+	return peakConcurrencySorted(sorted(0).cursor(), sorted(1).cursor())
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
