@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -194,5 +195,56 @@ func TestSummaryAllocationIsBoundedBySortBudget(t *testing.T) {
 	if perRequest := (float64(largeAlloc) - float64(smallAlloc)) / float64(large-small); perRequest >= 1 {
 		t.Errorf("summary allocated %.2f bytes more for each further request (%d for %d requests, %d for %d); want under 1",
 			perRequest, smallAlloc, small, largeAlloc, large)
+	}
+}
+
+// TestPackedStreamRoundTrip: every value reads back exactly, whatever its
+// spread, across blocks, chunks and the unpacked tail, read in any slice
+// sizes; and a stream costs the bits of its values' spread, not of their
+// size (nothing for a constant field).
+func TestPackedStreamRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, c := range []struct {
+		name    string
+		n       int
+		value   func(i int) int64
+		maxBits int // most bits a value may take in the blocks' words
+	}{
+		{"empty", 0, func(int) int64 { return 0 }, 0},
+		{"zeros", 1000, func(int) int64 { return 0 }, 0},
+		{"constant output length", 1000, func(int) int64 { return 200 }, 0},
+		{"one short block", 127, func(i int) int64 { return int64(i) }, 0},
+		{"durations near 2 s, 20-bit spread", 5000, func(int) int64 { return 2e9 + rng.Int64N(1<<20) }, 20},
+		{"signed gaps", 3000, func(int) int64 { return rng.Int64N(1<<30) - 1<<29 }, 30},
+		{"full range", 2000, func(int) int64 { return int64(rng.Uint64()) }, 64},
+		{"extremes", 300, func(i int) int64 { return []int64{math.MinInt64, math.MaxInt64, 0}[i%3] }, 64},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var s packedStream
+			want := make([]int64, c.n)
+			for i := range want {
+				want[i] = c.value(i)
+				s.add(want[i])
+			}
+			for _, step := range []int{1, 7, packBlock, scanBlock, c.n + 1} {
+				r := s.reader()
+				got := make([]int64, 0, c.n)
+				for len(got) < c.n {
+					part := make([]int64, min(step, c.n-len(got)))
+					r.read(part)
+					got = append(got, part...)
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("read %d at a time: values differ", step)
+				}
+			}
+			words := 0
+			for _, w := range s.words {
+				words += len(w)
+			}
+			if blocks := c.n / packBlock; words*64 > blocks*packBlock*c.maxBits {
+				t.Errorf("%d words for %d blocks, want at most %d bits a value", words, blocks, c.maxBits)
+			}
+		})
 	}
 }
