@@ -39,7 +39,7 @@ type orderedKeys struct {
 	// the summary reuses it rather than leaving one a metric as garbage.
 	store    *[]int64
 	buf      []int64
-	scratch  *[]int64 // radixSort's, shared like store
+	scratch  *[]int64 // sort's second buffer, shared like store
 	bufRange int      // the range whose keys buf holds sorted, or -1
 }
 
