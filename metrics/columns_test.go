@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -9,11 +10,18 @@ import (
 	"time"
 )
 
-// TestAccumulatorColumnsExact: the distributions from the varint columns
+// TestAccumulatorColumnsExact: the distributions from the packed columns
 // equal, bit for bit, what one float64 sample per request gives (vLLM's
 // definitions, the summary before the columns), and the peak concurrency
-// equals the event sweep's.
+// equals the event sweep's; with and without client queueing (without,
+// E2EL with queue time is E2EL's).
 func TestAccumulatorColumnsExact(t *testing.T) {
+	for _, queueing := range []bool{true, false} {
+		t.Run(fmt.Sprintf("queueing=%v", queueing), func(t *testing.T) { testAccumulatorColumnsExact(t, queueing) })
+	}
+}
+
+func testAccumulatorColumnsExact(t *testing.T, queueing bool) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	acc := NewAccumulator(Options{Percentiles: []float64{0, 25, 50, 90, 99, 100}})
 	var ttft, tpot, e2el, queue, e2elQueue, lag, tokPerSec sample
@@ -22,7 +30,10 @@ func TestAccumulatorColumnsExact(t *testing.T) {
 		start := time.Duration(rng.Int64N(int64(time.Hour)))
 		r := &Record{Index: i, Scheduled: start, Dispatched: start + time.Duration(rng.IntN(3))*time.Millisecond,
 			TTFT: time.Duration(rng.Int64N(int64(time.Minute))), OutputLen: rng.IntN(300), Success: rng.IntN(20) != 0}
-		r.Start = r.Dispatched + time.Duration(rng.IntN(2))*time.Duration(rng.Int64N(int64(time.Second)))
+		r.Start = r.Dispatched
+		if queueing {
+			r.Start += time.Duration(rng.IntN(2)) * time.Duration(rng.Int64N(int64(time.Second)))
+		}
 		r.Latency = r.TTFT + time.Duration(rng.Int64N(int64(10*time.Minute)))
 		if rng.IntN(50) == 0 {
 			r.Latency, r.TTFT = 0, 0
