@@ -3,7 +3,10 @@ package metrics
 import (
 	"math"
 	"math/rand/v2"
+	"os"
+	"runtime"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -221,4 +224,32 @@ func TestSummaryCountsRetriesAndReuseOverEveryRequest(t *testing.T) {
 	if s.Retries != 3 || s.ConnReused != 2 {
 		t.Errorf("retries %d reused %d, want 3 and 2 (failures count, warmups do not)", s.Retries, s.ConnReused)
 	}
+}
+
+// BenchmarkAccumulatorSummary times the summary of the requests of a long
+// 50 req/s run (Poisson starts, TTFT 10–25 ms, latency 1.7–1.9 s, 200
+// tokens; no ITL) and reports the heap the records leave:
+// SERVEBENCH_SUMMARY_ROWS sets the count (default 1,000,000).
+func BenchmarkAccumulatorSummary(b *testing.B) {
+	n := 1000000
+	if v, err := strconv.Atoi(os.Getenv("SERVEBENCH_SUMMARY_ROWS")); err == nil && v > 0 {
+		n = v
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	acc := NewAccumulator(Options{})
+	var start time.Duration
+	for i := range n {
+		start += time.Duration(rng.ExpFloat64() * 20e6)
+		acc.Add(&Record{Index: i, Scheduled: start, Dispatched: start, Start: start, Success: true, OutputLen: 200,
+			TTFT:    10*time.Millisecond + time.Duration(rng.Int64N(int64(15*time.Millisecond))),
+			Latency: 1700*time.Millisecond + time.Duration(rng.Int64N(int64(200*time.Millisecond)))})
+	}
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	heap := ms.HeapAlloc
+	for b.Loop() {
+		acc.Summary(time.Hour)
+	}
+	b.ReportMetric(float64(heap)/float64(n), "heap-B/request")
 }

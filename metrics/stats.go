@@ -98,11 +98,14 @@ func (s sample) distribution(percentiles []float64) Distribution {
 // Memory is bounded by the number of distinct values (2–4 bytes each) and
 // every statistic stays exact.
 type multiset struct {
-	keys   []int64 // table slots; a slot is empty when its count is 0
-	counts []int64
-	used   int
+	// slots is the table: a value and its count side by side, so a probe
+	// touches one cache line; a slot is empty when its count is 0.
+	slots []run
+	used  int
 	// levels are sorted runs, each at least twice as large as the next.
 	levels []runList
+	pool   chunkPool
+	fresh  []run // the table's runs being sorted, reused
 	n      int64
 }
 
@@ -122,24 +125,23 @@ func (m *multiset) addN(v int64, n int64) {
 	if n <= 0 {
 		return
 	}
-	if m.keys == nil {
-		m.keys = make([]int64, multisetSlots)
-		m.counts = make([]int64, multisetSlots)
+	if m.slots == nil {
+		m.slots = make([]run, multisetSlots)
 	}
 	m.n += n
 	// Fibonacci hashing spreads nearby durations across the table.
 	i := int(uint64(v) * 0x9E3779B97F4A7C15 >> (64 - 15))
 	for {
 		switch {
-		case m.counts[i] == 0:
-			m.keys[i], m.counts[i] = v, n
+		case m.slots[i].n == 0:
+			m.slots[i] = run{v, n}
 			m.used++
 			if m.used >= multisetFlushAt {
 				m.flush()
 			}
 			return
-		case m.keys[i] == v:
-			m.counts[i] += n
+		case m.slots[i].v == v:
+			m.slots[i].n += n
 			return
 		}
 		i = (i + 1) & (multisetSlots - 1)
@@ -151,23 +153,27 @@ func (m *multiset) flush() {
 	if m.used == 0 {
 		return
 	}
-	fresh := make([]run, 0, m.used)
-	for i, c := range m.counts {
-		if c != 0 {
-			fresh = append(fresh, run{m.keys[i], c})
+	if m.fresh == nil {
+		m.fresh = make([]run, 0, multisetFlushAt)
+	}
+	fresh := m.fresh[:0]
+	for _, r := range m.slots {
+		if r.n != 0 {
+			fresh = append(fresh, r)
 		}
 	}
-	clear(m.counts)
+	m.fresh = fresh
+	clear(m.slots)
 	m.used = 0
 	slices.SortFunc(fresh, func(a, b run) int { return cmp.Compare(a.v, b.v) })
 	var level runList
 	prev := int64(math.MinInt64)
 	for _, r := range fresh {
-		level.append(&prev, r.v, r.n)
+		level.append(&m.pool, &prev, r.v, r.n)
 	}
 	m.levels = append(m.levels, level)
 	for k := len(m.levels); k >= 2 && m.levels[k-2].distinct <= 2*m.levels[k-1].distinct; k-- {
-		m.levels[k-2] = mergeRunLists(m.levels[k-2], m.levels[k-1])
+		m.levels[k-2] = mergeRunLists(m.levels[k-2], m.levels[k-1], &m.pool)
 		m.levels = m.levels[:k-1]
 	}
 }
@@ -176,7 +182,7 @@ func (m *multiset) flush() {
 func (m *multiset) compact() {
 	m.flush()
 	for k := len(m.levels); k >= 2; k-- {
-		m.levels[k-2] = mergeRunLists(m.levels[k-2], m.levels[k-1])
+		m.levels[k-2] = mergeRunLists(m.levels[k-2], m.levels[k-1], &m.pool)
 		m.levels = m.levels[:k-1]
 	}
 }

@@ -78,13 +78,19 @@ type Accumulator struct {
 
 	// requests holds, per successful request, what the distributions need
 	// (start, as the gap from the previous row's; TTFT; latency; queue
-	// time; output length), about 15 bytes a request where seven float64
-	// samples and an interval took 72; lags holds every request's send lag.
-	requests   varintColumns
+	// time; output length), about 10 bytes a request in a 50 req/s
+	// simulation where seven float64 samples and an interval took 72;
+	// lags holds every request's send lag.
+	requests   packedColumns
 	prevStart  int64
-	lags       varintColumns
+	lags       packedColumns
 	itl        multiset // ns, pooled per token
 	tokenTimes multiset // ns offsets of each output token
+	// sortBudget bounds the keys the summary sorts at once (tests lower it).
+	sortBudget int
+
+	// queued: some request waited for a concurrency slot.
+	queued bool
 
 	completed, failed, good int
 	connReused, retries     int
@@ -100,12 +106,13 @@ func NewAccumulator(opts Options) *Accumulator {
 		opts.Percentiles = []float64{99}
 	}
 	return &Accumulator{
-		requests: varintColumns{fields: requestFields},
-		lags:     varintColumns{fields: 1},
-		opts:     opts,
-		minStart: math.MaxInt64,
-		sources:  map[string]int{},
-		errors:   map[string]int{},
+		requests:   newPackedColumns(requestFields),
+		lags:       newPackedColumns(1),
+		sortBudget: sortBudget,
+		opts:       opts,
+		minStart:   math.MaxInt64,
+		sources:    map[string]int{},
+		errors:     map[string]int{},
 	}
 }
 
@@ -135,6 +142,7 @@ func (a *Accumulator) Add(r *Record) {
 		a.sources[r.OutputLenSource]++
 	}
 	start := int64(r.Start)
+	a.queued = a.queued || r.QueueTime() != 0
 	a.requests.add(start-a.prevStart, int64(r.TTFT), int64(r.Latency), int64(r.QueueTime()), int64(r.OutputLen))
 	a.prevStart = start
 	tpot, _ := r.TPOT()
@@ -219,62 +227,111 @@ const (
 )
 
 // requestDistributions fills the per-request distributions and the peak
-// concurrency from the columns, one metric at a time through one buffer
-// of 8 bytes a request.
+// concurrency from the columns, one metric at a time, sorting at most
+// sortBudget keys at once.
 func (a *Accumulator) requestDistributions(s *Summary) {
 	p := a.opts.Percentiles
-	buf := make([]int64, 0, max(a.requests.rows, a.lags.rows))
-	column := func(pick func(row []int64) (int64, bool)) []int64 {
-		buf = buf[:0]
-		var start int64
-		a.requests.each(func(row []int64) {
-			start += row[fieldStart]
-			row[fieldStart] = start
-			if k, ok := pick(row); ok {
-				buf = append(buf, k)
+	var buf, buf2, scratch []int64
+	block := new(rowBlock)
+	dist := func(fields []int, keys func(b *rowBlock, out []int64) []int64, value func(int64) float64) Distribution {
+		return keyDistribution(newOrderedKeys(a.requests.rows, a.sortBudget, &buf, &scratch, a.column(block, fields, keys)), p, value)
+	}
+	field := func(f int) func(b *rowBlock, out []int64) []int64 {
+		return func(b *rowBlock, out []int64) []int64 { return append(out, b.field[f][:b.n]...) }
+	}
+	s.TTFT = dist([]int{fieldTTFT}, field(fieldTTFT), nsToMS)
+	s.TPOT = dist([]int{fieldTTFT, fieldLatency, fieldOutputLen}, func(b *rowBlock, out []int64) []int64 {
+		for i, n := range b.field[fieldOutputLen][:b.n] {
+			// Record.TPOT of a successful request.
+			if n > 1 {
+				out = append(out, int64(time.Duration(b.field[fieldLatency][i]-b.field[fieldTTFT][i])/time.Duration(n-1)))
 			}
-		})
-		return buf
-	}
-	field := func(f int) func(row []int64) (int64, bool) {
-		return func(row []int64) (int64, bool) { return row[f], true }
-	}
-	s.TTFT = intDistribution(column(field(fieldTTFT)), p, nsToMS)
-	s.TPOT = intDistribution(column(func(row []int64) (int64, bool) {
-		// Record.TPOT of a successful request.
-		if n := row[fieldOutputLen]; n > 1 {
-			return int64(time.Duration(row[fieldLatency]-row[fieldTTFT]) / time.Duration(n-1)), true
 		}
-		return 0, false
-	}), p, nsToMS)
-	s.E2EL = intDistribution(column(field(fieldLatency)), p, nsToMS)
-	s.ClientQueue = intDistribution(column(field(fieldQueue)), p, nsToMS)
-	s.E2ELWithQueue = intDistribution(column(func(row []int64) (int64, bool) {
-		return row[fieldQueue] + row[fieldLatency], true
-	}), p, nsToMS)
-	s.TokensPerSecond = intDistribution(column(func(row []int64) (int64, bool) {
-		if lat := row[fieldLatency]; lat > 0 {
-			return floatKey(float64(row[fieldOutputLen]) / time.Duration(lat).Seconds()), true
-		}
-		return 0, false
-	}), p, keyFloat)
-
-	buf = buf[:0]
-	a.lags.each(func(row []int64) { buf = append(buf, row[0]) })
-	s.SendLag = intDistribution(buf, uniquePercentiles(append([]float64{50, 99}, p...)), nsToMS)
-
-	// Peak concurrency needs the starts and ends sorted at once: the ends
-	// are sorted first and kept as varint gaps (2–4 bytes each).
-	ends := column(func(row []int64) (int64, bool) { return row[fieldStart] + row[fieldLatency], true })
-	slices.Sort(ends)
-	var sortedEnds runList
-	prev := int64(math.MinInt64)
-	for _, e := range ends {
-		sortedEnds.append(&prev, e, 1)
+		return out
+	}, nsToMS)
+	s.E2EL = dist([]int{fieldLatency}, field(fieldLatency), nsToMS)
+	s.ClientQueue = dist([]int{fieldQueue}, field(fieldQueue), nsToMS)
+	if a.queued {
+		s.E2ELWithQueue = dist([]int{fieldQueue, fieldLatency}, func(b *rowBlock, out []int64) []int64 {
+			for i, q := range b.field[fieldQueue][:b.n] {
+				out = append(out, q+b.field[fieldLatency][i])
+			}
+			return out
+		}, nsToMS)
+	} else {
+		// No request waited, so E2EL is the same with the queue time as
+		// without.
+		s.E2ELWithQueue = s.E2EL
+		s.E2ELWithQueue.Percentiles = slices.Clone(s.E2EL.Percentiles)
 	}
-	starts := column(field(fieldStart))
-	slices.Sort(starts)
-	s.MaxConcurrentRequests = peakConcurrencySorted(starts, sortedEnds.cursor())
+	s.TokensPerSecond = dist([]int{fieldLatency, fieldOutputLen}, func(b *rowBlock, out []int64) []int64 {
+		for i, lat := range b.field[fieldLatency][:b.n] {
+			if lat > 0 {
+				out = append(out, floatKey(float64(b.field[fieldOutputLen][i])/time.Duration(lat).Seconds()))
+			}
+		}
+		return out
+	}, keyFloat)
+
+	lags := newOrderedKeys(a.lags.rows, a.sortBudget, &buf, &scratch, func(yield func([]int64)) {
+		r := a.lags.streams[0].reader()
+		keys := block.field[0][:]
+		for done := 0; done < a.lags.rows; done += len(keys) {
+			keys = keys[:min(len(keys), a.lags.rows-done)]
+			r.read(keys)
+			yield(keys)
+		}
+	})
+	s.SendLag = keyDistribution(lags, uniquePercentiles(append([]float64{50, 99}, p...)), nsToMS)
+
+	// Peak concurrency reads the starts and the ends sorted side by side,
+	// each in half the budget.
+	half := max(a.sortBudget/2, 1)
+	starts := newOrderedKeys(a.requests.rows, half, &buf, &scratch, a.column(block, []int{fieldStart}, field(fieldStart)))
+	ends := newOrderedKeys(a.requests.rows, half, &buf2, &scratch, a.column(block, []int{fieldStart, fieldLatency}, func(b *rowBlock, out []int64) []int64 {
+		for i, start := range b.field[fieldStart][:b.n] {
+			out = append(out, start+b.field[fieldLatency][i])
+		}
+		return out
+	}))
+	s.MaxConcurrentRequests = peakConcurrencySorted(starts.cursor(), ends.cursor())
+}
+
+// rowBlock holds a block of the requests' rows, decoded field by field,
+// and the keys computed from them; one is reused by every pass.
+type rowBlock struct {
+	n     int
+	field [requestFields][scanBlock]int64
+	keys  [scanBlock]int64
+}
+
+const scanBlock = 1024
+
+// column returns a scan of the requests' rows, a block at a time through
+// b, that decodes only fields (the start as the running sum of its gaps)
+// and yields the keys that keys appends for each block.
+func (a *Accumulator) column(b *rowBlock, fields []int, keys func(b *rowBlock, out []int64) []int64) func(yield func([]int64)) {
+	return func(yield func([]int64)) {
+		readers := make([]packedReader, len(fields))
+		for i, f := range fields {
+			readers[i] = a.requests.streams[f].reader()
+		}
+		var start int64
+		for done := 0; done < a.requests.rows; done += b.n {
+			b.n = min(scanBlock, a.requests.rows-done)
+			for i, f := range fields {
+				col := b.field[f][:b.n]
+				readers[i].read(col)
+				if f == fieldStart {
+					for j, gap := range col {
+						start += gap
+						col[j] = start
+					}
+				}
+			}
+			yield(keys(b, b.keys[:0]))
+		}
+	}
 }
 
 func (a *Accumulator) peakTokensPerSecond() float64 {
@@ -295,19 +352,14 @@ func (a *Accumulator) peakTokensPerSecond() float64 {
 
 // peakConcurrency is the most intervals [start, end) that overlap.
 func peakConcurrency(intervals [][2]int64) int {
-	starts := make([]int64, len(intervals))
-	var ends runList
-	endList := make([]int64, len(intervals))
-	for i, iv := range intervals {
-		starts[i], endList[i] = iv[0], iv[1]
+	sorted := func(i int) *orderedKeys {
+		keys := make([]int64, len(intervals))
+		for j, iv := range intervals {
+			keys[j] = iv[i]
+		}
+		return newOrderedKeys(len(keys), len(keys), new([]int64), new([]int64), func(yield func([]int64)) { yield(keys) })
 	}
-	slices.Sort(starts)
-	slices.Sort(endList)
-	prev := int64(math.MinInt64)
-	for _, e := range endList {
-		ends.append(&prev, e, 1)
-	}
-	return peakConcurrencySorted(starts, ends.cursor())
+	return peakConcurrencySorted(sorted(0).cursor(), sorted(1).cursor())
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
