@@ -295,11 +295,15 @@ func (s *Step) Empty() bool { return s.Shape.Tokens() == 0 }
 // Seqs is the number of sequences the step computes.
 func (s *Step) Seqs() int { return len(s.entries) }
 
+// entry is one sequence's part of a step. Its counts are int32 (a
+// sequence holds at most max_model_len tokens) so an entry takes half a
+// cache line: a step's entries, its sequences and its outputs are walked
+// on every step and together outgrow the L1 cache.
 type entry struct {
 	s       *sequence
 	gen     uint32
-	tokens  int // tokens computed this step
-	ctx     int // tokens already computed before the step
-	charged int // tokens charged to the token budget (V0 counts prefix hits)
+	tokens  int32 // tokens computed this step
+	ctx     int32 // tokens already computed before the step
+	charged int32 // tokens charged to the token budget (V0 counts prefix hits)
 	prefill bool
 }

@@ -25,33 +25,42 @@ const (
 // single sequence, or V1's Request). Sequences are pooled; gen changes on
 // every reuse so a Step can tell a recycled sequence from its own.
 type sequence struct {
-	id        uint64
-	gen       uint32
-	state     seqState
-	decoding  bool // prefill done since the last (re)admission
-	reported  bool // first output sent
-	admitted  bool // first admission done; cached is final
-	arrival   time.Duration
-	prompt    []int32
-	promptLen int
-	deferred  bool // prompt comes from Config.PromptIDs when first hashed
-	maxTokens int
-	generated int
-	computed  int // tokens whose KV is computed (num_computed_tokens)
-	inflight  int // tokens scheduled in batches still in the pipeline (PP)
-	chunk     int // tokens scheduled in the current step
-	cached    int // prefix-cache hit tokens at the first admission
-	hit       int // V0: prefix-cache hit tokens of the current admission
-	remote    int // V1: leading prompt tokens a KV connector delivers at the first admission
+	// The fields every scheduled decode reads or writes come first, in one
+	// cache line: each step touches every running sequence twice
+	// (scheduling and completion), and with them spread over four lines
+	// those touches missed the L1 cache. At 192 bytes a sequence starts on
+	// a cache line, so that line is its first.
+	gen      uint32
+	state    seqState
+	decoding bool // prefill done since the last (re)admission
+	reported bool // first output sent
+	// promptCached: every full prompt block is registered in the cache,
+	// so fitsHeld need not read hashedBlocks. False is always safe.
+	promptCached bool
+	id           uint64
+	promptLen    int
+	generated    int
+	computed     int // tokens whose KV is computed (num_computed_tokens)
+	inflight     int // tokens scheduled in batches still in the pipeline (PP)
+	maxTokens    int
+	gpuBlocks    int
 
-	gpuBlocks  int
-	cpuBlocks  int
-	lastAccess time.Duration // V0 evictor: last step that scheduled it
+	hashedBlocks int           // prefix caching: leading blocks already registered in the cache
+	chunk        int           // V0: tokens scheduled in the current step
+	lastAccess   time.Duration // V0 evictor: last step that scheduled it
+	cached       int           // prefix-cache hit tokens at the first admission
+	arrival      time.Duration
+	prompt       []int32
 
 	// Prefix caching only.
-	blocks       []int32  // GPU block table
-	hashes       []uint64 // chained hashes of the leading full blocks
-	hashedBlocks int      // leading blocks already registered in the cache
+	blocks []int32  // GPU block table
+	hashes []uint64 // chained hashes of the leading full blocks
+
+	hit       int32 // V0: prefix-cache hit tokens of the current admission
+	remote    int32 // V1: leading prompt tokens a KV connector delivers at the first admission
+	cpuBlocks int32
+	deferred  bool // prompt comes from Config.PromptIDs when first hashed
+	admitted  bool // first admission done; cached is final
 }
 
 // hasPrompt reports that s's prompt IDs are known (now or on demand).
@@ -184,7 +193,7 @@ func (e *Engine) Add(r Request) error {
 	s.maxTokens = r.MaxTokens
 	// The last prompt token is always computed here: its logits sample
 	// the first output token.
-	s.remote = min(r.RemotePromptTokens, promptLen-1)
+	s.remote = int32(min(r.RemotePromptTokens, promptLen-1))
 	s.state = stateWaiting
 	e.byID.put(r.ID, s)
 	e.waiting.pushBack(s)
@@ -392,8 +401,8 @@ func (e *Engine) Complete(st *Step) []Output {
 		if s.gen != en.gen {
 			continue // aborted while the step ran
 		}
-		s.computed += en.charged
-		s.inflight -= en.charged
+		s.computed += int(en.charged)
+		s.inflight -= int(en.charged)
 		if v0 && en.prefill {
 			e.stats.PromptTokens += int64(en.charged)
 		}
@@ -445,15 +454,19 @@ func isDone(s *sequence) bool { return s.state == stateDone }
 // scheduled, V1 does not).
 func (e *Engine) addEntry(s *sequence, tokens, charged int) {
 	st := e.cur
-	s.chunk = charged
-	s.lastAccess = e.now
+	if e.cfg.Version == V0 {
+		// Only V0's scheduler and evictor read these; V1 leaves their
+		// cache line alone.
+		s.chunk = charged
+		s.lastAccess = e.now
+	}
 	ctx := s.computed + s.inflight + charged - tokens
 	s.inflight += charged
 	// Filled in place: a composite literal copied into the slice is read
 	// back wider than it was written, which stalls store forwarding.
 	st.entries = append(st.entries, entry{})
 	en := &st.entries[len(st.entries)-1]
-	en.s, en.gen, en.tokens, en.ctx, en.charged, en.prefill = s, s.gen, tokens, ctx, charged, !s.decoding
+	en.s, en.gen, en.tokens, en.ctx, en.charged, en.prefill = s, s.gen, int32(tokens), int32(ctx), int32(charged), !s.decoding
 	sh := &st.Shape
 	if en.prefill {
 		p, c := int64(tokens), int64(ctx)
@@ -559,10 +572,11 @@ func (e *Engine) freeGPU(s *sequence) {
 	s.blocks = s.blocks[:0]
 	s.gpuBlocks = 0
 	s.hashedBlocks = 0
+	s.promptCached = false
 }
 
 func (e *Engine) freeCPU(s *sequence) {
-	e.cpuUsed -= s.cpuBlocks
+	e.cpuUsed -= int(s.cpuBlocks)
 	s.cpuBlocks = 0
 }
 
@@ -603,6 +617,7 @@ func (e *Engine) takeHits(s *sequence, hits []int32) {
 	s.blocks = append(s.blocks, hits...)
 	s.gpuBlocks += len(hits)
 	s.hashedBlocks = len(hits)
+	s.promptCached = false
 }
 
 // evictableHits counts hit blocks that sit free in the cache: taking them
@@ -650,6 +665,7 @@ func (e *Engine) registerBlocks(s *sequence, upTo int) {
 		e.kv.setHash(s.blocks[i], e.blockHash(s, i))
 	}
 	s.hashedBlocks = max(s.hashedBlocks, full)
+	s.promptCached = (s.hashedBlocks+1)*bs > s.promptLen
 }
 
 // noteAdmission records the prefix-cache lookup of a request's first

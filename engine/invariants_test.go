@@ -50,7 +50,7 @@ func (e *Engine) checkInvariants() error {
 	used, cpu := 0, 0
 	refs := make([]int32, e.kv.total)
 	for s := range seen {
-		cpu += s.cpuBlocks
+		cpu += int(s.cpuBlocks)
 		switch s.state {
 		case stateWaiting:
 			if s.gpuBlocks != 0 || s.cpuBlocks != 0 || s.computed != 0 {
@@ -115,7 +115,7 @@ func (e *Engine) inflightTokens() map[*sequence]int {
 	add := func(st *Step) {
 		for _, en := range st.entries {
 			if en.s.gen == en.gen {
-				out[en.s] += en.charged
+				out[en.s] += int(en.charged)
 			}
 		}
 	}

@@ -57,7 +57,7 @@ func (e *Engine) scheduleV1() {
 		hitTokens := len(hits) * bs
 		remote := 0
 		if !r.admitted {
-			remote = max(r.remote-hitTokens, 0)
+			remote = max(int(r.remote)-hitTokens, 0)
 		}
 		n := min(r.len()-hitTokens-remote, tokenBudget)
 		if !e.allocateSlotsV1(r, remote+n, hits) {
@@ -109,7 +109,7 @@ func (e *Engine) fitsHeld(r *sequence, n int) bool {
 	if upTo > r.gpuBlocks*bs {
 		return false
 	}
-	return !e.kv.caching || r.hashedBlocks >= len(r.blocks) || (r.hashedBlocks+1)*bs > min(upTo, r.promptLen)
+	return !e.kv.caching || r.promptCached || r.hashedBlocks >= len(r.blocks) || (r.hashedBlocks+1)*bs > min(upTo, r.promptLen)
 }
 
 // preemptV1 frees the request's blocks (tail first) and puts it at the
