@@ -106,6 +106,11 @@ type Engine struct {
 	hits                                 []int32
 	outs                                 []Output
 
+	// Block tables and hash lists of released sequences the pool had no
+	// room for: a burst adds every request up front, each with a fresh
+	// sequence, so without these every admission allocated both anew.
+	spares []spareTables
+
 	// V1 with pipeline parallelism: one slot per batch that can be in
 	// flight (step_with_batch_queue); inFlight of them are.
 	batches  []Step
@@ -200,6 +205,21 @@ func (e *Engine) Add(r Request) error {
 	return nil
 }
 
+type spareTables struct {
+	blocks []int32
+	hashes []uint64
+}
+
+// adoptSpare gives s, which has never held blocks or hashes, the tables of
+// a released sequence.
+func (e *Engine) adoptSpare(s *sequence) {
+	if n := len(e.spares); n > 0 && cap(s.blocks)+cap(s.hashes) == 0 {
+		s.blocks, s.hashes = e.spares[n-1].blocks, e.spares[n-1].hashes
+		e.spares[n-1] = spareTables{}
+		e.spares = e.spares[:n-1]
+	}
+}
+
 func (e *Engine) newSequence() *sequence {
 	if n := len(e.pool); n > 0 {
 		s := e.pool[n-1]
@@ -216,6 +236,9 @@ func (e *Engine) newSequence() *sequence {
 func (e *Engine) release(s *sequence) {
 	e.byID.del(s.id)
 	if len(e.pool) >= e.cfg.MaxNumSeqs {
+		if cap(s.blocks)+cap(s.hashes) > 0 && len(e.spares) < e.cfg.MaxNumSeqs {
+			e.spares = append(e.spares, spareTables{s.blocks[:0], s.hashes[:0]})
+		}
 		*s = sequence{gen: s.gen + 1}
 		return
 	}
@@ -602,6 +625,9 @@ func (e *Engine) findHits(s *sequence) []int32 {
 // reserveBlocks makes room in s's block table for n more blocks, at once
 // for every block the request can ever hold rather than by doubling.
 func (e *Engine) reserveBlocks(s *sequence, n int) {
+	if len(s.blocks)+n > cap(s.blocks) {
+		e.adoptSpare(s)
+	}
 	if len(s.blocks)+n > cap(s.blocks) {
 		most := ceilDiv(s.promptLen+s.maxTokens, e.cfg.BlockSize)
 		s.blocks = slices.Grow(s.blocks, max(n, most-len(s.blocks)))
