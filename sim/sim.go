@@ -211,7 +211,8 @@ type runner struct {
 
 	// outTimes[i] is the instant of completion outBase+i; outN numbers the
 	// completion being applied (from 1). A request that gets a token at
-	// every completion only extends its run (flightEntry.first..last), and
+	// every completion only extends its run (flightEntry.first to its entry
+	// in flights.lasts), and
 	// its gaps are read back from here into its ITL when the run breaks or
 	// it finishes: the per-token path then touches neither the record nor
 	// its ITL slice, which cost a cache miss per token.
@@ -287,8 +288,8 @@ func (r *runner) run(ctx context.Context) error {
 		outs := r.eng.Complete(head.st)
 		for i := range outs {
 			o := &outs[i]
-			if fl := r.flights.at(o.ID); fl != nil && r.extendsRun(o, fl) {
-				fl.last, fl.generated = r.outN, o.NumGenerated
+			if last := r.flights.lastAt(o.ID); last != nil && r.extendsRun(o, *last) {
+				*last = r.outN
 				continue
 			}
 			if err := r.output(o); err != nil {
@@ -394,28 +395,28 @@ func (r *runner) output(o *engine.Output) error {
 	if fl == nil || fl.rec == nil {
 		return nil
 	}
+	last := r.flights.lastAt(o.ID)
 	if o.NewTokens > 0 {
 		k := r.outN
 		switch {
-		case fl.last == k-1 && fl.last != 0:
-			fl.last = k
-		case fl.last == 0:
+		case *last == k-1 && *last != 0:
+			*last = k
+		case *last == 0:
 			rec := fl.rec
 			rec.TTFT = r.now - rec.Start
 			rec.CachedTokens = o.CachedTokens
 			if rec.MaxTokens > 1 {
 				rec.ITL = r.newITL(rec.MaxTokens - 1)
 			}
-			fl.first, fl.last = k, k
+			fl.first, *last = k, k
 		default:
-			r.flushRun(fl)
-			gap := r.now - r.outTime(fl.last)
+			r.flushRun(fl, *last)
+			gap := r.now - r.outTime(*last)
 			fl.rec.ITL = append(fl.rec.ITL, gap)
 			r.gapSum += gap
 			r.gapCount++
-			fl.first, fl.last = k, k
+			fl.first, *last = k, k
 		}
-		fl.generated = o.NumGenerated
 	}
 	if o.CachedTokens > 0 {
 		fl.rec.CachedTokens = o.CachedTokens
@@ -426,10 +427,11 @@ func (r *runner) output(o *engine.Output) error {
 	return nil
 }
 
-// extendsRun reports that o is a token that only extends fl's run: the
-// common case, handled in the completion loop without a call.
-func (r *runner) extendsRun(o *engine.Output, fl *flightEntry) bool {
-	return o.NewTokens > 0 && !o.Finished && o.CachedTokens == 0 && fl.last != 0 && fl.last == r.outN-1
+// extendsRun reports that o is a token that only extends the run of a
+// request whose last token came from completion last: the common case,
+// handled in the completion loop without a call.
+func (r *runner) extendsRun(o *engine.Output, last int64) bool {
+	return o.NewTokens > 0 && !o.Finished && o.CachedTokens == 0 && last != 0 && last == r.outN-1
 }
 
 // logCompletion numbers the completion about to be applied and logs its
@@ -448,12 +450,12 @@ func (r *runner) logCompletion() {
 func (r *runner) trimOutTimes() {
 	keep := r.outN
 	for i := r.flights.head; i < len(r.flights.entries); i++ {
-		fl := &r.flights.entries[i]
-		if fl.rec == nil || fl.last == 0 {
+		fl, last := &r.flights.entries[i], r.flights.lasts[i]
+		if fl.rec == nil || last == 0 {
 			continue
 		}
-		r.flushRun(fl)
-		keep = min(keep, fl.last)
+		r.flushRun(fl, last)
+		keep = min(keep, last)
 	}
 	n := copy(r.outTimes, r.outTimes[keep-r.outBase:])
 	r.outTimes = r.outTimes[:n]
@@ -463,12 +465,13 @@ func (r *runner) trimOutTimes() {
 
 func (r *runner) outTime(k int64) time.Duration { return r.outTimes[k-r.outBase] }
 
-// flushRun appends the gaps of fl's run after its first token to its ITL.
-func (r *runner) flushRun(fl *flightEntry) {
-	if fl.last == fl.first {
+// flushRun appends the gaps of fl's run after its first token, up to its
+// last token at completion last, to its ITL.
+func (r *runner) flushRun(fl *flightEntry, last int64) {
+	if last == fl.first {
 		return
 	}
-	times := r.outTimes[fl.first-r.outBase : fl.last-r.outBase+1]
+	times := r.outTimes[fl.first-r.outBase : last-r.outBase+1]
 	rec := fl.rec
 	n := len(rec.ITL)
 	rec.ITL = slices.Grow(rec.ITL, len(times)-1)[:n+len(times)-1]
@@ -477,8 +480,8 @@ func (r *runner) flushRun(fl *flightEntry) {
 		gaps[i] = times[i+1] - times[i]
 	}
 	r.gapSum += times[len(times)-1] - times[0]
-	r.gapCount += fl.last - fl.first
-	fl.first = fl.last
+	r.gapCount += last - fl.first
+	fl.first = last
 }
 
 func (r *runner) finish(o *engine.Output, now time.Duration) error {
@@ -487,10 +490,12 @@ func (r *runner) finish(o *engine.Output, now time.Duration) error {
 		return nil
 	}
 	rec := fl.rec
-	if fl.last != 0 {
-		r.flushRun(fl)
-		rec.Latency = r.outTime(fl.last) - rec.Start
-		rec.OutputLen = fl.generated
+	if last := *r.flights.lastAt(o.ID); last != 0 {
+		r.flushRun(fl, last)
+		rec.Latency = r.outTime(last) - rec.Start
+		// Only the output that finishes a request successfully gets
+		// here with its last token; a failure overwrites this below.
+		rec.OutputLen = o.NumGenerated
 	}
 	// The engine has released the request, and with it the prompt.
 	r.reqs.Recycle(r.flights.drop(o.ID))
@@ -638,22 +643,25 @@ func ThroughputLine(res *Result, numRequests int, totalTokens int64) string {
 }
 
 // flights maps engine request IDs, handed out in arrival order, to the
-// records (and prompt buffers) of requests in flightEntry: a window from the
-// oldest request still in flightEntry to the newest, so memory follows what is
-// in flightEntry.
+// records (and prompt buffers) of requests in flight: a window from the
+// oldest request still in flight to the newest, so memory follows what is
+// in flight.
 type flights struct {
 	base    uint64 // ID of entries[head]
 	entries []flightEntry
-	head    int
+	// lasts[i] numbers the completion that gave entries[i] the last token
+	// of its run (0: no token yet). Every token reads and writes it, so it
+	// lives apart from the rest of the entry: a step's worth of lasts takes
+	// a few cache lines, a step's worth of entries one line each.
+	lasts []int64
+	head  int
 }
 
 type flightEntry struct {
 	rec *metrics.Record
-	// first and last number the completions that gave the request the
-	// first and last token of its run (0: no token yet); generated is the
-	// count its last token completed.
-	first, last int64
-	generated   int
+	// first numbers the completion that gave the request the first token
+	// of its run (its last is in flights.lasts).
+	first int64
 	// prompt is the stream's buffer of the request's IDs, given back to
 	// the stream when the request leaves the engine.
 	prompt []int32
@@ -679,21 +687,33 @@ func (f *flights) at(id uint64) *flightEntry {
 	return &f.entries[f.head+int(id-f.base)]
 }
 
+// lastAt is the run's last completion of the request, nil when it is not
+// in flight.
+func (f *flights) lastAt(id uint64) *int64 {
+	if id < f.base || id-f.base >= uint64(len(f.lasts)-f.head) {
+		return nil
+	}
+	return &f.lasts[f.head+int(id-f.base)]
+}
+
 // put records the request with the next ID (IDs come in order, from 0).
 func (f *flights) put(id uint64, fl flightEntry) {
 	if f.head == len(f.entries) {
-		f.entries, f.head, f.base = f.entries[:0], 0, id
+		f.entries, f.lasts, f.head, f.base = f.entries[:0], f.lasts[:0], 0, id
 	}
 	for f.base+uint64(len(f.entries)-f.head) < id {
 		f.entries = append(f.entries, flightEntry{}) // an ID the engine refused
+		f.lasts = append(f.lasts, 0)
 	}
 	if f.head > 0 && len(f.entries) == cap(f.entries) && f.head >= len(f.entries)/2 {
 		// Slide the window down instead of growing the array.
 		n := copy(f.entries, f.entries[f.head:])
 		clear(f.entries[n:])
-		f.entries, f.head = f.entries[:n], 0
+		copy(f.lasts, f.lasts[f.head:])
+		f.entries, f.lasts, f.head = f.entries[:n], f.lasts[:n], 0
 	}
 	f.entries = append(f.entries, fl)
+	f.lasts = append(f.lasts, 0)
 }
 
 // drop forgets the request and returns its prompt buffer.
@@ -704,6 +724,7 @@ func (f *flights) drop(id uint64) []int32 {
 	}
 	prompt := fl.prompt
 	*fl = flightEntry{}
+	*f.lastAt(id) = 0
 	for f.head < len(f.entries) && f.entries[f.head].rec == nil {
 		f.head++
 		f.base++
