@@ -11,12 +11,30 @@ import "fmt"
 func (e *Engine) scheduleV1() {
 	tokenBudget := e.cfg.MaxNumBatchedTokens
 	preempted := false
+	st := e.cur
+	// Decodes that fit their blocks, most of every step, are added here
+	// rather than by addEntry, their shape summed in registers.
+	var decodes int
+	var decodeAttn, decodeKV int64
 	for i := 0; i < e.running.len() && tokenBudget > 0; {
 		r := e.running.at(i)
 		// With PP, tokens already in an in-flight batch are not
 		// rescheduled (num_computed_tokens advances when vLLM schedules).
 		n := min(r.len()-r.computed-r.inflight, tokenBudget)
 		if n <= 0 {
+			i++
+			continue
+		}
+		if r.decoding && e.fitsHeld(r, n) {
+			ctx := r.computed + r.inflight
+			r.inflight += n
+			st.entries = append(st.entries, entry{})
+			en := &st.entries[len(st.entries)-1]
+			en.s, en.gen, en.tokens, en.ctx, en.charged, en.prefill = r, r.gen, int32(n), int32(ctx), int32(n), false
+			decodes++
+			decodeAttn += int64(ctx)
+			decodeKV += int64(ctx) + 1
+			tokenBudget -= n
 			i++
 			continue
 		}
@@ -37,6 +55,9 @@ func (e *Engine) scheduleV1() {
 		tokenBudget -= n
 		i++
 	}
+	st.Shape.Decodes += decodes
+	st.Shape.AttnPairs += decodeAttn
+	st.Shape.KVTokens += decodeKV
 	if preempted {
 		return
 	}
