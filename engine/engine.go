@@ -37,18 +37,19 @@ type sequence struct {
 	// promptCached: every full prompt block is registered in the cache,
 	// so fitsHeld need not read hashedBlocks. False is always safe.
 	promptCached bool
-	id           uint64
-	promptLen    int
-	generated    int
-	computed     int // tokens whose KV is computed (num_computed_tokens)
-	inflight     int // tokens scheduled in batches still in the pipeline (PP)
-	maxTokens    int
-	gpuBlocks    int
+	// lastToken is the Stats.Steps of the Complete that gave the latest
+	// token, 0 before the first.
+	lastToken int64
+	promptLen int
+	generated int
+	computed  int // tokens whose KV is computed (num_computed_tokens)
+	inflight  int // tokens scheduled in batches still in the pipeline (PP)
+	maxTokens int
+	gpuBlocks int
 
+	id           uint64
 	hashedBlocks int           // prefix caching: leading blocks already registered in the cache
-	chunk        int           // V0: tokens scheduled in the current step
 	lastAccess   time.Duration // V0 evictor: last step that scheduled it
-	cached       int           // prefix-cache hit tokens at the first admission
 	arrival      time.Duration
 	prompt       []int32
 
@@ -59,8 +60,10 @@ type sequence struct {
 	hit       int32 // V0: prefix-cache hit tokens of the current admission
 	remote    int32 // V1: leading prompt tokens a KV connector delivers at the first admission
 	cpuBlocks int32
-	deferred  bool // prompt comes from Config.PromptIDs when first hashed
-	admitted  bool // first admission done; cached is final
+	chunk     int32 // V0: tokens scheduled in the current step
+	cached    int32 // prefix-cache hit tokens at the first admission
+	deferred  bool  // prompt comes from Config.PromptIDs when first hashed
+	admitted  bool  // first admission done; cached is final
 }
 
 // hasPrompt reports that s's prompt IDs are known (now or on demand).
@@ -418,6 +421,7 @@ func (e *Engine) Complete(st *Step) []Output {
 	outs = outs[:len(st.entries)]
 	n, finished := 0, 0
 	v0 := e.cfg.Version == V0
+	omit := e.cfg.OmitRunTokens
 	for i := range st.entries {
 		en := &st.entries[i]
 		s := en.s
@@ -429,27 +433,40 @@ func (e *Engine) Complete(st *Step) []Output {
 		if v0 && en.prefill {
 			e.stats.PromptTokens += int64(en.charged)
 		}
-		o := &outs[n]
-		n++
-		o.ID = s.id
-		o.CachedTokens = 0
-		if !s.reported {
-			s.reported = true
-			o.CachedTokens = s.cached
-		}
-		o.NewTokens = 0
+		newTokens := 0
 		if s.computed >= s.len() {
 			if s.generated == 0 && !v0 {
 				e.stats.PromptTokens += int64(s.promptLen)
 			}
 			s.generated++
 			s.decoding = true
-			o.NewTokens = 1
+			newTokens = 1
 			e.stats.GenerationTokens++
 		}
+		done := s.generated >= s.maxTokens
+		prevToken := s.lastToken
+		if newTokens > 0 {
+			s.lastToken = e.stats.Steps
+			if omit && !done && prevToken != 0 && prevToken == e.stats.Steps-1 {
+				continue // only continues the request's run
+			}
+		}
+		o := &outs[n]
+		n++
+		o.ID = s.id
+		o.CachedTokens = 0
+		if !s.reported {
+			s.reported = true
+			o.CachedTokens = int(s.cached)
+		}
+		o.NewTokens = newTokens
 		o.NumGenerated = s.generated
-		o.Finished = s.generated >= s.maxTokens
-		if o.Finished {
+		o.Finished = done
+		o.TokenGap = 0
+		if omit && prevToken != 0 && newTokens > 0 {
+			o.TokenGap = int32(e.stats.Steps - prevToken)
+		}
+		if done {
 			e.freeGPU(s)
 			s.state = stateDone
 			finished++
@@ -471,6 +488,14 @@ func (e *Engine) Complete(st *Step) []Output {
 
 func isDone(s *sequence) bool { return s.state == stateDone }
 
+// tokenGap is Output.TokenGap for an output of s given between Completes.
+func (e *Engine) tokenGap(s *sequence) int32 {
+	if !e.cfg.OmitRunTokens || s.lastToken == 0 {
+		return 0
+	}
+	return int32(e.stats.Steps - s.lastToken)
+}
+
 // addEntry puts s in the step: charged tokens advance it (what the token
 // budget paid, vLLM's token_chunk_size), of which the model computes the
 // last tokens; the others are prefix-cache hits (V0 counts them as
@@ -480,7 +505,7 @@ func (e *Engine) addEntry(s *sequence, tokens, charged int) {
 	if e.cfg.Version == V0 {
 		// Only V0's scheduler and evictor read these; V1 leaves their
 		// cache line alone.
-		s.chunk = charged
+		s.chunk = int32(charged)
 		s.lastAccess = e.now
 	}
 	ctx := s.computed + s.inflight + charged - tokens
@@ -517,7 +542,7 @@ func (e *Engine) reject(s *sequence, msg string) {
 	e.freeGPU(s)
 	e.freeCPU(s)
 	e.cur.Rejected = append(e.cur.Rejected, Output{
-		ID: s.id, NumGenerated: s.generated, CachedTokens: s.cached, Finished: true, Err: &ignoredError{msg},
+		ID: s.id, NumGenerated: s.generated, CachedTokens: int(s.cached), Finished: true, TokenGap: e.tokenGap(s), Err: &ignoredError{msg},
 	})
 	e.release(s)
 }
@@ -531,7 +556,7 @@ func (e *Engine) die() {
 		e.freeGPU(s)
 		e.freeCPU(s)
 		e.cur.Rejected = append(e.cur.Rejected, Output{
-			ID: s.id, NumGenerated: s.generated, CachedTokens: s.cached, Finished: true, Err: e.err,
+			ID: s.id, NumGenerated: s.generated, CachedTokens: int(s.cached), Finished: true, TokenGap: e.tokenGap(s), Err: e.err,
 		})
 		e.release(s)
 	}
@@ -703,7 +728,7 @@ func (e *Engine) noteAdmission(s *sequence, hitTokens int) {
 		return
 	}
 	s.admitted = true
-	s.cached = hitTokens
+	s.cached = int32(hitTokens)
 	if e.kv.caching {
 		e.stats.PrefixQueries += int64(s.len())
 		e.stats.PrefixHits += int64(hitTokens)

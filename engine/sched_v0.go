@@ -88,7 +88,7 @@ func (e *Engine) scheduleV0Chunked() {
 		e.running.appendAll(e.swapPrefills)
 		e.running.appendAll(e.runDecodes)
 		slices.SortStableFunc(e.runPrefills, func(a, b *sequence) int {
-			return boolRank(a.computed+a.chunk < a.len()) - boolRank(b.computed+b.chunk < b.len())
+			return boolRank(a.computed+int(a.chunk) < a.len()) - boolRank(b.computed+int(b.chunk) < b.len())
 		})
 		e.running.appendAll(e.runPrefills)
 		e.running.appendAll(e.newPrefills)

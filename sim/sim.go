@@ -138,6 +138,10 @@ func RunStream(ctx context.Context, cfg Config, reqs *workload.Stream, emit func
 		r.deferred = true
 		cfg.Engine.PromptIDs = r.buildPrompt
 	}
+	// The engine leaves out the outputs of tokens that only extend a run
+	// (flights.lasts catches up from the next output's TokenGap), except
+	// with V0's virtual engines, which number their steps apart.
+	cfg.Engine.OmitRunTokens = cfg.Engine.Version != engine.V0 || cfg.Engine.PipelineParallel <= 1
 	eng, err := engine.New(cfg.Engine)
 	if err != nil {
 		return nil, fmt.Errorf("sim: engine config: %w", err)
@@ -254,6 +258,7 @@ func (r *runner) run(ctx context.Context) error {
 			st := r.eng.Schedule(r.now)
 			r.noteMaxima()
 			for i := range st.Rejected {
+				r.catchUp(&st.Rejected[i])
 				if err := r.finish(&st.Rejected[i], r.now); err != nil {
 					return err
 				}
@@ -395,7 +400,7 @@ func (r *runner) output(o *engine.Output) error {
 	if fl == nil || fl.rec == nil {
 		return nil
 	}
-	last := r.flights.lastAt(o.ID)
+	last := r.catchUp(o)
 	if o.NewTokens > 0 {
 		k := r.outN
 		switch {
@@ -425,6 +430,17 @@ func (r *runner) output(o *engine.Output) error {
 		return r.finish(o, r.now)
 	}
 	return nil
+}
+
+// catchUp sets the end of o's request's run from o.TokenGap: the engine
+// left out the outputs of the tokens that extended it. It returns the
+// request's entry in flights.lasts.
+func (r *runner) catchUp(o *engine.Output) *int64 {
+	last := r.flights.lastAt(o.ID)
+	if last != nil && o.TokenGap > 0 {
+		*last = r.outN - int64(o.TokenGap)
+	}
+	return last
 }
 
 // extendsRun reports that o is a token that only extends the run of a
