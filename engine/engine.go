@@ -422,6 +422,8 @@ func (e *Engine) Complete(st *Step) []Output {
 	n, finished := 0, 0
 	v0 := e.cfg.Version == V0
 	omit := e.cfg.OmitRunTokens
+	step := e.stats.Steps
+	var generated int64
 	for i := range st.entries {
 		en := &st.entries[i]
 		s := en.s
@@ -434,6 +436,7 @@ func (e *Engine) Complete(st *Step) []Output {
 			e.stats.PromptTokens += int64(en.charged)
 		}
 		newTokens := 0
+		var prevToken int64
 		if s.computed >= s.len() {
 			if s.generated == 0 && !v0 {
 				e.stats.PromptTokens += int64(s.promptLen)
@@ -441,16 +444,14 @@ func (e *Engine) Complete(st *Step) []Output {
 			s.generated++
 			s.decoding = true
 			newTokens = 1
-			e.stats.GenerationTokens++
-		}
-		done := s.generated >= s.maxTokens
-		prevToken := s.lastToken
-		if newTokens > 0 {
-			s.lastToken = e.stats.Steps
-			if omit && !done && prevToken != 0 && prevToken == e.stats.Steps-1 {
+			generated++
+			prevToken = s.lastToken
+			s.lastToken = step
+			if prevToken == step-1 && omit && prevToken != 0 && s.generated < s.maxTokens {
 				continue // only continues the request's run
 			}
 		}
+		done := s.generated >= s.maxTokens
 		o := &outs[n]
 		n++
 		o.ID = s.id
@@ -463,8 +464,8 @@ func (e *Engine) Complete(st *Step) []Output {
 		o.NumGenerated = s.generated
 		o.Finished = done
 		o.TokenGap = 0
-		if omit && prevToken != 0 && newTokens > 0 {
-			o.TokenGap = int32(e.stats.Steps - prevToken)
+		if omit && prevToken != 0 {
+			o.TokenGap = int32(step - prevToken)
 		}
 		if done {
 			e.freeGPU(s)
@@ -472,6 +473,7 @@ func (e *Engine) Complete(st *Step) []Output {
 			finished++
 		}
 	}
+	e.stats.GenerationTokens += generated
 	outs = outs[:n]
 	if finished > 0 {
 		e.running.removeFunc(isDone)

@@ -1,6 +1,9 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // scheduleV1 is vllm/v1/core/sched/scheduler.py's schedule(): one token
 // budget; running requests first in queue order, each taking what it still
@@ -11,33 +14,16 @@ import "fmt"
 func (e *Engine) scheduleV1() {
 	tokenBudget := e.cfg.MaxNumBatchedTokens
 	preempted := false
-	st := e.cur
-	// Decodes that fit their blocks, most of every step, are added here
-	// rather than by addEntry, their shape summed in registers.
-	var decodes int
-	var decodeAttn, decodeKV int64
 	for i := 0; i < e.running.len() && tokenBudget > 0; {
+		i, tokenBudget = e.addDecodes(i, tokenBudget)
+		if i >= e.running.len() || tokenBudget <= 0 {
+			break
+		}
 		r := e.running.at(i)
 		// With PP, tokens already in an in-flight batch are not
-		// rescheduled (num_computed_tokens advances when vLLM schedules).
+		// rescheduled (num_computed_tokens advances when vLLM schedules);
+		// addDecodes stopped at a request with tokens to schedule.
 		n := min(r.len()-r.computed-r.inflight, tokenBudget)
-		if n <= 0 {
-			i++
-			continue
-		}
-		if r.decoding && e.fitsHeld(r, n) {
-			ctx := r.computed + r.inflight
-			r.inflight += n
-			st.entries = append(st.entries, entry{})
-			en := &st.entries[len(st.entries)-1]
-			en.s, en.gen, en.tokens, en.ctx, en.charged, en.prefill = r, r.gen, int32(n), int32(ctx), int32(n), false
-			decodes++
-			decodeAttn += int64(ctx)
-			decodeKV += int64(ctx) + 1
-			tokenBudget -= n
-			i++
-			continue
-		}
 		scheduled := true
 		for !e.fitsHeld(r, n) && !e.allocateSlotsV1(r, n, nil) {
 			victim := e.running.popBack()
@@ -55,9 +41,6 @@ func (e *Engine) scheduleV1() {
 		tokenBudget -= n
 		i++
 	}
-	st.Shape.Decodes += decodes
-	st.Shape.AttnPairs += decodeAttn
-	st.Shape.KVTokens += decodeKV
 	if preempted {
 		return
 	}
@@ -95,6 +78,47 @@ func (e *Engine) scheduleV1() {
 		e.addEntry(r, n, n)
 		tokenBudget -= n
 	}
+}
+
+// addDecodes schedules running requests from index i on while each is a
+// decode that fits its blocks (most of every step), skipping those with
+// nothing to schedule, and returns where it stopped and the budget left.
+// It does what addEntry would, with the queue, the entries and the step
+// shape's sums held in registers.
+func (e *Engine) addDecodes(i, tokenBudget int) (int, int) {
+	st := e.cur
+	q := &e.running
+	buf, head, mask, end := q.buf, q.head, len(q.buf)-1, q.n
+	bs := e.cfg.BlockSize
+	caching := e.kv.caching
+	// Room for every running request up front, so the loop calls nothing
+	// on its way and keeps its state in registers.
+	entries := slices.Grow(st.entries, end-i)
+	first := len(entries)
+	var attn int64
+	for ; i < end && tokenBudget > 0; i++ {
+		r := buf[(head+i)&mask]
+		ctx := r.computed + r.inflight
+		n := min(r.promptLen+r.generated-ctx, tokenBudget)
+		if n <= 0 {
+			continue
+		}
+		if !r.decoding || ctx+n > r.gpuBlocks*bs || (caching && !r.promptCached && !e.fitsHeld(r, n)) {
+			break
+		}
+		r.inflight += n
+		entries = entries[:len(entries)+1]
+		en := &entries[len(entries)-1]
+		en.s, en.gen, en.tokens, en.ctx, en.charged, en.prefill = r, r.gen, int32(n), int32(ctx), int32(n), false
+		attn += int64(ctx)
+		tokenBudget -= n
+	}
+	decodes := len(entries) - first
+	st.entries = entries
+	st.Shape.Decodes += decodes
+	st.Shape.AttnPairs += attn
+	st.Shape.KVTokens += attn + int64(decodes) // each decode reads its context and writes one entry
+	return i, tokenBudget
 }
 
 // allocateSlotsV1 is KVCacheManager.allocate_slots: blocks for the tokens
