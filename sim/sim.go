@@ -371,22 +371,17 @@ func (r *runner) add(id int, w *workload.Request) error {
 	if er.Prompt != nil {
 		promptLen = len(er.Prompt)
 	}
-	rec := r.newRecord()
-	*rec = metrics.Record{
-		Index:      w.Index,
-		Scheduled:  w.Arrival,
-		Dispatched: w.Arrival,
-		Start:      start,
-		PromptLen:  promptLen,
-		MaxTokens:  w.MaxTokens,
+	fl := flightEntry{
+		live: true, index: w.Index, arrival: w.Arrival, start: start,
+		promptLen: promptLen, maxTokens: w.MaxTokens, prompt: w.PromptIDs,
 	}
 	if err := r.eng.Add(er); err != nil {
 		r.reqs.Recycle(w.PromptIDs) // the engine refused it before keeping it
+		rec := r.record(&fl)
 		rec.Error = err.Error()
 		r.end = max(r.end, r.now)
 		return r.emitRecord(rec)
 	}
-	fl := flightEntry{rec: rec, prompt: w.PromptIDs}
 	if r.deferred {
 		fl.ref = r.reqs.PromptRef()
 	}
@@ -397,9 +392,10 @@ func (r *runner) add(id int, w *workload.Request) error {
 
 func (r *runner) output(o *engine.Output) error {
 	fl := r.flights.at(o.ID)
-	if fl == nil || fl.rec == nil {
+	if fl == nil || !fl.live {
 		return nil
 	}
+	r.record(fl)
 	last := r.catchUp(o)
 	if o.NewTokens > 0 {
 		k := r.outN
@@ -502,10 +498,10 @@ func (r *runner) flushRun(fl *flightEntry, last int64) {
 
 func (r *runner) finish(o *engine.Output, now time.Duration) error {
 	fl := r.flights.at(o.ID)
-	if fl == nil || fl.rec == nil {
+	if fl == nil || !fl.live {
 		return nil
 	}
-	rec := fl.rec
+	rec := r.record(fl)
 	if last := *r.flights.lastAt(o.ID); last != 0 {
 		r.flushRun(fl, last)
 		rec.Latency = r.outTime(last) - rec.Start
@@ -545,6 +541,22 @@ func (r *runner) emitRecord(rec *metrics.Record) error {
 		r.freeRecs = append(r.freeRecs, rec)
 	}
 	return nil
+}
+
+// record is fl's record, made on first use.
+func (r *runner) record(fl *flightEntry) *metrics.Record {
+	if fl.rec == nil {
+		fl.rec = r.newRecord()
+		*fl.rec = metrics.Record{
+			Index:      fl.index,
+			Scheduled:  fl.arrival,
+			Dispatched: fl.arrival,
+			Start:      fl.start,
+			PromptLen:  fl.promptLen,
+			MaxTokens:  fl.maxTokens,
+		}
+	}
+	return fl.rec
 }
 
 func (r *runner) newRecord() *metrics.Record {
@@ -674,7 +686,16 @@ type flights struct {
 }
 
 type flightEntry struct {
-	rec *metrics.Record
+	live bool // the request is in flight
+	// rec is made at the request's first output (or its end): a burst
+	// adds every request at once, and records made then were all live
+	// together instead of recycled.
+	rec       *metrics.Record
+	index     int
+	arrival   time.Duration
+	start     time.Duration
+	promptLen int
+	maxTokens int
 	// first numbers the completion that gave the request the first token
 	// of its run (its last is in flights.lasts).
 	first int64
@@ -741,7 +762,7 @@ func (f *flights) drop(id uint64) []int32 {
 	prompt := fl.prompt
 	*fl = flightEntry{}
 	*f.lastAt(id) = 0
-	for f.head < len(f.entries) && f.entries[f.head].rec == nil {
+	for f.head < len(f.entries) && !f.entries[f.head].live {
 		f.head++
 		f.base++
 	}
