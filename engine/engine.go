@@ -432,6 +432,15 @@ func (e *Engine) Complete(st *Step) []Output {
 		}
 		s.computed += int(en.charged)
 		s.inflight -= int(en.charged)
+		if omit && !en.prefill && s.lastToken == step-1 && s.lastToken != 0 &&
+			s.computed >= s.len() && s.generated+1 < s.maxTokens {
+			// A decode that continues its run and does not finish it:
+			// the bulk of every step, with no output to give.
+			s.generated++
+			s.lastToken = step
+			generated++
+			continue
+		}
 		if v0 && en.prefill {
 			e.stats.PromptTokens += int64(en.charged)
 		}

@@ -11,7 +11,7 @@ import (
 // engine's outputs against the first's: exactly the outputs of tokens that
 // continue a run (a token in the previous Complete too, not finished) are
 // left out, and every other one carries the gap to the request's previous
-// token, rejections included.
+// token, rejections included; the engines' counters agree.
 func TestOmitRunTokens(t *testing.T) {
 	var omitted, gaps int
 	for _, cfg := range configMatrix() {
@@ -73,6 +73,9 @@ func runOmitPair(t *testing.T, cfg Config, plan []plannedRequest) (omitted, gaps
 		}
 		if a.Empty() {
 			if next == len(plan) {
+				if full.Stats() != thin.Stats() {
+					t.Fatalf("stats %+v, want %+v", thin.Stats(), full.Stats())
+				}
 				return omitted, gaps
 			}
 			now = max(now, plan[next].Arrival)
