@@ -131,6 +131,14 @@ type Config struct {
 	// admission), so a queue of waiting requests holds none. The IDs must
 	// stay unchanged until the request finishes, is rejected or aborted.
 	PromptIDs func(id uint64) []int32
+	// OmitRunTokens makes Complete leave out the Output of a request whose
+	// token only continues its run: it got a token in the previous Complete
+	// too, is not finished, and has no cached tokens to report. Every
+	// Output then gives TokenGap, so a driver that numbers its Completes
+	// (as Stats.Steps does) knows where the run that a reported token ends
+	// or breaks stopped. The simulator sets it: most of its outputs said
+	// only "one more token".
+	OmitRunTokens bool
 }
 
 // Validate checks the configuration the way vLLM's SchedulerConfig and
@@ -171,6 +179,10 @@ func (c Config) Validate() error {
 	}
 	if c.PipelineParallel < 0 {
 		return fmt.Errorf("pipeline_parallel_size (%d) must be at least 1", c.PipelineParallel)
+	}
+	if c.OmitRunTokens && c.Version == V0 && c.PipelineParallel > 1 {
+		// Each virtual engine counts its own Completes.
+		return errors.New("OmitRunTokens does not work with V0 pipeline parallelism")
 	}
 	if c.Watermark < 0 || c.Watermark >= 1 {
 		return fmt.Errorf("watermark (%g) must be a fraction of GPU blocks in [0, 1); vLLM's default is 0.01", c.Watermark)
@@ -229,6 +241,11 @@ type Output struct {
 	// scheduling, set on its first output (vLLM's num_cached_tokens).
 	CachedTokens int
 	Finished     bool
+	// TokenGap, with Config.OmitRunTokens, is how many Completes ago the
+	// request got its previous token (1: the previous one), 0 if it has
+	// none; set on outputs with a new token and on rejected ones (for
+	// those, the latest token). Without OmitRunTokens it is 0.
+	TokenGap int32
 	// Err is non-nil when the engine gave up on the request (Finished is
 	// then true): vLLM's FINISHED_IGNORED reasons (errors.Is ErrIgnored) or
 	// the engine's death (errors.Is ErrNoSwapSpace).
@@ -295,11 +312,15 @@ func (s *Step) Empty() bool { return s.Shape.Tokens() == 0 }
 // Seqs is the number of sequences the step computes.
 func (s *Step) Seqs() int { return len(s.entries) }
 
+// entry is one sequence's part of a step. Its counts are int32 (a
+// sequence holds at most max_model_len tokens) so an entry takes half a
+// cache line: a step's entries, its sequences and its outputs are walked
+// on every step and together outgrow the L1 cache.
 type entry struct {
 	s       *sequence
 	gen     uint32
-	tokens  int // tokens computed this step
-	ctx     int // tokens already computed before the step
-	charged int // tokens charged to the token budget (V0 counts prefix hits)
+	tokens  int32 // tokens computed this step
+	ctx     int32 // tokens already computed before the step
+	charged int32 // tokens charged to the token budget (V0 counts prefix hits)
 	prefill bool
 }

@@ -25,33 +25,45 @@ const (
 // single sequence, or V1's Request). Sequences are pooled; gen changes on
 // every reuse so a Step can tell a recycled sequence from its own.
 type sequence struct {
-	id        uint64
-	gen       uint32
-	state     seqState
-	decoding  bool // prefill done since the last (re)admission
-	reported  bool // first output sent
-	admitted  bool // first admission done; cached is final
-	arrival   time.Duration
-	prompt    []int32
+	// The fields every scheduled decode reads or writes come first, in one
+	// cache line: each step touches every running sequence twice
+	// (scheduling and completion), and with them spread over four lines
+	// those touches missed the L1 cache. At 192 bytes a sequence starts on
+	// a cache line, so that line is its first.
+	gen      uint32
+	state    seqState
+	decoding bool // prefill done since the last (re)admission
+	reported bool // first output sent
+	// promptCached: every full prompt block is registered in the cache,
+	// so fitsHeld need not read hashedBlocks. False is always safe.
+	promptCached bool
+	// lastToken is the Stats.Steps of the Complete that gave the latest
+	// token, 0 before the first.
+	lastToken int64
 	promptLen int
-	deferred  bool // prompt comes from Config.PromptIDs when first hashed
-	maxTokens int
 	generated int
 	computed  int // tokens whose KV is computed (num_computed_tokens)
 	inflight  int // tokens scheduled in batches still in the pipeline (PP)
-	chunk     int // tokens scheduled in the current step
-	cached    int // prefix-cache hit tokens at the first admission
-	hit       int // V0: prefix-cache hit tokens of the current admission
-	remote    int // V1: leading prompt tokens a KV connector delivers at the first admission
+	maxTokens int
+	gpuBlocks int
 
-	gpuBlocks  int
-	cpuBlocks  int
-	lastAccess time.Duration // V0 evictor: last step that scheduled it
+	id           uint64
+	hashedBlocks int           // prefix caching: leading blocks already registered in the cache
+	lastAccess   time.Duration // V0 evictor: last step that scheduled it
+	arrival      time.Duration
+	prompt       []int32
 
 	// Prefix caching only.
-	blocks       []int32  // GPU block table
-	hashes       []uint64 // chained hashes of the leading full blocks
-	hashedBlocks int      // leading blocks already registered in the cache
+	blocks []int32  // GPU block table
+	hashes []uint64 // chained hashes of the leading full blocks
+
+	hit       int32 // V0: prefix-cache hit tokens of the current admission
+	remote    int32 // V1: leading prompt tokens a KV connector delivers at the first admission
+	cpuBlocks int32
+	chunk     int32 // V0: tokens scheduled in the current step
+	cached    int32 // prefix-cache hit tokens at the first admission
+	deferred  bool  // prompt comes from Config.PromptIDs when first hashed
+	admitted  bool  // first admission done; cached is final
 }
 
 // hasPrompt reports that s's prompt IDs are known (now or on demand).
@@ -96,6 +108,11 @@ type Engine struct {
 	preempted, swappedOut                []*sequence
 	hits                                 []int32
 	outs                                 []Output
+
+	// Block tables and hash lists of released sequences the pool had no
+	// room for: a burst adds every request up front, each with a fresh
+	// sequence, so without these every admission allocated both anew.
+	spares []spareTables
 
 	// V1 with pipeline parallelism: one slot per batch that can be in
 	// flight (step_with_batch_queue); inFlight of them are.
@@ -184,11 +201,26 @@ func (e *Engine) Add(r Request) error {
 	s.maxTokens = r.MaxTokens
 	// The last prompt token is always computed here: its logits sample
 	// the first output token.
-	s.remote = min(r.RemotePromptTokens, promptLen-1)
+	s.remote = int32(min(r.RemotePromptTokens, promptLen-1))
 	s.state = stateWaiting
 	e.byID.put(r.ID, s)
 	e.waiting.pushBack(s)
 	return nil
+}
+
+type spareTables struct {
+	blocks []int32
+	hashes []uint64
+}
+
+// adoptSpare gives s, which has never held blocks or hashes, the tables of
+// a released sequence.
+func (e *Engine) adoptSpare(s *sequence) {
+	if n := len(e.spares); n > 0 && cap(s.blocks)+cap(s.hashes) == 0 {
+		s.blocks, s.hashes = e.spares[n-1].blocks, e.spares[n-1].hashes
+		e.spares[n-1] = spareTables{}
+		e.spares = e.spares[:n-1]
+	}
 }
 
 func (e *Engine) newSequence() *sequence {
@@ -207,6 +239,9 @@ func (e *Engine) newSequence() *sequence {
 func (e *Engine) release(s *sequence) {
 	e.byID.del(s.id)
 	if len(e.pool) >= e.cfg.MaxNumSeqs {
+		if cap(s.blocks)+cap(s.hashes) > 0 && len(e.spares) < e.cfg.MaxNumSeqs {
+			e.spares = append(e.spares, spareTables{s.blocks[:0], s.hashes[:0]})
+		}
 		*s = sequence{gen: s.gen + 1}
 		return
 	}
@@ -386,43 +421,68 @@ func (e *Engine) Complete(st *Step) []Output {
 	outs = outs[:len(st.entries)]
 	n, finished := 0, 0
 	v0 := e.cfg.Version == V0
+	omit := e.cfg.OmitRunTokens
+	step := e.stats.Steps
+	var generated int64
 	for i := range st.entries {
 		en := &st.entries[i]
 		s := en.s
 		if s.gen != en.gen {
 			continue // aborted while the step ran
 		}
-		s.computed += en.charged
-		s.inflight -= en.charged
+		s.computed += int(en.charged)
+		s.inflight -= int(en.charged)
+		if omit && !en.prefill && s.lastToken == step-1 && s.lastToken != 0 &&
+			s.computed >= s.len() && s.generated+1 < s.maxTokens {
+			// A decode that continues its run and does not finish it:
+			// the bulk of every step, with no output to give.
+			s.generated++
+			s.lastToken = step
+			generated++
+			continue
+		}
 		if v0 && en.prefill {
 			e.stats.PromptTokens += int64(en.charged)
 		}
-		o := &outs[n]
-		n++
-		o.ID = s.id
-		o.CachedTokens = 0
-		if !s.reported {
-			s.reported = true
-			o.CachedTokens = s.cached
-		}
-		o.NewTokens = 0
+		newTokens := 0
+		var prevToken int64
 		if s.computed >= s.len() {
 			if s.generated == 0 && !v0 {
 				e.stats.PromptTokens += int64(s.promptLen)
 			}
 			s.generated++
 			s.decoding = true
-			o.NewTokens = 1
-			e.stats.GenerationTokens++
+			newTokens = 1
+			generated++
+			prevToken = s.lastToken
+			s.lastToken = step
+			if prevToken == step-1 && omit && prevToken != 0 && s.generated < s.maxTokens {
+				continue // only continues the request's run
+			}
 		}
+		done := s.generated >= s.maxTokens
+		o := &outs[n]
+		n++
+		o.ID = s.id
+		o.CachedTokens = 0
+		if !s.reported {
+			s.reported = true
+			o.CachedTokens = int(s.cached)
+		}
+		o.NewTokens = newTokens
 		o.NumGenerated = s.generated
-		o.Finished = s.generated >= s.maxTokens
-		if o.Finished {
+		o.Finished = done
+		o.TokenGap = 0
+		if omit && prevToken != 0 {
+			o.TokenGap = int32(step - prevToken)
+		}
+		if done {
 			e.freeGPU(s)
 			s.state = stateDone
 			finished++
 		}
 	}
+	e.stats.GenerationTokens += generated
 	outs = outs[:n]
 	if finished > 0 {
 		e.running.removeFunc(isDone)
@@ -439,21 +499,33 @@ func (e *Engine) Complete(st *Step) []Output {
 
 func isDone(s *sequence) bool { return s.state == stateDone }
 
+// tokenGap is Output.TokenGap for an output of s given between Completes.
+func (e *Engine) tokenGap(s *sequence) int32 {
+	if !e.cfg.OmitRunTokens || s.lastToken == 0 {
+		return 0
+	}
+	return int32(e.stats.Steps - s.lastToken)
+}
+
 // addEntry puts s in the step: charged tokens advance it (what the token
 // budget paid, vLLM's token_chunk_size), of which the model computes the
 // last tokens; the others are prefix-cache hits (V0 counts them as
 // scheduled, V1 does not).
 func (e *Engine) addEntry(s *sequence, tokens, charged int) {
 	st := e.cur
-	s.chunk = charged
-	s.lastAccess = e.now
+	if e.cfg.Version == V0 {
+		// Only V0's scheduler and evictor read these; V1 leaves their
+		// cache line alone.
+		s.chunk = int32(charged)
+		s.lastAccess = e.now
+	}
 	ctx := s.computed + s.inflight + charged - tokens
 	s.inflight += charged
 	// Filled in place: a composite literal copied into the slice is read
 	// back wider than it was written, which stalls store forwarding.
 	st.entries = append(st.entries, entry{})
 	en := &st.entries[len(st.entries)-1]
-	en.s, en.gen, en.tokens, en.ctx, en.charged, en.prefill = s, s.gen, tokens, ctx, charged, !s.decoding
+	en.s, en.gen, en.tokens, en.ctx, en.charged, en.prefill = s, s.gen, int32(tokens), int32(ctx), int32(charged), !s.decoding
 	sh := &st.Shape
 	if en.prefill {
 		p, c := int64(tokens), int64(ctx)
@@ -481,7 +553,7 @@ func (e *Engine) reject(s *sequence, msg string) {
 	e.freeGPU(s)
 	e.freeCPU(s)
 	e.cur.Rejected = append(e.cur.Rejected, Output{
-		ID: s.id, NumGenerated: s.generated, CachedTokens: s.cached, Finished: true, Err: &ignoredError{msg},
+		ID: s.id, NumGenerated: s.generated, CachedTokens: int(s.cached), Finished: true, TokenGap: e.tokenGap(s), Err: &ignoredError{msg},
 	})
 	e.release(s)
 }
@@ -495,7 +567,7 @@ func (e *Engine) die() {
 		e.freeGPU(s)
 		e.freeCPU(s)
 		e.cur.Rejected = append(e.cur.Rejected, Output{
-			ID: s.id, NumGenerated: s.generated, CachedTokens: s.cached, Finished: true, Err: e.err,
+			ID: s.id, NumGenerated: s.generated, CachedTokens: int(s.cached), Finished: true, TokenGap: e.tokenGap(s), Err: e.err,
 		})
 		e.release(s)
 	}
@@ -559,10 +631,11 @@ func (e *Engine) freeGPU(s *sequence) {
 	s.blocks = s.blocks[:0]
 	s.gpuBlocks = 0
 	s.hashedBlocks = 0
+	s.promptCached = false
 }
 
 func (e *Engine) freeCPU(s *sequence) {
-	e.cpuUsed -= s.cpuBlocks
+	e.cpuUsed -= int(s.cpuBlocks)
 	s.cpuBlocks = 0
 }
 
@@ -589,6 +662,9 @@ func (e *Engine) findHits(s *sequence) []int32 {
 // for every block the request can ever hold rather than by doubling.
 func (e *Engine) reserveBlocks(s *sequence, n int) {
 	if len(s.blocks)+n > cap(s.blocks) {
+		e.adoptSpare(s)
+	}
+	if len(s.blocks)+n > cap(s.blocks) {
 		most := ceilDiv(s.promptLen+s.maxTokens, e.cfg.BlockSize)
 		s.blocks = slices.Grow(s.blocks, max(n, most-len(s.blocks)))
 	}
@@ -603,6 +679,7 @@ func (e *Engine) takeHits(s *sequence, hits []int32) {
 	s.blocks = append(s.blocks, hits...)
 	s.gpuBlocks += len(hits)
 	s.hashedBlocks = len(hits)
+	s.promptCached = false
 }
 
 // evictableHits counts hit blocks that sit free in the cache: taking them
@@ -650,6 +727,7 @@ func (e *Engine) registerBlocks(s *sequence, upTo int) {
 		e.kv.setHash(s.blocks[i], e.blockHash(s, i))
 	}
 	s.hashedBlocks = max(s.hashedBlocks, full)
+	s.promptCached = (s.hashedBlocks+1)*bs > s.promptLen
 }
 
 // noteAdmission records the prefix-cache lookup of a request's first
@@ -661,7 +739,7 @@ func (e *Engine) noteAdmission(s *sequence, hitTokens int) {
 		return
 	}
 	s.admitted = true
-	s.cached = hitTokens
+	s.cached = int32(hitTokens)
 	if e.kv.caching {
 		e.stats.PrefixQueries += int64(s.len())
 		e.stats.PrefixHits += int64(hitTokens)

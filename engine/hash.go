@@ -36,6 +36,9 @@ func (e *Engine) blockHash(s *sequence, i int) uint64 {
 		s.prompt = e.cfg.PromptIDs(s.id)
 	}
 	if i >= cap(s.hashes) {
+		e.adoptSpare(s)
+	}
+	if i >= cap(s.hashes) {
 		// Room for every full prompt block at once: most requests hash
 		// no others.
 		s.hashes = slices.Grow(s.hashes, max(i+1, s.promptLen/bs)-len(s.hashes))

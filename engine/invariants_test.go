@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
 )
 
@@ -50,7 +49,7 @@ func (e *Engine) checkInvariants() error {
 	used, cpu := 0, 0
 	refs := make([]int32, e.kv.total)
 	for s := range seen {
-		cpu += s.cpuBlocks
+		cpu += int(s.cpuBlocks)
 		switch s.state {
 		case stateWaiting:
 			if s.gpuBlocks != 0 || s.cpuBlocks != 0 || s.computed != 0 {
@@ -115,7 +114,7 @@ func (e *Engine) inflightTokens() map[*sequence]int {
 	add := func(st *Step) {
 		for _, en := range st.entries {
 			if en.s.gen == en.gen {
-				out[en.s] += en.charged
+				out[en.s] += int(en.charged)
 			}
 		}
 	}
@@ -157,22 +156,28 @@ func (p *blockPool) check(refs []int32) error {
 			return fmt.Errorf("evictor holds %d blocks, %d fresh, %d free", inEvictor, p.total-p.fresh, p.free)
 		}
 	} else {
+		if p.tail-p.head > uint32(len(p.ring)) {
+			return fmt.Errorf("free queue spans %d positions of a %d-entry ring", p.tail-p.head, len(p.ring))
+		}
+		queued := make([]int, p.total)
 		n := 0
-		prev := noBlock
-		for b := p.head; b != noBlock; b = p.meta[b].next {
-			if p.meta[b].ref != 0 {
-				return fmt.Errorf("block %d is in the free queue with ref count %d", b, p.meta[b].ref)
+		for pos := p.head; pos != p.tail; pos++ {
+			e := p.ring[pos&uint32(len(p.ring)-1)]
+			if e.block == noBlock {
+				continue
 			}
-			if p.meta[b].prev != prev {
-				return errors.New("free queue links are broken")
+			if m := p.meta[e.block]; m.freePos != pos || m.hash != e.hash {
+				return fmt.Errorf("free-queue entry %d of block %d (hash %x) is not the block's (at %d, hash %x)", pos, e.block, e.hash, m.freePos, m.hash)
 			}
-			prev = b
+			queued[e.block]++
 			n++
-			if n > p.total {
-				return errors.New("free queue has a cycle")
+		}
+		for b := range p.total {
+			if free := p.meta[b].ref == 0; free != (queued[b] == 1) || queued[b] > 1 {
+				return fmt.Errorf("block %d with ref count %d is queued %d times", b, p.meta[b].ref, queued[b])
 			}
 		}
-		if prev != p.tail || n != p.free {
+		if n != p.free {
 			return fmt.Errorf("free queue holds %d blocks, %d counted free", n, p.free)
 		}
 	}

@@ -1,6 +1,9 @@
 package engine
 
-import "time"
+import (
+	"math/bits"
+	"time"
+)
 
 // blockPool is the GPU block allocator. Without prefix caching only the
 // count of free blocks matters, so no block identities are kept. With prefix
@@ -11,7 +14,7 @@ import "time"
 //   - V1 (vllm/v1/core/block_pool.py): one free queue, initially every block
 //     in order; allocation pops the head, a freed block goes to the tail, and
 //     a request's blocks are freed tail-first so its last blocks are evicted
-//     first.
+//     first. A prefix hit takes a block out of the middle of the queue.
 //   - V0 (block_manager_v1 CachedBlockAllocator): blocks never used are
 //     handed out first; after that the LRUEvictor evicts the free block with
 //     the oldest last access, ties to the one hashing the most tokens.
@@ -27,8 +30,14 @@ type blockPool struct {
 	meta  []blockMeta
 	table hashTable
 
-	// V1 free queue: a doubly linked list through meta[].prev/next.
-	head, tail int32
+	// V1 free queue: a ring of the free blocks with the hash each held
+	// when it was freed; positions [head, tail) are queued. A prefix hit
+	// takes its block out by blanking the block's entry, skipped when it
+	// reaches the head. Allocation reads only the ring, in order, and
+	// writes the block's meta: with a linked list through meta (and with a
+	// ring of bare ids) every allocation waited for a random meta line.
+	ring       []freeEntry // len is a power of two, at least twice total
+	head, tail uint32
 
 	// V0 evictor.
 	fresh      int // blocks [fresh, total) were never handed out
@@ -39,10 +48,17 @@ type blockPool struct {
 }
 
 type blockMeta struct {
-	hash       uint64 // 0: the block is not in the cache table
-	ref        int32
-	prev, next int32 // V1 free queue links
-	numHashed  int32 // V0: tokens the block's hash covers (evictor tie-break)
+	hash      uint64 // 0: the block is not in the cache table
+	ref       int32
+	freePos   uint32 // V1: ring position of the block's live free-queue entry
+	numHashed int32  // V0: tokens the block's hash covers (evictor tie-break)
+}
+
+// freeEntry is a free-queue slot: a free block and its hash (0: none), or
+// block noBlock once a prefix hit took the block back.
+type freeEntry struct {
+	hash  uint64
+	block int32
 }
 
 const noBlock int32 = -1
@@ -81,54 +97,74 @@ func (p *blockPool) initBlocks() {
 		p.live = make([]uint64, total)
 		return
 	}
-	for i := range p.meta {
-		p.meta[i].prev = int32(i) - 1
-		p.meta[i].next = int32(i) + 1
+	p.ring = make([]freeEntry, 1<<bits.Len(uint(2*total-1)))
+	for b := range int32(total) {
+		p.appendFree(b)
 	}
-	p.meta[total-1].next = noBlock
-	p.head, p.tail = 0, int32(total-1)
-}
-
-func (p *blockPool) unlink(b int32) {
-	m := &p.meta[b]
-	if m.prev != noBlock {
-		p.meta[m.prev].next = m.next
-	} else {
-		p.head = m.next
-	}
-	if m.next != noBlock {
-		p.meta[m.next].prev = m.prev
-	} else {
-		p.tail = m.prev
-	}
-	m.prev, m.next = noBlock, noBlock
 }
 
 func (p *blockPool) appendFree(b int32) {
-	m := &p.meta[b]
-	m.prev, m.next = p.tail, noBlock
-	if p.tail != noBlock {
-		p.meta[p.tail].next = b
-	} else {
-		p.head = b
+	if p.tail-p.head == uint32(len(p.ring)) {
+		p.compactRing()
 	}
-	p.tail = b
+	p.ring[p.tail&uint32(len(p.ring)-1)] = freeEntry{p.meta[b].hash, b}
+	p.meta[b].freePos = p.tail
+	p.tail++
+}
+
+// popFree takes the entry at the head of the free queue (there is one).
+func (p *blockPool) popFree() freeEntry {
+	mask := uint32(len(p.ring) - 1)
+	for {
+		e := p.ring[p.head&mask]
+		p.head++
+		if e.block != noBlock {
+			return e
+		}
+	}
+}
+
+// takeFree takes free block b out of the queue.
+func (p *blockPool) takeFree(b int32) {
+	p.ring[p.meta[b].freePos&uint32(len(p.ring)-1)].block = noBlock
+}
+
+// compactRing drops the blank entries of a full ring, keeping the order of
+// the others. At most total entries hold a block, so a full ring frees at
+// least half of itself.
+func (p *blockPool) compactRing() {
+	mask := uint32(len(p.ring) - 1)
+	w := p.head
+	for pos := p.head; pos != p.tail; pos++ {
+		if e := p.ring[pos&mask]; e.block != noBlock {
+			p.ring[w&mask] = e
+			p.meta[e.block].freePos = w
+			w++
+		}
+	}
+	p.tail = w
 }
 
 // alloc hands out one free block (the caller checked p.free > 0), evicting
 // the cached content it held.
 func (p *blockPool) alloc() int32 {
-	var b int32
-	if p.v0 {
-		if p.fresh < p.total {
-			b = int32(p.fresh)
-			p.fresh++
-		} else {
-			b = p.popEvictor()
+	if !p.v0 {
+		e := p.popFree()
+		m := &p.meta[e.block]
+		if e.hash != 0 {
+			p.table.del(e.hash, e.block)
+			m.hash = 0
 		}
+		m.ref = 1
+		p.free--
+		return e.block
+	}
+	var b int32
+	if p.fresh < p.total {
+		b = int32(p.fresh)
+		p.fresh++
 	} else {
-		b = p.head
-		p.unlink(b)
+		b = p.popEvictor()
 	}
 	m := &p.meta[b]
 	if m.hash != 0 {
@@ -146,7 +182,7 @@ func (p *blockPool) touch(b int32, now time.Duration) {
 		if p.v0 {
 			p.live[b] = 0
 		} else {
-			p.unlink(b)
+			p.takeFree(b)
 		}
 		p.free--
 	}
@@ -230,6 +266,9 @@ func (p *blockPool) reset() bool {
 	p.table.clear()
 	for i := range p.meta {
 		p.meta[i].hash = 0
+	}
+	for i := range p.ring {
+		p.ring[i].hash = 0
 	}
 	return true
 }

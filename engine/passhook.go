@@ -52,7 +52,7 @@ func (h *passHook) endPass(e *Engine) {
 		if e.cfg.Version == V0 {
 			tokens = en.charged
 		}
-		rec.Scheduled = append(rec.Scheduled, [2]int{int(en.s.id), tokens})
+		rec.Scheduled = append(rec.Scheduled, [2]int{int(en.s.id), int(tokens)})
 	}
 	for _, r := range e.cur.Rejected[h.rejected:] {
 		rec.Ignored = append(rec.Ignored, int(r.ID))

@@ -30,7 +30,7 @@ func checkInFlight(inPipe []pipeBatch, st *Step, fail func(string, ...any)) {
 				if en.s != old.s || en.gen != old.gen {
 					continue
 				}
-				if !old.prefill || !en.prefill || old.ctx+old.tokens > en.ctx || old.ctx+old.tokens >= en.s.len() {
+				if !old.prefill || !en.prefill || old.ctx+old.tokens > en.ctx || int(old.ctx+old.tokens) >= en.s.len() {
 					fail("request %d is in two batches in flight: tokens [%d,%d) prefill=%t and [%d,%d) prefill=%t",
 						en.s.id, old.ctx, old.ctx+old.tokens, old.prefill, en.ctx, en.ctx+en.tokens, en.prefill)
 				}

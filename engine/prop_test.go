@@ -228,7 +228,7 @@ func checkStep(t testing.TB, e *Engine, st *Step, fail func(string, ...any)) {
 		if en.tokens <= 0 {
 			fail("request %d scheduled with %d tokens", en.s.id, en.tokens)
 		}
-		charged += en.charged
+		charged += int(en.charged)
 		if en.prefill {
 			prefills++
 		} else {

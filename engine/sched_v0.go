@@ -88,7 +88,7 @@ func (e *Engine) scheduleV0Chunked() {
 		e.running.appendAll(e.swapPrefills)
 		e.running.appendAll(e.runDecodes)
 		slices.SortStableFunc(e.runPrefills, func(a, b *sequence) int {
-			return boolRank(a.computed+a.chunk < a.len()) - boolRank(b.computed+b.chunk < b.len())
+			return boolRank(a.computed+int(a.chunk) < a.len()) - boolRank(b.computed+int(b.chunk) < b.len())
 		})
 		e.running.appendAll(e.runPrefills)
 		e.running.appendAll(e.newPrefills)
@@ -134,7 +134,7 @@ func (e *Engine) scheduleRunningV0(b *budget, chunking bool) {
 			continue
 		}
 		e.appendSlotV0(g)
-		e.addEntry(g, uncachedTokens(g.computed, n, g.hit), n)
+		e.addEntry(g, uncachedTokens(g.computed, n, int(g.hit)), n)
 		if g.decoding {
 			e.runDecodes = append(e.runDecodes, g)
 		} else {
@@ -158,8 +158,8 @@ func (e *Engine) preemptV0(s *sequence) {
 			e.err = ErrNoSwapSpace
 			return
 		}
-		s.cpuBlocks = s.gpuBlocks
-		e.cpuUsed += s.cpuBlocks
+		s.cpuBlocks = int32(s.gpuBlocks)
+		e.cpuUsed += int(s.cpuBlocks)
 		e.cur.Shape.SwapOutBlocks += s.gpuBlocks
 		e.freeGPU(s)
 		s.state = stateSwapped
@@ -186,7 +186,7 @@ func (e *Engine) appendSlotV0(s *sequence) {
 func (e *Engine) scheduleSwappedV0(b *budget) {
 	for e.swapped.len() > 0 {
 		g := e.swapped.front()
-		required := g.cpuBlocks + 1 // plus one slot per sequence to append
+		required := int(g.cpuBlocks) + 1 // plus one slot per sequence to append
 		fits := e.kv.free-required >= e.wmBlocks
 		// vLLM answers LATER forever when only the watermark is in the way
 		// while nothing holds blocks; that can never change, so it is NEVER
@@ -221,8 +221,8 @@ func (e *Engine) scheduleSwappedV0(b *budget) {
 		if e.passHook != nil {
 			e.passHook.swappedIn(g)
 		}
-		e.allocBlocks(g, g.cpuBlocks)
-		e.cur.Shape.SwapInBlocks += g.cpuBlocks
+		e.allocBlocks(g, int(g.cpuBlocks))
+		e.cur.Shape.SwapInBlocks += int(g.cpuBlocks)
 		e.freeCPU(g)
 		g.state = stateRunning
 		e.appendSlotV0(g)
@@ -309,7 +309,7 @@ func (e *Engine) schedulePrefillsV0(b *budget, chunking bool) {
 		e.allocBlocks(g, required-len(hits))
 		e.cacheFull(g, g.len())
 		g.computed = 0
-		g.hit = hitTokens
+		g.hit = int32(hitTokens)
 		g.state = stateRunning
 		e.noteAdmission(g, hitTokens)
 		e.addEntry(g, uncachedTokens(0, n, hitTokens), n)

@@ -1,6 +1,9 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // scheduleV1 is vllm/v1/core/sched/scheduler.py's schedule(): one token
 // budget; running requests first in queue order, each taking what it still
@@ -12,14 +15,15 @@ func (e *Engine) scheduleV1() {
 	tokenBudget := e.cfg.MaxNumBatchedTokens
 	preempted := false
 	for i := 0; i < e.running.len() && tokenBudget > 0; {
+		i, tokenBudget = e.addDecodes(i, tokenBudget)
+		if i >= e.running.len() || tokenBudget <= 0 {
+			break
+		}
 		r := e.running.at(i)
 		// With PP, tokens already in an in-flight batch are not
-		// rescheduled (num_computed_tokens advances when vLLM schedules).
+		// rescheduled (num_computed_tokens advances when vLLM schedules);
+		// addDecodes stopped at a request with tokens to schedule.
 		n := min(r.len()-r.computed-r.inflight, tokenBudget)
-		if n <= 0 {
-			i++
-			continue
-		}
 		scheduled := true
 		for !e.fitsHeld(r, n) && !e.allocateSlotsV1(r, n, nil) {
 			victim := e.running.popBack()
@@ -57,7 +61,7 @@ func (e *Engine) scheduleV1() {
 		hitTokens := len(hits) * bs
 		remote := 0
 		if !r.admitted {
-			remote = max(r.remote-hitTokens, 0)
+			remote = max(int(r.remote)-hitTokens, 0)
 		}
 		n := min(r.len()-hitTokens-remote, tokenBudget)
 		if !e.allocateSlotsV1(r, remote+n, hits) {
@@ -74,6 +78,47 @@ func (e *Engine) scheduleV1() {
 		e.addEntry(r, n, n)
 		tokenBudget -= n
 	}
+}
+
+// addDecodes schedules running requests from index i on while each is a
+// decode that fits its blocks (most of every step), skipping those with
+// nothing to schedule, and returns where it stopped and the budget left.
+// It does what addEntry would, with the queue, the entries and the step
+// shape's sums held in registers.
+func (e *Engine) addDecodes(i, tokenBudget int) (int, int) {
+	st := e.cur
+	q := &e.running
+	buf, head, mask, end := q.buf, q.head, len(q.buf)-1, q.n
+	bs := e.cfg.BlockSize
+	caching := e.kv.caching
+	// Room for every running request up front, so the loop calls nothing
+	// on its way and keeps its state in registers.
+	entries := slices.Grow(st.entries, end-i)
+	first := len(entries)
+	var attn int64
+	for ; i < end && tokenBudget > 0; i++ {
+		r := buf[(head+i)&mask]
+		ctx := r.computed + r.inflight
+		n := min(r.promptLen+r.generated-ctx, tokenBudget)
+		if n <= 0 {
+			continue
+		}
+		if !r.decoding || ctx+n > r.gpuBlocks*bs || (caching && !r.promptCached && !e.fitsHeld(r, n)) {
+			break
+		}
+		r.inflight += n
+		entries = entries[:len(entries)+1]
+		en := &entries[len(entries)-1]
+		en.s, en.gen, en.tokens, en.ctx, en.charged, en.prefill = r, r.gen, int32(n), int32(ctx), int32(n), false
+		attn += int64(ctx)
+		tokenBudget -= n
+	}
+	decodes := len(entries) - first
+	st.entries = entries
+	st.Shape.Decodes += decodes
+	st.Shape.AttnPairs += attn
+	st.Shape.KVTokens += attn + int64(decodes) // each decode reads its context and writes one entry
+	return i, tokenBudget
 }
 
 // allocateSlotsV1 is KVCacheManager.allocate_slots: blocks for the tokens
@@ -109,7 +154,7 @@ func (e *Engine) fitsHeld(r *sequence, n int) bool {
 	if upTo > r.gpuBlocks*bs {
 		return false
 	}
-	return !e.kv.caching || r.hashedBlocks >= len(r.blocks) || (r.hashedBlocks+1)*bs > min(upTo, r.promptLen)
+	return !e.kv.caching || r.promptCached || r.hashedBlocks >= len(r.blocks) || (r.hashedBlocks+1)*bs > min(upTo, r.promptLen)
 }
 
 // preemptV1 frees the request's blocks (tail first) and puts it at the

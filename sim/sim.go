@@ -138,6 +138,10 @@ func RunStream(ctx context.Context, cfg Config, reqs *workload.Stream, emit func
 		r.deferred = true
 		cfg.Engine.PromptIDs = r.buildPrompt
 	}
+	// The engine leaves out the outputs of tokens that only extend a run
+	// (flights.lasts catches up from the next output's TokenGap), except
+	// with V0's virtual engines, which number their steps apart.
+	cfg.Engine.OmitRunTokens = cfg.Engine.Version != engine.V0 || cfg.Engine.PipelineParallel <= 1
 	eng, err := engine.New(cfg.Engine)
 	if err != nil {
 		return nil, fmt.Errorf("sim: engine config: %w", err)
@@ -211,7 +215,8 @@ type runner struct {
 
 	// outTimes[i] is the instant of completion outBase+i; outN numbers the
 	// completion being applied (from 1). A request that gets a token at
-	// every completion only extends its run (flightEntry.first..last), and
+	// every completion only extends its run (flightEntry.first to its entry
+	// in flights.lasts), and
 	// its gaps are read back from here into its ITL when the run breaks or
 	// it finishes: the per-token path then touches neither the record nor
 	// its ITL slice, which cost a cache miss per token.
@@ -253,6 +258,7 @@ func (r *runner) run(ctx context.Context) error {
 			st := r.eng.Schedule(r.now)
 			r.noteMaxima()
 			for i := range st.Rejected {
+				r.catchUp(&st.Rejected[i])
 				if err := r.finish(&st.Rejected[i], r.now); err != nil {
 					return err
 				}
@@ -287,8 +293,8 @@ func (r *runner) run(ctx context.Context) error {
 		outs := r.eng.Complete(head.st)
 		for i := range outs {
 			o := &outs[i]
-			if fl := r.flights.at(o.ID); fl != nil && r.extendsRun(o, fl) {
-				fl.last, fl.generated = r.outN, o.NumGenerated
+			if last := r.flights.lastAt(o.ID); last != nil && r.extendsRun(o, *last) {
+				*last = r.outN
 				continue
 			}
 			if err := r.output(o); err != nil {
@@ -365,22 +371,17 @@ func (r *runner) add(id int, w *workload.Request) error {
 	if er.Prompt != nil {
 		promptLen = len(er.Prompt)
 	}
-	rec := r.newRecord()
-	*rec = metrics.Record{
-		Index:      w.Index,
-		Scheduled:  w.Arrival,
-		Dispatched: w.Arrival,
-		Start:      start,
-		PromptLen:  promptLen,
-		MaxTokens:  w.MaxTokens,
+	fl := flightEntry{
+		live: true, index: w.Index, arrival: w.Arrival, start: start,
+		promptLen: promptLen, maxTokens: w.MaxTokens, prompt: w.PromptIDs,
 	}
 	if err := r.eng.Add(er); err != nil {
 		r.reqs.Recycle(w.PromptIDs) // the engine refused it before keeping it
+		rec := r.record(&fl)
 		rec.Error = err.Error()
 		r.end = max(r.end, r.now)
 		return r.emitRecord(rec)
 	}
-	fl := flightEntry{rec: rec, prompt: w.PromptIDs}
 	if r.deferred {
 		fl.ref = r.reqs.PromptRef()
 	}
@@ -391,31 +392,32 @@ func (r *runner) add(id int, w *workload.Request) error {
 
 func (r *runner) output(o *engine.Output) error {
 	fl := r.flights.at(o.ID)
-	if fl == nil || fl.rec == nil {
+	if fl == nil || !fl.live {
 		return nil
 	}
+	r.record(fl)
+	last := r.catchUp(o)
 	if o.NewTokens > 0 {
 		k := r.outN
 		switch {
-		case fl.last == k-1 && fl.last != 0:
-			fl.last = k
-		case fl.last == 0:
+		case *last == k-1 && *last != 0:
+			*last = k
+		case *last == 0:
 			rec := fl.rec
 			rec.TTFT = r.now - rec.Start
 			rec.CachedTokens = o.CachedTokens
 			if rec.MaxTokens > 1 {
 				rec.ITL = r.newITL(rec.MaxTokens - 1)
 			}
-			fl.first, fl.last = k, k
+			fl.first, *last = k, k
 		default:
-			r.flushRun(fl)
-			gap := r.now - r.outTime(fl.last)
+			r.flushRun(fl, *last)
+			gap := r.now - r.outTime(*last)
 			fl.rec.ITL = append(fl.rec.ITL, gap)
 			r.gapSum += gap
 			r.gapCount++
-			fl.first, fl.last = k, k
+			fl.first, *last = k, k
 		}
-		fl.generated = o.NumGenerated
 	}
 	if o.CachedTokens > 0 {
 		fl.rec.CachedTokens = o.CachedTokens
@@ -426,10 +428,22 @@ func (r *runner) output(o *engine.Output) error {
 	return nil
 }
 
-// extendsRun reports that o is a token that only extends fl's run: the
-// common case, handled in the completion loop without a call.
-func (r *runner) extendsRun(o *engine.Output, fl *flightEntry) bool {
-	return o.NewTokens > 0 && !o.Finished && o.CachedTokens == 0 && fl.last != 0 && fl.last == r.outN-1
+// catchUp sets the end of o's request's run from o.TokenGap: the engine
+// left out the outputs of the tokens that extended it. It returns the
+// request's entry in flights.lasts.
+func (r *runner) catchUp(o *engine.Output) *int64 {
+	last := r.flights.lastAt(o.ID)
+	if last != nil && o.TokenGap > 0 {
+		*last = r.outN - int64(o.TokenGap)
+	}
+	return last
+}
+
+// extendsRun reports that o is a token that only extends the run of a
+// request whose last token came from completion last: the common case,
+// handled in the completion loop without a call.
+func (r *runner) extendsRun(o *engine.Output, last int64) bool {
+	return o.NewTokens > 0 && !o.Finished && o.CachedTokens == 0 && last != 0 && last == r.outN-1
 }
 
 // logCompletion numbers the completion about to be applied and logs its
@@ -448,12 +462,12 @@ func (r *runner) logCompletion() {
 func (r *runner) trimOutTimes() {
 	keep := r.outN
 	for i := r.flights.head; i < len(r.flights.entries); i++ {
-		fl := &r.flights.entries[i]
-		if fl.rec == nil || fl.last == 0 {
+		fl, last := &r.flights.entries[i], r.flights.lasts[i]
+		if fl.rec == nil || last == 0 {
 			continue
 		}
-		r.flushRun(fl)
-		keep = min(keep, fl.last)
+		r.flushRun(fl, last)
+		keep = min(keep, last)
 	}
 	n := copy(r.outTimes, r.outTimes[keep-r.outBase:])
 	r.outTimes = r.outTimes[:n]
@@ -463,12 +477,13 @@ func (r *runner) trimOutTimes() {
 
 func (r *runner) outTime(k int64) time.Duration { return r.outTimes[k-r.outBase] }
 
-// flushRun appends the gaps of fl's run after its first token to its ITL.
-func (r *runner) flushRun(fl *flightEntry) {
-	if fl.last == fl.first {
+// flushRun appends the gaps of fl's run after its first token, up to its
+// last token at completion last, to its ITL.
+func (r *runner) flushRun(fl *flightEntry, last int64) {
+	if last == fl.first {
 		return
 	}
-	times := r.outTimes[fl.first-r.outBase : fl.last-r.outBase+1]
+	times := r.outTimes[fl.first-r.outBase : last-r.outBase+1]
 	rec := fl.rec
 	n := len(rec.ITL)
 	rec.ITL = slices.Grow(rec.ITL, len(times)-1)[:n+len(times)-1]
@@ -477,20 +492,22 @@ func (r *runner) flushRun(fl *flightEntry) {
 		gaps[i] = times[i+1] - times[i]
 	}
 	r.gapSum += times[len(times)-1] - times[0]
-	r.gapCount += fl.last - fl.first
-	fl.first = fl.last
+	r.gapCount += last - fl.first
+	fl.first = last
 }
 
 func (r *runner) finish(o *engine.Output, now time.Duration) error {
 	fl := r.flights.at(o.ID)
-	if fl == nil || fl.rec == nil {
+	if fl == nil || !fl.live {
 		return nil
 	}
-	rec := fl.rec
-	if fl.last != 0 {
-		r.flushRun(fl)
-		rec.Latency = r.outTime(fl.last) - rec.Start
-		rec.OutputLen = fl.generated
+	rec := r.record(fl)
+	if last := *r.flights.lastAt(o.ID); last != 0 {
+		r.flushRun(fl, last)
+		rec.Latency = r.outTime(last) - rec.Start
+		// Only the output that finishes a request successfully gets
+		// here with its last token; a failure overwrites this below.
+		rec.OutputLen = o.NumGenerated
 	}
 	// The engine has released the request, and with it the prompt.
 	r.reqs.Recycle(r.flights.drop(o.ID))
@@ -524,6 +541,22 @@ func (r *runner) emitRecord(rec *metrics.Record) error {
 		r.freeRecs = append(r.freeRecs, rec)
 	}
 	return nil
+}
+
+// record is fl's record, made on first use.
+func (r *runner) record(fl *flightEntry) *metrics.Record {
+	if fl.rec == nil {
+		fl.rec = r.newRecord()
+		*fl.rec = metrics.Record{
+			Index:      fl.index,
+			Scheduled:  fl.arrival,
+			Dispatched: fl.arrival,
+			Start:      fl.start,
+			PromptLen:  fl.promptLen,
+			MaxTokens:  fl.maxTokens,
+		}
+	}
+	return fl.rec
 }
 
 func (r *runner) newRecord() *metrics.Record {
@@ -638,22 +671,34 @@ func ThroughputLine(res *Result, numRequests int, totalTokens int64) string {
 }
 
 // flights maps engine request IDs, handed out in arrival order, to the
-// records (and prompt buffers) of requests in flightEntry: a window from the
-// oldest request still in flightEntry to the newest, so memory follows what is
-// in flightEntry.
+// records (and prompt buffers) of requests in flight: a window from the
+// oldest request still in flight to the newest, so memory follows what is
+// in flight.
 type flights struct {
 	base    uint64 // ID of entries[head]
 	entries []flightEntry
-	head    int
+	// lasts[i] numbers the completion that gave entries[i] the last token
+	// of its run (0: no token yet). Every token reads and writes it, so it
+	// lives apart from the rest of the entry: a step's worth of lasts takes
+	// a few cache lines, a step's worth of entries one line each.
+	lasts []int64
+	head  int
 }
 
 type flightEntry struct {
-	rec *metrics.Record
-	// first and last number the completions that gave the request the
-	// first and last token of its run (0: no token yet); generated is the
-	// count its last token completed.
-	first, last int64
-	generated   int
+	live bool // the request is in flight
+	// rec is made at the request's first output (or its end): a burst
+	// adds every request at once, and records made then were all live
+	// together instead of recycled.
+	rec       *metrics.Record
+	index     int
+	arrival   time.Duration
+	start     time.Duration
+	promptLen int
+	maxTokens int
+	// first numbers the completion that gave the request the first token
+	// of its run (its last is in flights.lasts).
+	first int64
 	// prompt is the stream's buffer of the request's IDs, given back to
 	// the stream when the request leaves the engine.
 	prompt []int32
@@ -679,21 +724,33 @@ func (f *flights) at(id uint64) *flightEntry {
 	return &f.entries[f.head+int(id-f.base)]
 }
 
+// lastAt is the run's last completion of the request, nil when it is not
+// in flight.
+func (f *flights) lastAt(id uint64) *int64 {
+	if id < f.base || id-f.base >= uint64(len(f.lasts)-f.head) {
+		return nil
+	}
+	return &f.lasts[f.head+int(id-f.base)]
+}
+
 // put records the request with the next ID (IDs come in order, from 0).
 func (f *flights) put(id uint64, fl flightEntry) {
 	if f.head == len(f.entries) {
-		f.entries, f.head, f.base = f.entries[:0], 0, id
+		f.entries, f.lasts, f.head, f.base = f.entries[:0], f.lasts[:0], 0, id
 	}
 	for f.base+uint64(len(f.entries)-f.head) < id {
 		f.entries = append(f.entries, flightEntry{}) // an ID the engine refused
+		f.lasts = append(f.lasts, 0)
 	}
 	if f.head > 0 && len(f.entries) == cap(f.entries) && f.head >= len(f.entries)/2 {
 		// Slide the window down instead of growing the array.
 		n := copy(f.entries, f.entries[f.head:])
 		clear(f.entries[n:])
-		f.entries, f.head = f.entries[:n], 0
+		copy(f.lasts, f.lasts[f.head:])
+		f.entries, f.lasts, f.head = f.entries[:n], f.lasts[:n], 0
 	}
 	f.entries = append(f.entries, fl)
+	f.lasts = append(f.lasts, 0)
 }
 
 // drop forgets the request and returns its prompt buffer.
@@ -704,7 +761,8 @@ func (f *flights) drop(id uint64) []int32 {
 	}
 	prompt := fl.prompt
 	*fl = flightEntry{}
-	for f.head < len(f.entries) && f.entries[f.head].rec == nil {
+	*f.lastAt(id) = 0
+	for f.head < len(f.entries) && !f.entries[f.head].live {
 		f.head++
 		f.base++
 	}

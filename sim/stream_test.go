@@ -71,7 +71,7 @@ func TestFlightsWindow(t *testing.T) {
 	for id := uint64(0); id < 20000; id++ {
 		if rng.IntN(7) != 0 { // some IDs are refused by the engine and never put
 			rec := &metrics.Record{Index: int(id)}
-			f.put(id, flightEntry{rec: rec, prompt: []int32{int32(id)}})
+			f.put(id, flightEntry{live: true, rec: rec, prompt: []int32{int32(id)}})
 			live[id] = rec
 		}
 		for old := range live {
