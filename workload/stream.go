@@ -474,11 +474,15 @@ func (s *Stream) generate(n int, a Arrivals, build func(i int) (streamItem, erro
 			it.req.Arrival = arr.next()
 		}
 		if s.hash != nil {
-			ids := it.req.PromptIDs
+			// A copy, so that only a hashed stream pays for a request
+			// escaping to the heap: taking its address would move every
+			// request there.
+			req := it.req
+			ids := req.PromptIDs
 			if idsOf != nil {
-				ids = idsOf(&it.req)
+				ids = idsOf(&req)
 			}
-			s.hash.add(&it.req, ids)
+			s.hash.add(&req, ids)
 		}
 		return it, nil
 	}

@@ -360,3 +360,31 @@ func TestStreamRecycleReusesBuffers(t *testing.T) {
 		t.Fatalf("StreamOf gave %v, want the caller's own IDs", r.PromptIDs)
 	}
 }
+
+// A simulated day of traffic takes ten million requests from one stream:
+// any allocation per request is garbage the collector must keep pace with,
+// and the heap's headroom then grows with the run (it once did: a
+// request escaped to the heap because the schedule hash took its address).
+func TestStreamAllocatesNothingPerRequest(t *testing.T) {
+	for _, promptIDs := range []bool{false, true} {
+		t.Run(fmt.Sprintf("prompt IDs %v", promptIDs), func(t *testing.T) {
+			st, err := NewStream(context.Background(), randomSpec(5000, 200, 200, 0.5, 0), Arrivals{Rate: 50, Burstiness: 1, Seed: 1}, promptIDs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			take := func() {
+				r := st.Next()
+				if r == nil {
+					t.Fatal("stream ended early")
+				}
+				st.Recycle(r.PromptIDs)
+			}
+			for range 100 { // the prompt buffers' pool fills
+				take()
+			}
+			if allocs := testing.AllocsPerRun(1000, take); allocs != 0 {
+				t.Errorf("%.2f allocations per request, want 0", allocs)
+			}
+		})
+	}
+}
