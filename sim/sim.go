@@ -35,11 +35,6 @@ type Config struct {
 	// does (0: no cap): a request arriving while the cap is full waits in
 	// the client queue until one finishes, and the wait is its queue time.
 	MaxConcurrency int
-	// PromptIDs, if set, gives the token IDs of requests without
-	// PromptIDs (workload.BuildCompact's source). They are built when the
-	// request arrives and dropped with it, so memory follows the requests
-	// in flight rather than the workload.
-	PromptIDs workload.PromptSource
 }
 
 // StatsSample is the engine's state at one instant of virtual time, with
@@ -353,9 +348,6 @@ func (r *runner) add(id int, w *workload.Request) error {
 	start := max(w.Arrival, r.slotFreedAt)
 	er := engine.Request{ID: uint64(id), MaxTokens: w.MaxTokens, Arrival: start, DeferredPrompt: r.deferred}
 	ids := w.PromptIDs
-	if ids == nil && r.cfg.PromptIDs != nil {
-		ids = r.cfg.PromptIDs(w)
-	}
 	switch {
 	case ids != nil:
 		er.Prompt = ids

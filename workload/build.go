@@ -41,30 +41,10 @@ type SpecialTokenCounter interface {
 // prefix_repetition makes NumPrompts/NumPrefixes prompts per prefix, and
 // sharegpt and custom with NoOversample return only what the file offers.
 func Build(ctx context.Context, s Spec, tok tokenizer.Tokenizer) ([]Request, error) {
-	reqs, _, err := build(ctx, s, tok, false)
-	return reqs, err
-}
-
-// PromptSource returns the token IDs of a request that BuildCompact left
-// without them: a new slice each call, equal to what Build would have set
-// as PromptIDs.
-type PromptSource func(r *Request) []int32
-
-// BuildCompact is Build for runs that take each prompt's IDs only while it
-// is in flight (a simulation of millions of requests): random prompts
-// without a tokenizer come back without PromptIDs, and the PromptSource
-// builds them on demand from 4 bytes a request instead of 4 a token. For
-// other datasets it returns Build's requests and a nil PromptSource. The
-// requests and every ID are the same as Build's for the same spec.
-func BuildCompact(ctx context.Context, s Spec, tok tokenizer.Tokenizer) ([]Request, PromptSource, error) {
-	return build(ctx, s, tok, true)
-}
-
-func build(ctx context.Context, s Spec, tok tokenizer.Tokenizer, lazy bool) ([]Request, PromptSource, error) {
 	if err := s.Validate(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	b := &builder{ctx: ctx, spec: s, tok: tok, rng: newRand(s.Seed, datasetStream), lazy: lazy}
+	b := &builder{ctx: ctx, spec: s, tok: tok, rng: newRand(s.Seed, datasetStream)}
 	if c, ok := tok.(SpecialTokenCounter); ok {
 		b.numSpecial = max(0, c.NumSpecialTokensToAdd())
 	}
@@ -85,22 +65,19 @@ func build(ctx context.Context, s Spec, tok tokenizer.Tokenizer, lazy bool) ([]R
 		reqs, err = b.prefixRepetition()
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	for i := range reqs {
 		reqs[i].Index = i
 	}
-	return reqs, b.source, nil
+	return reqs, nil
 }
 
 type builder struct {
-	ctx  context.Context
-	spec Spec
-	tok  tokenizer.Tokenizer
-	rng  *rand.Rand
-	// lazy asks datasets that can for a PromptSource instead of PromptIDs.
-	lazy       bool
-	source     PromptSource
+	ctx        context.Context
+	spec       Spec
+	tok        tokenizer.Tokenizer
+	rng        *rand.Rand
 	numSpecial int
 }
 

@@ -40,17 +40,6 @@ func (b *builder) random() ([]Request, error) {
 	b.randomIDs(prefix, allowed)
 
 	reqs := make([]Request, n)
-	if b.tok == nil && b.lazy {
-		// IDs are a function of (prefix, allowed, start): keep the start
-		// (4 bytes a request) and build each prompt when it is sent.
-		starts := make([]int32, n)
-		for i := range reqs {
-			starts[i] = int32((offsets[i] + i) % len(allowed))
-			reqs[i] = Request{PromptLen: o.PrefixLen + inputLens[i], MaxTokens: outputLens[i]}
-		}
-		b.source = newRandomPrompts(prefix, len(allowed), starts).ids
-		return reqs, nil
-	}
 	if b.tok == nil {
 		// One backing array for every prompt: one allocation instead of n.
 		total := 0
@@ -110,29 +99,12 @@ func fillSequential[T tokenID](dst []T, allowed []int, start int) {
 type randomPrompts struct {
 	prefix []int32
 	vocab  int
-	// starts is, per request, where its body starts among the IDs.
-	starts []int32
 }
 
-func newRandomPrompts(prefix []int, vocab int, starts []int32) *randomPrompts {
-	p := &randomPrompts{prefix: make([]int32, len(prefix)), vocab: vocab, starts: starts}
+func newRandomPrompts(prefix []int, vocab int) *randomPrompts {
+	p := &randomPrompts{prefix: make([]int32, len(prefix)), vocab: vocab}
 	narrowIDs(p.prefix, prefix)
 	return p
-}
-
-func (p *randomPrompts) ids(r *Request) []int32 {
-	if r.Index < 0 || r.Index >= len(p.starts) {
-		return nil
-	}
-	return p.build(r.PromptLen, int(p.starts[r.Index]))
-}
-
-// build is the IDs of a prompt of n tokens whose body starts at start.
-func (p *randomPrompts) build(n, start int) []int32 {
-	if n < len(p.prefix) {
-		return nil
-	}
-	return p.fill(make([]int32, n), start)
 }
 
 // fill writes into ids the prompt of len(ids) tokens whose body starts at
@@ -150,7 +122,8 @@ func (p *randomPrompts) fill(ids []int32, start int) []int32 {
 	return ids
 }
 
-// buildIn is build in a buffer from free.
+// buildIn is the IDs of a prompt of n tokens whose body starts at start,
+// in a buffer from free.
 func (p *randomPrompts) buildIn(free *promptBuffers, n, start int) []int32 {
 	if n < len(p.prefix) {
 		return nil

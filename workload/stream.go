@@ -409,7 +409,7 @@ func (s *Stream) random(b *builder, a Arrivals, promptIDs bool) error {
 	inRng, outRng, offRng := rand.New(inputs), rand.New(&outputs), rand.New(&offsets)
 	var src *randomPrompts
 	if b.tok == nil {
-		src = newRandomPrompts(prefix, len(allowed), nil)
+		src = newRandomPrompts(prefix, len(allowed))
 		if promptIDs {
 			s.src = src
 		}

@@ -37,7 +37,7 @@ func TestNewStreamMatchesBuildAndSchedule(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			want, wantIDs, err := BuildCompact(ctx, tc.spec, nil)
+			want, err := Build(ctx, tc.spec, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,7 +67,7 @@ func TestNewStreamMatchesBuildAndSchedule(t *testing.T) {
 				if gotReq.Index != w.Index || gotReq.PromptLen != w.PromptLen || gotReq.MaxTokens != w.MaxTokens || gotReq.Arrival != w.Arrival {
 					t.Fatalf("position %d: got %+v, want %+v", k, gotReq, *w)
 				}
-				if a, b := g.PromptIDs, wantIDs(w); !slices.Equal(a, b) {
+				if a, b := g.PromptIDs, w.PromptIDs; !slices.Equal(a, b) {
 					t.Fatalf("position %d (request %d): prompt IDs differ:\n got %v\nwant %v", k, w.Index, a, b)
 				}
 				// Give back every other prompt, garbled, at once: later
