@@ -26,15 +26,7 @@ func TestRunStreamMatchesRun(t *testing.T) {
 	spec.Random.InputLen, spec.Random.OutputLen, spec.Random.RangeRatio, spec.Random.PrefixLen = 120, 60, 0.5, 32
 	for _, rate := range []float64{math.Inf(1), 40} {
 		arrivals := workload.Arrivals{Rate: rate, Burstiness: 1, Seed: 4}
-		reqs, err := workload.Build(context.Background(), spec, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		offsets, err := workload.Schedule(len(reqs), arrivals)
-		if err != nil {
-			t.Fatal(err)
-		}
-		workload.Assign(reqs, offsets)
+		reqs := scheduledWorkload(t, spec, arrivals)
 		cfg := Config{Engine: engineConfig(engine.V1), Model: llama8BH100, StatsInterval: time.Second}
 		cfg.Engine.EnablePrefixCaching = true
 		wantRes, want := collect(t, cfg, reqs)
@@ -143,4 +135,20 @@ func BenchmarkSimStream(b *testing.B) {
 func lookupInt(name string) (int, bool) {
 	v, err := strconv.Atoi(os.Getenv(name))
 	return v, err == nil && v > 0
+}
+
+// scheduledWorkload is spec's requests, built whole, with arrivals'
+// schedule: what a stream of the same spec must reproduce.
+func scheduledWorkload(t *testing.T, spec workload.Spec, arrivals workload.Arrivals) []workload.Request {
+	t.Helper()
+	reqs, err := workload.Build(context.Background(), spec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offsets, err := workload.Schedule(len(reqs), arrivals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	workload.Assign(reqs, offsets)
+	return reqs
 }

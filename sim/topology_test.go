@@ -439,15 +439,7 @@ func TestRunTopologyStreamMatchesRunTopology(t *testing.T) {
 		name, cfg := fleet.name, fleet.cfg
 		for _, rate := range []float64{math.Inf(1), 30} {
 			arrivals := workload.Arrivals{Rate: rate, Burstiness: 1, Seed: 2}
-			reqs, err := workload.Build(context.Background(), spec, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			offsets, err := workload.Schedule(len(reqs), arrivals)
-			if err != nil {
-				t.Fatal(err)
-			}
-			workload.Assign(reqs, offsets)
+			reqs := scheduledWorkload(t, spec, arrivals)
 			wantRes, want := runTopology(t, cfg, reqs)
 			stream, err := workload.NewStream(context.Background(), spec, arrivals, true)
 			if err != nil {
