@@ -103,18 +103,9 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 		fmt.Fprintln(errw, l)
 	}
 
-	tokSpec := f.tokenizer
-	textDataset := spec.Dataset == workload.DatasetSonnet || spec.Dataset == workload.DatasetShareGPT || spec.Dataset == workload.DatasetCustom
-	if tokSpec == "" && textDataset {
-		tokSpec = "cl100k_base"
-	}
-	tokSpec, err = resolveTokenizerSpec(tokSpec)
+	tok, err := simTokenizer(ctx, f.tokenizer, spec.Dataset)
 	if err != nil {
 		return err
-	}
-	tok, err := tokenizer.New(ctx, tokSpec, tokenizer.Options{})
-	if err != nil {
-		return fmt.Errorf("--tokenizer: %w", err)
 	}
 	if f.throughput {
 		arrivals.Rate = math.Inf(1)
@@ -145,18 +136,7 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 	if changed("stats-interval") {
 		interval = f.statsInterval
 	}
-	keep := metrics.KeepNone
-	switch {
-	case f.output.saveResult && f.output.saveDetailed:
-		keep = metrics.KeepFull
-	case f.output.saveResult:
-		keep = metrics.KeepLight
-	}
-	var records *metrics.JSONLWriter
-	if w := outs.recordsWriter(); w != nil {
-		records = metrics.NewBufferedJSONLWriter(w, 1<<20)
-	}
-	recorder := metrics.NewRecorder(sumOpts, records, keep)
+	recorder := newSimRecorder(&f.output, outs, sumOpts)
 	// The recorder copies what it keeps, so the simulator may recycle
 	// records. A records write error does not stop the simulation (it costs
 	// no server time); it is reported after the result.
@@ -298,4 +278,39 @@ func writeSimStatsLine(w io.Writer, ec engine.Config, instance string, s sim.Sta
 	for _, l := range line.Lines() {
 		fmt.Fprintf(w, "[t=%8.2fs] %s%s\n", s.At.Seconds(), instance, l)
 	}
+}
+
+// simTokenizer is the tokenizer sim builds prompts with: --tokenizer, or
+// cl100k_base for the text datasets; nil means token-ID prompts.
+func simTokenizer(ctx context.Context, spec, dataset string) (tokenizer.Tokenizer, error) {
+	textDataset := dataset == workload.DatasetSonnet || dataset == workload.DatasetShareGPT || dataset == workload.DatasetCustom
+	if spec == "" && textDataset {
+		spec = "cl100k_base"
+	}
+	spec, err := resolveTokenizerSpec(spec)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := tokenizer.New(ctx, spec, tokenizer.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("--tokenizer: %w", err)
+	}
+	return tok, nil
+}
+
+// newSimRecorder keeps of each record what the saved result needs, and
+// streams every record to the records file as the simulation makes it.
+func newSimRecorder(o *outputFlags, outs *outputs, sumOpts metrics.Options) *metrics.Recorder {
+	keep := metrics.KeepNone
+	switch {
+	case o.saveResult && o.saveDetailed:
+		keep = metrics.KeepFull
+	case o.saveResult:
+		keep = metrics.KeepLight
+	}
+	var records *metrics.JSONLWriter
+	if w := outs.recordsWriter(); w != nil {
+		records = metrics.NewBufferedJSONLWriter(w, 1<<20)
+	}
+	return metrics.NewRecorder(sumOpts, records, keep)
 }
