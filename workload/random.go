@@ -15,12 +15,7 @@ func (b *builder) random() ([]Request, error) {
 		return nil, err
 	}
 	n := b.spec.NumPrompts
-	r := o.RangeRatio
-	real := max(0, o.InputLen-b.numSpecial)
-	inLow := int(math.Floor(float64(real) * (1 - r)))
-	inHigh := int(math.Ceil(float64(real) * (1 + r)))
-	outLow := max(1, int(math.Floor(float64(o.OutputLen)*(1-r))))
-	outHigh := max(1, int(math.Ceil(float64(o.OutputLen)*(1+r))))
+	inLow, inHigh, outLow, outHigh := o.lengthRanges(b.numSpecial)
 
 	// Drawn in vLLM's order: all input lengths, all output lengths, all
 	// offsets, then the prefix.
@@ -129,4 +124,17 @@ func (p *randomPrompts) buildIn(free *promptBuffers, n, start int) []int32 {
 		return nil
 	}
 	return p.fill(free.get(n), start)
+}
+
+// lengthRanges are vLLM's bounds on input and output lengths: the wanted
+// ones ± RangeRatio, the input's less the special tokens the tokenizer
+// adds, and at least one output token.
+func (o RandomOptions) lengthRanges(numSpecial int) (inLow, inHigh, outLow, outHigh int) {
+	r := o.RangeRatio
+	real := max(0, o.InputLen-numSpecial)
+	inLow = int(math.Floor(float64(real) * (1 - r)))
+	inHigh = int(math.Ceil(float64(real) * (1 + r)))
+	outLow = max(1, int(math.Floor(float64(o.OutputLen)*(1-r))))
+	outHigh = max(1, int(math.Ceil(float64(o.OutputLen)*(1+r))))
+	return inLow, inHigh, outLow, outHigh
 }

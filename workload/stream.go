@@ -381,12 +381,7 @@ func (s *Stream) random(b *builder, a Arrivals, promptIDs bool) error {
 		return err
 	}
 	n := b.spec.NumPrompts
-	r := o.RangeRatio
-	real := max(0, o.InputLen-b.numSpecial)
-	inLow := int(math.Floor(float64(real) * (1 - r)))
-	inHigh := int(math.Ceil(float64(real) * (1 + r)))
-	outLow := max(1, int(math.Floor(float64(o.OutputLen)*(1-r))))
-	outHigh := max(1, int(math.Ceil(float64(o.OutputLen)*(1+r))))
+	inLow, inHigh, outLow, outHigh := o.lengthRanges(b.numSpecial)
 
 	inputs := rand.NewPCG(uint64(b.spec.Seed), datasetStream)
 	walk := *inputs
