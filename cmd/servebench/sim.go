@@ -194,26 +194,37 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 	result := &report.Result{Info: info, Summary: summary, Records: recorder.Records(),
 		Extra: []report.Section{extra}}
 	result.Extra = append(result.Extra, calibrationSections(f.engine.calibration)...)
+	if err := writeSimText(out, errw, result, writeSection, f.throughput, res); err != nil {
+		return err
+	}
+	if err := outs.write(out, errw, result); err != nil {
+		return err
+	}
+	return runOutcome(&summary, interrupted, 0, recordsErr, outs.savedPaths(recordsErr == nil))
+}
+
+// writeSimText prints bench's result block, then the sim's own sections:
+// the engine's (or the fleet's) and, with --throughput, vLLM's
+// benchmark_throughput line. res is nil for a topology run.
+func writeSimText(out, errw io.Writer, result *report.Result, writeSection func(io.Writer) error, throughput bool, res *sim.Result) error {
+	summary := &result.Summary
 	if err := report.WriteText(out, result); err != nil {
 		return err
 	}
-	if err := writeErrorSection(out, &summary); err != nil {
+	if err := writeErrorSection(out, summary); err != nil {
 		return err
 	}
 	if err := writeSection(out); err != nil {
 		return err
 	}
-	if f.throughput && res != nil {
+	if throughput && res != nil {
 		var total int64 = summary.TotalInput + summary.TotalOutput
 		fmt.Fprintln(out, sim.ThroughputLine(res, summary.Completed, total))
 	}
 	if res != nil && res.Err != nil {
 		fmt.Fprintf(errw, "engine failed: %v\n", res.Err)
 	}
-	if err := outs.write(out, errw, result); err != nil {
-		return err
-	}
-	return runOutcome(&summary, interrupted, 0, recordsErr, outs.savedPaths(recordsErr == nil))
+	return nil
 }
 
 func simEngineJSON(res *sim.Result, ec engine.Config, profile vllm.Profile, model, gpu string, gpuBlocks int) map[string]any {
