@@ -1,10 +1,11 @@
 package sim
 
 import (
-	"os"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/servebench/servebench/internal/fixture"
 )
 
 func TestDerivePromptIDs(t *testing.T) {
@@ -47,11 +48,8 @@ func TestDerivePromptIDs(t *testing.T) {
 // On real English text the pieces land near BPE token counts (about 4
 // bytes per token), so PromptLen-sized ID lists cover most of the text.
 func TestDerivePromptIDsRate(t *testing.T) {
-	text, err := os.ReadFile("../../shared/data/sonnet.txt")
-	if err != nil {
-		t.Skipf("sonnet text not available (%v); it ships in /work/shared/data", err)
-	}
-	ids := DerivePromptIDs(string(text), 0)
+	text := fixture.Sonnet()
+	ids := DerivePromptIDs(text, 0)
 	rate := float64(len(text)) / float64(len(ids))
 	if rate < 3 || rate > 5 {
 		t.Fatalf("%.2f bytes per piece, want about 4", rate)

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/servebench/servebench/internal/fixture"
+
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/servebench/servebench/internal/golden"
@@ -224,9 +226,7 @@ func TestHFMergeRules(t *testing.T) {
 func TestHFMatchesBuiltin(t *testing.T) {
 	t.Parallel()
 	texts := []string{"Hello world", "<|endoftext|>x", "It's 12345 o'clock!!\n\n  ok"}
-	if data, err := os.ReadFile(sonnetPath); err == nil {
-		texts = append(texts, string(data[:6000]))
-	}
+	texts = append(texts, fixture.Sonnet()[:6000])
 	rng := rand.New(rand.NewPCG(7, 8))
 	for range 300 {
 		texts = append(texts, randomTricky(rng, 20))

@@ -2,27 +2,20 @@ package tokenizer
 
 import (
 	"math/rand/v2"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/servebench/servebench/internal/fixture"
+
 	"github.com/dlclark/regexp2"
 	"github.com/google/go-cmp/cmp"
 )
 
-// sonnetPath is the public-domain text the project's sonnet dataset uses;
-// it lives beside the repository, not in it.
-const sonnetPath = "../../shared/data/sonnet.txt"
-
 func readSonnet(tb testing.TB) string {
 	tb.Helper()
-	data, err := os.ReadFile(sonnetPath)
-	if err != nil {
-		tb.Skipf("sonnet text not available (%v); it is expected at %s beside the repository", err, sonnetPath)
-	}
-	return string(data)
+	return fixture.Sonnet()
 }
 
 // trickyRunes covers every class boundary the split patterns care about.

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/servebench/servebench/internal/fixture"
+
 	"github.com/servebench/servebench/tokenizer"
 )
 
@@ -362,7 +364,7 @@ func sonnetSpec(path string, n, in, out, prefix int) Spec {
 }
 
 func TestSonnet(t *testing.T) {
-	const sharedData = "../../shared/data/sonnet.txt"
+	sonnets := fixture.SonnetFile(t, 1)
 	tests := []struct {
 		name          string
 		path          string
@@ -372,14 +374,11 @@ func TestSonnet(t *testing.T) {
 		{"poem, tokenizer", "testdata/poem.txt", 200, 80, true},
 		{"poem, estimated", "testdata/poem.txt", 120, 40, false},
 		{"poem, no prefix", "testdata/poem.txt", 150, 0, true},
-		{"vLLM defaults on the sonnets", sharedData, 550, 200, true},
+		{"vLLM defaults on the sonnets", sonnets, 550, 200, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			data, err := os.ReadFile(tt.path)
-			if errors.Is(err, fs.ErrNotExist) {
-				t.Skipf("%s not found: the shared sonnet text is outside this repository", tt.path)
-			}
 			if err != nil {
 				t.Fatal(err)
 			}

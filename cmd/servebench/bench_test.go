@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/servebench/servebench/internal/fixture"
+
 	"github.com/servebench/servebench/internal/textline"
 )
 
@@ -53,15 +55,7 @@ func emulator(t *testing.T) (baseURL, host, port string) {
 // vLLM's instructions.
 func sonnetFile(t *testing.T) string {
 	t.Helper()
-	text, err := os.ReadFile("../../../shared/data/sonnet.txt")
-	if err != nil {
-		t.Skipf("sonnet text not found beside the checkout (../shared/data/sonnet.txt): %v", err)
-	}
-	path := filepath.Join(t.TempDir(), "sonnet_4x.txt")
-	if err := os.WriteFile(path, bytes.Repeat(text, 4), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return fixture.SonnetFile(t, 4)
 }
 
 func TestPublishedCommandsRunUnchanged(t *testing.T) {

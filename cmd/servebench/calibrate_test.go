@@ -10,7 +10,9 @@ import (
 	"github.com/servebench/servebench/perf"
 )
 
-const vllmExample = "../../../shared/examples/vllm-bench-output/vllm-4.0qps-tiny-20261122-062813.json"
+// vllmExample is a result file saved by vLLM's own benchmark client
+// (captured in shared/examples/vllm-bench-output).
+const vllmExample = "testdata/vllm-4.0qps-tiny-20261122-062813.json"
 
 // simRun saves one small sim result (with records) and returns its path.
 func simRun(t *testing.T, dir, name, gpu, rate string, extra ...string) string {
