@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -82,7 +83,7 @@ Test a router against several emulated replicas:
 	fs.StringVar(&f.host, "host", "127.0.0.1", "host name to listen on")
 	fs.IntVar(&f.port, "port", 8000, "port to listen on (0 picks a free one)")
 	fs.StringSliceVar(&f.servedNames, "served-model-name", nil, "model name(s) requests use and /v1/models lists (default: --model); the first labels the metrics")
-	fs.StringVar(&f.apiKey, "api-key", "", "require this key as \"Authorization: Bearer KEY\" on every endpoint but /health, /version and /metrics")
+	fs.StringVar(&f.apiKey, "api-key", "", "require this key as \"Authorization: Bearer KEY\" on every endpoint but /health, /version and /metrics (default: $VLLM_API_KEY, as vLLM)")
 	fs.Uint64Var(&f.seed, "seed", 0, "seed for generated text, output lengths and injected failures")
 	fs.StringVar(&f.tokenizer, "tokenizer", serve.DefaultTokenizer, "tokenizer counting prompt tokens: cl100k_base, o200k_base, p50k_base, r50k_base, gpt2, or a tokenizer.json path")
 	fs.StringVar(&f.outputLenDist, "output-len-dist", "max", "output length without ignore_eos: max (run to max_tokens), fixed:N, uniform:MIN:MAX or lognormal:MEAN:SIGMA; always capped by max_tokens")
@@ -109,6 +110,9 @@ func runServe(cmd *cobra.Command, f *serveFlags, args []string) error {
 		return fmt.Errorf("model given twice (positional %q and --model %q); pass one", args[0], f.engine.model)
 	case len(args) == 1:
 		f.engine.model = args[0]
+	}
+	if f.apiKey == "" {
+		f.apiKey = os.Getenv("VLLM_API_KEY") // vLLM takes the key from either
 	}
 	deployment, capacity, ec, stepModel, err := f.engine.build()
 	if err != nil {
