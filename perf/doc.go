@@ -60,6 +60,46 @@
 //     efficiencies (MFU 0.45/0.40, MBU 0.75) because ROCm kernels reach a
 //     smaller share of peak than CUDA's [inferred].
 //
+// The parts the published-runs corpus (validate/corpus) was measured on.
+// PCIe cards' optional NVLink bridges join only two GPUs, so they keep
+// NVLinkBandwidth 0 and a PCIe default link (pass --link nvlink for a
+// bridged pair):
+//
+//   - A10G (AWS G5): no NVIDIA data sheet. Memory 22515 MiB and 80 SMs as
+//     torch reports them in nm-vllm's nightly benchmark context
+//     (neuralmagic/nm-vllm, branch nm-gh-pages, dev/bench/data.js,
+//     "total_memory=22515MB, multi_processor_count=80"; PrunaAI's
+//     results.json files print the same 22515.75 MiB); 600 GB/s, the A10's
+//     384-bit GDDR6 [inferred: AWS lists 24 GB per GPU]; dense BF16/FP16
+//     138.9 TF and INT8 277.8 TOPS, the A10's 125 / 250 scaled by 80/72
+//     SMs at the A10's clock [inferred]; PCIe 4.0, no NVLink (g5.12xlarge
+//     joins its 4 GPUs over PCIe). Efficiencies as the A10.
+//   - A40: 48 GB GDDR6 at 696 GB/s, 149.7 TF dense BF16, 299.3 TOPS
+//     INT8, no FP8, PCIe 4.0, NVLink bridge 112.5 GB/s for two GPUs
+//     (NVIDIA A40 data sheet, as reseller spec pages reproduce it; the
+//     GA102 whitepaper gives 56.25 GB/s per direction). Memory 44.52 GiB
+//     as the L40S's 48 GB [inferred]. Efficiencies as the A10 (same die).
+//   - L40: 48 GB GDDR6 at 864 GB/s, 181.05 TF dense BF16, 362 TF FP8 and
+//     362 TOPS INT8 (the L40S figures are 362.05 and 733), PCIe 4.0, no
+//     NVLink (NVIDIA L40/L40S data sheet). Memory as the L40S [inferred];
+//     efficiencies as the L40S.
+//   - A100-40GB-PCIe and A100-80GB-PCIe: the SXM parts' 312 TF BF16 and
+//     624 TOPS INT8 at 1555 and 1935 GB/s, PCIe 4.0, NVLink bridge 600
+//     GB/s for two GPUs (NVIDIA A100 data sheet). torch reports 40339 MiB
+//     for an "NVIDIA A100-PCIE-40GB" (PrunaAI results.json); the 80 GB card
+//     takes the SXM's 79.15 GiB [inferred]. Efficiencies as the A100.
+//   - H100-PCIe: 114 SMs, 2000 GB/s HBM2e, 756 TF dense BF16, 1513 TF
+//     FP8 and 1513 TOPS INT8, PCIe 5.0 (128 GB/s), NVLink bridge 600 GB/s
+//     (NVIDIA H100 data sheet, whose table halves the sparse figures 1513
+//     and 3026; product brief PB-11133-001: "greater than 2,000 GBps").
+//     Memory as the SXM's 79.11 GiB [inferred]; efficiencies as the SXM
+//     [assumption: same SM at a lower power limit].
+//   - MI325X: 256 GB HBM3E at 6 TB/s, 1307.4 TF dense BF16 and 2614.9 TF
+//     FP8 (the MI300X's compute), seven Infinity Fabric links as the
+//     MI300X (448 GB/s per direction), PCIe 5.0 (AMD Instinct MI325X
+//     specifications). Memory 255.5 GiB [inferred as the MI300X's]. ROCm:
+//     GPTQ/AWQ run ExLlama, as on the MI300X; efficiencies as the MI300X.
+//
 // Efficiencies. BLIS's roofline (hardware_config.json) uses MFU
 // prefill/decode 0.45/0.30 on H100, 0.38/0.18 on A100 and 0.32/0.08 on
 // L40S with no bandwidth haircut, so its decode MFU absorbs the time a
@@ -98,7 +138,10 @@
 //     DefTruth/CUDA-Learn-Notes hgemm), says an unthrottled Ada die can do
 //     more; power caps (L4: 72 W) are why the catalog keeps them low.
 //     Their FP8 rows and MI300X's use H100's FP8/BF16 ratio (0.709/0.803)
-//     or its BF16 value [assumption].
+//     or its BF16 value [assumption]. Parts without a row of their own take
+//     the row of their die: A10G and A40 the A10's, L40 the L40S's, the
+//     PCIe A100s and H100 their SXM parts', MI325X the MI300X's
+//     [assumption].
 //   - GEMM rate by tokens per step (M): XLA's measured matmul table
 //     (tensorflow/third_party/xla/.../matmul_interpolator_data.h, sm_90,
 //     n = k = 4096) gives 412.0, 738.5 and 783.3 TF at M = 256, 1024 and

@@ -88,6 +88,15 @@ var gpuFamilyEfficiency = map[string]familyEfficiency{
 	"L4":       {gemm: 0.45, fp8GEMM: 0.45 * hopperFP8ToBF16, attention: 0.45 * ampereAttentionToGEMM},
 	"L40S":     {gemm: 0.45, fp8GEMM: 0.45 * hopperFP8ToBF16, attention: 0.45 * ampereAttentionToGEMM},
 	"RTX-4090": {gemm: 0.55, fp8GEMM: 0.55 * hopperFP8ToBF16, attention: 0.55 * ampereAttentionToGEMM},
+	// Parts without a measurement of their own take the row of the part
+	// with the same die (doc.go).
+	"A10G":           {gemm: 0.50, attention: 0.50 * ampereAttentionToGEMM},
+	"A40":            {gemm: 0.50, attention: 0.50 * ampereAttentionToGEMM},
+	"L40":            {gemm: 0.45, fp8GEMM: 0.45 * hopperFP8ToBF16, attention: 0.45 * ampereAttentionToGEMM},
+	"A100-40GB-PCIe": {gemm: 0.869, attention: 0.73},
+	"A100-80GB-PCIe": {gemm: 0.869, attention: 0.73},
+	"H100-PCIe":      {gemm: 0.803, fp8GEMM: 0.709, attention: 0.628},
+	"MI325X":         {gemm: 0.514, fp8GEMM: 0.514, attention: 0.514 * hopperAttentionToGEMM},
 }
 
 // Ratios used where a family lacks its own measurement (doc.go).
@@ -110,10 +119,10 @@ const (
 
 // QuantKernelFor is the kernel vLLM picks: gptq_marlin/awq_marlin on
 // NVIDIA GPUs of compute capability ≥ 8.0 (every catalog NVIDIA part),
-// ExLlama on ROCm, W8A8 FP8 on GPUs with FP8 units and FP8 Marlin
+// ExLlama on ROCm (MI300X, MI325X), W8A8 FP8 on GPUs with FP8 units and FP8 Marlin
 // (W8A16) on the others.
 func QuantKernelFor(m Model, g GPU) QuantKernel {
-	rocm := g.Name == "MI300X"
+	rocm := g.Name == "MI300X" || g.Name == "MI325X"
 	switch m.Quantization.Method {
 	case "gptq", "awq":
 		if rocm {

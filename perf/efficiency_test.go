@@ -30,6 +30,8 @@ func TestQuantKernelFor(t *testing.T) {
 		{gptq, "H100", KernelMarlin},
 		{gptq, "A10", KernelMarlin},
 		{gptq, "MI300X", KernelExLlama},
+		{gptq, "MI325X", KernelExLlama},
+		{gptq, "A10G", KernelMarlin},
 		{fp8, "H100", KernelFP8},
 		{fp8, "L4", KernelFP8},
 		{fp8, "A100-80GB", KernelMarlin},
