@@ -94,6 +94,12 @@
 //     and 3026; product brief PB-11133-001: "greater than 2,000 GBps").
 //     Memory as the SXM's 79.11 GiB [inferred]; efficiencies as the SXM
 //     [assumption: same SM at a lower power limit].
+//   - H100-NVL: 94 GB HBM3 at 3.9 TB/s, 835.5 TF dense BF16 and 1670.5 TF
+//     FP8/INT8 (the data sheet's 1,671 and 3,341 with sparsity, halved),
+//     PCIe 5.0, NVLink bridge 600 GB/s for two cards (NVIDIA H100 data
+//     sheet, H100 NVL column). Memory 92.96 GiB [inferred: the SXM's
+//     79.11 GiB of 80 GB, scaled to 94 GB]; efficiencies as the SXM
+//     [assumption: same SM at a lower power limit].
 //   - MI325X: 256 GB HBM3E at 6 TB/s, 1307.4 TF dense BF16 and 2614.9 TF
 //     FP8 (the MI300X's compute), seven Infinity Fabric links as the
 //     MI300X (448 GB/s per direction), PCIe 5.0 (AMD Instinct MI325X

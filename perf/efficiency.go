@@ -96,6 +96,7 @@ var gpuFamilyEfficiency = map[string]familyEfficiency{
 	"A100-40GB-PCIe": {gemm: 0.869, attention: 0.73},
 	"A100-80GB-PCIe": {gemm: 0.869, attention: 0.73},
 	"H100-PCIe":      {gemm: 0.803, fp8GEMM: 0.709, attention: 0.628},
+	"H100-NVL":       {gemm: 0.803, fp8GEMM: 0.709, attention: 0.628},
 	"MI325X":         {gemm: 0.514, fp8GEMM: 0.514, attention: 0.514 * hopperAttentionToGEMM},
 }
 

@@ -48,6 +48,7 @@ func TestGPUCatalog(t *testing.T) {
 		{"A100-40GB-PCIe", 1555, 312, false, false},
 		{"A100-80GB-PCIe", 1935, 312, false, false},
 		{"H100-PCIe", 2000, 756, true, false},
+		{"H100-NVL", 3900, 835.5, true, false},
 		{"MI325X", 6000, 1307.4, true, true},
 	}
 	if len(GPUs()) != len(tests) {
@@ -113,6 +114,7 @@ func TestLookupGPUAliases(t *testing.T) {
 		"NVIDIA A100-PCIE-40GB":    "A100-40GB-PCIe",
 		"NVIDIA A100 80GB PCIe":    "A100-80GB-PCIe",
 		"NVIDIA H100 PCIe":         "H100-PCIe",
+		"NVIDIA H100 NVL":          "H100-NVL",
 		"AMD Instinct MI325X":      "MI325X",
 	}
 	for query, want := range tests {
