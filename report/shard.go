@@ -1,6 +1,8 @@
 package report
 
 import (
+	"github.com/servebench/servebench/internal/clock"
+
 	"bufio"
 	"bytes"
 	"encoding/json"
@@ -15,7 +17,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/servebench/servebench/bench"
 	"github.com/servebench/servebench/internal/option"
 	"github.com/servebench/servebench/metrics"
 )
@@ -51,8 +52,8 @@ type ShardManifest struct {
 	// offsets count from it.
 	Started time.Time `json:"started"`
 	// StartLate is how much after StartAt the shard began sending.
-	StartLate time.Duration   `json:"start_late_ns"`
-	Clock     bench.ClockSync `json:"clock"`
+	StartLate time.Duration `json:"start_late_ns"`
+	Clock     ClockSync     `json:"clock"`
 
 	// Duration is the shard's benchmark duration from Started.
 	Duration    time.Duration `json:"duration_ns"`
@@ -241,3 +242,7 @@ func DecodeRecords(r io.Reader, name string) ([]metrics.Record, error) {
 		}
 	}
 }
+
+// ClockSync is a shard's wall-clock synchronization state when it started
+// (kernel offset and error bounds), recorded in its manifest.
+type ClockSync = clock.Sync

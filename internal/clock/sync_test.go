@@ -1,12 +1,12 @@
-package bench
+package clock
 
 import (
 	"runtime"
 	"testing"
 )
 
-func TestReadClockSyncNamesItsSource(t *testing.T) {
-	c := ReadClockSync()
+func TestReadSyncNamesItsSource(t *testing.T) {
+	c := ReadSync()
 	want := "unknown"
 	if runtime.GOOS == "linux" {
 		want = "adjtimex"

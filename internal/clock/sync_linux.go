@@ -1,4 +1,4 @@
-package bench
+package clock
 
 import (
 	"syscall"
@@ -12,17 +12,17 @@ const (
 	timeError = 5 // adjtimex's return for an unsynchronized clock
 )
 
-func readClockSync() ClockSync {
+func readSync() Sync {
 	var tx syscall.Timex // Modes 0: read only
 	state, err := syscall.Adjtimex(&tx)
 	if err != nil {
-		return ClockSync{Source: "unknown"}
+		return Sync{Source: "unknown"}
 	}
 	offset := time.Duration(int64(tx.Offset)) * time.Microsecond
 	if int64(tx.Status)&staNano != 0 {
 		offset = time.Duration(int64(tx.Offset))
 	}
-	return ClockSync{
+	return Sync{
 		Source:       "adjtimex",
 		Synchronized: state != timeError && int64(tx.Status)&staUnsync == 0,
 		Offset:       offset,
