@@ -246,3 +246,17 @@ func DecodeRecords(r io.Reader, name string) ([]metrics.Record, error) {
 // ClockSync is a shard's wall-clock synchronization state when it started
 // (kernel offset and error bounds), recorded in its manifest.
 type ClockSync = clock.Sync
+
+// WriteShardManifest writes m beside the shard's records file, atomically,
+// and returns its path.
+func WriteShardManifest(recordsPath string, m *ShardManifest) (string, error) {
+	data, err := MarshalShardManifest(m)
+	if err != nil {
+		return "", err
+	}
+	path := ShardManifestPath(recordsPath)
+	if err := WriteAtomic(path, data, false); err != nil {
+		return "", fmt.Errorf("shard manifest: %w", err)
+	}
+	return path, nil
+}

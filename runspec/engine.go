@@ -203,6 +203,11 @@ func (e *Engine) options(changed func(string) bool, allowLong bool) (vllm.Option
 // and hands everything else to vllm.Resolve: the release's defaults,
 // validation texts, capacity and step model.
 func (e *Engine) Resolve(ctx context.Context, changed func(string) bool, env Env) (*ResolvedEngine, error) {
+	r, err := e.resolve(ctx, changed, env)
+	return r, FlagNames(err)
+}
+
+func (e *Engine) resolve(ctx context.Context, changed func(string) bool, env Env) (*ResolvedEngine, error) {
 	profile, err := e.check(changed)
 	if err != nil {
 		return nil, err
@@ -361,4 +366,60 @@ func (env Env) ResolveTokenizer(spec string) (string, error) {
 		return "", fmt.Errorf("--tokenizer %q is neither a file nor a model in the local Hugging Face cache (pass a tokenizer.json path): %w", spec, err)
 	}
 	return path, nil
+}
+
+// IsEngineFlag reports whether --name is one of the engine flags (what
+// sim and serve model of `vllm serve`).
+func IsEngineFlag(name string) bool {
+	fs := newFlagSet("engine")
+	new(Engine).Register(fs)
+	return fs.Lookup(name) != nil
+}
+
+// engineFlagTakesValue reports whether the engine flag --name takes a
+// value (not a boolean).
+func engineFlagTakesValue(name string) bool {
+	fs := newFlagSet("engine")
+	new(Engine).Register(fs)
+	f := fs.Lookup(name)
+	return f != nil && f.Value.Type() != "bool"
+}
+
+// SplitEngineArgs separates `vllm serve`'s engine flags (for sim and the
+// emulated server) from the rest (the workload, for sim and bench) in a
+// command line. --model goes to both: bench names the served model with
+// it.
+func SplitEngineArgs(args []string) (engineArgs, rest []string) {
+	args = CLIArgs(args)
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "--") || !IsEngineFlag(name) {
+			rest = append(rest, a)
+			continue
+		}
+		group := []string{a}
+		if !hasValue && engineFlagTakesValue(name) && i+1 < len(args) {
+			group = append(group, args[i+1])
+			i++
+		}
+		engineArgs = append(engineArgs, group...)
+		if name == "model" {
+			rest = append(rest, group...)
+		}
+	}
+	return engineArgs, rest
+}
+
+// CopyWorkload gives s from's workload section, flags given included.
+func (s *Spec) CopyWorkload(from *Spec) {
+	w := from.Clone().Workload
+	s.Workload = w
+	fs := newFlagSet("workload")
+	new(Workload).Register(fs)
+	fs.VisitAll(func(f *pflag.Flag) {
+		if from.set[f.Name] {
+			s.markSet(f.Name)
+		}
+	})
 }

@@ -1,6 +1,8 @@
 package runspec
 
 import (
+	"io"
+	"strings"
 	"time"
 
 	"github.com/servebench/servebench/perf"
@@ -33,6 +35,20 @@ type Env struct {
 	// Now is the clock the validator compares --start-at with (default
 	// time.Now).
 	Now func() time.Time
+	// DefaultTarget is where bench looks for a server when no --base-url,
+	// --host or --port is given (default vLLM's, 127.0.0.1:8000).
+	DefaultTarget string
+}
+
+// DefaultTargetAddr is vLLM's default server address.
+const DefaultTargetAddr = "127.0.0.1:8000"
+
+// Target is where bench looks for a server when none is given.
+func (env Env) Target() string {
+	if env.DefaultTarget == "" {
+		return DefaultTargetAddr
+	}
+	return env.DefaultTarget
 }
 
 // ReadEnv reads the environment through lookup (os.LookupEnv) and home
@@ -62,4 +78,41 @@ func (env Env) now() time.Time {
 		return env.Now()
 	}
 	return time.Now()
+}
+
+// IO is where a run writes and what stops it, beside its spec.
+type IO struct {
+	// Out takes the result block; Err progress lines, warnings and the
+	// paths written. nil discards.
+	Out, Err io.Writer
+	// In is read by a shard whose --start-at is "-".
+	In io.Reader
+	// Abort, closed after the run's context is canceled (a second
+	// Ctrl-C), cuts requests in flight off at once instead of after
+	// --interrupt-grace.
+	Abort <-chan struct{}
+	// Progress, when set, hears of every measured request and of the
+	// run's end, before the result is printed.
+	Progress Progress
+}
+
+// Progress follows a run: a progress bar, a log line every N requests.
+type Progress interface {
+	Update(done, total int)
+	Finish()
+}
+
+// Streams is io with nil writers and reader replaced by empty ones.
+func (o IO) Streams() (out, errw io.Writer, in io.Reader) {
+	out, errw, in = o.Out, o.Err, o.In
+	if out == nil {
+		out = io.Discard
+	}
+	if errw == nil {
+		errw = io.Discard
+	}
+	if in == nil {
+		in = strings.NewReader("")
+	}
+	return out, errw, in
 }

@@ -26,7 +26,19 @@ func flagValues(f *pflag.Flag, reveal bool) []string {
 	case pflag.SliceValue:
 		return v.GetSlice()
 	}
-	return []string{f.Value.String()}
+	s := f.Value.String()
+	if f.Value.Type() == "float64" {
+		// vLLM's spelling: --request-rate inf.
+		switch s {
+		case "+Inf":
+			s = "inf"
+		case "-Inf":
+			s = "-inf"
+		case "NaN":
+			s = "nan"
+		}
+	}
+	return []string{s}
 }
 
 // optFloat is a float flag that may be left unset (nil): a sampling

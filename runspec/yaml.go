@@ -68,7 +68,7 @@ func flagNode(f *pflag.Flag, reveal bool) *yaml.Node {
 	case "int", "int64":
 		return scalar(v, "!!int")
 	case "float64", "float":
-		if !strings.ContainsAny(v, "IN") { // +Inf and NaN are no YAML numbers
+		if !strings.ContainsAny(v, "infIN") { // inf and nan are no YAML numbers
 			return scalar(v, "!!float")
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	"sigs.k8s.io/yaml"
@@ -21,7 +22,7 @@ func TestK8sCommandsPrintManifests(t *testing.T) {
 		parallelism int32
 		indexed     bool
 	}{
-		{"bench", []string{"k8s", "bench", "--shards", "16", "--start-at", "2026-11-23T14:00:00Z", "--", "--base-url", "http://vllm:8000", "--request-rate", "2000"}, 2, 16, true},
+		{"bench", []string{"k8s", "bench", "--shards", "16", "--start-at", time.Now().Add(time.Hour).UTC().Format(time.RFC3339), "--", "--base-url", "http://vllm:8000", "--request-rate", "2000"}, 2, 16, true},
 		{"tune", []string{"k8s", "tune", "--workers", "8", "--storage", "postgresql://tune@pg/tune", "--", "--trials", "64"}, 1, 8, false},
 	}
 	for _, tt := range tests {

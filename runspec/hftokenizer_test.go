@@ -1,4 +1,4 @@
-package main
+package runspec
 
 import (
 	"os"
@@ -14,9 +14,9 @@ func TestResolveTokenizerSpecFromHFCache(t *testing.T) {
 	home := isolateEnv(t)
 	hub := filepath.Join(home, "hf", "hub")
 	t.Setenv("HF_HOME", filepath.Join(home, "hf"))
-	cacheModel(t, hub, id, filepath.Join("..", "..", "perf", "testdata", "moe", "Mixtral-8x7B-v0.1", "config.json"))
+	cacheModel(t, hub, id, filepath.Join("..", "perf", "testdata", "moe", "Mixtral-8x7B-v0.1", "config.json"))
 	snap := filepath.Join(hub, "models--acme--Tiny-Llama", "snapshots", "0123456789abcdef")
-	tokJSON, err := os.ReadFile(filepath.Join("..", "..", "tokenizer", "testdata", "tiny-llama3-style", "tokenizer.json"))
+	tokJSON, err := os.ReadFile(filepath.Join("..", "tokenizer", "testdata", "tiny-llama3-style", "tokenizer.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,15 +34,15 @@ func TestResolveTokenizerSpecFromHFCache(t *testing.T) {
 		{spec: "acme/Missing-7B", wantErr: filepath.Join(home, "hf", "hub")},
 	}
 	for _, tt := range tests {
-		got, err := resolveTokenizerSpec(tt.spec)
+		got, err := testEnv().ResolveTokenizer(tt.spec)
 		if tt.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("resolveTokenizerSpec(%q) error %v; want one naming %s", tt.spec, err, tt.wantErr)
+				t.Errorf("ResolveTokenizer(%q) error %v; want one naming %s", tt.spec, err, tt.wantErr)
 			}
 			continue
 		}
 		if err != nil || got != tt.want {
-			t.Errorf("resolveTokenizerSpec(%q) = %q, %v; want %q", tt.spec, got, err, tt.want)
+			t.Errorf("ResolveTokenizer(%q) = %q, %v; want %q", tt.spec, got, err, tt.want)
 		}
 	}
 }

@@ -1,6 +1,7 @@
-package main
+package runspec
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,7 +10,6 @@ import (
 
 	"github.com/servebench/servebench/engine"
 	"github.com/servebench/servebench/perf"
-	"github.com/spf13/pflag"
 )
 
 // isolateEnv keeps the user's Hugging Face cache and vLLM variables out of
@@ -24,25 +24,42 @@ func isolateEnv(t *testing.T) string {
 	return home
 }
 
-func buildEngineFlags(t *testing.T, args ...string) (*engineFlags, error) {
-	t.Helper()
-	isolateEnv(t)
-	f, _, _, err := buildInEnv(t, args...)
-	return f, err
+// testEnv is the environment the test set up.
+func testEnv() Env {
+	home, _ := os.UserHomeDir()
+	return ReadEnv(os.LookupEnv, home)
 }
 
-// buildInEnv parses and builds the engine flags in the environment the
-// test set up.
-func buildInEnv(t *testing.T, args ...string) (*engineFlags, perf.Deployment, perf.Capacity, error) {
+// resolveArgs parses a sim command line and resolves its engine in an
+// isolated environment.
+func resolveArgs(t *testing.T, args ...string) (*Spec, *ResolvedEngine, error) {
 	t.Helper()
-	var f engineFlags
-	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	f.register(fs)
-	if err := fs.Parse(vllmArgs(args)); err != nil {
+	isolateEnv(t)
+	return resolveInEnv(t, args...)
+}
+
+// resolveInEnv parses a sim command line and resolves its engine in the
+// environment the test set up.
+func resolveInEnv(t *testing.T, args ...string) (*Spec, *ResolvedEngine, error) {
+	t.Helper()
+	s, err := Parse(Sim, args)
+	if err != nil {
 		t.Fatalf("parsing %q: %v", args, err)
 	}
-	d, c, _, _, err := f.build()
-	return &f, d, c, err
+	s.Env = testEnv()
+	r, err := s.Engine.Resolve(context.Background(), s.ChangedFunc(), s.Env)
+	return s, r, err
+}
+
+// buildInEnv resolves a sim command line's engine and returns its
+// deployment and capacity.
+func buildInEnv(t *testing.T, args ...string) (*Spec, perf.Deployment, perf.Capacity, error) {
+	t.Helper()
+	s, r, err := resolveInEnv(t, args...)
+	if err != nil {
+		return s, perf.Deployment{}, perf.Capacity{}, err
+	}
+	return s, r.Deployment, r.Capacity, nil
 }
 
 // TestEngineFlagErrors: invalid combinations fail with vLLM's own text
@@ -91,7 +108,7 @@ func TestEngineFlagErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := buildEngineFlags(t, tc.args...)
+			_, _, err := resolveArgs(t, tc.args...)
 			if err == nil {
 				t.Fatalf("%q accepted", tc.args)
 			}
@@ -165,17 +182,11 @@ func TestEngineFlagDefaults(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			isolateEnv(t)
-			var f engineFlags
-			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-			f.register(fs)
-			if err := fs.Parse(vllmArgs(tc.args)); err != nil {
-				t.Fatal(err)
-			}
-			d, capacity, ec, model, err := f.build()
+			_, r, err := resolveArgs(t, tc.args...)
 			if err != nil {
 				t.Fatal(err)
 			}
+			d, capacity, ec, model := r.Deployment, r.Capacity, r.Engine, r.StepModel
 			if model == nil || ec.NumGPUBlocks != capacity.GPUBlocks || ec.NumGPUBlocks <= 0 || d.MaxModelLen != ec.MaxModelLen {
 				t.Fatalf("deployment %+v capacity %+v engine %+v", d, capacity, ec)
 			}
@@ -188,14 +199,14 @@ func TestEngineFlagDefaults(t *testing.T) {
 }
 
 func TestVLLMArgs(t *testing.T) {
-	got := vllmArgs([]string{"-tp", "2", "-pp=2", "--model", "x", "--", "-tp"})
+	got := VLLMArgs([]string{"-tp", "2", "-pp=2", "--model", "x", "--", "-tp"})
 	want := []string{"--tp", "2", "--pp=2", "--model", "x", "--", "-tp"}
 	if !slices.Equal(got, want) {
-		t.Errorf("vllmArgs = %q, want %q", got, want)
+		t.Errorf("VLLMArgs = %q, want %q", got, want)
 	}
-	f, err := buildEngineFlags(t, "--model", "Qwen2-7B", "-tp", "2")
-	if err != nil || f.tensorParallel != 2 {
-		t.Errorf("-tp 2: tensor parallel %d, %v", f.tensorParallel, err)
+	s, _, err := resolveArgs(t, "--model", "Qwen2-7B", "-tp", "2")
+	if err != nil || s.Engine.TensorParallel != 2 {
+		t.Errorf("-tp 2: tensor parallel %d, %v", s.Engine.TensorParallel, err)
 	}
 }
 
@@ -255,7 +266,7 @@ func cacheModel(t *testing.T, hub, id, configPath string) {
 // ~/.cache/huggingface/hub; a miss names every place it looked.
 func TestModelFromHFCache(t *testing.T) {
 	const id = "acme/Tiny-Mixtral"
-	config := filepath.Join("..", "..", "perf", "testdata", "moe", "Mixtral-8x7B-v0.1", "config.json")
+	config := filepath.Join("..", "perf", "testdata", "moe", "Mixtral-8x7B-v0.1", "config.json")
 	tests := []struct {
 		name  string
 		setup func(t *testing.T, home string)

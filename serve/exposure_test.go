@@ -1,4 +1,4 @@
-package main
+package serve
 
 import (
 	"net"
@@ -19,7 +19,7 @@ func TestExposureWarning(t *testing.T) {
 		{"a LAN address", &net.TCPAddr{IP: net.IPv4(10, 0, 0, 7), Port: 8000}, "", true},
 		{"all interfaces with a key", &net.TCPAddr{IP: net.IPv4zero, Port: 8000}, "k", false},
 	} {
-		got := exposureWarning(tc.addr, tc.apiKey)
+		got := ExposureWarning(tc.addr, tc.apiKey)
 		if (got != "") != tc.warn {
 			t.Errorf("%s: warning %q, want one: %v", tc.name, got, tc.warn)
 		}

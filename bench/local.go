@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -14,15 +14,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
-
 	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/runspec"
 )
-
-// maxLocalShards bounds --shards with --local: every shard is a process
-// with its own HTTP client pool on this machine.
-const maxLocalShards = 64
 
 // localStartDelay is how far after the last shard is ready the shared
 // start instant is set: enough for every process to read it and arm its
@@ -38,73 +32,55 @@ var localShardOwnFlags = map[string]bool{
 	"disable-tqdm": true, "base-url": true, "host": true, "port": true,
 }
 
-// runLocalShards runs `bench --shards N --local`: N copies of this binary,
-// each benchmarking shard I/N of the schedule against one target, started
-// together through a stdin barrier, then merged.
-func runLocalShards(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
-	out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	changed := cmd.Flags().Changed
-	n := f.shard.shards
-	switch {
-	case !f.shard.local:
-		return fmt.Errorf("--shards %d: add --local to run the shards on this machine (elsewhere run each with --shard I/%d)", n, n)
-	case n < 1 || n > maxLocalShards:
-		return fmt.Errorf("--shards %d: give 1 to %d local shard processes", n, maxLocalShards)
-	case changed("shard") || changed("start-at"):
-		return errors.New("--local runs every shard itself: drop --shard and --start-at")
+// RunLocalShards runs a spec's --shards N --local: N copies of this
+// program (os.Executable, which must be servebench), each benchmarking
+// shard I/N of the schedule against one target, started together through
+// a stdin barrier, then merged and printed as one run.
+func RunLocalShards(ctx context.Context, s *runspec.Spec, rio runspec.IO) error {
+	out, errw, _ := rio.Streams()
+	if err := s.Validate(); err != nil {
+		return err
 	}
-	metadata, err := f.output.validate()
+	metadata, err := s.Output.MetadataPairs()
 	if err != nil {
 		return err
 	}
-	if err := f.output.checkDirs(); err != nil {
+	if err := report.CheckOutputDirs(s.Output.Files()); err != nil {
 		return err
 	}
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("--local: cannot find this program to start the shards: %w", err)
 	}
-
 	// One target for every shard: an embedded emulator must run here, not
 	// once per shard.
-	baseURL := strings.TrimRight(f.baseURL, "/")
-	if baseURL == "" && !changed("host") && !changed("port") {
-		if serverAnswers(ctx, f.defaultTarget) {
-			baseURL = "http://" + f.defaultTarget
-		} else {
-			emulate := f.emulatedModel
-			if f.model != "" && !changed("emulated-model") {
-				emulate = f.model
-			}
-			target, err := startEmbeddedTarget(ctx, errw, emulate, f.emulatedGPU)
-			if err != nil {
-				return fmt.Errorf("--local: the built-in emulated server cannot start: %w (pass --base-url)", err)
-			}
-			defer target.stop()
-			baseURL = target.url
-			if f.model == "" {
-				f.model = target.model
-			}
-		}
-	} else if baseURL == "" {
-		baseURL = "http://" + f.host + ":" + strconv.Itoa(f.port)
+	baseURL, em, err := findTarget(ctx, s, errw)
+	if err != nil {
+		return fmt.Errorf("--local: %w", err)
 	}
-
-	dir, keep, err := localShardDir(f.output.resultDir)
+	model := s.Target.Model
+	if em != nil {
+		defer em.Close()
+		if model == "" {
+			model = em.Model
+		}
+	}
+	dir, keep, err := localShardDir(s.Output.ResultDir)
 	if err != nil {
 		return err
 	}
-	common := childArgs(cmd.Flags())
-	common = append(common, "--base-url="+baseURL, "--disable-tqdm", "--start-at="+startAtFromStdin, "--result-dir="+dir)
-	if f.model != "" && !changed("model") {
-		common = append(common, "--model="+f.model)
+	common := childArgs(s)
+	common = append(common, "--base-url="+baseURL, "--disable-tqdm", "--start-at="+runspec.StartAtFromStdin, "--result-dir="+dir)
+	if model != "" && !s.Changed("model") {
+		common = append(common, "--model="+model)
 	}
-	if !changed("server-metrics-interval") {
+	if !s.Changed("server-metrics-interval") {
 		// One scraper per shard would multiply the load on /metrics.
 		common = append(common, "--server-metrics-interval=0")
 	}
+	n := s.Shard.Shards
 	fmt.Fprintf(errw, "Running %d shard processes against %s; shard records and logs in %s\n", n, baseURL, dir)
-	if err := runShardProcesses(ctx, exe, common, n, dir); err != nil {
+	if err := runShardProcesses(ctx, exe, common, n, dir, rio.Abort); err != nil {
 		return fmt.Errorf("%w (shard logs in %s)", err, dir)
 	}
 	shards, err := report.LoadShards(dir)
@@ -115,11 +91,11 @@ func runLocalShards(ctx context.Context, cmd *cobra.Command, f *benchFlags) erro
 	if err != nil {
 		err = fmt.Errorf("%w (shard files in %s)", err, dir)
 		if ctx.Err() != nil {
-			return exitCodeError{code: 130, err: err}
+			return report.Interrupted(err)
 		}
 		return err
 	}
-	if err := writeMerged(out, errw, &f.output, metadata, merged); err != nil {
+	if err := report.WriteMerged(out, errw, s.Output.Files(), s.Output.Label, metadata, merged); err != nil {
 		return err
 	}
 	if !keep {
@@ -136,7 +112,7 @@ func localShardDir(resultDir string) (string, bool, error) {
 		return dir, false, err
 	}
 	base := filepath.Join(resultDir, "shards-"+time.Now().Format("20060102-150405"))
-	for attempt := 1; attempt <= maxNameAttempts; attempt++ {
+	for attempt := 1; attempt <= report.MaxNameAttempts; attempt++ {
 		dir := base
 		if attempt > 1 {
 			dir += "-" + strconv.Itoa(attempt)
@@ -152,22 +128,16 @@ func localShardDir(resultDir string) (string, bool, error) {
 	return "", false, fmt.Errorf("--result-dir %q: no free shards directory name", resultDir)
 }
 
-// childArgs repeats every flag the user set, except those the parent sets
-// per shard, in --name=value form (repeated for list flags).
-func childArgs(fs *pflag.FlagSet) []string {
+// childArgs repeats the spec's flags, except those the parent sets per
+// shard, in --name=value form (repeated for list flags).
+func childArgs(s *runspec.Spec) []string {
 	var args []string
-	fs.Visit(func(fl *pflag.Flag) {
-		if localShardOwnFlags[fl.Name] {
-			return
+	for _, a := range s.Args() {
+		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if !localShardOwnFlags[name] {
+			args = append(args, a)
 		}
-		if sv, ok := fl.Value.(pflag.SliceValue); ok {
-			for _, v := range sv.GetSlice() {
-				args = append(args, "--"+fl.Name+"="+v)
-			}
-			return
-		}
-		args = append(args, "--"+fl.Name+"="+fl.Value.String())
-	})
+	}
 	return args
 }
 
@@ -188,7 +158,7 @@ type shardProcess struct {
 
 // runShardProcesses starts n shards, waits until every one is ready to
 // send, hands them one start instant a second ahead, and waits for all.
-func runShardProcesses(ctx context.Context, exe string, common []string, n int, dir string) error {
+func runShardProcesses(ctx context.Context, exe string, common []string, n int, dir string, abort <-chan struct{}) error {
 	procs := make([]*shardProcess, n)
 	allExited := make(chan struct{})
 	exited := make(chan int, n)
@@ -239,7 +209,7 @@ func runShardProcesses(ctx context.Context, exe string, common []string, n int, 
 	// terminal's process group.
 	stop := context.AfterFunc(ctx, func() {
 		stopAll()
-		if abort := abortChannel(ctx); abort != nil {
+		if abort != nil {
 			select {
 			case <-abort:
 				stopAll()
@@ -270,7 +240,7 @@ func startShardProcess(exe string, common []string, i, n int, dir string) (*shar
 	args := append([]string{"bench", "--shard=" + strconv.Itoa(i) + "/" + strconv.Itoa(n)}, common...)
 	c := exec.Command(exe, args...)
 	// The shard must not take its index from a Job's environment.
-	c.Env = withoutEnv(os.Environ(), envShardCount, envCompletionIndex)
+	c.Env = withoutEnv(os.Environ(), runspec.EnvShardCount, runspec.EnvCompletionIndex)
 	ownProcessGroup(c)
 	logPath := filepath.Join(dir, fmt.Sprintf("shard-%d-of-%d.log", i, n))
 	log, err := os.Create(logPath)
@@ -314,7 +284,7 @@ func (p *shardProcess) scanStderr(r io.Reader) {
 			p.lastLine = line
 			p.mu.Unlock()
 		}
-		if !readied && strings.HasPrefix(line, shardReadyMarker) {
+		if !readied && strings.HasPrefix(line, ShardReadyMarker) {
 			readied = true
 			close(p.ready)
 		}

@@ -1,4 +1,4 @@
-package main
+package runspec
 
 import (
 	"strings"
@@ -28,7 +28,7 @@ func TestVLLMVersionFlag(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
-			f, err := buildEngineFlags(t, append([]string{"--model", "Qwen2-7B"}, c.args...)...)
+			_, r, err := resolveArgs(t, append([]string{"--model", "Qwen2-7B"}, c.args...)...)
 			if c.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), c.wantErr) || strings.Contains(err.Error(), "\n") {
 					t.Fatalf("error %v, want one line containing %q", err, c.wantErr)
@@ -38,7 +38,6 @@ func TestVLLMVersionFlag(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := f.resolved
 			if r.Profile.Release.String() != c.wantRelease || r.Engine.Version != c.wantEngine || r.Engine.LegacyRequeueOrder != c.wantLegacy {
 				t.Errorf("got %s, legacy order %v; want %s %s, %v", r.Profile.Name(), r.Engine.LegacyRequeueOrder, c.wantRelease, c.wantEngine, c.wantLegacy)
 			}
