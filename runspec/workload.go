@@ -172,8 +172,10 @@ func (w *Workload) checkRampRates(changed func(string) bool) error {
 	if len(missing) == 0 {
 		return nil
 	}
-	return option.Errorf("{ramp_up_strategy} %s needs %s: the rates at the first and last request, e.g. {ramp_up_start_rps} 1 {ramp_up_end_rps} 20",
-		w.RampUpStrategy, strings.Join(missing, " and "))
+	// The missing names go into the format as placeholders, so the CLI
+	// spells them as flags.
+	return option.Errorf("{ramp_up_strategy} %s needs "+strings.Join(missing, " and ")+": the rates at the first and last request, e.g. {ramp_up_start_rps} 1 {ramp_up_end_rps} 20",
+		w.RampUpStrategy)
 }
 
 func setIf(dst *int, v int) {

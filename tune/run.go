@@ -111,8 +111,10 @@ func (st *Study) targetName() string {
 	return st.Target
 }
 
-// check refuses options that cannot work, before anything is written.
+// check fills the defaults and refuses options that cannot work, before
+// anything is written.
 func (st *Study) check() error {
+	st.setDefaults()
 	switch t := st.targetName(); t {
 	case TargetSim, TargetEmbedded, targetLaunch:
 	default:
@@ -140,6 +142,32 @@ func (st *Study) check() error {
 		return err
 	}
 	return st.checkWorker()
+}
+
+// setDefaults fills what a library caller may leave zero with the CLI's
+// defaults.
+func (st *Study) setDefaults() {
+	if st.Name == "" {
+		st.Name = "default"
+	}
+	if st.Dir == "" {
+		st.Dir = "tune-" + st.Name
+	}
+	if st.Target == "" {
+		st.Target = TargetSim
+	}
+	if st.Sampler == "" {
+		st.Sampler = SamplerTPE
+	}
+	if st.Objective == "" {
+		st.Objective = "request_throughput"
+	}
+	if st.ParetoTTFT == "" {
+		st.ParetoTTFT = "p99_ttft_ms"
+	}
+	if st.StaleAfter <= 0 {
+		st.StaleAfter = time.Minute
+	}
 }
 
 // checkWorker refuses worker options that cannot work.
