@@ -173,20 +173,41 @@ func (s *Spec) HasFlag(name string) bool {
 }
 
 // Set sets --name to value as the command line would, and marks it given.
-func (s *Spec) Set(name, value string) error {
+func (s *Spec) Set(name, value string) error { return s.SetValues(name, value) }
+
+// SetValues sets --name as a command line repeating it once per value (a
+// list flag takes them all; another flag keeps the last), and marks it
+// given.
+func (s *Spec) SetValues(name string, values ...string) error {
 	c, sets := s.bound()
 	for _, fs := range sets {
 		if fs.Lookup(name) == nil {
 			continue
 		}
-		if err := fs.Set(name, value); err != nil {
-			return fmt.Errorf("--%s %q: %w", name, value, unwrapSetError(err))
+		for _, value := range values {
+			if err := fs.Set(name, value); err != nil {
+				return fmt.Errorf("--%s %q: %w", name, value, unwrapSetError(err))
+			}
 		}
 		c.markSet(name)
 		*s = *c
 		return nil
 	}
 	return unknownFlag(s.Kind, name, s.flagNames())
+}
+
+// Overlay sets on s every flag given on fs's command line (except the
+// names in skip), as if typed after what s already holds: a spec read
+// from a file, changed by flags.
+func (s *Spec) Overlay(fs *pflag.FlagSet, skip ...string) error {
+	var err error
+	fs.Visit(func(f *pflag.Flag) {
+		if err != nil || slices.Contains(skip, f.Name) {
+			return
+		}
+		err = s.SetValues(f.Name, flagValues(f, true)...)
+	})
+	return err
 }
 
 // unwrapSetError drops pflag's "invalid argument ... for ... flag:" prefix,

@@ -317,7 +317,7 @@ func (ex *executor) runPoint(ctx context.Context, i int) (map[string]any, error)
 	ex.report("start", i, 0)
 	ex.logger.Info("sweep point starting", "point", p.Name, "args", strings.Join(p.Args, " "))
 
-	if err := writeSpecYAML(filepath.Dir(path), ex.specs[i]); err != nil {
+	if err := WriteSpec(filepath.Dir(path), ex.specs[i]); err != nil {
 		return nil, err
 	}
 	result, err := ex.run(ctx, ex.specs[i], path)
@@ -463,8 +463,9 @@ func checkOwned(base *runspec.Spec) error {
 // SpecFile is the name of the run spec a point ran, beside its result.
 const SpecFile = "spec.yaml"
 
-// writeSpecYAML records the point's run spec, secrets masked, as YAML.
-func writeSpecYAML(dir string, s *runspec.Spec) error {
+// WriteSpec records a run spec in dir as SpecFile, secrets masked: what
+// ran, readable by people and by --spec.
+func WriteSpec(dir string, s *runspec.Spec) error {
 	data, err := s.YAML(false)
 	if err != nil {
 		return err

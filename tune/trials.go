@@ -59,6 +59,9 @@ func (p *prepared) runSeeded(ctx context.Context, t Trial, seed string) (*Outcom
 			return outcome, err
 		}
 	}
+	if err := sweep.WriteSpec(dir, target); err != nil {
+		return outcome, err
+	}
 	if p.st.SLASearch {
 		return p.searchRate(ctx, target, dir, outcome, after)
 	}

@@ -19,7 +19,10 @@ starts the built-in emulated vLLM server (emulating --model) on a free loopback 
 benchmarks that. Files are written only with --save-result, --records or --result-dir.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s := given(cmd, spec)
+			s, err := given(cmd, spec)
+			if err != nil {
+				return err
+			}
 			io := runIO(cmd)
 			io.Progress = newProgress(cmd.ErrOrStderr(), s.Client.DisableTqdm)
 			return bench.RunSpec(cmd.Context(), s, io)

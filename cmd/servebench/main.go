@@ -156,17 +156,39 @@ func runIO(cmd *cobra.Command) runspec.IO {
 }
 
 // specOf binds a spec of kind to cmd's flags: the command's flags are
-// the spec's sections.
+// the spec's sections, plus --spec to start from a spec file.
 func specOf(cmd *cobra.Command, kind runspec.Kind) *runspec.Spec {
 	s := &runspec.Spec{Kind: kind}
 	s.Register(cmd.Flags())
+	if kind != runspec.Merge {
+		cmd.Flags().String("spec", "", "run spec `FILE` (YAML, as sweep and tune write beside each run) to start from; flags given here change it")
+	}
 	return s
 }
 
 // given completes a spec bound by specOf once cobra parsed the command
-// line: the flags given, and the environment.
-func given(cmd *cobra.Command, s *runspec.Spec) *runspec.Spec {
-	s.MarkChanged(cmd.Flags())
+// line: the flags given (over --spec's file, when given), and the
+// environment.
+func given(cmd *cobra.Command, s *runspec.Spec) (*runspec.Spec, error) {
+	if path, _ := cmd.Flags().GetString("spec"); path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("--spec: %w", err)
+		}
+		file, err := runspec.ParseYAML(data)
+		if err != nil {
+			return nil, fmt.Errorf("--spec %s: %w", path, err)
+		}
+		if file.Kind != s.Kind {
+			return nil, fmt.Errorf("--spec %s is a %s run; use servebench %s --spec %s", path, file.Kind, file.Kind, path)
+		}
+		if err := file.Overlay(cmd.Flags(), "spec"); err != nil {
+			return nil, err
+		}
+		s = file
+	} else {
+		s.MarkChanged(cmd.Flags())
+	}
 	s.Env = readEnv()
-	return s
+	return s, nil
 }

@@ -22,8 +22,12 @@ exactly one record, then computes the result from all records: percentiles come 
 record, never from per-shard percentiles.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o := &given(cmd, spec).Output
-			if err := spec.Validate(); err != nil {
+			s, err := given(cmd, spec)
+			if err != nil {
+				return err
+			}
+			o := &s.Output
+			if err := s.Validate(); err != nil {
 				return err
 			}
 			metadata, err := o.MetadataPairs()

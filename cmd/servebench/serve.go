@@ -41,7 +41,10 @@ Test a router against several emulated replicas:
 			if help, _ := cmd.Flags().GetBool("help"); help {
 				return cmd.Help()
 			}
-			s := given(cmd, spec)
+			s, err := given(cmd, spec)
+			if err != nil {
+				return err
+			}
 			switch args := cmd.Flags().Args(); {
 			case len(args) > 1:
 				return fmt.Errorf("serve takes at most one positional argument (the model), got %d: %s", len(args), strings.Join(args, " "))

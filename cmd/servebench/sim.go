@@ -20,7 +20,11 @@ model and GPU. Takes bench's workload flags and vllm serve's engine flags, and p
 result block and JSON as bench, so predicted and measured runs compare line by line.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return sim.RunSpec(cmd.Context(), given(cmd, spec), runIO(cmd))
+			s, err := given(cmd, spec)
+			if err != nil {
+				return err
+			}
+			return sim.RunSpec(cmd.Context(), s, runIO(cmd))
 		},
 	}
 	spec = specOf(cmd, runspec.Sim)

@@ -33,6 +33,7 @@ const (
 const (
 	flagsMount   = "/etc/servebench"
 	flagsKey     = "flags"
+	specKey      = "spec.yaml"
 	recordsMount = "/records"
 )
 
@@ -71,7 +72,8 @@ type Bench struct {
 	Common
 	Shards int
 	// Spec is the bench run every shard runs its part of (workload,
-	// target, seed); the shard, --start-at and --result-dir are set here.
+	// target, seed), handed to the pods as YAML in a ConfigMap; the shard,
+	// --start-at and --result-dir are set here.
 	Spec    *runspec.Spec
 	StartAt time.Time
 	// Claim is an existing ReadWriteMany PersistentVolumeClaim; empty
@@ -144,11 +146,15 @@ func (b Bench) Objects() ([]runtime.Object, error) {
 		objs = append(objs, pvc)
 		claim = pvc.Name
 	}
+	spec, err := b.Spec.YAML(true)
+	if err != nil {
+		return nil, err
+	}
 	cm := &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: b.meta("-flags", "flags"),
 		Data: map[string]string{
-			flagsKey:   ShellJoin(b.Spec.Args()) + "\n",
+			specKey:    string(spec),
 			"start-at": b.StartAt.UTC().Format(time.RFC3339Nano),
 			"shards":   strconv.Itoa(b.Shards),
 		},
@@ -179,9 +185,10 @@ func (b Bench) Objects() ([]runtime.Object, error) {
 					Volumes:       volumes,
 					Containers: []corev1.Container{{
 						Name: "shard", Image: b.Image, Command: []string{"/bin/sh", "-c"},
-						// eval re-reads the ConfigMap's shell-quoted flags as words.
-						Args: []string{fmt.Sprintf(`eval "set -- $(cat %s/%s)" && mkdir -p %s && exec servebench bench --start-at "$(cat %s/start-at)" --result-dir %s --disable-tqdm "$@"`,
-							flagsMount, flagsKey, runDir, flagsMount, runDir)},
+						// Every shard runs the one spec; the shard comes from
+						// the environment.
+						Args: []string{fmt.Sprintf(`mkdir -p %s && exec servebench bench --spec %s/%s --start-at "$(cat %s/start-at)" --result-dir %s --disable-tqdm`,
+							runDir, flagsMount, specKey, flagsMount, runDir)},
 						Env:          []corev1.EnvVar{{Name: EnvShardCount, Value: strconv.Itoa(b.Shards)}},
 						VolumeMounts: mounts,
 						Resources:    resources,

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -148,11 +149,10 @@ func TestBenchManifests(t *testing.T) {
 			if cm == nil || cm.Data["start-at"] != "2026-11-23T14:00:00Z" || cm.Data["shards"] != itoa(tt.shards) {
 				t.Fatalf("ConfigMap %+v", cm)
 			}
-			// The shell must give the flags back word for word.
-			cmd := exec.Command("/bin/sh", "-c", `eval "set -- $FLAGS"; printf '%s\n' "$@"`)
-			cmd.Env = []string{"FLAGS=" + cm.Data["flags"]}
-			if out, err := cmd.Output(); err != nil || strings.Join(b.Spec.Args(), "\n")+"\n" != string(out) {
-				t.Errorf("flags through the shell: %q (%v), want %q", out, err, b.Spec.Args())
+			// The pods read back the very spec, quote and all.
+			back, err := runspec.ParseYAML([]byte(cm.Data["spec.yaml"]))
+			if err != nil || !slices.Equal(back.Args(), b.Spec.Args()) {
+				t.Errorf("spec.yaml reads back as %q (%v), want %q:\n%s", back.Args(), err, b.Spec.Args(), cm.Data["spec.yaml"])
 			}
 
 			shards := jobs["run1-shards"]
@@ -171,7 +171,7 @@ func TestBenchManifests(t *testing.T) {
 				t.Errorf("shard env %+v: want %s=%d", c.Env, EnvShardCount, tt.shards)
 			}
 			script := strings.Join(c.Args, " ")
-			for _, want := range []string{"servebench bench", "--start-at", "--result-dir /records/run1", `"$@"`} {
+			for _, want := range []string{"servebench bench --spec /etc/servebench/spec.yaml", "--start-at", "--result-dir /records/run1"} {
 				if !strings.Contains(script, want) {
 					t.Errorf("shard command %q lacks %q", script, want)
 				}
