@@ -261,3 +261,35 @@ func FuzzParseYAML(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRedactedArgsNeverLeakAHeaderValue: whatever a --header holds, the
+// masked forms of a spec never show a credential header's value.
+func FuzzRedactedArgsNeverLeakAHeaderValue(f *testing.F) {
+	f.Add("Authorization", "Bearer abcdefgh", true)
+	f.Add("X-Api-Key", "k:=v", false)
+	f.Fuzz(func(t *testing.T, name, value string, colon bool) {
+		sep := "="
+		if colon {
+			sep = ": "
+		}
+		item := name + sep + value
+		s, err := Parse(Bench, []string{"--header", item})
+		if err != nil || s.Validate() != nil {
+			return
+		}
+		h := s.Target.Headers[0]
+		if !h.Credential() || len(strings.TrimSpace(h.Value)) < minSecretLen {
+			return
+		}
+		y, err := s.YAML(false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, text := range []string{strings.Join(s.RedactedArgs(), " "), string(y), fmt.Sprint(s.Target.Headers)} {
+			masked := strings.ReplaceAll(text, "[REDACTED]", "")
+			if strings.Contains(masked, h.Value) && !strings.Contains(h.Name, h.Value) && !strings.Contains("--header=", h.Value) {
+				t.Errorf("masked form %q shows the value %q of %q", text, h.Value, item)
+			}
+		}
+	})
+}

@@ -116,8 +116,26 @@ func (t *Target) check() error {
 			_, err := ParseHeader(h.Value)
 			return fmt.Errorf("--header (item %d): %w", i+1, err)
 		}
+		if !isToken(h.Name) {
+			return fmt.Errorf("--header (item %d): name %q is not an HTTP header name; use letters, digits and -", i+1, h.Name)
+		}
 	}
 	return nil
+}
+
+// isToken reports whether s is an HTTP token (RFC 9110's tchar), what a
+// header name must be.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range []byte(s) {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // Client is how bench sends requests: warmups, time limits, connection
