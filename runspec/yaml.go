@@ -3,6 +3,7 @@ package runspec
 import (
 	"bytes"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -68,6 +69,9 @@ func flagNode(f *pflag.Flag, reveal bool) *yaml.Node {
 	case "int", "int64":
 		return scalar(v, "!!int")
 	case "float64", "float":
+		if _, err := strconv.ParseInt(v, 10, 64); err == nil {
+			return scalar(v, "!!int") // 2000, not !!float 2000
+		}
 		if !strings.ContainsAny(v, "infIN") { // inf and nan are no YAML numbers
 			return scalar(v, "!!float")
 		}
