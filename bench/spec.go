@@ -61,22 +61,7 @@ type specRun struct {
 }
 
 func (r *specRun) run(ctx context.Context) error {
-	s := r.spec
-	var err error
-	if r.work, err = s.ResolveWorkload(); err != nil {
-		return err
-	}
-	if r.shard, err = s.ShardPlan(); err != nil {
-		return err
-	}
-	files := s.Output.Files()
-	if r.shard != nil && files.Records == "" {
-		files.Records = r.shard.RecordsPath
-	}
-	if err := report.CheckOutputDirs(files); err != nil {
-		return err
-	}
-	extra, err := s.Client.RequestExtras()
+	files, extra, err := r.check()
 	if err != nil {
 		return err
 	}
@@ -85,9 +70,9 @@ func (r *specRun) run(ctx context.Context) error {
 		return err
 	}
 	defer stopTarget()
-	r.header = requestHeader(s)
+	r.header = requestHeader(r.spec)
 	r.httpClient = &http.Client{Timeout: 30 * time.Second}
-	if s.Target.Insecure {
+	if r.spec.Target.Insecure {
 		r.httpClient.Transport = insecureTransport()
 	}
 	cl, err := r.newClient(ctx, extra)
@@ -99,13 +84,13 @@ func (r *specRun) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	total, scheduleHash := len(reqs), ""
+	sh := shardRun{total: len(reqs)}
 	if r.shard != nil {
-		if reqs, scheduleHash, err = selectShard(r.shard, reqs); err != nil {
+		if reqs, sh.hash, err = selectShard(r.shard, reqs); err != nil {
 			return err
 		}
 	}
-	info, err := s.RunInfo(s.Target.Backend, r.modelID, tokName, r.work)
+	info, err := r.spec.RunInfo(r.spec.Target.Backend, r.modelID, tokName, r.work)
 	if err != nil {
 		return err
 	}
@@ -115,7 +100,7 @@ func (r *specRun) run(ctx context.Context) error {
 	}
 	defer outs.Close()
 	cfg := r.config(cl, reqs, tok, outs)
-	if !s.Client.SkipTestRequest || cfg.ReadyCheckTimeout > 0 {
+	if !r.spec.Client.SkipTestRequest || cfg.ReadyCheckTimeout > 0 {
 		if err := r.initialTest(ctx, &cfg, outs); err != nil {
 			return err
 		}
@@ -127,33 +112,73 @@ func (r *specRun) run(ctx context.Context) error {
 		fmt.Fprint(r.out, vocab.preambleLine())
 	}
 	cfg.Scraper = r.scraper(ctx)
-	var clock ClockSync
-	if r.shard != nil {
-		clock = ReadClockSync()
-		if cfg.StartAt, err = waitForStart(r.shard, r.in, r.errw); err != nil {
-			return err
-		}
-	}
-	if p := r.io.Progress; p != nil {
-		cfg.OnRecord = p.Update
-	}
-	res, err := Run(ctx, cfg)
-	if p := r.io.Progress; p != nil {
-		p.Finish()
-	}
+	res, err := r.measure(ctx, cfg, &sh)
 	if err != nil {
 		return err
 	}
 	info.Interrupted = res.Interrupted
-	if r.shard != nil {
-		m := ShardManifest(r.shard, outs.RecordsPath, scheduleHash, total, len(reqs), &info, r.work, clock)
-		m.Started, m.StartLate, m.Duration, m.Interrupted, m.NotSent = res.Started, res.StartLate, res.Summary.Duration, res.Interrupted, res.NotSent
-		fmt.Fprintln(r.errw, shardStatusLine(r.shard, clock, res.StartLate))
-		if err := WriteShardManifest(r.errw, outs.RecordsPath, m); err != nil {
-			return err
-		}
+	if err := r.writeShardManifest(&sh, res, outs.RecordsPath, len(reqs), &info); err != nil {
+		return err
 	}
 	return r.writeResult(info, res, outs)
+}
+
+// check resolves what the run needs before it touches the target: the
+// workload, the shard, writable destinations and the request extras.
+func (r *specRun) check() (report.OutputOptions, map[string]any, error) {
+	s := r.spec
+	files := s.Output.Files()
+	var err error
+	if r.work, err = s.ResolveWorkload(); err != nil {
+		return files, nil, err
+	}
+	if r.shard, err = s.ShardPlan(); err != nil {
+		return files, nil, err
+	}
+	if r.shard != nil && files.Records == "" {
+		files.Records = r.shard.RecordsPath
+	}
+	if err := report.CheckOutputDirs(files); err != nil {
+		return files, nil, err
+	}
+	extra, err := s.Client.RequestExtras()
+	return files, extra, err
+}
+
+// shardRun is what a shard's manifest needs of its run.
+type shardRun struct {
+	total int       // the unsharded schedule's requests
+	hash  string    // its fingerprint
+	clock ClockSync // the wall clock's sync state at the start
+}
+
+// measure waits for a shard's start instant, then runs the benchmark
+// with the progress hooked in.
+func (r *specRun) measure(ctx context.Context, cfg Config, sh *shardRun) (*Result, error) {
+	if r.shard != nil {
+		sh.clock = ReadClockSync()
+		var err error
+		if cfg.StartAt, err = waitForStart(r.shard, r.in, r.errw); err != nil {
+			return nil, err
+		}
+	}
+	if p := r.io.Progress; p != nil {
+		cfg.OnRecord = p.Update
+		defer p.Finish()
+	}
+	return Run(ctx, cfg)
+}
+
+// writeShardManifest says how the shard started and writes its manifest,
+// for a sharded run.
+func (r *specRun) writeShardManifest(sh *shardRun, res *Result, recordsPath string, sent int, info *report.RunInfo) error {
+	if r.shard == nil {
+		return nil
+	}
+	m := ShardManifest(r.shard, recordsPath, sh.hash, sh.total, sent, info, r.work, sh.clock)
+	m.Started, m.StartLate, m.Duration, m.Interrupted, m.NotSent = res.Started, res.StartLate, res.Summary.Duration, res.Interrupted, res.NotSent
+	fmt.Fprintln(r.errw, shardStatusLine(r.shard, sh.clock, res.StartLate))
+	return WriteShardManifest(r.errw, recordsPath, m)
 }
 
 // config is the benchmark's configuration for the built requests.
