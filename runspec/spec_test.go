@@ -293,3 +293,32 @@ func FuzzRedactedArgsNeverLeakAHeaderValue(f *testing.F) {
 		}
 	})
 }
+
+// TestRedactedArgsMaskCredentials: credential header values (either form,
+// inline or not), unparsable headers, credential-named metadata and URL
+// passwords are masked; harmless headers, metadata and other flags stay.
+func TestRedactedArgsMaskCredentials(t *testing.T) {
+	tests := []struct {
+		name string
+		in   []string
+		want []string
+	}{
+		{"equals form", []string{"--header", "Authorization=Bearer sk-123456"}, []string{"--header=Authorization: [REDACTED]"}},
+		{"colon form", []string{"--header", "Authorization: Bearer sk-123456"}, []string{"--header=Authorization: [REDACTED]"}},
+		{"inline flag", []string{"--header=X-Api-Key: abcdef"}, []string{"--header=X-Api-Key: [REDACTED]"}},
+		{"cookie and token", []string{"--header", "Cookie=session=1", "--header", "X-Auth-Token=zzzz"}, []string{"--header=Cookie: [REDACTED]", "--header=X-Auth-Token: [REDACTED]"}},
+		{"harmless header kept", []string{"--header", "X-Request-Source=ci"}, []string{"--header=X-Request-Source: ci"}},
+		{"unparsable header masked whole", []string{"--header", "Bearer sk-123456"}, []string{"--header=[REDACTED]"}},
+		{"credential metadata", []string{"--metadata", "api_key=abcd", "--metadata", "gpu=h100"}, []string{"--metadata=api_key=[REDACTED]", "--metadata=gpu=h100"}},
+		{"URL password", []string{"--base-url", "http://user:hunter22@127.0.0.1:8000"}, []string{"--base-url=http://user:xxxxx@127.0.0.1:8000"}},
+		{"other flags untouched", []string{"--num-prompts", "10", "--model", "m"}, []string{"--model=m", "--num-prompts=10"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := mustParse(t, Bench, tt.in).RedactedArgs()
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("RedactedArgs of %q = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}

@@ -133,8 +133,8 @@ func newK8sTuneCmd() *cobra.Command {
 }
 
 // checkTuneFlags parses a worker's command line (tune flags, then after
-// "--" the fixed engine and workload flags) as the pods will, and returns
-// it with the fixed flags written back in canonical form.
+// "--" the fixed engine and workload flags) as the pods will, so a flag
+// they would refuse fails here, and returns it for the ConfigMap.
 func checkTuneFlags(args []string) ([]string, error) {
 	own, fixed := args, []string(nil)
 	if i := slices.Index(args, "--"); i >= 0 {
