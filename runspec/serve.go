@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/servebench/servebench/internal/redact"
 	"github.com/servebench/servebench/perf"
 )
 
@@ -79,6 +80,8 @@ func (s *Server) check(changed func(string) bool) error {
 		return fmt.Errorf("--max-connections %d: give a positive number, or 0 for no cap", s.MaxConnections)
 	case s.Port < 0 || s.Port > 65535:
 		return fmt.Errorf("--port %d: give a port between 0 and 65535", s.Port)
+	case s.APIKey.Reveal() == redact.Mask:
+		return fmt.Errorf("--api-key is the mask of a saved spec; pass the real key with --api-key")
 	case changed("stats-interval") && s.StatsInterval < 0:
 		return fmt.Errorf("--stats-interval %v: give a positive period, or 0 to disable", s.StatsInterval)
 	}

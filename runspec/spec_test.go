@@ -322,3 +322,28 @@ func TestRedactedArgsMaskCredentials(t *testing.T) {
 		})
 	}
 }
+
+// TestMaskedSecretsAreNotSent: a spec read back from its masked YAML (a
+// sweep point's spec.yaml) is refused until the real secrets are given.
+func TestMaskedSecretsAreNotSent(t *testing.T) {
+	for _, tc := range []struct {
+		kind Kind
+		args []string
+		want string
+	}{
+		{Bench, []string{"--header", "Authorization: Bearer sk-1234"}, "--header Authorization: its value is the mask"},
+		{Serve, []string{"--api-key", "key-1234"}, "--api-key is the mask"},
+	} {
+		y, err := mustParse(t, tc.kind, tc.args).YAML(false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := ParseYAML(y)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := back.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s spec from masked YAML: %v, want %q", tc.kind, err, tc.want)
+		}
+	}
+}

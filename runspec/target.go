@@ -119,6 +119,9 @@ func (t *Target) check() error {
 		if !isToken(h.Name) {
 			return fmt.Errorf("--header (item %d): name %q is not an HTTP header name; use letters, digits and -", i+1, h.Name)
 		}
+		if h.Value == redact.Mask {
+			return fmt.Errorf("--header %s: its value is the mask of a saved spec; pass the real value with --header", h.Name)
+		}
 	}
 	return nil
 }
