@@ -197,7 +197,9 @@ func Lookup(version string, eng engine.Version) (Profile, error) {
 		return Profile{}, err
 	}
 	for _, l := range lines {
-		if rel.less(l.First) || l.Through > 0 && (rel.Major > l.First.Major || rel.Minor > l.Through) {
+		// The open-ended line holds the releases after it of the same
+		// major version: a 1.0 or a 9.9 is no release anyone profiled.
+		if rel.less(l.First) || rel.Major > l.First.Major || l.Through > 0 && rel.Minor > l.Through {
 			continue
 		}
 		if !full && l.Representative.Major == rel.Major && l.Representative.Minor == rel.Minor {
