@@ -14,6 +14,7 @@ import (
 	"github.com/servebench/servebench/report"
 	"github.com/servebench/servebench/sim"
 	"github.com/servebench/servebench/tokenizer"
+	"github.com/servebench/servebench/validate"
 	"github.com/servebench/servebench/vllm"
 	"github.com/servebench/servebench/workload"
 )
@@ -160,8 +161,9 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 		return nil
 	}
 	var res *sim.Result
+	var expected [][2]string
 	extra := report.Section{Key: "engine"}
-	writeSection := func(w io.Writer) error { return writeEngineSection(w, res) }
+	writeSection := func(w io.Writer) error { return writeEngineSection(w, res, expected) }
 	if topo != nil {
 		extra, writeSection, err = runTopology(ctx, *topo, stream, add)
 	} else {
@@ -182,6 +184,9 @@ func runSim(ctx context.Context, cmd *cobra.Command, f *simFlags) error {
 	// Duration as bench measures it: from the run's zero to the last
 	// completion, so simulated and measured throughputs compare directly.
 	summary := recorder.Summary(recorder.LastEnd())
+	if res != nil {
+		expected = expectedErrorRows(dep.GPU.Name, simRegime(f.throughput, spec.NumPrompts, arrivals, f.workload.maxConcurrency, &summary))
+	}
 	if shard != nil {
 		hash, err := stream.ScheduleHash()
 		if err != nil {
@@ -251,7 +256,36 @@ func simEngineJSON(res *sim.Result, ec engine.Config, profile vllm.Profile, mode
 	return e
 }
 
-func writeEngineSection(w io.Writer, res *sim.Result) error {
+// simRegime is the regime of a sim run by the corpus' rule
+// (validate.ClassifyRegime), from its own setup and figures.
+func simRegime(throughput bool, numPrompts int, arrivals workload.Arrivals, maxConcurrency int, s *metrics.Summary) validate.Regime {
+	in := validate.RegimeInput{Benchmark: validate.BenchmarkServing, NumPrompts: numPrompts, RequestRate: arrivals.Rate,
+		MaxConcurrency: maxConcurrency, DurationS: s.Duration.Seconds(), MeanE2ELMs: s.E2EL.Mean}
+	if throughput {
+		in.Benchmark = validate.BenchmarkThroughput
+	}
+	if arrivals.RampUp != "" {
+		in.RequestRate = (arrivals.RampStart + arrivals.RampEnd) / 2
+	}
+	if s.Completed > 0 {
+		in.InputLen = float64(s.TotalInput) / float64(s.Completed)
+		in.OutputLen = float64(s.TotalOutput) / float64(s.Completed)
+	}
+	regime, _ := validate.ClassifyRegime(in)
+	return regime
+}
+
+// expectedErrorRows quote the corpus' holdout error for the run's GPU class
+// and regime, from the committed expected-error file.
+func expectedErrorRows(gpu string, regime validate.Regime) [][2]string {
+	e, err := validate.LoadExpected()
+	if err != nil {
+		return [][2]string{{"Expected error:", "unavailable (" + err.Error() + ")"}}
+	}
+	return e.ExpectedRows(gpu, regime)
+}
+
+func writeEngineSection(w io.Writer, res *sim.Result, expected [][2]string) error {
 	hit := 0.0
 	if res.Engine.PrefixQueries > 0 {
 		hit = 100 * float64(res.Engine.PrefixHits) / float64(res.Engine.PrefixQueries)
@@ -261,14 +295,14 @@ func writeEngineSection(w io.Writer, res *sim.Result) error {
 	if res.Steps > 0 {
 		hostBound = 100 * float64(res.HostBoundSteps) / float64(res.Steps)
 	}
-	return report.WriteSection(w, "Simulated Engine", [][2]string{
+	return report.WriteSection(w, "Simulated Engine", append([][2]string{
 		{"Engine steps:", fmt.Sprint(res.Steps)},
 		{"Preemptions:", fmt.Sprint(res.Preemptions)},
 		{"Prefix cache hit rate (%):", fmt.Sprintf("%.2f", hit)},
 		{"Max running / waiting / swapped:", fmt.Sprintf("%d / %d / %d", m.Running, m.Waiting, m.Swapped)},
 		{"Max GPU KV cache usage (%):", fmt.Sprintf("%.1f", 100*m.KVUsage)},
 		{"Host-bound steps (%):", fmt.Sprintf("%.1f", hostBound)},
-	})
+	}, expected...))
 }
 
 func writeSimStatsLine(w io.Writer, ec engine.Config, instance string, s sim.StatsSample) {
