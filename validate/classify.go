@@ -67,10 +67,10 @@ const (
 	// decodeOutputRatio: an offline run whose outputs are at least this
 	// many times its prompts measures decode.
 	decodeOutputRatio = 4
-	// highConcurrency: a client concurrency cap of at least this many
-	// requests, with requests sent as fast as the cap allows, keeps the
-	// server saturated.
-	highConcurrency = 64
+	// highConcurrency: at least this many requests in flight saturate the
+	// server: a concurrency cap kept full, or a rate-paced run's mean
+	// concurrency by Little's law (rate × mean request latency).
+	highConcurrency = 32
 	// fellBehindSlack: a rate-paced run whose duration exceeds the arrival
 	// span by more than this share (plus one mean request) fell behind its
 	// arrivals.
@@ -101,13 +101,16 @@ type RegimeInput struct {
 //     offline-mixed.
 //   - serving: serving-saturated when every request is sent at once (rate
 //     inf with no concurrency cap below the prompt count, more than one
-//     prompt), when a concurrency cap of 64 or more is kept full (rate
-//     inf), or when a rate-paced run fell behind its arrivals: its
-//     duration exceeds 1.1 × num_prompts / rate plus one mean request
-//     latency. Otherwise serving-low.
+//     prompt), when a concurrency cap of 32 or more is kept full (rate
+//     inf), or, for a rate-paced run, when it held 32 or more requests in
+//     flight on average (rate × mean request latency, Little's law) or fell
+//     behind its arrivals (its duration exceeds 1.1 × num_prompts / rate
+//     plus one mean request latency). Otherwise serving-low.
 //
-// ok is false when the rule cannot decide (a rate-paced run without a
-// duration).
+// The mean request latency is mean_e2el_ms, else mean TTFT plus (output
+// tokens − 1) × mean TPOT, else the same from the medians when a run
+// printed only those. ok is false when the rule cannot decide: a
+// rate-paced run with neither a latency nor a duration.
 func ClassifyRegime(in RegimeInput) (Regime, bool) {
 	if in.Benchmark == BenchmarkThroughput || in.Benchmark == BenchmarkLatency {
 		switch {
@@ -127,7 +130,13 @@ func ClassifyRegime(in RegimeInput) (Regime, bool) {
 		}
 		return ServingLow, true
 	}
+	if in.MeanE2ELMs > 0 && in.RequestRate*in.MeanE2ELMs/1e3 >= highConcurrency {
+		return ServingSaturated, true
+	}
 	if in.DurationS <= 0 {
+		if in.MeanE2ELMs > 0 {
+			return ServingLow, true
+		}
 		return "", false
 	}
 	span := float64(in.NumPrompts) / in.RequestRate
@@ -162,15 +171,26 @@ func regimeInput(r *Run, inputLen, outputLen int, figs map[string]float64) Regim
 			in.DurationS = n / rps
 		}
 	}
-	in.MeanE2ELMs = figs["mean_e2el_ms"]
+	in.MeanE2ELMs = requestLatency(figs, "mean", in.OutputLen)
 	if in.MeanE2ELMs <= 0 {
-		ttft, okT := figs["mean_ttft_ms"]
-		tpot, okP := figs["mean_tpot_ms"]
-		if okT && okP {
-			in.MeanE2ELMs = ttft + max(in.OutputLen-1, 0)*tpot
-		}
+		// Some posts print medians only: the typical request instead.
+		in.MeanE2ELMs = requestLatency(figs, "median", in.OutputLen)
 	}
 	return in
+}
+
+// requestLatency is a run's request latency by one statistic (mean or
+// median): its E2E figure, else TTFT plus the remaining tokens at TPOT.
+func requestLatency(figs map[string]float64, stat string, outputLen float64) float64 {
+	if v := figs[stat+"_e2el_ms"]; v > 0 {
+		return v
+	}
+	ttft, okT := figs[stat+"_ttft_ms"]
+	tpot, okP := figs[stat+"_tpot_ms"]
+	if okT && okP {
+		return ttft + max(outputLen-1, 0)*tpot
+	}
+	return 0
 }
 
 // lookupGPU is perf's name for a catalog GPU.
@@ -192,4 +212,15 @@ func releaseOf(version string) (string, bool) {
 		return version, true
 	}
 	return m[1], m[2] == ""
+}
+
+// simRelease is the release sim simulates the run as: sim_vllm_version,
+// else vllm_version, a post, dev or local build as the release it carries
+// the number of.
+func (r *Run) simRelease() string {
+	if r.SimVLLMVersion != "" {
+		return r.SimVLLMVersion
+	}
+	base, _ := releaseOf(r.VLLMVersion)
+	return base
 }

@@ -21,18 +21,36 @@ func TestClassifyRegime(t *testing.T) {
 		{"serving, one prompt", RegimeInput{Benchmark: BenchmarkServing, NumPrompts: 1, RequestRate: inf}, ServingLow, true},
 		{"serving, all at once", RegimeInput{Benchmark: BenchmarkServing, NumPrompts: 1000, RequestRate: inf}, ServingSaturated, true},
 		{"serving, cap above the prompts", RegimeInput{Benchmark: BenchmarkServing, NumPrompts: 50, RequestRate: inf, MaxConcurrency: 50}, ServingSaturated, true},
-		{"serving, cap 64", RegimeInput{Benchmark: BenchmarkServing, NumPrompts: 640, RequestRate: inf, MaxConcurrency: 64}, ServingSaturated, true},
+		{"serving, cap 32", RegimeInput{Benchmark: BenchmarkServing, NumPrompts: 100, RequestRate: inf, MaxConcurrency: 32}, ServingSaturated, true},
 		{"serving, cap 8", RegimeInput{Benchmark: BenchmarkServing, NumPrompts: 640, RequestRate: inf, MaxConcurrency: 8}, ServingLow, true},
 		{"serving, kept up", RegimeInput{Benchmark: BenchmarkServing, NumPrompts: 1000, RequestRate: 4, DurationS: 252, MeanE2ELMs: 2000}, ServingLow, true},
 		{"serving, fell behind", RegimeInput{Benchmark: BenchmarkServing, NumPrompts: 1000, RequestRate: 4, DurationS: 473.62, MeanE2ELMs: 121893}, ServingSaturated, true},
-		{"serving, short run with long requests", RegimeInput{Benchmark: BenchmarkServing, NumPrompts: 50, RequestRate: 4, DurationS: 25, MeanE2ELMs: 12000}, ServingLow, true},
-		{"serving, no duration", RegimeInput{Benchmark: BenchmarkServing, NumPrompts: 100, RequestRate: 2}, "", false},
+		{"serving, kept up with 145 in flight", RegimeInput{Benchmark: BenchmarkServing, NumPrompts: 200, RequestRate: 10, DurationS: 30.7, MeanE2ELMs: 14504}, ServingSaturated, true},
+		{"serving, short run with long requests", RegimeInput{Benchmark: BenchmarkServing, NumPrompts: 50, RequestRate: 1, DurationS: 62, MeanE2ELMs: 12000}, ServingLow, true},
+		{"serving, latency but no duration", RegimeInput{Benchmark: BenchmarkServing, NumPrompts: 300, RequestRate: 1, MeanE2ELMs: 8178}, ServingLow, true},
+		{"serving, 184 in flight, no duration", RegimeInput{Benchmark: BenchmarkServing, NumPrompts: 750, RequestRate: 2.5, MeanE2ELMs: 73570}, ServingSaturated, true},
+		{"serving, neither latency nor duration", RegimeInput{Benchmark: BenchmarkServing, NumPrompts: 100, RequestRate: 2}, "", false},
 	}
 	for _, tt := range tests {
 		got, ok := ClassifyRegime(tt.in)
 		if got != tt.want || ok != tt.ok {
 			t.Errorf("%s: got %q %v, want %q %v", tt.name, got, ok, tt.want, tt.ok)
 		}
+	}
+}
+
+// TestRegimeInputFromMedians: a post that printed medians only still gives
+// the rule a request latency.
+func TestRegimeInputFromMedians(t *testing.T) {
+	r := &Run{Benchmark: BenchmarkServing, Workload: Workload{NumPrompts: 1200, RequestRate: 4}}
+	in := regimeInput(r, 224, 189, map[string]float64{"median_ttft_ms": 100, "median_tpot_ms": 10})
+	if in.MeanE2ELMs != 100+188*10 || in.DurationS != 0 {
+		t.Fatalf("%+v", in)
+	}
+	in = regimeInput(r, 224, 189, map[string]float64{"completed": 1000, "request_throughput": 4, "mean_e2el_ms": 900,
+		"total_output_tokens": 150000, "median_e2el_ms": 5})
+	if in.MeanE2ELMs != 900 || in.DurationS != 250 || in.OutputLen != 150 {
+		t.Fatalf("%+v", in)
 	}
 }
 

@@ -73,6 +73,16 @@ type Run struct {
 	// result-JSON keys.
 	Published map[string]float64 `yaml:"published"`
 	Uncertain []string           `yaml:"uncertain"`
+	// Ref says where this run's figures are, when the source's ref covers
+	// many runs.
+	Ref string `yaml:"ref"`
+	// SimVLLMVersion is the release sim models the run as, when
+	// vllm_version is one sim does not take (before 0.5, a .postN or
+	// .devN build); empty: vllm_version.
+	SimVLLMVersion string `yaml:"sim_vllm_version"`
+	// Link is the interconnect between the run's GPUs as sim's --link
+	// names it; empty: sim's default for the GPU.
+	Link string `yaml:"link"`
 
 	// Source is the publication (nil for a user's own result file).
 	Source *Source `yaml:"-"`
@@ -421,9 +431,10 @@ func (r *Run) checkValues() error {
 // metricKey matches the latency statistics of vLLM's result JSON.
 var metricKey = regexp.MustCompile(`^(mean|median|std|p(\d+(\.\d+)?))_(ttft|tpot|itl|e2el)_ms$`)
 
-// runKeys are the published keys that describe the run rather than
-// predict it.
-var runKeys = []string{"completed", "duration", "total_input_tokens", "total_output_tokens"}
+// runKeys are the published keys of vLLM's result JSON that describe the
+// run rather than predict a figure validate compares.
+var runKeys = []string{"completed", "failed", "duration", "total_input_tokens", "total_output_tokens",
+	"num_prompts", "request_rate", "burstiness", "max_concurrency", "request_goodput", "max_concurrent_requests"}
 
 func checkPublished(p map[string]float64, benchmark string) error {
 	compared := 0
@@ -482,5 +493,9 @@ func (c *Corpus) modelConfig(id string) (data []byte, where string, ok bool) {
 	if c.Dir != "" {
 		return data, path.Join(c.Dir, rel), true
 	}
-	return data, path.Join("validate", "corpus", rel), true
+	return data, path.Join(builtinModelsDir, rel), true
 }
+
+// builtinModelsDir is where the built-in corpus sits in the repository,
+// for the sim commands of its runs.
+const builtinModelsDir = "validate/corpus/"

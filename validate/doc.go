@@ -53,8 +53,9 @@
 // made exact (a test holds every corpus run to it): offline runs by their
 // lengths (at most 8 output tokens: prefill; outputs at least 4× the
 // prompts: decode; else mixed), serving runs saturated when everything is
-// sent at once, when a concurrency cap of 64 or more is kept full, or when
-// a rate-paced run fell behind its arrivals (duration above 1.1 ×
+// sent at once, when a concurrency cap of 32 or more is kept full, or when
+// a rate-paced run held 32 or more requests in flight on average (rate ×
+// mean request latency) or fell behind its arrivals (duration above 1.1 ×
 // num_prompts / rate plus one mean request latency), else low.
 //
 // # Expected error

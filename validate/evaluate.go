@@ -49,7 +49,7 @@ func (f Filter) Select(runs []*Run) []*Run {
 		if f.GPU != "" && !matchesGPU(f.GPU, r.GPU, GPUClass(r.GPU)) && !matchesGPU(f.GPU, catalogGPUName(r.GPU), GPUClass(r.GPU)) {
 			continue
 		}
-		if f.Release != "" && f.Release != ReleaseLine(r.VLLMVersion) &&
+		if f.Release != "" && f.Release != ReleaseLine(r.simRelease()) &&
 			r.VLLMVersion != f.Release && !strings.HasPrefix(r.VLLMVersion, strings.TrimSuffix(f.Release, ".")+".") {
 			continue
 		}
@@ -152,7 +152,7 @@ func Evaluate(ctx context.Context, c *Corpus, runs []*Run, o Options) (*Report, 
 
 func evaluate(ctx context.Context, c *Corpus, r *Run, o Options) Result {
 	res := Result{Run: r, GPU: catalogGPUName(r.GPU), GPUClass: GPUClass(r.GPU), Regime: Regime(r.Regime),
-		ReleaseLine: ReleaseLine(r.VLLMVersion)}
+		ReleaseLine: ReleaseLine(r.simRelease())}
 	p, err := newPlan(r, c, o)
 	if err == nil {
 		res.Command, res.Notes = p.args, p.notes

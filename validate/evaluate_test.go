@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/servebench/servebench/internal/golden"
 	"github.com/servebench/servebench/vllm"
 )
 
@@ -185,4 +186,26 @@ func TestExpectedRows(t *testing.T) {
 			t.Errorf("%s %s: %q, want %q", tt.gpu, tt.regime, got, tt.want)
 		}
 	}
+}
+
+// TestReportGolden pins the text and JSON layouts (the JSON's keys are a
+// stable interface) on the unsimulable fixture.
+func TestReportGolden(t *testing.T) {
+	c, err := LoadDir(filepath.Join("testdata", "unsimulable"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Evaluate(t.Context(), c, c.Runs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text, js bytes.Buffer
+	if err := rep.WriteText(&text, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	golden.CheckFile(t, filepath.Join("testdata", "golden", "report.txt"), text.Bytes())
+	golden.CheckFile(t, filepath.Join("testdata", "golden", "report.json"), js.Bytes())
 }

@@ -48,7 +48,7 @@ var headline = map[Family][]string{
 // not compared (completed, duration, token totals).
 func familyOf(key string) Family {
 	switch key {
-	case "request_throughput", "output_throughput", "total_token_throughput":
+	case "request_throughput", "output_throughput", "total_token_throughput", "input_throughput", "max_output_tokens_per_s":
 		return FamilyThroughput
 	}
 	m := metricKey.FindStringSubmatch(key)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -144,6 +145,9 @@ func (r *Result) WriteExplain(w io.Writer) error {
 	fmt.Fprintf(&b, "Run %s (%s)\n", run.FullID(), run.File)
 	if s := run.Source; s != nil {
 		fmt.Fprintf(&b, "Source: %s\n  %s\n  %s\n", s.Title, s.URL, s.Ref)
+		if run.Ref != "" {
+			fmt.Fprintf(&b, "  this run: %s\n", run.Ref)
+		}
 	}
 	fmt.Fprintf(&b, "Setup: %s benchmark on %d× %s (class %s), %s, TP %d, PP %d, vLLM %s (%s line, engine %s), regime %s, split %s\n",
 		run.Benchmark, run.GPUCount, r.GPU, r.GPUClass, run.Model, run.TensorParallel, run.PipelineParallel,
@@ -162,6 +166,9 @@ func (r *Result) WriteExplain(w io.Writer) error {
 	}
 	if cmd := r.CommandLine(); cmd != "" {
 		fmt.Fprintf(&b, "Reproduce sim's prediction:\n  %s\n", cmd)
+		if slices.ContainsFunc(r.Command, func(a string) bool { return strings.HasPrefix(a, builtinModelsDir) }) {
+			fmt.Fprintf(&b, "  (the model's config.json is in the built-in corpus: run it from a servebench checkout)\n")
+		}
 	}
 	if len(r.Metrics) > 0 {
 		fmt.Fprintf(&b, "%-32s %14s %14s %9s\n", "Metric", "Published", "Sim", "Error")

@@ -88,8 +88,8 @@ func newPlan(r *Run, c *Corpus, o Options) (*plan, error) {
 	}
 	p.gpu = gpu
 	eng := engine.Version(r.Engine)
-	release, exact := releaseOf(r.VLLMVersion)
-	if !exact {
+	release := r.simRelease()
+	if release != r.VLLMVersion {
 		p.notes = append(p.notes, fmt.Sprintf("vLLM %s simulated as release %s", r.VLLMVersion, release))
 	}
 	p.profile, err = vllm.Lookup(release, eng)
@@ -112,6 +112,14 @@ func newPlan(r *Run, c *Corpus, o Options) (*plan, error) {
 	}
 	if kvDType != "auto" {
 		p.args = append(p.args, "--kv-cache-dtype", kvDType)
+	}
+	if r.Link != "" {
+		link, err := perf.ParseLink(r.Link, "link")
+		if err != nil {
+			return nil, cannot("link %s: %v", r.Link, err)
+		}
+		p.options.Link = link
+		p.args = append(p.args, "--link", r.Link)
 	}
 	p.args = append(p.args, server.apply(&p.options)...)
 	p.planWorkload(r)
@@ -360,10 +368,15 @@ func failureReasons(s *metrics.Summary) string {
 // figures are a summary's values under vLLM's result-JSON keys.
 func (p *plan) figures(s *metrics.Summary) map[string]float64 {
 	f := map[string]float64{
-		"completed": float64(s.Completed), "duration": s.Duration.Seconds(),
+		"completed": float64(s.Completed), "failed": float64(s.Failed), "duration": s.Duration.Seconds(),
+		"max_output_tokens_per_s": s.MaxOutputTokensPerS, "max_concurrent_requests": float64(s.MaxConcurrentRequests),
 		"total_input_tokens": float64(s.TotalInput), "total_output_tokens": float64(s.TotalOutput),
 		"request_throughput": s.RequestThroughput, "output_throughput": s.OutputThroughput,
 		"total_token_throughput": s.TotalTokenThroughput,
+	}
+	if secs := s.Duration.Seconds(); secs > 0 {
+		// Before 0.6, benchmark_serving printed input tokens over the duration.
+		f["input_throughput"] = float64(s.TotalInput) / secs
 	}
 	for name, d := range map[string]metrics.Distribution{"ttft": s.TTFT, "tpot": s.TPOT, "itl": s.ITL, "e2el": s.E2EL} {
 		f["mean_"+name+"_ms"] = d.Mean
