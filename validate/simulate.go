@@ -84,7 +84,7 @@ func newPlan(r *Run, c *Corpus, o Options) (*plan, error) {
 	}
 	gpu, err := perf.LookupGPU(r.GPU)
 	if err != nil {
-		return nil, cannot("unknown GPU %q: not in perf's catalog (%s)", r.GPU, strings.Join(perf.GPUs(), ", "))
+		return nil, cannot("unknown GPU %q: not in perf's catalog (servebench sim --help lists it); a GPU the corpus needs goes in perf/gpu.go with its data sheet", r.GPU)
 	}
 	p.gpu = gpu
 	eng := engine.Version(r.Engine)
