@@ -27,18 +27,43 @@ import (
 // --log-stats to io.Err), and saves what the spec's outputs ask for. The
 // error says how the run ended, as bench's does.
 func RunSpec(ctx context.Context, spec *runspec.Spec, rio runspec.IO) error {
+	return RunSpecWith(ctx, spec, rio, Options{})
+}
+
+// Options are what a caller above sim adds to a spec's run.
+type Options struct {
+	// Trust, when set, gives the rows the "Simulated Engine" section ends
+	// with: how far predictions of this kind have been from real runs.
+	// (validate.TrustRows, which sim cannot import: validate runs sim.)
+	Trust func(TrustInput) [][2]string
+}
+
+// TrustInput is what decides which published runs a prediction is like:
+// its GPU and its regime's inputs.
+type TrustInput struct {
+	GPU            string
+	Throughput     bool
+	NumPrompts     int
+	Arrivals       workload.Arrivals
+	MaxConcurrency int
+	Summary        *metrics.Summary
+}
+
+// RunSpecWith is RunSpec with options.
+func RunSpecWith(ctx context.Context, spec *runspec.Spec, rio runspec.IO, o Options) error {
 	s := spec.Clone()
 	if err := s.Validate(); err != nil {
 		return err
 	}
 	out, errw, _ := rio.Streams()
-	r := &specRun{spec: s, out: out, errw: errw}
+	r := &specRun{spec: s, out: out, errw: errw, opts: o}
 	return r.run(ctx)
 }
 
 // specRun is one sim run of a spec, between its steps.
 type specRun struct {
 	spec      *runspec.Spec
+	opts      Options
 	out, errw io.Writer
 	work      runspec.ResolvedWorkload
 	shard     *runspec.ShardPlan
@@ -154,8 +179,9 @@ func (r *specRun) simulate(ctx context.Context, stream *workload.Stream, info re
 		return nil
 	}
 	var res *Result
+	var trust [][2]string
 	extra := report.Section{Key: "engine"}
-	writeSection := func(w io.Writer) error { return writeEngineSection(w, res) }
+	writeSection := func(w io.Writer) error { return writeEngineSection(w, res, trust) }
 	var err error
 	if r.topo != nil {
 		r.topo.MaxConcurrency = s.Workload.MaxConcurrency
@@ -178,6 +204,10 @@ func (r *specRun) simulate(ctx context.Context, stream *workload.Stream, info re
 	// Duration as bench measures it: from the run's zero to the last
 	// completion, so simulated and measured throughputs compare directly.
 	summary := recorder.Summary(recorder.LastEnd())
+	if res != nil && r.opts.Trust != nil {
+		trust = r.opts.Trust(TrustInput{GPU: r.eng.Deployment.GPU.Name, Throughput: s.Simulation.Throughput,
+			NumPrompts: r.work.Spec.NumPrompts, Arrivals: r.work.Arrivals, MaxConcurrency: s.Workload.MaxConcurrency, Summary: &summary})
+	}
 	if r.shard != nil {
 		if err := r.writeShardManifest(stream, outs.RecordsPath, &info, recorder.LastEnd(), interrupted); err != nil {
 			return err
@@ -271,7 +301,7 @@ func EngineJSON(res *Result, ec engine.Config, profile vllm.Profile, model, gpu 
 	return e
 }
 
-func writeEngineSection(w io.Writer, res *Result) error {
+func writeEngineSection(w io.Writer, res *Result, trust [][2]string) error {
 	hit := 0.0
 	if res.Engine.PrefixQueries > 0 {
 		hit = 100 * float64(res.Engine.PrefixHits) / float64(res.Engine.PrefixQueries)
@@ -281,14 +311,14 @@ func writeEngineSection(w io.Writer, res *Result) error {
 	if res.Steps > 0 {
 		hostBound = 100 * float64(res.HostBoundSteps) / float64(res.Steps)
 	}
-	return report.WriteSection(w, "Simulated Engine", [][2]string{
+	return report.WriteSection(w, "Simulated Engine", append([][2]string{
 		{"Engine steps:", fmt.Sprint(res.Steps)},
 		{"Preemptions:", fmt.Sprint(res.Preemptions)},
 		{"Prefix cache hit rate (%):", fmt.Sprintf("%.2f", hit)},
 		{"Max running / waiting / swapped:", fmt.Sprintf("%d / %d / %d", m.Running, m.Waiting, m.Swapped)},
 		{"Max GPU KV cache usage (%):", fmt.Sprintf("%.1f", 100*m.KVUsage)},
 		{"Host-bound steps (%):", fmt.Sprintf("%.1f", hostBound)},
-	})
+	}, trust...))
 }
 
 func writeStatsLine(w io.Writer, ec engine.Config, instance string, s StatsSample) {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/servebench/servebench/runspec"
 	"github.com/servebench/servebench/sim"
+	"github.com/servebench/servebench/validate"
 )
 
 func init() { extraCommands = append(extraCommands, newSimCmd) }
@@ -24,7 +25,7 @@ result block and JSON as bench, so predicted and measured runs compare line by l
 			if err != nil {
 				return err
 			}
-			return sim.RunSpec(cmd.Context(), s, runIO(cmd))
+			return sim.RunSpecWith(cmd.Context(), s, runIO(cmd), sim.Options{Trust: validate.TrustRows})
 		},
 	}
 	spec = specOf(cmd, runspec.Sim)
