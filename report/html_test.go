@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -41,9 +42,23 @@ func chartOutline(rep *HTMLReport) string {
 		if c.Y2Label != "" {
 			fmt.Fprintf(&b, " y2=%q", c.Y2Label)
 		}
+		if c.Facet != "" {
+			fmt.Fprintf(&b, " facet=%q", c.Facet)
+		}
 		b.WriteString("\n")
+		if len(c.Styles) > 0 {
+			b.WriteString("  styles:")
+			for _, st := range c.Styles {
+				fmt.Fprintf(&b, " %v=%s", st.Dash, st.Label)
+			}
+			b.WriteString("\n")
+		}
 		for _, s := range c.Series {
-			fmt.Fprintf(&b, "  %s %s axis=%d dash=%v values=%d\n", s.Label, s.Color, s.Axis, s.Dash, len(s.Values))
+			fmt.Fprintf(&b, "  %s %s axis=%d dash=%v values=%d", s.Label, s.Color, s.Axis, s.Dash, len(s.Values))
+			if s.Setup != "" || len(c.Styles) > 0 {
+				fmt.Fprintf(&b, " cell=%q/%d", s.Setup, s.Style)
+			}
+			b.WriteString("\n")
 		}
 	}
 	for _, n := range rep.Notes {
@@ -53,11 +68,22 @@ func chartOutline(rep *HTMLReport) string {
 }
 
 func TestHTMLReportChartsGolden(t *testing.T) {
-	rep, err := BuildHTMLReport(htmlFixture(t), HTMLOptions{GroupBy: "request_rate", MaxPoints: 150})
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name, golden string
+		results      func(t *testing.T) []LoadedResult
+	}{
+		{"two setups and a file over request rate", "charts.golden.txt", func(t *testing.T) []LoadedResult { return htmlFixture(t) }},
+		{"two setups over input length and request rate", "charts-twokeys.golden.txt", func(t *testing.T) []LoadedResult { return loadOrFail(t, twoKeyDirs...) }},
 	}
-	golden.CheckFile(t, filepath.Join("testdata", "html", "charts.golden.txt"), []byte(chartOutline(rep)))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep, err := BuildHTMLReport(tt.results(t), HTMLOptions{GroupBy: "request_rate", MaxPoints: 150})
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden.CheckFile(t, filepath.Join("testdata", "html", tt.golden), []byte(chartOutline(rep)))
+		})
+	}
 }
 
 func TestLoadCurveValuesComeFromTheResults(t *testing.T) {
@@ -81,7 +107,8 @@ func TestLoadCurveValuesComeFromTheResults(t *testing.T) {
 	for _, r := range results {
 		x, _ := r.Number("request_rate")
 		want, _ := r.Number("p99_ttft_ms")
-		label := seriesLabel(r.Series) + " P99"
+		// A sweep's line is named by the sweep; a lone file's by its label.
+		label := cmp.Or(r.Series, r.Label) + " P99"
 		found := false
 		for _, s := range chart.Series {
 			for i, xv := range chart.X {
