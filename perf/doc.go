@@ -323,7 +323,8 @@
 // roofline's share on the GPU) runs at the kernel's prefill factor, its
 // memory share reads the narrower weights at the kernel's attained
 // bandwidth (Efficiency tables, above). FP8 W8A8 uses the fp8 table.
-// EfficiencyScale.Compute divides the kernel times (calibrate fits it).
+// EfficiencyScale (calibrate's fit) divides each kernel time's roofline
+// compute share by Compute and its memory share by Bandwidth.
 //
 // GPUs without a table of their own (kernelOrigin) take the nearest
 // measured one of their architecture: A10, A10G and A40 GEMMs from A40

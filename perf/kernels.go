@@ -92,6 +92,26 @@ func deriveScale(src, dst GPU, fp8 bool, flops, bytes float64) float64 {
 	return f*ps/pd + (1-f)*src.MemoryBandwidth/dst.MemoryBandwidth
 }
 
+// calibrated is the factor a calibration's EfficiencyScale puts on a
+// measured kernel time: its roofline compute share (on g) over the compute
+// scale, its memory share over the bandwidth scale.
+func calibrated(g GPU, fp8 bool, flops, bytes float64) float64 {
+	sc, sb := g.Scale.compute(), g.Scale.bandwidth()
+	if sc == 1 && sb == 1 {
+		return 1
+	}
+	peak := g.BF16FLOPS
+	if fp8 && g.FP8FLOPS > 0 {
+		peak = g.FP8FLOPS
+	}
+	c, m := flops/peak, bytes/g.MemoryBandwidth
+	if c+m == 0 {
+		return 1
+	}
+	f := c / (c + m)
+	return f/sc + (1-f)/sb
+}
+
 // curve is a time as a function of one coordinate, on a log grid:
 // interpolated linearly in log–log, held below the first point and
 // proportional past the last (more tokens or bytes, more time).
@@ -168,9 +188,6 @@ type stepKernels struct {
 	// context, decodes). Both at the deployment's heads per GPU.
 	prefill, decode *kernelTable
 	maxISL          float64 // the prefill table's longest prompt
-	// scale is 1/EfficiencyScale.Compute: a calibration's factor on the
-	// measured kernels.
-	scale float64
 	// perToken memory traffic outside GEMMs and attention kernels:
 	// norms, activations, residual adds and the new tokens' KV writes.
 	elementwise float64
@@ -207,8 +224,7 @@ func kernelPlan(d Deployment, r *Roofline) (*stepKernels, KernelSource) {
 
 	t := float64(d.TensorParallel)
 	hidden := float64(m.Hidden)
-	k := &stepKernels{source: src, layers: float64(d.stageLayers()), expertParallelDivs: 1,
-		scale: 1 / g.Scale.compute()}
+	k := &stepKernels{source: src, layers: float64(d.stageLayers()), expertParallelDivs: 1}
 	k.elementwise = (r.actTokenMemory + r.kvTokenMemory)
 	layers := k.layers
 	moeLayers := float64(m.moeLayers()) * d.stageFraction()
@@ -262,13 +278,13 @@ func kernelPlan(d Deployment, r *Roofline) (*stepKernels, KernelSource) {
 		pairs := batch * isl * (isl + 1) / 2
 		flops := 4 * 128 * headsEq * pairs
 		bytes := activationBytes * 4 * 128 * headsEq * batch * isl
-		return prefillT.at(isl, batch, headsEq) * prefillScale * deriveScale(attnSrc, g, false, flops, bytes)
+		return prefillT.at(isl, batch, headsEq) * prefillScale * deriveScale(attnSrc, g, false, flops, bytes) * calibrated(g, false, flops, bytes)
 	})
 	k.maxISL = prefillT.axes[0].values[len(prefillT.axes[0].values)-1]
 	k.decode = decodeT.slice(func(ctx, batch float64) float64 {
 		bytes := activationBytes * 2 * 128 * kvEq * batch * ctx
 		flops := 4 * 128 * 4 * kvEq * batch * ctx
-		return decodeT.at(ctx, batch, kvEq) * decodeScale * deriveScale(attnSrc, g, false, flops, bytes)
+		return decodeT.at(ctx, batch, kvEq) * decodeScale * deriveScale(attnSrc, g, false, flops, bytes) * calibrated(g, false, flops, bytes)
 	})
 	return k, src
 }
@@ -351,7 +367,7 @@ func (g *gemmTimer) at(m, n, k float64) float64 {
 	}
 	flops := 2 * m * n * k
 	bytes := activationBytes * (m*k + m*n + n*k)
-	t *= deriveScale(g.src, g.dst, g.fp8, flops, bytes)
+	t *= deriveScale(g.src, g.dst, g.fp8, flops, bytes) * calibrated(g.dst, g.fp8, flops, bytes)
 	if g.weightFactor == 1 {
 		return t
 	}
@@ -421,7 +437,7 @@ func (k *stepKernels) layerSeconds(s StepShape, prefill, decode, tokens float64)
 	if decode > 0 {
 		t += k.layers * k.decode.at2(math.Max(decodeCtx/decode, 1), decode)
 	}
-	return t*k.scale + tokens*k.elementwise
+	return t + tokens*k.elementwise
 }
 
 // customAllReduceMaxBytes is the largest message vLLM's custom all-reduce

@@ -185,7 +185,7 @@ func TestCollectivesMatchVidur(t *testing.T) {
 				t.Fatal(err)
 			}
 			ar, _ := tableCollectives(rd)
-			got = ar.at(bytes)
+			got = ar.at(bytes / (float64(rd.Model.Hidden) * activationBytes)) // by tokens
 			if bytes <= customAllReduceMaxBytes {
 				t.Fatalf("%v B would take vLLM's custom all-reduce, not NCCL", bytes)
 			}

@@ -270,7 +270,7 @@ func (r *Roofline) work(s StepShape) stageWork {
 		w := stageWork{tokens: tokens, decode: decode, sampled: sampled,
 			layerCompute: r.kern.layerSeconds(s, prefill, decode, tokens)}
 		if sampled > 0 {
-			w.headCompute = r.kern.head.at(sampled) * r.kern.scale
+			w.headCompute = r.kern.head.at(sampled)
 		}
 		return w
 	}
