@@ -301,7 +301,7 @@
 // turn is predicted from its neighbours along each axis of five or more
 // points; the median error is 1.4–3.9% per table and seven points in ten
 // are within 10% in every table; p90 is 7–17% (L40S decode attention 40%)
-// and the worst points 14–117%: neighbouring cells that differ by more
+// and the worst points 13–117%: neighbouring cells that differ by more
 // than any smooth curve allows, mostly on the power-capped L40S.
 //
 // What a step runs (Model.attentionGEMMs and kernelPlan): per layer QKV
