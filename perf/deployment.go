@@ -47,6 +47,12 @@ type Deployment struct {
 	// GPU and with TP·PP > 1; how vLLM counts it changed between releases
 	// (package vllm sets them per release).
 	NonTorchBytes, NonTorchMultiGPUBytes int64
+	// NoKernelTables times steps by the roofline alone, as servebench did
+	// before measured kernel tables (and as GPUs without a table are).
+	NoKernelTables bool
+	// Kernels is the release's choice of quantized-GEMM kernels (package
+	// vllm sets it); the zero value is today's vLLM.
+	Kernels KernelPolicy
 }
 
 // DefaultDeployment is m on one g with vLLM's defaults, including the
@@ -246,10 +252,17 @@ func (d Deployment) Resolve() (Deployment, error) {
 
 	if t*p > 1 {
 		if d.Link.Name == "" {
-			d.Link = links[1] // pcie
+			// Without NVLink, NCCL goes through host memory: cloud PCIe
+			// instances expose no GPU peer-to-peer (doc.go, "Links").
+			d.Link = links[4] // pcie-host
 			if d.GPU.NVLinkBandwidth > 0 {
 				d.Link = links[0]
 			}
+		}
+		if d.Link.Name == "pcie" && d.GPU.PCIeBandwidth > 0 {
+			// P2P over PCIe runs at the GPU's PCIe generation: 4.0 x16
+			// parts 25 GB/s, 5.0 parts (H100, H200, B200) 50 (doc.go).
+			d.Link.Bandwidth = d.GPU.PCIeBandwidth
 		}
 		if d.Link.Name == "nvlink" {
 			if d.GPU.NVLinkBandwidth <= 0 {

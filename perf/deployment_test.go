@@ -226,7 +226,7 @@ func TestResolveDefaults(t *testing.T) {
 			d.MaxModelLen, d.MaxNumBatchedTokens, d.MaxNumSeqs, d.BlockSize = 4096, 1024, 64, 32
 		}), 4096, 1024, 64, 32, ""},
 		{"TP default link on NVLink GPU", deployment(t, "Llama-3-8B", "H100", func(d *Deployment) { d.TensorParallel = 2 }), 8192, 8192, 1024, 16, "nvlink"},
-		{"TP default link on PCIe GPU", deployment(t, "Llama-3-8B", "L40S", func(d *Deployment) { d.TensorParallel = 2 }), 8192, 2048, 256, 16, "pcie"},
+		{"TP default link on PCIe GPU", deployment(t, "Llama-3-8B", "L40S", func(d *Deployment) { d.TensorParallel = 2 }), 8192, 2048, 256, 16, "pcie-host"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

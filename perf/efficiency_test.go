@@ -52,7 +52,7 @@ func TestQuantKernelFor(t *testing.T) {
 func TestEfficiencyTableCoversCatalog(t *testing.T) {
 	for _, name := range GPUs() {
 		g, _ := LookupGPU(name)
-		e := efficiencyFor(g, Model{})
+		e := efficiencyFor(g, Model{}, KernelDense)
 		if !e.tokenCurve || e.prefill <= 0 || e.prefill > 1 || e.attention <= 0 || e.attention > 1 {
 			t.Errorf("%s: efficiency %+v, want a table row with fractions in (0, 1]", name, e)
 		}
@@ -61,7 +61,7 @@ func TestEfficiencyTableCoversCatalog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := efficiencyFor(custom, Model{}); e.tokenCurve || e.prefill != custom.MFUPrefill {
+	if e := efficiencyFor(custom, Model{}, KernelDense); e.tokenCurve || e.prefill != custom.MFUPrefill {
 		t.Errorf("GPU file: %+v, want its flat mfu %v", e, custom.MFUPrefill)
 	}
 }

@@ -74,6 +74,10 @@ type Result struct {
 	// HostBoundSteps counts the steps whose duration host (CPU) work
 	// decided rather than the GPU; only a HostAwareModel reports them.
 	HostBoundSteps int64
+	// KernelTables says where the step model's kernel times come from
+	// (perf.KernelSource: "measured: H100-SXM", "derived from A40",
+	// "roofline: no table"), "-" when the model does not say.
+	KernelTables string
 }
 
 // Maxima are the largest engine gauges seen after any scheduling step (the
@@ -641,6 +645,10 @@ func (r *runner) result() *Result {
 		Max:            r.maxima,
 		Err:            r.runErr,
 		HostBoundSteps: r.hostBound,
+		KernelTables:   "-",
+	}
+	if k, ok := r.cfg.Model.(interface{ KernelSource() perf.KernelSource }); ok {
+		res.KernelTables = k.KernelSource().String()
 	}
 	if r.gapCount > 0 {
 		res.MeanStepGap = r.gapSum / time.Duration(r.gapCount)

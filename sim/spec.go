@@ -318,6 +318,7 @@ func writeEngineSection(w io.Writer, res *Result, trust [][2]string) error {
 		{"Max running / waiting / swapped:", fmt.Sprintf("%d / %d / %d", m.Running, m.Waiting, m.Swapped)},
 		{"Max GPU KV cache usage (%):", fmt.Sprintf("%.1f", 100*m.KVUsage)},
 		{"Host-bound steps (%):", fmt.Sprintf("%.1f", hostBound)},
+		{"Kernel tables:", res.KernelTables},
 	}, trust...))
 }
 

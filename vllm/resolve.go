@@ -46,6 +46,9 @@ type Options struct {
 	// NoHostOverhead times steps by the GPU alone (the roofline's own
 	// fixed CPU cost included), as servebench did before host modelling.
 	NoHostOverhead bool
+	// NoKernelTables times the GPU by the roofline alone, as servebench
+	// did before measured kernel tables (perf.Deployment.NoKernelTables).
+	NoKernelTables bool
 }
 
 // Resolved is everything sim and serve need to run one vLLM release.
@@ -91,6 +94,7 @@ func Resolve(ctx context.Context, p Profile, model perf.Model, gpu perf.GPU, o O
 		BlockSize: o.BlockSize, MaxNumSeqs: o.MaxNumSeqs, MaxModelLen: o.MaxModelLen,
 		EngineVersion:  string(p.Engine),
 		ExpertParallel: o.ExpertParallel, AllowLongMaxModelLen: o.AllowLongMaxModelLen,
+		Kernels: kernelPolicy(p.Release), NoKernelTables: o.NoKernelTables,
 	}
 	if d.BlockSize == 0 {
 		d.BlockSize = p.Defaults.BlockSize
