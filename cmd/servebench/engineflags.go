@@ -51,6 +51,7 @@ type engineFlags struct {
 	vllmVersion          string
 	numSchedulerSteps    int
 	hostOverhead         bool
+	hostSpeed            float64
 	noAsyncOutputProc    bool
 
 	// calibrationPath is --calibration; calibration is the file, loaded
@@ -72,6 +73,7 @@ func (f *engineFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.numSchedulerSteps, "num-scheduler-steps", 0, "multi-step scheduling: schedule once per this many steps (V0, vLLM ≥ 0.5.5; default 1)")
 	fs.BoolVar(&f.noAsyncOutputProc, "disable-async-output-proc", false, "V0, vLLM ≥ 0.6: process outputs on the engine's critical path instead of overlapping them with the next step")
 	fs.BoolVar(&f.hostOverhead, "host-overhead", true, "model the release's CPU work (scheduling, output processing, API server) and how it overlaps the GPU; false times steps by the GPU roofline alone")
+	fs.Float64Var(&f.hostSpeed, "host-speed", 1, "server CPU speed relative to the default host (the server CPUs behind the published A100/H100 runs): 2 halves every host-overhead term, 0.5 doubles it")
 	fs.IntVar(&f.maxModelLen, "max-model-len", 0, "model context length (default: derived from the model config)")
 	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", 0, "maximum number of sequences per iteration (default: 256; v1 on GPUs with ≥70 GiB: 1024)")
 	fs.IntVar(&f.maxNumBatchedTokens, "max-num-batched-tokens", 0, "maximum number of batched tokens per iteration (default: vLLM's for the engine version and GPU)")
@@ -186,6 +188,7 @@ func (f *engineFlags) build() (perf.Deployment, perf.Capacity, engine.Config, pe
 		EnforceEager: f.enforceEager, KVCacheDType: f.kvCacheDType,
 		ExpertParallel: f.expertParallel, AllowLongMaxModelLen: allowLong,
 		NumSchedulerSteps: f.numSchedulerSteps, NoHostOverhead: !f.hostOverhead,
+		HostSpeed:              f.hostSpeed,
 		DisableAsyncOutputProc: f.noAsyncOutputProc,
 	}
 	if f.changed("swap-space") {
@@ -200,6 +203,9 @@ func (f *engineFlags) build() (perf.Deployment, perf.Capacity, engine.Config, pe
 	if f.changed("no-enable-prefix-caching") && f.noPrefixCaching {
 		off := false
 		o.EnablePrefixCaching = &off
+	}
+	if f.changed("host-speed") && !(f.hostSpeed > 0) {
+		return fail(fmt.Errorf("--host-speed %g: give a positive factor relative to the default host CPU (1; 2 is twice as fast)", f.hostSpeed))
 	}
 	if f.changed("legacy-requeue-order") {
 		o.LegacyRequeueOrder = &f.legacyRequeueOrder
