@@ -80,3 +80,33 @@ func TestPublishedBlockCounts(t *testing.T) {
 		})
 	}
 }
+
+// TestSamplerPeakFollowsMaxNumSeqs: once the sampler phase outweighs the
+// forward pass, every extra sequence of --max-num-seqs costs vocab × the
+// release's measured bytes a cell of KV cache.
+func TestSamplerPeakFollowsMaxNumSeqs(t *testing.T) {
+	p, err := vllm.Lookup("0.8.5", "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := perf.LookupModel("Llama-3-8B")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := perf.LookupGPU("H100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := func(seqs int) int64 {
+		r, err := vllm.Resolve(context.Background(), p, m, g, vllm.Options{MaxNumSeqs: seqs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Capacity.KVCacheBytes
+	}
+	got := float64(kv(512) - kv(1024))
+	want := 512 * float64(m.Vocab) * p.Memory.SamplerBytesPerCell
+	if math.Abs(got/want-1) > 0.001 {
+		t.Errorf("512 more sequences cost %.3f GiB of KV cache, want %.3f GiB (512 × %d × %.1f bytes)", got/(1<<30), want/(1<<30), m.Vocab, p.Memory.SamplerBytesPerCell)
+	}
+}
