@@ -53,6 +53,12 @@ type Deployment struct {
 	// Kernels is the release's choice of quantized-GEMM kernels (package
 	// vllm sets it); the zero value is today's vLLM.
 	Kernels KernelPolicy
+	// SamplerBytesPerCell, when positive, is the live tensor memory the
+	// profile run's sampler peaks at, in bytes per logits cell
+	// (max_num_seqs × vocab), the model-dtype logits included; it differs
+	// by release (package vllm sets it from vLLM's own sampler, measured).
+	// Zero keeps perf's estimate: one fp32 copy of the logits.
+	SamplerBytesPerCell float64
 }
 
 // DefaultDeployment is m on one g with vLLM's defaults, including the
@@ -417,17 +423,32 @@ func (d Deployment) weightBytesPerGPU() int64 {
 	return int64(math.Round(shared + experts + vocab/t))
 }
 
-// activationPeakBytes is the profile run's activation peak: a dummy batch
-// of max_num_batched_tokens through one layer (the MLP's gate/up and
-// product at the width a token passes through, which for MoE is its top-k
-// experts plus shared experts, and a few hidden-sized buffers) and fp32
-// logits for max_num_seqs rows.
+// activationPeakBytes is the profile run's activation peak, the larger
+// of its two phases (PyTorch's allocator peak over the run):
+//   - the forward pass over max_num_batched_tokens tokens through one
+//     layer: the MLP's gate/up and product at the width a token passes
+//     through (for MoE its top-k experts plus shared experts) and a few
+//     hidden-sized buffers;
+//   - the sampler on one row of logits per sequence (max_num_seqs rows),
+//     its peak of live tensors (SamplerBytesPerCell), while the final
+//     hidden states are still held.
 func (d Deployment) activationPeakBytes() int64 {
 	m := d.Model
 	tokens := float64(d.MaxNumBatchedTokens)
-	perToken := activationBytes * (3*m.mlpActiveWidth()/float64(d.TensorParallel) + 4*float64(m.Hidden))
+	forward := tokens * activationBytes * (3*m.mlpActiveWidth()/float64(d.TensorParallel) + 4*float64(m.Hidden))
 	rows := float64(min(d.MaxNumSeqs, d.MaxNumBatchedTokens))
-	return int64(tokens*perToken + rows*float64(m.Vocab)*4)
+	return int64(math.Max(forward, tokens*activationBytes*float64(m.Hidden)+rows*float64(m.Vocab)*d.samplerBytesPerCell()))
+}
+
+// defaultSamplerBytesPerCell is perf's estimate without a release: one
+// fp32 copy of the logits.
+const defaultSamplerBytesPerCell = 4
+
+func (d Deployment) samplerBytesPerCell() float64 {
+	if d.SamplerBytesPerCell > 0 {
+		return d.SamplerBytesPerCell
+	}
+	return defaultSamplerBytesPerCell
 }
 
 func (d Deployment) nonTorchBytes() int64 {

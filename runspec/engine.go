@@ -26,33 +26,36 @@ const (
 // models cover, shared by sim and serve. Zero numeric values mean "vLLM's
 // default for this release and GPU" (see Resolve).
 type Engine struct {
-	Model                  string
-	GPU                    string
-	EngineVersion          string
-	VLLMVersion            string
-	MaxModelLen            int
-	MaxNumSeqs             int
-	MaxNumBatchedTokens    int
-	BlockSize              int
-	GPUMemoryUtilization   float64
-	SwapSpace              float64
-	EnableChunkedPrefill   bool
-	EnablePrefixCaching    bool
-	NoEnablePrefixCaching  bool
-	PreemptionMode         string
-	SchedulerDelayFactor   float64
-	TensorParallel         int
-	PipelineParallel       int
-	Link                   string
-	Nodes                  int
-	NodeLink               string
-	Executor               string
-	EnforceEager           bool
-	KVCacheDType           string
-	LegacyRequeueOrder     bool
-	ExpertParallel         bool
-	NumSchedulerSteps      int
-	HostOverhead           bool
+	Model                 string
+	GPU                   string
+	EngineVersion         string
+	VLLMVersion           string
+	MaxModelLen           int
+	MaxNumSeqs            int
+	MaxNumBatchedTokens   int
+	BlockSize             int
+	GPUMemoryUtilization  float64
+	SwapSpace             float64
+	EnableChunkedPrefill  bool
+	EnablePrefixCaching   bool
+	NoEnablePrefixCaching bool
+	PreemptionMode        string
+	SchedulerDelayFactor  float64
+	TensorParallel        int
+	PipelineParallel      int
+	Link                  string
+	Nodes                 int
+	NodeLink              string
+	Executor              string
+	EnforceEager          bool
+	KVCacheDType          string
+	LegacyRequeueOrder    bool
+	ExpertParallel        bool
+	NumSchedulerSteps     int
+	HostOverhead          bool
+	// HostSpeed is --host-speed: the server CPU's speed relative to the
+	// default host (vllm.Options.HostSpeed).
+	HostSpeed              float64
 	DisableAsyncOutputProc bool
 	// Calibration is --calibration: a file written by servebench calibrate.
 	Calibration string
@@ -67,6 +70,7 @@ func (e *Engine) Register(fs *pflag.FlagSet) {
 	fs.IntVar(&e.NumSchedulerSteps, "num-scheduler-steps", 0, "multi-step scheduling: schedule once per this many steps (V0, vLLM ≥ 0.5.5; default 1)")
 	fs.BoolVar(&e.DisableAsyncOutputProc, "disable-async-output-proc", false, "V0, vLLM ≥ 0.6: process outputs on the engine's critical path instead of overlapping them with the next step")
 	fs.BoolVar(&e.HostOverhead, "host-overhead", true, "model the release's CPU work (scheduling, output processing, API server) and how it overlaps the GPU; false times steps by the GPU roofline alone")
+	fs.Float64Var(&e.HostSpeed, "host-speed", 1, "server CPU speed relative to the default host (the server CPUs behind the published A100/H100 runs): 2 halves every host-overhead term, 0.5 doubles it")
 	fs.IntVar(&e.MaxModelLen, "max-model-len", 0, "model context length (default: derived from the model config)")
 	fs.IntVar(&e.MaxNumSeqs, "max-num-seqs", 0, "maximum number of sequences per iteration (default: 256; v1 on GPUs with ≥70 GiB: 1024)")
 	fs.IntVar(&e.MaxNumBatchedTokens, "max-num-batched-tokens", 0, "maximum number of batched tokens per iteration (default: vLLM's for the engine version and GPU)")
@@ -142,6 +146,9 @@ func (e *Engine) check(changed func(string) bool) (vllm.Profile, error) {
 	if e.SchedulerDelayFactor < 0 {
 		return profile, fmt.Errorf("--scheduler-delay-factor (%g) must not be negative", e.SchedulerDelayFactor)
 	}
+	if !(e.HostSpeed > 0 && e.HostSpeed <= 100) {
+		return profile, fmt.Errorf("--host-speed %g: give a positive factor relative to the default host CPU (1; 2 is twice as fast), at most 100", e.HostSpeed)
+	}
 	if e.Nodes < 1 {
 		return profile, fmt.Errorf("--nodes %d: give at least 1 machine", e.Nodes)
 	}
@@ -161,6 +168,7 @@ func (e *Engine) options(changed func(string) bool, allowLong bool) (vllm.Option
 		EnforceEager: e.EnforceEager, KVCacheDType: e.KVCacheDType,
 		ExpertParallel: e.ExpertParallel, AllowLongMaxModelLen: allowLong,
 		NumSchedulerSteps: e.NumSchedulerSteps, NoHostOverhead: !e.HostOverhead,
+		HostSpeed:              e.HostSpeed,
 		DisableAsyncOutputProc: e.DisableAsyncOutputProc,
 		Nodes:                  e.Nodes, DistributedExecutorBackend: e.Executor,
 	}

@@ -284,6 +284,7 @@ func EngineJSON(res *Result, ec engine.Config, profile vllm.Profile, model, gpu 
 			"t": s.At.Seconds(), "running": s.Running, "waiting": s.Waiting, "swapped": s.Swapped,
 			"kv_cache_usage": s.KVUsage, "prefix_hit_rate": s.PrefixHitRate,
 			"prompt_throughput": s.PromptThroughput, "generation_throughput": s.GenerationThroughput,
+			"host_bound_time_share": share(s.HostBoundTime, s.StepTime),
 		})
 	}
 	e := map[string]any{
@@ -294,6 +295,7 @@ func EngineJSON(res *Result, ec engine.Config, profile vllm.Profile, model, gpu 
 		"mean_step_gap_ms": float64(res.MeanStepGap) / 1e6, "simulated_duration_s": res.Duration.Seconds(),
 		"prefix_cache_queries": res.Engine.PrefixQueries, "prefix_cache_hits": res.Engine.PrefixHits,
 		"samples": samples, "vllm_version": profile.Release.String(), "host_bound_steps": res.HostBoundSteps,
+		"host_bound_time_share": share(res.HostBoundTime, res.StepTime),
 	}
 	if res.Err != nil {
 		e["error"] = res.Err.Error()
@@ -311,6 +313,7 @@ func writeEngineSection(w io.Writer, res *Result, trust [][2]string) error {
 	if res.Steps > 0 {
 		hostBound = 100 * float64(res.HostBoundSteps) / float64(res.Steps)
 	}
+	hostBoundTime := 100 * share(res.HostBoundTime, res.StepTime)
 	return report.WriteSection(w, "Simulated Engine", append([][2]string{
 		{"Engine steps:", fmt.Sprint(res.Steps)},
 		{"Preemptions:", fmt.Sprint(res.Preemptions)},
@@ -318,8 +321,17 @@ func writeEngineSection(w io.Writer, res *Result, trust [][2]string) error {
 		{"Max running / waiting / swapped:", fmt.Sprintf("%d / %d / %d", m.Running, m.Waiting, m.Swapped)},
 		{"Max GPU KV cache usage (%):", fmt.Sprintf("%.1f", 100*m.KVUsage)},
 		{"Host-bound steps (%):", fmt.Sprintf("%.1f", hostBound)},
+		{"Host-bound step time (%):", fmt.Sprintf("%.1f", hostBoundTime)},
 		{"Kernel tables:", res.KernelTables},
 	}, trust...))
+}
+
+// share is part/whole, 0 when whole is 0.
+func share(part, whole time.Duration) float64 {
+	if whole <= 0 {
+		return 0
+	}
+	return float64(part) / float64(whole)
 }
 
 func writeStatsLine(w io.Writer, ec engine.Config, instance string, s StatsSample) {
@@ -339,6 +351,12 @@ func writeStatsLine(w io.Writer, ec engine.Config, instance string, s StatsSampl
 	}
 	for _, l := range line.Lines() {
 		fmt.Fprintf(w, "[t=%8.2fs] %s%s\n", s.At.Seconds(), instance, l)
+	}
+	// servebench's own line (vLLM logs no such thing): how much of the
+	// interval the host CPU, not the GPU, set the pace.
+	if s.HostBoundSteps > 0 {
+		fmt.Fprintf(w, "[t=%8.2fs] %sHost-bound steps: %.1f%% of %d steps, %.1f%% of step time (servebench)\n",
+			s.At.Seconds(), instance, 100*float64(s.HostBoundSteps)/float64(s.Steps), s.Steps, 100*share(s.HostBoundTime, s.StepTime))
 	}
 }
 
