@@ -78,6 +78,12 @@ func pageName(path string) string {
 // output with the page (or, with -update, rewrites the page). Pages run
 // in parallel, the blocks of a page in order in one scratch directory.
 func TestPages(t *testing.T) {
+	if raceEnabled {
+		// The blocks run the servebench binary TestMain builds, which the
+		// race detector does not instrument: under -race they would only
+		// repeat the plain run's work.
+		t.Skip("the pages' commands run a binary built without -race; go test ./docs (without -race) checks them")
+	}
 	var mu sync.Mutex
 	seen := map[string]string{} // block id -> page:line
 	ran := 0
@@ -138,8 +144,8 @@ func checkPage(t *testing.T, path string) map[string]string {
 		updated.WriteString(text[last:b.start])
 		last = b.end
 		began := time.Now()
-		out, status, err := runScript(t.Context(), work, b)
-		t.Logf("%s: %s block ran in %v: %s", where, b.kind, time.Since(began).Round(10*time.Millisecond), b.firstCommand())
+		out, status, cpu, err := runScript(t.Context(), work, b)
+		t.Logf("%s: %s block ran in %v (%v CPU): %s", where, b.kind, time.Since(began).Round(10*time.Millisecond), cpu.Round(10*time.Millisecond), b.firstCommand())
 		if err != nil {
 			t.Errorf("%s: `%s`: %v; its output:\n%s", where, b.firstCommand(), err, out)
 			updated.WriteString(region)
@@ -251,12 +257,12 @@ func scriptEnv(work string) []string {
 // returns what they printed (standard output and error in the order they
 // were written) and the exit status. Background jobs the script leaves
 // running are killed with its process group when it ends.
-func runScript(ctx context.Context, work string, b block) (string, int, error) {
+func runScript(ctx context.Context, work string, b block) (out string, status int, cpu time.Duration, err error) {
 	ctx, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
 	outFile, err := os.CreateTemp("", "servebench-docs-out-")
 	if err != nil {
-		return "", 0, err
+		return "", 0, 0, err
 	}
 	defer os.Remove(outFile.Name())
 	defer outFile.Close()
@@ -266,10 +272,10 @@ func runScript(ctx context.Context, work string, b block) (string, int, error) {
 	cmd.Stdout, cmd.Stderr = outFile, outFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := os.MkdirAll(filepath.Join(work, ".home"), 0o755); err != nil {
-		return "", 0, err
+		return "", 0, 0, err
 	}
 	if err := cmd.Start(); err != nil {
-		return "", 0, fmt.Errorf("starting bash: %w", err)
+		return "", 0, 0, fmt.Errorf("starting bash: %w", err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -283,21 +289,23 @@ func runScript(ctx context.Context, work string, b block) (string, int, error) {
 	}
 	// Servers the script started in the background go with it.
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	out, readErr := os.ReadFile(outFile.Name())
-	if readErr != nil {
-		return "", 0, readErr
+	if cmd.ProcessState != nil {
+		// bash's usage includes the commands it waited for.
+		cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	}
+	raw, readErr := os.ReadFile(outFile.Name())
+	if readErr != nil {
+		return "", 0, cpu, readErr
+	}
+	out = string(raw)
 	if timedOut {
-		return string(out), 0, fmt.Errorf("ran past its timeout of %v (timeout= on the marker)", b.timeout)
+		return out, 0, cpu, fmt.Errorf("ran past its timeout of %v (timeout= on the marker)", b.timeout)
 	}
 	var exitErr *exec.ExitError
 	if errors.As(err, &exitErr) {
-		return string(out), exitErr.ExitCode(), nil
+		return out, exitErr.ExitCode(), cpu, nil
 	}
-	if err != nil {
-		return string(out), 0, err
-	}
-	return string(out), 0, nil
+	return out, 0, cpu, err
 }
 
 // TestReadmeIsShort keeps the README an entry point: the detail lives in
