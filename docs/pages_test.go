@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -22,36 +21,35 @@ import (
 	"github.com/servebench/servebench/internal/golden"
 )
 
-// binDir holds the servebench binary TestMain builds, the one every block
-// runs as a user would.
-var binDir string
+// binDir holds the servebench binary the pages' commands run, built once
+// as a user would build it; TestMain removes it.
+var (
+	binDir   string
+	buildBin = sync.OnceValue(func() error {
+		dir, err := os.MkdirTemp("", "servebench-docs-bin-")
+		if err != nil {
+			return err
+		}
+		binDir = dir
+		// go test puts its own GOROOT/bin first on PATH.
+		goTool, err := exec.LookPath("go")
+		if err != nil {
+			return fmt.Errorf("the test builds servebench and needs the go command: %w", err)
+		}
+		build := exec.Command(goTool, "build", "-o", filepath.Join(dir, "servebench"), "../cmd/servebench")
+		if out, err := build.CombinedOutput(); err != nil {
+			return fmt.Errorf("building servebench: %w\n%s", err, out)
+		}
+		return nil
+	})
+)
 
 func TestMain(m *testing.M) {
-	os.Exit(runTests(m))
-}
-
-func runTests(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "servebench-docs-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "docs:", err)
-		return 1
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
 	}
-	defer os.RemoveAll(dir)
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goTool); err != nil {
-		if goTool, err = exec.LookPath("go"); err != nil {
-			fmt.Fprintln(os.Stderr, "docs: the test builds servebench and needs the go command:", err)
-			return 1
-		}
-	}
-	build := exec.Command(goTool, "build", "-o", filepath.Join(dir, "servebench"), "../cmd/servebench")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "docs: building servebench:", err)
-		return 1
-	}
-	binDir = dir
-	return m.Run()
+	os.Exit(code)
 }
 
 // pages are the documents the test checks, as paths from this directory,
@@ -83,6 +81,9 @@ func TestPages(t *testing.T) {
 		// race detector does not instrument: under -race they would only
 		// repeat the plain run's work.
 		t.Skip("the pages' commands run a binary built without -race; go test ./docs (without -race) checks them")
+	}
+	if err := buildBin(); err != nil {
+		t.Fatal(err)
 	}
 	var mu sync.Mutex
 	seen := map[string]string{} // block id -> page:line
