@@ -2,7 +2,6 @@ package runspec
 
 import (
 	"encoding/json"
-	"net/url"
 	"strings"
 
 	"github.com/servebench/servebench/internal/redact"
@@ -81,20 +80,9 @@ func ParseHeader(item string) (Header, error) {
 	return Header{Name: name, Value: value}, nil
 }
 
-// urlSecrets is the password of a URL, if it holds one.
-func urlSecrets(s string) []string {
-	if !strings.Contains(s, "@") {
-		return nil
-	}
-	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		return nil
-	}
-	if p, ok := u.User.Password(); ok && p != "" {
-		return []string{p}
-	}
-	return nil
-}
+// urlSecrets are the credentials of a URL: its password and any
+// credential-named query parameter.
+func urlSecrets(s string) []string { return redact.URLSecrets(s) }
 
 // metadataSecret is the value of a credential-named --metadata pair.
 func metadataSecret(item string) (string, bool) {
