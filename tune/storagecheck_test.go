@@ -176,6 +176,12 @@ func TestStorageSpecsKeepPasswordsOutOfWhatIsShown(t *testing.T) {
 // be reached, given as a URL or key=value string, fails with the password
 // masked.
 func TestStorageErrorsNeverPrintThePassword(t *testing.T) {
+	for _, spec := range []string{"host=db password=pw-PLANTED nonsense", "host=db password='pw-PLANTED unclosed"} {
+		_, err := parseStorage(spec)
+		if err == nil || strings.Contains(err.Error(), "PLANTED") || !strings.Contains(err.Error(), "password=[REDACTED]") {
+			t.Errorf("parseStorage(%q) = %v: want a refusal with the password masked", spec, err)
+		}
+	}
 	for _, spec := range []string{
 		"postgresql://tune:pw-PLANTED@127.0.0.1:1/tune?connect_timeout=1&sslmode=disable",
 		"postgresql://tune@127.0.0.1:1/tune?password=pw-PLANTED&connect_timeout=1&sslmode=disable",

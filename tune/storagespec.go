@@ -3,6 +3,7 @@ package tune
 import (
 	"fmt"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -34,6 +35,9 @@ func parseStorage(spec string) (storageSpec, error) {
 	}
 	if pairs, ok := parseKeywordValue(spec); ok {
 		return storageSpec{driver: "pgx", dsn: spec, shown: joinKeywordValue(pairs, true), secrets: keywordSecrets(pairs)}, nil
+	}
+	if looksKeywordValue(spec) {
+		return storageSpec{}, fmt.Errorf("--storage %s: reads as a PostgreSQL key=value connection string but does not parse as one; write key=value pairs with libpq's key words, quoting values with spaces: host=HOST dbname=DB user=USER password='...'", maskPasswordPairs(spec))
 	}
 	if strings.Contains(spec, "://") && !strings.HasPrefix(spec, "sqlite://") {
 		return storageSpec{}, fmt.Errorf("--storage %q: use FILE.db, sqlite:///FILE, postgresql://USER@HOST/DB or host=HOST dbname=DB user=USER", redact.URL(spec))
@@ -193,4 +197,23 @@ func keywordSecrets(pairs [][2]string) []string {
 		}
 	}
 	return out
+}
+
+// looksKeywordValue reports whether spec has a word that starts as a
+// key=value pair with one of libpq's key words: no file name does.
+func looksKeywordValue(spec string) bool {
+	for _, f := range strings.Fields(spec) {
+		if k, _, ok := strings.Cut(f, "="); ok && slices.Contains(libpqKeywords, k) && strings.ContainsAny(spec, " \t") {
+			return true
+		}
+	}
+	return false
+}
+
+var passwordPair = regexp.MustCompile(`((?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'?|\S+)`)
+
+// maskPasswordPairs masks the value of each password= in text that did
+// not parse as a connection string.
+func maskPasswordPairs(s string) string {
+	return passwordPair.ReplaceAllString(s, "${1}"+redact.Mask)
 }
