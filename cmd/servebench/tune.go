@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -166,6 +167,8 @@ func runTune(cmd *cobra.Command, f *tuneFlags, args []string) error {
 	st.Fixed.Env = env
 	if st.Load != nil {
 		st.Load.Env = env
+		// Headers masked in a worker pod's flags come from its Secret.
+		st.Load.FillSecrets(os.LookupEnv)
 	}
 	return st.Run(cmd.Context(), runIO(cmd))
 }
