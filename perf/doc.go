@@ -71,9 +71,17 @@
 //     "total_memory=22515MB, multi_processor_count=80"; PrunaAI's
 //     results.json files print the same 22515.75 MiB); 600 GB/s, the A10's
 //     384-bit GDDR6 [inferred: AWS lists 24 GB per GPU]; dense BF16/FP16
-//     138.9 TF and INT8 277.8 TOPS, the A10's 125 / 250 scaled by 80/72
-//     SMs at the A10's clock [inferred]; PCIe 4.0, no NVLink (g5.12xlarge
-//     joins its 4 GPUs over PCIe). Efficiencies as the A10.
+//     70 TF and INT8 140 TOPS: the A10G's tensor pipes run at half the
+//     A10's rate per SM and clock (80 SMs, but 70 TF against the A10's
+//     125 with 72; Baseten's "NVIDIA A10 vs A10G" compares the two data
+//     sheets: "the A10 prioritizes tensor compute"). Measured on an A10G
+//     (zzc0721/torch-performance-test-data issue #126, torch 2.7.0
+//     cu128): square BF16 matmuls reach 47.9, 60.6, 62.5, 66.6 and 69.5
+//     TF at 1024, 2048, 4096, 8192 and 10240, TF32 34.7 TF; the former
+//     138.9 TF (the A10's 125 scaled by 80/72 SMs) is twice what the part
+//     can do. INT8 is twice BF16, as on every Ampere part [inferred].
+//     PCIe 4.0, no NVLink (g5.12xlarge joins its 4 GPUs over PCIe).
+//     Efficiencies as the A10.
 //   - A40: 48 GB GDDR6 at 696 GB/s, 149.7 TF dense BF16, 299.3 TOPS
 //     INT8, no FP8, PCIe 4.0, NVLink bridge 112.5 GB/s for two GPUs
 //     (NVIDIA A40 data sheet, as reseller spec pages reproduce it; the
@@ -382,8 +390,8 @@
 // A100-80GB. Each time is scaled by deriveScale: its roofline compute
 // share by the ratio of dense peaks (SM count × boost clock × rate per
 // SM, the data sheets' figures in the catalog: A40 84 SMs at 1740 MHz,
-// 149.7 TF, 696 GB/s; A10 72 SMs at 1695 MHz, 125 TF; L4 58 SMs at 2040
-// MHz; L40S 142 SMs at 2520 MHz; RTX 4090 128 SMs at 2520 MHz at half
+// 149.7 TF, 696 GB/s; A10 72 SMs at 1695 MHz, 125 TF; A10G 80 SMs at
+// half the A10's rate per SM, 70 TF; L4 58 SMs at 2040 MHz; L40S 142 SMs at 2520 MHz; RTX 4090 128 SMs at 2520 MHz at half
 // the L40S's rate per SM with FP32 accumulate; H20 78 SMs, 148 TF), its
 // memory share by the bandwidths. MI300X (and any GPU not in the map, or
 // a GPU YAML file) has no table and keeps the roofline. Roofline.
