@@ -316,7 +316,7 @@
 //
 // Catalog GPUs time a step's GPU work from measured kernel latencies, not
 // from the roofline. tools/kernel-tables reduces two public databases to
-// the embedded tables in kerneltables/ (≈200 KB; each file's header names
+// the embedded tables in kerneltables/ (≈300 KB; each file's header names
 // its source commit, file, selection and cleaning; kerneltables/NOTICE
 // carries the licenses):
 //
@@ -332,7 +332,8 @@
 //     ratio; decode attention by context 2…131072, batch 1…2048 and KV
 //     heads 1…8 (4 query heads each); nccl-tests all_reduce and
 //     all_gather, and vLLM's custom all-reduce replayed from a CUDA graph,
-//     at 2, 4 and 8 ranks and 512 B…512 MiB.
+//     at 2, 4 and 8 ranks and 512 B…512 MiB; vLLM's fused MoE kernel
+//     (Fused MoE, below) on H100-SXM, H200 and B200.
 //   - Vidur (github.com/microsoft/vidur @7d475133, MIT): A40 linear-
 //     operator times of six models at every TP, reduced to a GEMM table by
 //     (M, N·K) (each sample scaled to its power-of-two N·K bin, time ∝ N·K
@@ -363,10 +364,8 @@
 //
 // What a step runs (Model.attentionGEMMs and kernelPlan): per layer QKV
 // and O (MLA: q_a/q_b or q, kv_a, kv_b, o), gate/up and down (MoE layers:
-// router, shared experts, and each touched routed expert's up and down at
-// its share of the tokens, T·k/E' for E' = E(1−(1−k/E)^T) touched
-// experts; with expert parallelism E'/t whole experts per GPU); the
-// lm_head over the sampled rows. The per-layer sums are built once per
+// router and shared experts as GEMMs, the routed experts as vLLM's fused
+// MoE kernel, below); the lm_head over the sampled rows. The per-layer sums are built once per
 // deployment as curves over the M grid, so a step reads each with one
 // log-log interpolation. Prefill attention: the step's prefill pairs as n
 // prompts of the length whose causal pairs average as many keys per query
@@ -391,13 +390,53 @@
 // share by the ratio of dense peaks (SM count × boost clock × rate per
 // SM, the data sheets' figures in the catalog: A40 84 SMs at 1740 MHz,
 // 149.7 TF, 696 GB/s; A10 72 SMs at 1695 MHz, 125 TF; A10G 80 SMs at
-// half the A10's rate per SM, 70 TF; L4 58 SMs at 2040 MHz; L40S 142 SMs at 2520 MHz; RTX 4090 128 SMs at 2520 MHz at half
-// the L40S's rate per SM with FP32 accumulate; H20 78 SMs, 148 TF), its
+// half the A10's rate per SM, 70 TF; L4 58 SMs at 2040 MHz; L40S 142
+// SMs at 2520 MHz; RTX 4090 128 SMs at 2520 MHz at half the L40S's rate
+// per SM with FP32 accumulate; H20 78 SMs, 148 TF), its
 // memory share by the bandwidths. MI300X (and any GPU not in the map, or
 // a GPU YAML file) has no table and keeps the roofline. Roofline.
 // KernelSource says which ("measured: H100-SXM", "derived from A40
-// (attention: A100-80GB)", "roofline: no table"); sim's engine section
-// prints it.
+// (attention: A100-80GB)", "roofline: no table"; MoE models add the
+// fused-MoE table, "; fused MoE: H200 fp8-block 7168x2048x8x256"); sim's
+// engine section prints it.
+//
+// # Fused MoE (fusedmoe.go)
+//
+// vLLM runs all routed experts of a MoE layer as one kernel: the Triton
+// fused_moe (16-bit, per-tensor FP8 and block-wise FP8 weights) or
+// Marlin's MoE kernel (4-bit GPTQ/AWQ), which groups the tokens by expert
+// and reads each touched expert once. Its time comes from aiconfigurator's
+// measurements of vLLM's own kernel (moe_perf.parquet, vLLM 0.14.0 on
+// H100-SXM and H200, 0.19.0 on B200; kerneltables/moe-*.txt) at the
+// expert shapes of published models (hidden × width × top-k × experts:
+// 2048×768×8×128 Qwen3-30B-A3B, 4096×1536×8×128 Qwen3-235B-A22B,
+// 4096×14336×2×8 Mixtral-8x7B, 6144×16384×2×8 Mixtral-8x22B,
+// 7168×2048×8×256 DeepSeek-V3/R1, 7168×2048×8×384 Kimi-K2 and others),
+// uniform ("balanced") routing, by tokens in the step (1…16384) and TP
+// size (1, 2, 4, 8; the sweep's unmeasured TP sizes of a shape take the
+// nearest measured one scaled by the ratio of sizes, since each rank
+// holds 1/t of every expert). Held back along tokens, each table
+// reproduces its interior points with a median error of 0.6–4.1% (the
+// sweep has a step near 32–48 tokens where Triton changes tile
+// configuration). The weight format picks the table: block-wise FP8
+// checkpoints (quantization_config.weight_block_size, DeepSeek-V3's 128)
+// fp8-block, other FP8 fp8, 4-bit GPTQ/AWQ int4, the rest bf16; a GPU
+// without FP8 units reads bf16. A model the sweep did not cover takes the
+// nearest shape (the same share of experts per token k/E first, then the
+// expert size h·f) scaled by the work per token, h·f·k, against the
+// measured shape's [approximation: it sets the FLOPs and, while tokens
+// reach experts of their own, the weights read]. Expert parallelism reads
+// the TP table at the same size [approximation: both give each GPU 1/t of
+// the expert work]. Above TP 8 the time shrinks as 8/t. GPUs other than
+// those three take H100-SXM's table through deriveScale, Hopper parts as
+// their own architecture, Ampere and Ada across it [assumption: the
+// Triton kernel reaches the same share of each GPU's roofline].
+//
+// Before these tables the routed experts were timed as one GEMM per
+// touched expert from the GEMM tables; each small GEMM's launch floor
+// (5–15 µs) times 256 experts and 58 layers made DeepSeek-R1's 64-sequence
+// decode on 8 × H200 cost 207 ms of GPU time, against 29 ms here (0.398
+// ms a layer measured at 64 tokens).
 //
 // # KV capacity (Deployment.Capacity)
 //

@@ -19,19 +19,27 @@ type KernelSource struct {
 	GEMM, Attention string
 	// Reason says why the roofline stands in ("no table").
 	Reason string
+	// MoE names the fused-MoE table a MoE model's routed experts are
+	// timed from ("H200 fp8-block 7168x2048x8x256": GPU, weight format and
+	// the measured expert shape); empty for dense models.
+	MoE string
 }
 
 // String is what sim's engine section prints: "measured: H100-SXM",
 // "derived from A40 (attention: A100-80GB)", "roofline: no table".
 func (s KernelSource) String() string {
+	moe := ""
+	if s.MoE != "" {
+		moe = "; fused MoE: " + s.MoE
+	}
 	switch s.Mode {
 	case "measured":
-		return "measured: " + s.GEMM
+		return "measured: " + s.GEMM + moe
 	case "derived":
 		if s.Attention != "" && s.Attention != s.GEMM {
-			return fmt.Sprintf("derived from %s (attention: %s)", s.GEMM, s.Attention)
+			return fmt.Sprintf("derived from %s (attention: %s)%s", s.GEMM, s.Attention, moe)
 		}
-		return "derived from " + s.GEMM
+		return "derived from " + s.GEMM + moe
 	}
 	return "roofline: " + s.Reason
 }
@@ -178,8 +186,12 @@ type stepKernels struct {
 	// linear is every GEMM of the stage's layers but the routed experts,
 	// by tokens in the step; head is the lm_head by sampled rows.
 	linear, head *curve
+	// moe is the stage's MoE layers' routed experts, run as vLLM's fused
+	// MoE kernel, by tokens in the step (fusedmoe.go).
+	moe *curve
 	// expert is one routed expert's up and down GEMMs by its tokens, in
-	// every MoE layer of the stage; experts and perToken as in Roofline.
+	// every MoE layer of the stage, for MoE models no fused-MoE table
+	// covers; experts and perToken as in Roofline.
 	expert             *curve
 	experts, perToken  float64
 	expertParallelDivs float64 // ranks sharing the touched experts (EP), else 1
@@ -255,6 +267,10 @@ func kernelPlan(d Deployment, r *Roofline) (*stepKernels, KernelSource) {
 	vocab := float64(m.Vocab) / t
 	k.head = newCurve(kernelGridM, func(rows float64) float64 { return gemm.at(rows, vocab, hidden) }).densify(d.MaxNumSeqs)
 	if m.IsMoE() {
+		k.moe, src.MoE = newMoECurve(d, cat, moeLayers)
+		k.source = src
+	}
+	if m.IsMoE() && k.moe == nil {
 		k.experts, k.perToken = float64(m.MoE.Experts), float64(m.MoE.ExpertsPerToken)
 		width := float64(m.MoE.ExpertIntermediate) / t
 		if d.ExpertParallel {
@@ -411,7 +427,9 @@ func (t *kernelTable) fp8KVRatio() float64 {
 // lm_head), from the tables.
 func (k *stepKernels) layerSeconds(s StepShape, prefill, decode, tokens float64) float64 {
 	t := k.linear.at(tokens)
-	if k.expert != nil {
+	if k.moe != nil {
+		t += k.moe.at(tokens)
+	} else if k.expert != nil {
 		touched := k.experts * (1 - math.Pow(1-k.perToken/k.experts, tokens))
 		perExpert := tokens * k.perToken / touched
 		t += touched / k.expertParallelDivs * k.expert.at(perExpert)
