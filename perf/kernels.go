@@ -200,9 +200,14 @@ type stepKernels struct {
 	// context, decodes). Both at the deployment's heads per GPU.
 	prefill, decode *kernelTable
 	maxISL          float64 // the prefill table's longest prompt
-	// perToken memory traffic outside GEMMs and attention kernels:
-	// norms, activations, residual adds and the new tokens' KV writes.
-	elementwise float64
+	// smallKernels is the stage's per-layer kernels outside GEMMs and
+	// attention (norms, rotary embedding, activation) by tokens in the
+	// step, from Vidur's measurements (elementwise.go); tokenTraffic is
+	// the memory time per token the tables do not cover: the new tokens'
+	// KV writes, and without smallKernels the roofline's activation
+	// traffic.
+	smallKernels *curve
+	tokenTraffic float64
 }
 
 // kernelPlan finds the tables for a deployment; nil (and the reason) when
@@ -237,9 +242,13 @@ func kernelPlan(d Deployment, r *Roofline) (*stepKernels, KernelSource) {
 	t := float64(d.TensorParallel)
 	hidden := float64(m.Hidden)
 	k := &stepKernels{source: src, layers: float64(d.stageLayers()), expertParallelDivs: 1}
-	k.elementwise = (r.actTokenMemory + r.kvTokenMemory)
 	layers := k.layers
 	moeLayers := float64(m.moeLayers()) * d.stageFraction()
+	k.smallKernels = newElementwiseCurve(d, cat, layers, moeLayers)
+	k.tokenTraffic = r.kvTokenMemory
+	if k.smallKernels == nil {
+		k.tokenTraffic += r.actTokenMemory
+	}
 	denseLayers := layers - moeLayers
 	attnGEMMs := m.attentionGEMMs(d.TensorParallel)
 	dense := []gemmShape{{2 * float64(m.Intermediate) / t, hidden}, {hidden, float64(m.Intermediate) / t}}
@@ -455,7 +464,10 @@ func (k *stepKernels) layerSeconds(s StepShape, prefill, decode, tokens float64)
 	if decode > 0 {
 		t += k.layers * k.decode.at2(math.Max(decodeCtx/decode, 1), decode)
 	}
-	return t + tokens*k.elementwise
+	if k.smallKernels != nil {
+		t += k.smallKernels.at(tokens)
+	}
+	return t + tokens*k.tokenTraffic
 }
 
 // customAllReduceMaxBytes is the largest message vLLM's custom all-reduce

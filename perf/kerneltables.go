@@ -48,7 +48,7 @@ type tableAxis struct {
 // measured range; every other axis holds its last value.
 var proportionalAxes = map[string]bool{
 	"m": true, "n": true, "k": true, "nk": true, "batch": true, "bytes": true, "context": true, "heads": true, "kv_heads": true,
-	"tokens": true,
+	"tokens": true, "elements": true,
 }
 
 // fillAxes are the axes along which an unmeasured cell is filled from its
