@@ -139,7 +139,8 @@ func Fit(ctx context.Context, obs []Observation, o Options) (*Result, error) {
 	}
 	step := []float64{0.4, 0.4, 20, 1}[:dims]
 	for restart := 0; restart < 6 && evals < maxEvals; restart++ {
-		nx, v, _, err := minimize(ctx, objective, x, minimizeOptions{Step: step, MaxEvals: maxEvals - evals, Tolerance: 1e-10, XTolerance: []float64{1e-3, 1e-3, 0.1, 0.01}[:dims]})
+		nx, v, _, err := minimize(ctx, objective, x, best, minimizeOptions{Step: step, MaxEvals: maxEvals - evals,
+			XTolerance: []float64{1e-3, 1e-3, 0.1, 0.01}[:dims], Stall: 8 * dims})
 		if err != nil {
 			return nil, err
 		}
