@@ -23,6 +23,7 @@ import (
 
 	"github.com/servebench/servebench/perf"
 	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/runspec"
 	"github.com/servebench/servebench/vllm"
 	"github.com/servebench/servebench/workload"
 )
@@ -322,4 +323,25 @@ func checkConsistent(obs []Observation) error {
 		}
 	}
 	return nil
+}
+
+// EnvResolver looks tags up as sim's --model and --gpu do: the catalogs,
+// config and GPU files, and the local Hugging Face cache of env. Its
+// errors say which flag to pass.
+func EnvResolver(env runspec.Env) Resolver {
+	return func(t Tags) (perf.Model, perf.GPU, vllm.Profile, error) {
+		m, err := perf.LookupModelInCache(t.Model, env.HF.CacheDirs())
+		if err != nil {
+			return perf.Model{}, perf.GPU{}, vllm.Profile{}, fmt.Errorf("model %q: %w (pass --model)", t.Model, err)
+		}
+		g, err := runspec.LookupGPU(t.GPU)
+		if err != nil {
+			return perf.Model{}, perf.GPU{}, vllm.Profile{}, fmt.Errorf("%w (pass --gpu)", err)
+		}
+		p, err := vllm.Lookup(t.VLLMVersion, "")
+		if err != nil {
+			return perf.Model{}, perf.GPU{}, vllm.Profile{}, fmt.Errorf("vLLM version %q: %w (pass --vllm-version)", t.VLLMVersion, err)
+		}
+		return m, g, p, nil
+	}
 }

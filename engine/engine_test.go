@@ -283,7 +283,7 @@ func TestStepShape(t *testing.T) {
 	mustAdd(t, e, Request{ID: 2, Prompt: prompt, MaxTokens: 3})
 	st = e.Schedule(0)
 	want = perf.StepShape{PrefillTokens: 2, Prefills: 1, PrefillsDone: 1, Decodes: 1,
-		AttnPairs: 2*8 + 3 + 10, KVTokens: 10 + 11}
+		AttnPairs: 2*8 + 3 + 10, DecodeContext: 10, KVTokens: 10 + 11}
 	if st.Shape != want {
 		t.Fatalf("second step %+v, want %+v", st.Shape, want)
 	}

@@ -117,6 +117,7 @@ func (e *Engine) addDecodes(i, tokenBudget int) (int, int) {
 	st.entries = entries
 	st.Shape.Decodes += decodes
 	st.Shape.AttnPairs += attn
+	st.Shape.DecodeContext += attn
 	st.Shape.KVTokens += attn + int64(decodes) // each decode reads its context and writes one entry
 	return i, tokenBudget
 }

@@ -47,6 +47,18 @@ type Deployment struct {
 	// GPU and with TP·PP > 1; how vLLM counts it changed between releases
 	// (package vllm sets them per release).
 	NonTorchBytes, NonTorchMultiGPUBytes int64
+	// NoKernelTables times steps by the roofline alone, as servebench did
+	// before measured kernel tables (and as GPUs without a table are).
+	NoKernelTables bool
+	// Kernels is the release's choice of quantized-GEMM kernels (package
+	// vllm sets it); the zero value is today's vLLM.
+	Kernels KernelPolicy
+	// SamplerBytesPerCell, when positive, is the live tensor memory the
+	// profile run's sampler peaks at, in bytes per logits cell
+	// (max_num_seqs × vocab), the model-dtype logits included; it differs
+	// by release (package vllm sets it from vLLM's own sampler, measured).
+	// Zero keeps perf's estimate: one fp32 copy of the logits.
+	SamplerBytesPerCell float64
 }
 
 // DefaultDeployment is m on one g with vLLM's defaults, including the
@@ -246,10 +258,17 @@ func (d Deployment) Resolve() (Deployment, error) {
 
 	if t*p > 1 {
 		if d.Link.Name == "" {
-			d.Link = links[1] // pcie
+			// Without NVLink, NCCL goes through host memory: cloud PCIe
+			// instances expose no GPU peer-to-peer (doc.go, "Links").
+			d.Link = links[4] // pcie-host
 			if d.GPU.NVLinkBandwidth > 0 {
 				d.Link = links[0]
 			}
+		}
+		if d.Link.Name == "pcie" && d.GPU.PCIeBandwidth > 0 {
+			// P2P over PCIe runs at the GPU's PCIe generation: 4.0 x16
+			// parts 25 GB/s, 5.0 parts (H100, H200, B200) 50 (doc.go).
+			d.Link.Bandwidth = d.GPU.PCIeBandwidth
 		}
 		if d.Link.Name == "nvlink" {
 			if d.GPU.NVLinkBandwidth <= 0 {
@@ -404,17 +423,32 @@ func (d Deployment) weightBytesPerGPU() int64 {
 	return int64(math.Round(shared + experts + vocab/t))
 }
 
-// activationPeakBytes is the profile run's activation peak: a dummy batch
-// of max_num_batched_tokens through one layer (the MLP's gate/up and
-// product at the width a token passes through, which for MoE is its top-k
-// experts plus shared experts, and a few hidden-sized buffers) and fp32
-// logits for max_num_seqs rows.
+// activationPeakBytes is the profile run's activation peak, the larger
+// of its two phases (PyTorch's allocator peak over the run):
+//   - the forward pass over max_num_batched_tokens tokens through one
+//     layer: the MLP's gate/up and product at the width a token passes
+//     through (for MoE its top-k experts plus shared experts) and a few
+//     hidden-sized buffers;
+//   - the sampler on one row of logits per sequence (max_num_seqs rows),
+//     its peak of live tensors (SamplerBytesPerCell), while the final
+//     hidden states are still held.
 func (d Deployment) activationPeakBytes() int64 {
 	m := d.Model
 	tokens := float64(d.MaxNumBatchedTokens)
-	perToken := activationBytes * (3*m.mlpActiveWidth()/float64(d.TensorParallel) + 4*float64(m.Hidden))
+	forward := tokens * activationBytes * (3*m.mlpActiveWidth()/float64(d.TensorParallel) + 4*float64(m.Hidden))
 	rows := float64(min(d.MaxNumSeqs, d.MaxNumBatchedTokens))
-	return int64(tokens*perToken + rows*float64(m.Vocab)*4)
+	return int64(math.Max(forward, tokens*activationBytes*float64(m.Hidden)+rows*float64(m.Vocab)*d.samplerBytesPerCell()))
+}
+
+// defaultSamplerBytesPerCell is perf's estimate without a release: one
+// fp32 copy of the logits.
+const defaultSamplerBytesPerCell = 4
+
+func (d Deployment) samplerBytesPerCell() float64 {
+	if d.SamplerBytesPerCell > 0 {
+		return d.SamplerBytesPerCell
+	}
+	return defaultSamplerBytesPerCell
 }
 
 func (d Deployment) nonTorchBytes() int64 {

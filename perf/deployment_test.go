@@ -27,13 +27,15 @@ func TestCapacityQwen2_7BOnH100(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 71.2 GiB budget − 14.19 GiB weights − 1.67 GiB activations − 1.25 GiB
-	// non-torch = 54.1 GiB of 896 KiB blocks (doc.go).
+	// 71.2 GiB budget − 14.19 GiB weights − 1.09 GiB activations (the
+	// forward pass over 8192 tokens outweighs one fp32 logits copy for
+	// 1024 sequences) − 1.25 GiB non-torch = 54.7 GiB of 896 KiB blocks
+	// (doc.go).
 	if c.BlockBytes != 896<<10 {
 		t.Errorf("BlockBytes = %d, want 896 KiB", c.BlockBytes)
 	}
-	if c.GPUBlocks != 63310 || c.Tokens() != 1012960 {
-		t.Errorf("GPUBlocks = %d (%d tokens), want 63310 (1,012,960 tokens)", c.GPUBlocks, c.Tokens())
+	if c.GPUBlocks != 63989 || c.Tokens() != 1023824 {
+		t.Errorf("GPUBlocks = %d (%d tokens), want 63989 (1,023,824 tokens)", c.GPUBlocks, c.Tokens())
 	}
 	// Without the activation peak and non-torch memory the budget would hold
 	// (71.2 − 14.19) GiB / 56 KiB ≈ 1.07 M tokens.
@@ -47,12 +49,12 @@ func TestCapacityQwen2_7BOnH100(t *testing.T) {
 	if c.MaxModelLen != 131072 || c.MaxNumBatchedTokens != 8192 || c.MaxNumSeqs != 1024 {
 		t.Errorf("resolved limits = %d/%d/%d, want 131072/8192/1024", c.MaxModelLen, c.MaxNumBatchedTokens, c.MaxNumSeqs)
 	}
-	if got := c.MaxConcurrency(131072); fmt.Sprintf("%.2f", got) != "7.73" {
-		t.Errorf("MaxConcurrency(131072) = %.4f, want 7.73", got)
+	if got := c.MaxConcurrency(131072); fmt.Sprintf("%.2f", got) != "7.81" {
+		t.Errorf("MaxConcurrency(131072) = %.4f, want 7.81", got)
 	}
 	wantLog := []string{
-		"GPU KV cache size: 1,012,960 tokens",
-		"Maximum concurrency for 131,072 tokens per request: 7.73x",
+		"GPU KV cache size: 1,023,824 tokens",
+		"Maximum concurrency for 131,072 tokens per request: 7.81x",
 	}
 	if diff := cmp.Diff(wantLog, c.LogLines()); diff != "" {
 		t.Errorf("LogLines (-want +got):\n%s", diff)
@@ -88,10 +90,10 @@ func TestCapacityErrorTexts(t *testing.T) {
 		// cache error would wrongly advise raising gpu_memory_utilization.
 		{"70B on one A100 (V0)", deployment(t, "Llama-3-70B", "A100-80GB", func(d *Deployment) { d.EngineVersion = "v0" }),
 			ReasonWeightsExceedGPU,
-			"Model weights need 131.41 GiB per GPU, more than one A100-80GB holds (79.15 GiB, of which 1.25 GiB go to the CUDA runtime); raising gpu_memory_utilization cannot help. Use tensor_parallel_size 4, the smallest that fits at max_model_len 8192, or a quantized checkpoint."},
+			"Model weights need 131.41 GiB per GPU, more than one A100-80GB holds (79.15 GiB, of which 1.25 GiB go to the CUDA runtime); raising gpu_memory_utilization cannot help. Use tensor_parallel_size 2, the smallest that fits at max_model_len 8192, or a quantized checkpoint."},
 		{"70B on one A100 (V1)", deployment(t, "Llama-3-70B", "A100-80GB", nil),
 			ReasonWeightsExceedGPU,
-			"Model weights need 131.41 GiB per GPU, more than one A100-80GB holds (79.15 GiB, of which 1.25 GiB go to the CUDA runtime); raising gpu_memory_utilization cannot help. Use tensor_parallel_size 4, the smallest that fits at max_model_len 8192, or a quantized checkpoint."},
+			"Model weights need 131.41 GiB per GPU, more than one A100-80GB holds (79.15 GiB, of which 1.25 GiB go to the CUDA runtime); raising gpu_memory_utilization cannot help. Use tensor_parallel_size 2, the smallest that fits at max_model_len 8192, or a quantized checkpoint."},
 		// At 131072 tokens TP=2 leaves too little KV cache for one request.
 		{"Llama-3.1-70B on one H100", deployment(t, "Llama-3.1-70B", "H100", nil),
 			ReasonWeightsExceedGPU,
@@ -104,10 +106,10 @@ func TestCapacityErrorTexts(t *testing.T) {
 			"Model weights need 131.41 GiB per GPU, more than one L4 holds (22.00 GiB, of which 1.25 GiB go to the CUDA runtime); raising gpu_memory_utilization cannot help. Use tensor_parallel_size 16, the smallest that fits at max_model_len 131072, or a quantized checkpoint."},
 		{"V0 max seq len above the cache", deployment(t, "Qwen2-7B", "A10", func(d *Deployment) { d.EngineVersion = "v0" }),
 			ReasonMaxModelLenExceedsCache,
-			"The model's max seq len (131072) is larger than the maximum number of tokens that can be stored in KV cache (77744). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine."},
+			"The model's max seq len (131072) is larger than the maximum number of tokens that can be stored in KV cache (78960). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine."},
 		{"V1 max seq len above the cache", deployment(t, "Qwen2-7B", "A10", nil),
 			ReasonMaxModelLenExceedsCache,
-			"To serve at least one request with the models's max seq len (131072), (7.00 GiB KV cache is needed, which is larger than the available KV cache memory (3.95 GiB). Based on the available memory, the estimated maximum model length is 73936. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine."},
+			"To serve at least one request with the models's max seq len (131072), (7.00 GiB KV cache is needed, which is larger than the available KV cache memory (4.09 GiB). Based on the available memory, the estimated maximum model length is 76656. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine."},
 		{"utilization above 1", deployment(t, "Qwen2-7B", "H100", func(d *Deployment) { d.GPUMemoryUtilization = 1.5 }),
 			ReasonGPUMemoryUtilization, "GPU memory utilization must be greater than 0 and at most 1.0. Got 1.5."},
 		{"utilization 2", deployment(t, "Qwen2-7B", "H100", func(d *Deployment) { d.GPUMemoryUtilization = 2 }),
@@ -226,7 +228,7 @@ func TestResolveDefaults(t *testing.T) {
 			d.MaxModelLen, d.MaxNumBatchedTokens, d.MaxNumSeqs, d.BlockSize = 4096, 1024, 64, 32
 		}), 4096, 1024, 64, 32, ""},
 		{"TP default link on NVLink GPU", deployment(t, "Llama-3-8B", "H100", func(d *Deployment) { d.TensorParallel = 2 }), 8192, 8192, 1024, 16, "nvlink"},
-		{"TP default link on PCIe GPU", deployment(t, "Llama-3-8B", "L40S", func(d *Deployment) { d.TensorParallel = 2 }), 8192, 2048, 256, 16, "pcie"},
+		{"TP default link on PCIe GPU", deployment(t, "Llama-3-8B", "L40S", func(d *Deployment) { d.TensorParallel = 2 }), 8192, 2048, 256, 16, "pcie-host"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

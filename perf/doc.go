@@ -60,6 +60,52 @@
 //     efficiencies (MFU 0.45/0.40, MBU 0.75) because ROCm kernels reach a
 //     smaller share of peak than CUDA's [inferred].
 //
+// The parts the published-runs corpus (validate/corpus) was measured on.
+// PCIe cards' optional NVLink bridges join only two GPUs, so they keep
+// NVLinkBandwidth 0 and a PCIe default link (pass --link nvlink for a
+// bridged pair):
+//
+//   - A10G (AWS G5): no NVIDIA data sheet. Memory 22515 MiB and 80 SMs as
+//     torch reports them in nm-vllm's nightly benchmark context
+//     (neuralmagic/nm-vllm, branch nm-gh-pages, dev/bench/data.js,
+//     "total_memory=22515MB, multi_processor_count=80"; PrunaAI's
+//     results.json files print the same 22515.75 MiB); 600 GB/s, the A10's
+//     384-bit GDDR6 [inferred: AWS lists 24 GB per GPU]; dense BF16/FP16
+//     138.9 TF and INT8 277.8 TOPS, the A10's 125 / 250 scaled by 80/72
+//     SMs at the A10's clock [inferred]; PCIe 4.0, no NVLink (g5.12xlarge
+//     joins its 4 GPUs over PCIe). Efficiencies as the A10.
+//   - A40: 48 GB GDDR6 at 696 GB/s, 149.7 TF dense BF16, 299.3 TOPS
+//     INT8, no FP8, PCIe 4.0, NVLink bridge 112.5 GB/s for two GPUs
+//     (NVIDIA A40 data sheet, as reseller spec pages reproduce it; the
+//     GA102 whitepaper gives 56.25 GB/s per direction). Memory 44.52 GiB
+//     as the L40S's 48 GB [inferred]. Efficiencies as the A10 (same die).
+//   - L40: 48 GB GDDR6 at 864 GB/s, 181.05 TF dense BF16, 362 TF FP8 and
+//     362 TOPS INT8 (the L40S figures are 362.05 and 733), PCIe 4.0, no
+//     NVLink (NVIDIA L40/L40S data sheet). Memory as the L40S [inferred];
+//     efficiencies as the L40S.
+//   - A100-40GB-PCIe and A100-80GB-PCIe: the SXM parts' 312 TF BF16 and
+//     624 TOPS INT8 at 1555 and 1935 GB/s, PCIe 4.0, NVLink bridge 600
+//     GB/s for two GPUs (NVIDIA A100 data sheet). torch reports 40339 MiB
+//     for an "NVIDIA A100-PCIE-40GB" (PrunaAI results.json); the 80 GB card
+//     takes the SXM's 79.15 GiB [inferred]. Efficiencies as the A100.
+//   - H100-PCIe: 114 SMs, 2000 GB/s HBM2e, 756 TF dense BF16, 1513 TF
+//     FP8 and 1513 TOPS INT8, PCIe 5.0 (128 GB/s), NVLink bridge 600 GB/s
+//     (NVIDIA H100 data sheet, whose table halves the sparse figures 1513
+//     and 3026; product brief PB-11133-001: "greater than 2,000 GBps").
+//     Memory as the SXM's 79.11 GiB [inferred]; efficiencies as the SXM
+//     [assumption: same SM at a lower power limit].
+//   - H100-NVL: 94 GB HBM3 at 3.9 TB/s, 835.5 TF dense BF16 and 1670.5 TF
+//     FP8/INT8 (the data sheet's 1,671 and 3,341 with sparsity, halved),
+//     PCIe 5.0, NVLink bridge 600 GB/s for two cards (NVIDIA H100 data
+//     sheet, H100 NVL column). Memory 92.96 GiB [inferred: the SXM's
+//     79.11 GiB of 80 GB, scaled to 94 GB]; efficiencies as the SXM
+//     [assumption: same SM at a lower power limit].
+//   - MI325X: 256 GB HBM3E at 6 TB/s, 1307.4 TF dense BF16 and 2614.9 TF
+//     FP8 (the MI300X's compute), seven Infinity Fabric links as the
+//     MI300X (448 GB/s per direction), PCIe 5.0 (AMD Instinct MI325X
+//     specifications). Memory 255.5 GiB [inferred as the MI300X's]. ROCm:
+//     GPTQ/AWQ run ExLlama, as on the MI300X; efficiencies as the MI300X.
+//
 // Efficiencies. BLIS's roofline (hardware_config.json) uses MFU
 // prefill/decode 0.45/0.30 on H100, 0.38/0.18 on A100 and 0.32/0.08 on
 // L40S with no bandwidth haircut, so its decode MFU absorbs the time a
@@ -82,8 +128,10 @@
 //
 // # Efficiency tables (efficiency.go)
 //
-// Catalog GPUs take their attained efficiencies from tables; a GPU YAML
-// keeps its flat mfu/mbu. Measured sources, then assumptions:
+// The roofline's efficiencies. They time steps only where no kernel table
+// does (below: MI300X, GPU YAML files, Deployment.NoKernelTables); catalog
+// GPUs take them from these tables, a GPU YAML keeps its flat mfu/mbu.
+// Measured sources, then assumptions:
 //
 //   - Saturated BF16 GEMM rate per family (fraction of the dense peak):
 //     A100 0.869 (271.2 of 312 TF), H100 0.803 (794.5 of 989; "H200 is the
@@ -98,7 +146,10 @@
 //     DefTruth/CUDA-Learn-Notes hgemm), says an unthrottled Ada die can do
 //     more; power caps (L4: 72 W) are why the catalog keeps them low.
 //     Their FP8 rows and MI300X's use H100's FP8/BF16 ratio (0.709/0.803)
-//     or its BF16 value [assumption].
+//     or its BF16 value [assumption]. Parts without a row of their own take
+//     the row of their die: A10G and A40 the A10's, L40 the L40S's, the
+//     PCIe A100s and H100 their SXM parts', MI325X the MI300X's
+//     [assumption].
 //   - GEMM rate by tokens per step (M): XLA's measured matmul table
 //     (tensorflow/third_party/xla/.../matmul_interpolator_data.h, sm_90,
 //     n = k = 4096) gives 412.0, 738.5 and 783.3 TF at M = 256, 1024 and
@@ -118,9 +169,9 @@
 //     reaches 50–73% of peak (Dao 2023, arXiv:2307.08691), row 0.73. Other
 //     families: their GEMM row times the FA/GEMM ratio of H100 (Hopper,
 //     Blackwell, MI300X) or A100 (Ampere, Ada) [assumption].
-//   - Quantization kernels (QuantKernelFor): vLLM runs GPTQ/AWQ through
-//     gptq_marlin/awq_marlin on NVIDIA compute capability ≥ 8.0 (vLLM PR
-//     #3922), ExLlama on ROCm (Marlin needs NVIDIA ≥ 8.0, IST-DASLab/marlin
+//   - Quantization kernels (QuantKernelFor, KernelPolicy): today's vLLM
+//     runs GPTQ/AWQ through gptq_marlin/awq_marlin on NVIDIA compute
+//     capability ≥ 8.0, ExLlama on ROCm (Marlin needs NVIDIA ≥ 8.0, IST-DASLab/marlin
 //     README), FP8 as W8A8 on FP8 tensor cores and as W8A16 FP8 Marlin
 //     without them (vLLM FP8 docs). Prefill factor (large-M GEMM relative
 //     to cuBLAS): Marlin 9.68/12.2 = 0.79 (IBM/text-generation-inference
@@ -133,6 +184,16 @@
 //     38.57 s vs 79.7 s), held beyond; FP8 W8A8 1 [assumption: no
 //     measurement of FP8 GEMV bandwidth found]. Bytes per weight come from
 //     the checkpoint format (below), so W4A16 decode streams ~3.9× fewer.
+//     Per release (package vllm sets KernelPolicy): GPTQ checkpoints were
+//     converted to Marlin automatically from vLLM PR #3922 (April 2024;
+//     0.4.1 on [inferred from the merge date]), and ran ExLlamaV2 before;
+//     AWQ from PR #6612 in 0.5.3 (vLLM PR #6654's note: "vLLM 0.5.3 is
+//     released tomorrow"), and the AutoAWQ GEMM kernel in 0.5.0–0.5.2,
+//     whose decode reaches 79/102 of Marlin's tokens/s at batch 1 and
+//     1678/2476 at batch 64 (sgl-project/sglang#28, SOLAR-10.7B 4-bit);
+//     its prefill dequantizes to cuBLAS (factor 1). FP8: W8A8 on FP8
+//     tensor cores (Ada, Hopper, Blackwell), weight-only FP8 Marlin on
+//     Ampere.
 //   - Decode bandwidth (MBU) stays flat in tokens per step (the values
 //     above): no public per-batch measurement was found [assumption]; ECC
 //     costs GDDR parts 10–15% of bandwidth (Marlin README), inside the
@@ -152,7 +213,12 @@
 //     custom all-reduce makes small collectives a few µs.
 //   - pcie (alias pcie-p2p): 25 GB/s, 8 µs. PCIe 4.0 x16 moves ~21–25 GB/s
 //     in practice (the P2pNccl doc measures 21 GB/s host spill); NCCL over
-//     PCIe P2P costs ~10–20 µs per small collective.
+//     PCIe P2P costs ~10–20 µs per small collective. The bandwidth is the
+//     GPU's PCIe rate (GPU.PCIeBandwidth: 25 GB/s on PCIe 4.0 parts, 50 on
+//     PCIe 5.0 H100, H200, B200): Vidur measured 4 GPUs in NVLink pairs,
+//     whose ring crosses PCIe P2P, at 4268 µs (A100) and 2063 µs (H100)
+//     for a 64 MiB all-reduce (data/profiling/network/*_pairwise_nvlink);
+//     this model gives 4.07 and 2.06 ms.
 //   - infiniband: 40 GB/s, 5 µs. NDR 400 Gb/s is 50 GB/s line rate; NCCL
 //     with GPUDirect RDMA reaches ~80% of it (llm-d-inference-sim uses 40
 //     GB/s for IB NDR) with a few µs per message.
@@ -166,7 +232,11 @@
 // were. The transport presets of the collective model (collective.go):
 //
 //   - pcie-host (alias shm): GPUs without P2P, through host memory (NCCL
-//     SHM): 6 GB/s, 11 µs. tinygrad/open-gpu-kernel-modules#17: 2×RTX 4090
+//     SHM), the default link of GPUs without NVLink (cloud PCIe instances
+//     such as AWS g5/g6 expose no peer-to-peer; nm-vllm's A10G TP 4
+//     prefill, below, needs the host path's bandwidth): 6 GB/s, 11 µs for
+//     a point-to-point send; TP collectives inside one node take the
+//     measured L40S tables below instead. tinygrad/open-gpu-kernel-modules#17: 2×RTX 4090
 //     with P2P disabled, alltoall of 8 B in 11.6 µs; NCCL#1817: 8×L20 over
 //     SHM, average bus bandwidth 6.13 GB/s; NCCL#384: 3.9 GB/s on PCIe 3.
 //   - ib-200g, ib-400g: 24 and 48 GB/s per NIC, 10 µs. nccl-tests#252: 2
@@ -187,7 +257,27 @@
 //     nccl-tests#284 shows the log lines ("via NET/Socket/0").
 //
 // TestCollectiveMatchesNCCLTests checks each figure within 15%. Users
-// override any term: "--link name:bandwidth=…,latency=…,algo=…,nics=…".
+// override any term: "--link name:bandwidth=…,latency=…,algo=…,nics=…";
+// an overridden link always uses this parametric model.
+//
+// Measured collectives (kernels.go, tableCollectives): a TP group inside
+// one node takes its all-reduce and logits all-gather from kernel tables
+// instead, by message size at its rank count (interpolated in log ranks
+// between 2, 4 and 8, held above 8). Over NVLink: the GPU's (or its
+// origin's, below) nccl-tests tables, and vLLM's custom all-reduce table
+// for messages up to its 8 MiB max_size on 2, 4, 6 or 8 ranks, as vLLM
+// picks. Checked against Vidur's own NCCL measurements on DGX A100 and
+// H100 (TestCollectivesMatchVidur): within 12% at ≥ 32 MiB, where
+// Vidur's medians are not noise. Over pcie-host: the L40S node's
+// nccl-tests tables (aiconfigurator): bus bandwidth 20 GB/s at 2 ranks,
+// 5 at 4 and 1.45 at 8, the pattern of NCCL's SHM transport sharing host
+// memory [inferred: P2P rings do not slow down with more ranks]. nm-vllm's
+// A10G × 4 (g5.12xlarge) prefill of 2048 tokens took 0.494 s at TP 4 and
+// 0.517 s at TP 1 (validate corpus nm-vllm-nightly-2024-03), so TP 4 cost
+// 0.364 s over a perfect split; the model gives 0.330 s
+// (TestPCIeTensorParallelPrefill). A different machine, 8 L20 over SHM
+// (NCCL#1817), averaged 6.13 GB/s at 8 ranks: host topologies differ,
+// and --link pcie-host:bandwidth=… switches to the parametric model.
 //
 // Collective model (Collective): a communicator of n ranks over N nodes.
 // Ring all-reduce: 2(n−1) steps, each as slow as its slowest hop (the
@@ -213,6 +303,93 @@
 //
 // Swap copies use the GPU's PCIe rate (25 GB/s; 50 GB/s for PCIe 5.0 H100
 // and H200).
+//
+// # Kernel tables (kerneltables.go, kernels.go)
+//
+// Catalog GPUs time a step's GPU work from measured kernel latencies, not
+// from the roofline. tools/kernel-tables reduces two public databases to
+// the embedded tables in kerneltables/ (≈200 KB; each file's header names
+// its source commit, file, selection and cleaning; kerneltables/NOTICE
+// carries the licenses):
+//
+//   - aiconfigurator (github.com/ai-dynamo/aiconfigurator @095f58a5,
+//     Apache-2.0), vLLM backend, for H100-SXM, H200, A100-80GB, L40S and
+//     B200: GEMM latency by (M, N, K) at M = 1…8192 (18 points) and N, K =
+//     256…16384 plus 65536 (11 points), bf16 from vLLM 0.14.0's sweep
+//     (B200 0.19.0) and fp8 from vLLM 0.24.0's CUTLASS scaled_mm sweep
+//     (0.14.0's unnamed fp8 sweep runs slower than its bf16 one);
+//     prefill attention (vllm_flash_attn; B200 flashinfer) by prompt
+//     length 16…16384, batch 1…256 and query heads 1…64 at head dim 128
+//     and a GQA group of 4 (8 at 64 heads), with the median fp8-KV/bf16-KV
+//     ratio; decode attention by context 2…131072, batch 1…2048 and KV
+//     heads 1…8 (4 query heads each); nccl-tests all_reduce and
+//     all_gather, and vLLM's custom all-reduce replayed from a CUDA graph,
+//     at 2, 4 and 8 ranks and 512 B…512 MiB.
+//   - Vidur (github.com/microsoft/vidur @7d475133, MIT): A40 linear-
+//     operator times of six models at every TP, reduced to a GEMM table by
+//     (M, N·K) (each sample scaled to its power-of-two N·K bin, time ∝ N·K
+//     at a fixed M; a cell is the median). Vidur's A100/H100 operator and
+//     collective times are test figures (testdata/kernels): the
+//     aiconfigurator GEMM tables predict Vidur's Llama-2-7B/70B operators
+//     at M ≥ 64 with a median error of 12.5% (TestGEMMTablesMatchVidur).
+//
+// Cleaning: a monotone envelope. A kernel given at least as much work in
+// every dimension never finishes sooner, so a cell slower than a larger
+// problem's takes that time (clock and power swings; each header counts
+// the cells changed). Unmeasured cells ("-": prefill batches past the
+// collector's memory, the largest GEMMs at M ≤ 16) take their nearest
+// measured neighbour along batch (or K, or bytes) scaled by the ratio.
+//
+// Interpolation rule: multilinear in the logarithms of the coordinates and
+// of the time, exact for power laws and so between the grids' power-of-two
+// (or 1.5×) points; below the first grid value the first is held (a
+// kernel is no faster than its smallest launch), past the last the time
+// grows in proportion on work axes (M, N, K, batch, bytes, context, heads)
+// and is held on the rank axis. Held-back test
+// (TestKernelTablesReproduceHeldBackPoints): every interior grid point in
+// turn is predicted from its neighbours along each axis of five or more
+// points; the median error is 1.4–3.9% per table and seven points in ten
+// are within 10% in every table; p90 is 7–17% (L40S decode attention 40%)
+// and the worst points 13–117%: neighbouring cells that differ by more
+// than any smooth curve allows, mostly on the power-capped L40S.
+//
+// What a step runs (Model.attentionGEMMs and kernelPlan): per layer QKV
+// and O (MLA: q_a/q_b or q, kv_a, kv_b, o), gate/up and down (MoE layers:
+// router, shared experts, and each touched routed expert's up and down at
+// its share of the tokens, T·k/E' for E' = E(1−(1−k/E)^T) touched
+// experts; with expert parallelism E'/t whole experts per GPU); the
+// lm_head over the sampled rows. The per-layer sums are built once per
+// deployment as curves over the M grid, so a step reads each with one
+// log-log interpolation. Prefill attention: the step's prefill pairs as n
+// prompts of the length whose causal pairs average as many keys per query
+// (2·pairs/tokens, held at 16384), scaled to the pairs; decode attention:
+// the decodes at their mean context (StepShape.DecodeContext). Heads enter
+// in head-dim-128 units (prefill: FLOPs per pair / (4·128); decode: KV
+// elements per token / (2·128)), so MLA and other head dims scale.
+// Elementwise work (norms, activations, residual adds, KV writes) keeps
+// the roofline's bandwidth term. Weight-only kernels (W4A16 GPTQ/AWQ,
+// W8A16 FP8 Marlin) have no table: the bf16 time's compute share (the
+// roofline's share on the GPU) runs at the kernel's prefill factor, its
+// memory share reads the narrower weights at the kernel's attained
+// bandwidth (Efficiency tables, above). FP8 W8A8 uses the fp8 table.
+// EfficiencyScale (calibrate's fit) divides each kernel time's roofline
+// compute share by Compute and its memory share by Bandwidth.
+//
+// GPUs without a table of their own (kernelOrigin) take the nearest
+// measured one of their architecture: A10, A10G and A40 GEMMs from A40
+// and their attention from A100-80GB (Ampere); L4, L40 and RTX-4090 from
+// L40S (Ada); H20 and H100-PCIe from H100-SXM (Hopper); A100-40GB from
+// A100-80GB. Each time is scaled by deriveScale: its roofline compute
+// share by the ratio of dense peaks (SM count × boost clock × rate per
+// SM, the data sheets' figures in the catalog: A40 84 SMs at 1740 MHz,
+// 149.7 TF, 696 GB/s; A10 72 SMs at 1695 MHz, 125 TF; L4 58 SMs at 2040
+// MHz; L40S 142 SMs at 2520 MHz; RTX 4090 128 SMs at 2520 MHz at half
+// the L40S's rate per SM with FP32 accumulate; H20 78 SMs, 148 TF), its
+// memory share by the bandwidths. MI300X (and any GPU not in the map, or
+// a GPU YAML file) has no table and keeps the roofline. Roofline.
+// KernelSource says which ("measured: H100-SXM", "derived from A40
+// (attention: A100-80GB)", "roofline: no table"); sim's engine section
+// prints it.
 //
 // # KV capacity (Deployment.Capacity)
 //
@@ -333,8 +510,12 @@
 // prefill or more than 256 decodes, and V1 steps over 512 tokens. BLIS
 // fits the same shape (β5·layers + β6·batch + β7).
 //
-// Not modelled: kernel-level effects (tile quantisation, attention kernel
-// choice, FlashInfer vs FlashAttention), L2 reuse, prefix-cache copy-on-
+// The roofline times GPUs without kernel tables (above); with tables,
+// the GPU time per stage is the sum of the measured kernels rather than
+// max(compute, memory), and Breakdown reports it as Compute.
+//
+// Not modelled: kernel-level effects beyond the tables (the tables carry
+// tile quantisation and one attention kernel per GPU), L2 reuse, prefix-cache copy-on-
 // write, speculative decoding, skewed expert routing and expert-parallel
 // all-to-all traffic (EP is modelled for memory only), MLA's replicated
 // down-projections and its absorbed decode kernels, LoRA, sliding windows

@@ -88,6 +88,16 @@ var gpuFamilyEfficiency = map[string]familyEfficiency{
 	"L4":       {gemm: 0.45, fp8GEMM: 0.45 * hopperFP8ToBF16, attention: 0.45 * ampereAttentionToGEMM},
 	"L40S":     {gemm: 0.45, fp8GEMM: 0.45 * hopperFP8ToBF16, attention: 0.45 * ampereAttentionToGEMM},
 	"RTX-4090": {gemm: 0.55, fp8GEMM: 0.55 * hopperFP8ToBF16, attention: 0.55 * ampereAttentionToGEMM},
+	// Parts without a measurement of their own take the row of the part
+	// with the same die (doc.go).
+	"A10G":           {gemm: 0.50, attention: 0.50 * ampereAttentionToGEMM},
+	"A40":            {gemm: 0.50, attention: 0.50 * ampereAttentionToGEMM},
+	"L40":            {gemm: 0.45, fp8GEMM: 0.45 * hopperFP8ToBF16, attention: 0.45 * ampereAttentionToGEMM},
+	"A100-40GB-PCIe": {gemm: 0.869, attention: 0.73},
+	"A100-80GB-PCIe": {gemm: 0.869, attention: 0.73},
+	"H100-PCIe":      {gemm: 0.803, fp8GEMM: 0.709, attention: 0.628},
+	"H100-NVL":       {gemm: 0.803, fp8GEMM: 0.709, attention: 0.628},
+	"MI325X":         {gemm: 0.514, fp8GEMM: 0.514, attention: 0.514 * hopperAttentionToGEMM},
 }
 
 // Ratios used where a family lacks its own measurement (doc.go).
@@ -104,16 +114,44 @@ type QuantKernel string
 const (
 	KernelDense   QuantKernel = "dense"    // BF16/FP16 cuBLAS
 	KernelMarlin  QuantKernel = "marlin"   // GPTQ/AWQ W4A16, and FP8 W8A16 without FP8 units
-	KernelExLlama QuantKernel = "exllama"  // GPTQ W4A16 where Marlin does not run (ROCm)
+	KernelExLlama QuantKernel = "exllama"  // GPTQ W4A16 through ExLlamaV2 (before Marlin, and on ROCm)
+	KernelAWQ     QuantKernel = "awq-gemm" // AWQ W4A16 through the AutoAWQ GEMM kernel (before awq_marlin)
 	KernelFP8     QuantKernel = "fp8-w8a8" // FP8 weights and activations on FP8 tensor cores
 )
 
-// QuantKernelFor is the kernel vLLM picks: gptq_marlin/awq_marlin on
-// NVIDIA GPUs of compute capability ≥ 8.0 (every catalog NVIDIA part),
+// KernelPolicy is which quantized-GEMM kernel a vLLM release picks where
+// it had a choice; the zero value is today's (Marlin for GPTQ and AWQ).
+// Package vllm sets it per release (doc.go cites the switch-over PRs).
+type KernelPolicy struct {
+	// GPTQExLlama: GPTQ checkpoints run the ExLlamaV2 kernel, as before
+	// vLLM converted them to Marlin by itself (PR #3922).
+	GPTQExLlama bool
+	// AWQGEMM: AWQ checkpoints run the AutoAWQ GEMM kernel, as before
+	// awq_marlin became automatic (PR #6612, vLLM 0.5.3).
+	AWQGEMM bool
+}
+
+// Kernel is the kernel the release runs for m's linear layers on g.
+func (p KernelPolicy) Kernel(m Model, g GPU) QuantKernel {
+	k := QuantKernelFor(m, g)
+	if k != KernelMarlin {
+		return k
+	}
+	switch {
+	case m.Quantization.Method == "gptq" && p.GPTQExLlama:
+		return KernelExLlama
+	case m.Quantization.Method == "awq" && p.AWQGEMM:
+		return KernelAWQ
+	}
+	return k
+}
+
+// QuantKernelFor is the kernel today's vLLM picks: gptq_marlin/awq_marlin
+// on NVIDIA GPUs of compute capability ≥ 8.0 (every catalog NVIDIA part),
 // ExLlama on ROCm, W8A8 FP8 on GPUs with FP8 units and FP8 Marlin
 // (W8A16) on the others.
 func QuantKernelFor(m Model, g GPU) QuantKernel {
-	rocm := g.Name == "MI300X"
+	rocm := g.Name == "MI300X" || g.Name == "MI325X"
 	switch m.Quantization.Method {
 	case "gptq", "awq":
 		if rocm {
@@ -147,6 +185,11 @@ func kernelPrefillFactor(k QuantKernel) float64 {
 // above). Marlin itself stays ideal up to batch 16–32.
 var exllamaDecodeCurve = []curvePoint{{1, 1}, {16, 38.57 / 79.7}}
 
+// awqDecodeCurve is the AWQ GEMM kernel's decode throughput relative to
+// Marlin's on the same checkpoint (sgl-project/sglang#28: Nous-Hermes-2-
+// SOLAR-10.7B 4-bit, 79 vs 102 tok/s at batch 1 and 1678 vs 2476 at 64).
+var awqDecodeCurve = []curvePoint{{1, 79.0 / 102}, {64, 1678.0 / 2476}}
+
 // tableEfficiency is what the roofline reads for one deployment.
 type tableEfficiency struct {
 	prefill, decode, attention float64 // saturated fractions of the GEMM / BF16 peaks
@@ -156,8 +199,7 @@ type tableEfficiency struct {
 
 // efficiencyFor looks up the tables for a GPU and model; a GPU outside the
 // catalog keeps its flat MFU (no token or context curve).
-func efficiencyFor(g GPU, m Model) tableEfficiency {
-	k := QuantKernelFor(m, g)
+func efficiencyFor(g GPU, m Model, k QuantKernel) tableEfficiency {
 	fam, ok := gpuFamilyEfficiency[g.Name]
 	if !ok || !isCatalogGPU(g) {
 		f := kernelPrefillFactor(k)
@@ -197,8 +239,11 @@ func (t tableEfficiency) attentionShape(ctx float64) float64 {
 // weightStreamFactor is the fraction of the ideal weight bandwidth the
 // kernel reaches at n tokens per step.
 func (t tableEfficiency) weightStreamFactor(n float64) float64 {
-	if t.kernel != KernelExLlama {
-		return 1
+	switch t.kernel {
+	case KernelExLlama:
+		return interpolateLog2(exllamaDecodeCurve, n)
+	case KernelAWQ:
+		return interpolateLog2(awqDecodeCurve, n)
 	}
-	return interpolateLog2(exllamaDecodeCurve, n)
+	return 1
 }

@@ -30,6 +30,8 @@ func TestQuantKernelFor(t *testing.T) {
 		{gptq, "H100", KernelMarlin},
 		{gptq, "A10", KernelMarlin},
 		{gptq, "MI300X", KernelExLlama},
+		{gptq, "MI325X", KernelExLlama},
+		{gptq, "A10G", KernelMarlin},
 		{fp8, "H100", KernelFP8},
 		{fp8, "L4", KernelFP8},
 		{fp8, "A100-80GB", KernelMarlin},
@@ -50,7 +52,7 @@ func TestQuantKernelFor(t *testing.T) {
 func TestEfficiencyTableCoversCatalog(t *testing.T) {
 	for _, name := range GPUs() {
 		g, _ := LookupGPU(name)
-		e := efficiencyFor(g, Model{})
+		e := efficiencyFor(g, Model{}, KernelDense)
 		if !e.tokenCurve || e.prefill <= 0 || e.prefill > 1 || e.attention <= 0 || e.attention > 1 {
 			t.Errorf("%s: efficiency %+v, want a table row with fractions in (0, 1]", name, e)
 		}
@@ -59,7 +61,7 @@ func TestEfficiencyTableCoversCatalog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := efficiencyFor(custom, Model{}); e.tokenCurve || e.prefill != custom.MFUPrefill {
+	if e := efficiencyFor(custom, Model{}, KernelDense); e.tokenCurve || e.prefill != custom.MFUPrefill {
 		t.Errorf("GPU file: %+v, want its flat mfu %v", e, custom.MFUPrefill)
 	}
 }

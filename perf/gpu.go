@@ -11,6 +11,7 @@ import (
 
 const (
 	gib = 1 << 30
+	mib = 1 << 20
 	gb  = 1e9
 	tf  = 1e12
 )
@@ -92,6 +93,40 @@ var gpuCatalog = []catalogGPU{
 		BF16FLOPS: 165 * tf, FP8FLOPS: 330 * tf, INT8FLOPS: 660 * tf,
 		MFUPrefill: 0.55, MFUDecode: 0.50, MBU: 0.75, PCIeBandwidth: 25 * gb},
 		[]string{"4090", "rtx4090", "geforce-rtx-4090"}},
+	// The parts below are the ones the published-runs corpus
+	// (validate/corpus) was measured on; doc.go cites each number.
+	{GPU{Name: "A10G", MemoryBytes: 22515 * mib, MemoryBandwidth: 600 * gb,
+		BF16FLOPS: 138.9 * tf, INT8FLOPS: 277.8 * tf,
+		MFUPrefill: 0.50, MFUDecode: 0.45, MBU: 0.75, PCIeBandwidth: 25 * gb},
+		[]string{"a10g-24gb", "aws-a10g"}},
+	{GPU{Name: "A40", MemoryBytes: gibf(44.52), MemoryBandwidth: 696 * gb,
+		BF16FLOPS: 149.7 * tf, INT8FLOPS: 299.3 * tf,
+		MFUPrefill: 0.50, MFUDecode: 0.45, MBU: 0.75, PCIeBandwidth: 25 * gb},
+		[]string{"a40-48gb", "a40-pcie"}},
+	{GPU{Name: "L40", MemoryBytes: gibf(44.52), MemoryBandwidth: 864 * gb,
+		BF16FLOPS: 181.05 * tf, FP8FLOPS: 362 * tf, INT8FLOPS: 362 * tf,
+		MFUPrefill: 0.45, MFUDecode: 0.40, MBU: 0.75, PCIeBandwidth: 25 * gb},
+		[]string{"l40-48gb"}},
+	{GPU{Name: "A100-40GB-PCIe", MemoryBytes: 40339 * mib, MemoryBandwidth: 1555 * gb,
+		BF16FLOPS: 312 * tf, INT8FLOPS: 624 * tf,
+		MFUPrefill: 0.55, MFUDecode: 0.50, MBU: 0.80, PCIeBandwidth: 25 * gb},
+		[]string{"a100-pcie-40gb", "a100-40gb-pcie", "a100-pcie"}},
+	{GPU{Name: "A100-80GB-PCIe", MemoryBytes: gibf(79.15), MemoryBandwidth: 1935 * gb,
+		BF16FLOPS: 312 * tf, INT8FLOPS: 624 * tf,
+		MFUPrefill: 0.55, MFUDecode: 0.50, MBU: 0.80, PCIeBandwidth: 25 * gb},
+		[]string{"a100-pcie-80gb", "a100-80gb-pcie"}},
+	{GPU{Name: "H100-PCIe", MemoryBytes: gibf(79.11), MemoryBandwidth: 2000 * gb,
+		BF16FLOPS: 756 * tf, FP8FLOPS: 1513 * tf, INT8FLOPS: 1513 * tf,
+		MFUPrefill: 0.50, MFUDecode: 0.45, MBU: 0.80, PCIeBandwidth: 50 * gb},
+		[]string{"h100-pcie-80gb", "h100-80gb-pcie"}},
+	{GPU{Name: "H100-NVL", MemoryBytes: gibf(92.96), MemoryBandwidth: 3900 * gb,
+		BF16FLOPS: 835.5 * tf, FP8FLOPS: 1670.5 * tf, INT8FLOPS: 1670.5 * tf,
+		MFUPrefill: 0.50, MFUDecode: 0.45, MBU: 0.80, PCIeBandwidth: 50 * gb},
+		[]string{"h100-nvl-94gb", "h100nvl"}},
+	{GPU{Name: "MI325X", MemoryBytes: gibf(255.5), MemoryBandwidth: 6000 * gb,
+		BF16FLOPS: 1307.4 * tf, FP8FLOPS: 2614.9 * tf, INT8FLOPS: 2614.9 * tf,
+		MFUPrefill: 0.45, MFUDecode: 0.40, MBU: 0.75, PCIeBandwidth: 50 * gb, NVLinkBandwidth: 448 * gb},
+		[]string{"instinct-mi325x", "amd-mi325x", "mi325x-256gb"}},
 }
 
 func gibf(x float64) int64 { return int64(x * gib) }

@@ -38,6 +38,18 @@ func TestGPUCatalog(t *testing.T) {
 		{"H20", 4000, 148, true, true},
 		{"B200", 8000, 2250, true, true},
 		{"MI300X", 5300, 1307.4, true, true},
+		// The corpus' parts (doc.go): A10G scaled from the A10 by its SM
+		// count; A40, L40, the PCIe A100s and H100 and MI325X from their
+		// data sheets. The PCIe parts' optional NVLink bridges pair only
+		// two GPUs, so their default link is PCIe.
+		{"A10G", 600, 138.9, false, false},
+		{"A40", 696, 149.7, false, false},
+		{"L40", 864, 181.05, true, false},
+		{"A100-40GB-PCIe", 1555, 312, false, false},
+		{"A100-80GB-PCIe", 1935, 312, false, false},
+		{"H100-PCIe", 2000, 756, true, false},
+		{"H100-NVL", 3900, 835.5, true, false},
+		{"MI325X", 6000, 1307.4, true, true},
 	}
 	if len(GPUs()) != len(tests) {
 		t.Errorf("GPUs() = %v, want the %d GPUs tested here", GPUs(), len(tests))
@@ -66,6 +78,13 @@ func TestGPUCatalog(t *testing.T) {
 	if gib := float64(mustGPU(t, "H100").MemoryBytes) / (1 << 30); gib < 79 || gib > 80 {
 		t.Errorf("H100 memory %.2f GiB, want 79–80", gib)
 	}
+	// Measured: torch's total_memory of an A10G (22515 MiB, nm-vllm's
+	// nightly benchmark context) and an A100-PCIE-40GB (40339 MiB).
+	for name, want := range map[string]int64{"A10G": 22515 << 20, "A100-40GB-PCIe": 40339 << 20} {
+		if got := mustGPU(t, name).MemoryBytes; got != want {
+			t.Errorf("%s memory %d bytes, want %d", name, got, want)
+		}
+	}
 }
 
 func TestLookupGPUAliases(t *testing.T) {
@@ -88,6 +107,15 @@ func TestLookupGPUAliases(t *testing.T) {
 		"NVIDIA B200":              "B200",
 		"NVIDIA H20":               "H20",
 		"AMD Instinct MI300X":      "MI300X",
+		"NVIDIA A10G":              "A10G",
+		"A10G":                     "A10G",
+		"NVIDIA A40":               "A40",
+		"NVIDIA L40":               "L40",
+		"NVIDIA A100-PCIE-40GB":    "A100-40GB-PCIe",
+		"NVIDIA A100 80GB PCIe":    "A100-80GB-PCIe",
+		"NVIDIA H100 PCIe":         "H100-PCIe",
+		"NVIDIA H100 NVL":          "H100-NVL",
+		"AMD Instinct MI325X":      "MI325X",
 	}
 	for query, want := range tests {
 		if g := mustGPU(t, query); g.Name != want {

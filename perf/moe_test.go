@@ -153,7 +153,7 @@ func TestMLAKVCache(t *testing.T) {
 
 // Decode reads the experts its tokens are routed to: E·(1−(1−k/E)^B).
 func TestMoEDecodeReadsTouchedExperts(t *testing.T) {
-	d := deployment(t, "Mixtral-8x7B", "H100", func(d *Deployment) { d.TensorParallel = 2 })
+	d := deployment(t, "Mixtral-8x7B", "H100", func(d *Deployment) { d.TensorParallel = 2; d.NoKernelTables = true })
 	r, err := NewRoofline(d)
 	if err != nil {
 		t.Fatal(err)
@@ -184,7 +184,7 @@ func TestMoEDecodeReadsTouchedExperts(t *testing.T) {
 	}
 	// Compute follows the active parameters: 2·N_active/t FLOPs a token.
 	// At 8192 tokens the GEMM token curve is saturated: the family's rate.
-	perToken := 2 * float64(m.ActiveLinearParams()) / 2 / (d.GPU.BF16FLOPS * efficiencyFor(d.GPU, m).prefill)
+	perToken := 2 * float64(m.ActiveLinearParams()) / 2 / (d.GPU.BF16FLOPS * efficiencyFor(d.GPU, m, KernelDense).prefill)
 	prefill := r.Breakdown(StepShape{PrefillTokens: 8192, Prefills: 1})
 	if want := time.Duration(8192 * perToken * 1e9); prefill.Compute < want || prefill.Compute > want*13/10 {
 		t.Errorf("8192-token prefill compute %v, want %v plus attention and lm_head", prefill.Compute, want)

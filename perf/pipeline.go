@@ -50,11 +50,7 @@ func (r *Roofline) StageSplit(s StepShape) StageSplit {
 	if r.stages == 1 {
 		commFixed, commPerToken = r.commFixed, r.commPerToken
 	}
-	comm := commFixed + w.tokens*commPerToken
-	if r.crossNodeTP != nil {
-		ar, _ := r.crossNodeTP.allReduceSeconds(w.tokens * r.hiddenBytes)
-		comm += r.allReduces / r.stages * ar
-	}
+	comm := commFixed + w.tokens*commPerToken + r.tpCommSeconds(w.tokens)/r.stages
 	gaps := 0.0
 	if r.enforceEager || !r.graphed(s) {
 		// Launch gaps idle the GPU between a stage's kernels, so they
@@ -65,7 +61,7 @@ func (r *Roofline) StageSplit(s StepShape) StageSplit {
 	inner := larger(w.layerCompute, w.layerMemory) + comm + gaps
 	last := larger(w.layerCompute+w.headCompute, w.layerMemory+w.headMemory) + comm + gaps
 	if w.sampled > 0 {
-		last += r.gatherLatency + w.sampled*r.gatherPerSample
+		last += r.gatherSeconds(w.sampled)
 	}
 	return StageSplit{
 		Stage: toDuration(larger(inner, last)),

@@ -66,6 +66,15 @@ type Roofline struct {
 
 	eff tableEfficiency // token, context and kernel curves
 
+	// kern times the stage's GPU work from measured kernel tables; nil
+	// when no table covers the deployment (source says why).
+	kern   *stepKernels
+	source KernelSource
+	// tpAllReduce and tpGather time one TP all-reduce by tokens and one
+	// logits gather by sampled rows from measured collective tables (one node, NVLink
+	// or PCIe through host memory); nil for the parametric link model.
+	tpAllReduce, tpGather *curve
+
 	fixedOverhead  float64
 	perSequence    float64
 	eagerGap       float64
@@ -94,7 +103,7 @@ func NewRoofline(d Deployment) (*Roofline, error) {
 	if m.Quantization.Method == "fp8" && g.FP8FLOPS > 0 {
 		gemmPeak = g.FP8FLOPS // W8A8; without FP8 units vLLM runs W8A16 at the bf16 rate
 	}
-	eff := efficiencyFor(g, m)
+	eff := efficiencyFor(g, m, d.Kernels.Kernel(m, g))
 	compute := g.Scale.compute()
 	bandwidth := g.MemoryBandwidth * g.MBU * g.Scale.bandwidth()
 	hidden := float64(m.Hidden)
@@ -133,6 +142,7 @@ func NewRoofline(d Deployment) (*Roofline, error) {
 	} else {
 		r.fixedOverhead, r.perSequence = stepOverheadV1.Seconds(), perSequenceOverheadV1.Seconds()
 	}
+	r.kern, r.source = kernelPlan(d, r)
 	if d.TensorParallel > 1 {
 		tp := d.TensorParallel
 		// Two all-reduces per layer (attention output, MLP output) plus one
@@ -142,6 +152,8 @@ func NewRoofline(d Deployment) (*Roofline, error) {
 			r.crossNodeTP, r.allReduces, r.hiddenBytes = &c, allReduces, hidden*activationBytes
 			r.gatherLatency = c.allGatherSeconds(0)
 			r.gatherPerSample = c.allGatherSeconds(float64(m.Vocab)*activationBytes) - r.gatherLatency
+		} else if ar, ag := tableCollectives(d); ar != nil {
+			r.allReduces, r.tpAllReduce, r.tpGather = allReduces, ar, ag
 		} else {
 			latency := d.Link.allReduceTime(tp, 0)
 			r.commFixed += allReduces * latency
@@ -175,6 +187,32 @@ func NewRoofline(d Deployment) (*Roofline, error) {
 
 // Deployment is the resolved deployment the model was built for.
 func (r *Roofline) Deployment() Deployment { return r.d }
+
+// KernelSource says whether measured kernel tables (the GPU's own or a
+// sibling's) or the roofline time this deployment's steps.
+func (r *Roofline) KernelSource() KernelSource { return r.source }
+
+// tpCommSeconds is a step's TP all-reduces when they are timed from
+// measured tables or per message across nodes (0 otherwise: the linear
+// commFixed/commPerToken terms hold them).
+func (r *Roofline) tpCommSeconds(tokens float64) float64 {
+	switch {
+	case r.tpAllReduce != nil:
+		return r.allReduces * r.tpAllReduce.at(tokens)
+	case r.crossNodeTP != nil:
+		ar, _ := r.crossNodeTP.allReduceSeconds(tokens * r.hiddenBytes)
+		return r.allReduces * ar
+	}
+	return 0
+}
+
+// gatherSeconds is the logits gather of a step that samples rows.
+func (r *Roofline) gatherSeconds(sampled float64) float64 {
+	if r.tpGather != nil {
+		return r.tpGather.at(sampled)
+	}
+	return r.gatherLatency + sampled*r.gatherPerSample
+}
 
 // StepBreakdown splits one step's predicted time.
 type StepBreakdown struct {
@@ -228,6 +266,14 @@ func (r *Roofline) work(s StepShape) stageWork {
 	sampled := decode + nonNegative(s.PrefillsDone)
 	kv, pairs := nonNegative64(s.KVTokens), nonNegative64(s.AttnPairs)
 
+	if r.kern != nil {
+		w := stageWork{tokens: tokens, decode: decode, sampled: sampled,
+			layerCompute: r.kern.layerSeconds(s, prefill, decode, tokens)}
+		if sampled > 0 {
+			w.headCompute = r.kern.head.at(sampled)
+		}
+		return w
+	}
 	// The token curve is measured on prefill-sized GEMMs; a decode-only
 	// step is bound by streaming weights, which the memory term times.
 	gemmShape := 1.0
@@ -255,13 +301,9 @@ func (r *Roofline) seconds(s StepShape) stepSeconds {
 	w := r.work(s)
 	tokens, sampled := w.tokens, w.sampled
 	layerCompute, layerMemory, headCompute, headMemory := w.layerCompute, w.layerMemory, w.headCompute, w.headMemory
-	out.comm = r.commFixed + tokens*r.commPerToken
-	if r.crossNodeTP != nil {
-		ar, _ := r.crossNodeTP.allReduceSeconds(tokens * r.hiddenBytes)
-		out.comm += r.allReduces * ar
-	}
+	out.comm = r.commFixed + tokens*r.commPerToken + r.tpCommSeconds(tokens)
 	if sampled > 0 {
-		out.comm += r.gatherLatency + sampled*r.gatherPerSample
+		out.comm += r.gatherSeconds(sampled)
 	}
 	out.compute = r.stages*layerCompute + headCompute
 	out.memory = r.stages*layerMemory + headMemory

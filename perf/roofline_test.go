@@ -6,9 +6,13 @@ import (
 	"time"
 )
 
+// roofline is the analytic model alone (NoKernelTables), which these tests
+// check; kernels_test.go checks the table-driven model.
 func roofline(t testing.TB, model, gpu string, edit func(*Deployment)) *Roofline {
 	t.Helper()
-	r, err := NewRoofline(deployment(t, model, gpu, edit))
+	d := deployment(t, model, gpu, edit)
+	d.NoKernelTables = true
+	r, err := NewRoofline(d)
 	if err != nil {
 		t.Fatalf("NewRoofline(%s on %s): %v", model, gpu, err)
 	}

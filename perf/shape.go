@@ -18,6 +18,9 @@ type StepShape struct {
 	// computes: Σ_i (p_i·c_i + p_i(p_i+1)/2) + Σ_j ℓ_j, where c_i is the
 	// context already cached before chunk i and ℓ_j a decode's context.
 	AttnPairs int64
+	// DecodeContext is Σ_j ℓ_j, the decodes' share of AttnPairs: the
+	// cached tokens decode attention reads.
+	DecodeContext int64
 	// KVTokens is the number of KV entries read or written:
 	// Σ_i (c_i+p_i) + Σ_j (ℓ_j+1).
 	KVTokens int64

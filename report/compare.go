@@ -20,7 +20,10 @@ import (
 type CompareOptions struct {
 	// GroupBy is a key put in the first column and sorted on: any result
 	// key (request_rate, num_prompts), a --metadata key, a swept flag
-	// (max-num-seqs) or an engine setting. Empty keeps the input order.
+	// (max-num-seqs) or an engine setting. The other keys the runs of one
+	// setup differ in follow it as columns, and rows that share a group
+	// value sort by them. Empty keeps the input order, but for the points
+	// of a sweep, which sort by their swept values.
 	GroupBy string
 	// Labels replace the runs' labels in order (from --label); runs past
 	// the end keep theirs.
@@ -66,14 +69,24 @@ type CompareRow struct {
 	Label  string
 	Source string // file, with "#N" for the Nth run of a multi-run file
 	Group  CompareCell
+	Keys   []CompareCell // parallel to CompareTable.KeyColumns
 	Cells  []CompareCell // parallel to CompareTable.Columns
+	// setup is the label without the swept values the key columns show
+	// ("colocated 1 GPU" for "colocated 1 GPU: random-input-len=256
+	// request-rate=4"), for the HTML table; "" keeps Label.
+	setup string
 }
 
 // CompareTable is the side-by-side model every format renders.
 type CompareTable struct {
 	GroupBy string
-	Columns []CompareColumn
-	Rows    []CompareRow
+	// KeyColumns are, with GroupBy set, the other keys the runs of one
+	// setup differ in (swept flags, --metadata keys, request rate,
+	// concurrency, burstiness, model): rows that share a group value are
+	// told apart by them, never merged.
+	KeyColumns []string
+	Columns    []CompareColumn
+	Rows       []CompareRow
 	// AllColumns and Width shape WriteTerminal (see CompareOptions).
 	AllColumns bool
 	Width      int
@@ -89,14 +102,23 @@ var latencyMetrics = []struct{ key, abbrev string }{
 // NewCompareTable builds one row per run with vLLM's result-block columns.
 // Optional columns (failed requests, goodput, E2EL, extra percentiles)
 // appear when at least one run has them; the core columns always appear
-// and are blank where a file lacks the key.
+// and are blank where a file lacks the key. Every run is a row of its own:
+// runs are never merged, whatever they share.
 func NewCompareTable(results []LoadedResult, opts CompareOptions) *CompareTable {
 	t := &CompareTable{GroupBy: opts.GroupBy, Columns: compareColumns(results), AllColumns: opts.AllColumns, Width: opts.Width}
+	var keys []runKey
+	if opts.GroupBy != "" {
+		keys = differingKeys(results, canonicalKey(opts.GroupBy))
+		for _, k := range keys {
+			t.KeyColumns = append(t.KeyColumns, k.name)
+		}
+	}
 	runsPerFile := map[string]int{}
 	for _, r := range results {
 		runsPerFile[r.Path]++
 	}
-	for i, r := range results {
+	for _, i := range compareOrder(results, opts.GroupBy, keys) {
+		r := results[i]
 		row := CompareRow{Label: r.Label, Source: r.Path}
 		if i < len(opts.Labels) && opts.Labels[i] != "" {
 			row.Label = opts.Labels[i]
@@ -107,6 +129,12 @@ func NewCompareTable(results []LoadedResult, opts CompareOptions) *CompareTable 
 		if opts.GroupBy != "" {
 			row.Group = groupCell(r, opts.GroupBy)
 		}
+		for _, k := range keys {
+			row.Keys = append(row.Keys, groupCell(r, k.name))
+		}
+		if row.Label == r.Label && opts.GroupBy != "" {
+			row.setup = setupLabel(r, append([]string{canonicalKey(opts.GroupBy)}, canonicals(keys)...))
+		}
 		row.Cells = make([]CompareCell, len(t.Columns))
 		for j, c := range t.Columns {
 			if v, ok := r.Number(c.Key); ok {
@@ -115,10 +143,37 @@ func NewCompareTable(results []LoadedResult, opts CompareOptions) *CompareTable 
 		}
 		t.Rows = append(t.Rows, row)
 	}
-	if opts.GroupBy != "" {
-		sortByGroup(t.Rows)
-	}
 	return t
+}
+
+// setupLabel is a sweep point's label without its swept values, when the
+// label is the one the manifest reader made and every swept flag is among
+// shown; "" otherwise.
+func setupLabel(r LoadedResult, shown []string) string {
+	if len(r.Params) == 0 {
+		return ""
+	}
+	for _, p := range r.Params {
+		if !slices.Contains(shown, canonicalKey(p.Flag)) {
+			return ""
+		}
+	}
+	values := pointLabel("", "", r.Params)
+	if prefix, ok := strings.CutSuffix(r.Label, ": "+values); ok && prefix != "" {
+		return prefix
+	}
+	if r.Label == values {
+		return seriesLabel(r.Series)
+	}
+	return ""
+}
+
+func canonicals(keys []runKey) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k.canon
+	}
+	return out
 }
 
 func groupCell(r LoadedResult, key string) CompareCell {
@@ -135,28 +190,63 @@ func groupCell(r LoadedResult, key string) CompareCell {
 	return cell
 }
 
-// sortByGroup orders rows numerically when every present group value is a
-// number ("inf" last), else as text; rows without the key go last and runs
-// with equal values keep their input order.
-func sortByGroup(rows []CompareRow) {
-	numeric := true
-	for _, r := range rows {
-		if r.Group.Present && math.IsNaN(r.Group.Value) {
-			numeric = false
+// compareOrder sorts the runs: by the group value when there is one
+// (numerically when every present value is a number, "inf" last; runs
+// without the key last), then by setup in order of appearance, then by the
+// other keys its runs differ in, numerically (4, 10, 14, 20). Without a
+// group only a sweep's points move, sorted by their swept values; loose
+// files keep the order they were given in.
+func compareOrder(results []LoadedResult, groupBy string, keys []runKey) []int {
+	order := make([]int, len(results))
+	for i := range order {
+		order[i] = i
+	}
+	if groupBy == "" {
+		for _, k := range differingKeys(results) {
+			if isSweptFlag(results, k) {
+				keys = append(keys, k)
+			}
 		}
 	}
-	slices.SortStableFunc(rows, func(a, b CompareRow) int {
-		if a.Group.Present != b.Group.Present {
-			if a.Group.Present {
+	groups := make([]CompareCell, len(results))
+	numeric := true
+	for i, r := range results {
+		if groupBy != "" {
+			groups[i] = groupCell(r, groupBy)
+		}
+		numeric = numeric && !(groups[i].Present && math.IsNaN(groups[i].Value))
+	}
+	ranks := seriesRanks(results)
+	values := make([][]string, len(results))
+	for i, r := range results {
+		values[i] = keyValues(keys, r)
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		ga, gb := groups[a], groups[b]
+		if ga.Present != gb.Present {
+			if ga.Present {
 				return -1
 			}
 			return 1
 		}
+		var c int
 		if numeric {
-			return cmp.Compare(a.Group.Value, b.Group.Value)
+			c = cmp.Compare(ga.Value, gb.Value)
+		} else {
+			c = strings.Compare(ga.Text, gb.Text)
 		}
-		return strings.Compare(a.Group.Text, b.Group.Text)
+		if c != 0 {
+			return c
+		}
+		if c := cmp.Compare(ranks[results[a].Series], ranks[results[b].Series]); c != 0 {
+			return c
+		}
+		if groupBy == "" && len(results[a].Params) == 0 {
+			return 0 // loose files keep their order
+		}
+		return compareValueLists(values[a], values[b])
 	})
+	return order
 }
 
 func compareColumns(results []LoadedResult) []CompareColumn {
@@ -245,13 +335,53 @@ func discoverPercentiles(results []LoadedResult) map[string][]float64 {
 	return found
 }
 
-// headers returns the label column, the group column when set, then the
-// metric columns.
-func (t *CompareTable) headers() []string {
+// keyHeaders are the columns that name a run: the label, the group
+// column when set, and the key columns.
+func (t *CompareTable) keyHeaders() []string {
 	h := []string{"Label"}
 	if t.GroupBy != "" {
 		h = append(h, t.GroupBy)
 	}
+	return append(h, t.KeyColumns...)
+}
+
+// keyCells are a row's values under keyHeaders, as text; bySetup names
+// a sweep point by its setup when the key columns show its swept values.
+func (t *CompareTable) keyCells(r CompareRow, bySetup bool) []string {
+	out := []string{r.Label}
+	if bySetup && r.setup != "" {
+		out[0] = r.setup
+	}
+	if t.GroupBy != "" {
+		out = append(out, r.Group.Text)
+	}
+	for _, k := range r.Keys {
+		out = append(out, k.Text)
+	}
+	return out
+}
+
+// numericKey tells whether key column i (after the label) holds only
+// numbers, so it is right-aligned.
+func (t *CompareTable) numericKey(i int) bool {
+	for _, r := range t.Rows {
+		c := r.Group
+		switch {
+		case t.GroupBy == "":
+			c = r.Keys[i-1]
+		case i > 1:
+			c = r.Keys[i-2]
+		}
+		if c.Present && math.IsNaN(c.Value) {
+			return false
+		}
+	}
+	return true
+}
+
+// headers returns the key columns, then the metric columns.
+func (t *CompareTable) headers() []string {
+	h := t.keyHeaders()
 	for _, c := range t.Columns {
 		h = append(h, c.Header)
 	}
@@ -259,12 +389,10 @@ func (t *CompareTable) headers() []string {
 }
 
 // displayRow formats a row for people: counts as integers, the rest with
-// two decimals as vLLM prints them, missing values blank.
-func (t *CompareTable) displayRow(r CompareRow) []string {
-	out := []string{r.Label}
-	if t.GroupBy != "" {
-		out = append(out, r.Group.Text)
-	}
+// two decimals as vLLM prints them, missing values blank; bySetup names a
+// sweep point by its setup where the key columns show its swept values.
+func (t *CompareTable) displayRow(r CompareRow, bySetup bool) []string {
+	out := t.keyCells(r, bySetup)
 	for i, c := range t.Columns {
 		out = append(out, formatCell(r.Cells[i], c.Integer, 2))
 	}
@@ -326,10 +454,7 @@ func (t *CompareTable) Reporter(format string) (func(io.Writer) error, error) {
 // Labels are escaped so a label cannot send control sequences to the
 // terminal, and cut to maxTerminalLabel runes.
 func (t *CompareTable) WriteTerminal(w io.Writer) error {
-	fixed := []string{"Label"}
-	if t.GroupBy != "" {
-		fixed = append(fixed, t.GroupBy)
-	}
+	fixed := t.keyHeaders()
 	shown := t.terminalColumns()
 	header := slices.Clone(fixed)
 	for _, c := range shown {
@@ -337,10 +462,10 @@ func (t *CompareTable) WriteTerminal(w io.Writer) error {
 	}
 	rows := make([][]string, len(t.Rows))
 	for i, r := range t.Rows {
-		full := t.displayRow(r)
+		full := t.displayRow(r, false)
 		row := []string{TerminalSafe(shortenLabel(full[0], maxTerminalLabel))}
-		if t.GroupBy != "" {
-			row = append(row, TerminalSafe(full[1]))
+		for _, k := range full[1:len(fixed)] {
+			row = append(row, TerminalSafe(k))
 		}
 		for _, c := range shown {
 			row = append(row, full[len(fixed)+c])
@@ -357,13 +482,13 @@ func (t *CompareTable) WriteTerminal(w io.Writer) error {
 	for i, h := range header {
 		headerLines[i], widths[i] = wrapHeader(TerminalSafe(h), widths[i], maxHeaderLines)
 	}
-	numericGroup := t.numericGroup()
+	numericKeys := make([]bool, len(fixed))
+	for i := 1; i < len(fixed); i++ {
+		numericKeys[i] = t.numericKey(i)
+	}
 	rightAligned := func(col int) bool {
-		if col == 0 {
-			return false
-		}
-		if t.GroupBy != "" && col == 1 {
-			return numericGroup
+		if col < len(fixed) {
+			return numericKeys[col]
 		}
 		return true
 	}
@@ -534,15 +659,6 @@ func wrapHeader(h string, width, maxLines int) ([]string, int) {
 	}
 }
 
-func (t *CompareTable) numericGroup() bool {
-	for _, r := range t.Rows {
-		if r.Group.Present && math.IsNaN(r.Group.Value) {
-			return false
-		}
-	}
-	return true
-}
-
 // WriteMarkdown writes a GitHub-flavoured Markdown table.
 func (t *CompareTable) WriteMarkdown(w io.Writer) error {
 	var b bytes.Buffer
@@ -557,9 +673,9 @@ func (t *CompareTable) WriteMarkdown(w io.Writer) error {
 	header := t.headers()
 	line(header)
 	b.WriteString("|")
-	numericGroup := t.numericGroup()
+	keyColumns := len(t.keyHeaders())
 	for i := range header {
-		if i == 0 || t.GroupBy != "" && i == 1 && !numericGroup {
+		if i == 0 || i < keyColumns && !t.numericKey(i) {
 			b.WriteString(" --- |")
 		} else {
 			b.WriteString(" ---: |")
@@ -567,7 +683,7 @@ func (t *CompareTable) WriteMarkdown(w io.Writer) error {
 	}
 	b.WriteString("\n")
 	for _, r := range t.Rows {
-		line(t.displayRow(r))
+		line(t.displayRow(r, false))
 	}
 	_, err := w.Write(b.Bytes())
 	return err
@@ -582,10 +698,7 @@ func (t *CompareTable) WriteCSV(w io.Writer) error {
 		return fmt.Errorf("writing CSV: %w", err)
 	}
 	for _, r := range t.Rows {
-		rec := []string{r.Label}
-		if t.GroupBy != "" {
-			rec = append(rec, r.Group.Text)
-		}
+		rec := t.keyCells(r, false)
 		for i, c := range t.Columns {
 			rec = append(rec, formatCell(r.Cells[i], c.Integer, -1))
 		}
@@ -640,6 +753,11 @@ func (t *CompareTable) WriteJSON(w io.Writer) error {
 		}
 		if t.GroupBy != "" {
 			if err := add(t.GroupBy, groupJSON(r.Group)); err != nil {
+				return err
+			}
+		}
+		for j, k := range t.KeyColumns {
+			if err := add(k, groupJSON(r.Keys[j])); err != nil {
 				return err
 			}
 		}

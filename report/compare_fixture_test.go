@@ -8,6 +8,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -154,6 +157,86 @@ func writeSweepFixture(t testing.TB, dir, label string, capacity float64, rates 
 		points = append(points, point{Name: name, Params: []Param{{"request-rate", fmt.Sprint(rate)}}, Status: "done", Result: name + "/result.json"})
 	}
 	manifest, err := json.MarshalIndent(map[string]any{"kind": manifestKind, "label": label, "points": points}, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), manifest, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sweepAxis is one swept flag and its values, as a sweep's manifest lists
+// them.
+type sweepAxis struct {
+	flag   string
+	values []string
+}
+
+// sweepFixture lays out a sweep over any axes as package sweep does: a
+// manifest plus one result per point (and per repeat). The request-rate
+// axis sets each run's rate (default 4); every other axis lowers the fake
+// server's capacity with each later value, so runs that differ in it
+// measure differently.
+type sweepFixture struct {
+	label    string
+	capacity float64
+	axes     []sweepAxis
+	repeat   int
+	detailed bool // records beside every result
+	server   bool // server metrics in every result
+}
+
+func (s sweepFixture) write(t testing.TB, dir string) {
+	t.Helper()
+	type point struct {
+		Name   string  `json:"name"`
+		Params []Param `json:"params"`
+		Repeat int     `json:"repeat"`
+		Status string  `json:"status"`
+		Result string  `json:"result"`
+	}
+	combos := [][]Param{nil}
+	for _, a := range s.axes {
+		var next [][]Param
+		for _, c := range combos {
+			for _, v := range a.values {
+				next = append(next, append(slices.Clone(c), Param{a.flag, v}))
+			}
+		}
+		combos = next
+	}
+	var points []point
+	for _, params := range combos {
+		for rep := 1; rep <= max(s.repeat, 1); rep++ {
+			rate, capacity := 4.0, s.capacity
+			var parts []string
+			for _, p := range params {
+				parts = append(parts, p.Flag+"="+p.Value)
+				if p.Flag == "request-rate" {
+					rate, _ = strconv.ParseFloat(p.Value, 64)
+					continue
+				}
+				for _, a := range s.axes {
+					if a.flag == p.Flag {
+						capacity /= 1 + 0.5*float64(slices.Index(a.values, p.Value))
+					}
+				}
+			}
+			name := fmt.Sprintf("%03d-%s", len(points), strings.Join(parts, "_"))
+			if s.repeat > 1 {
+				name += fmt.Sprintf("-r%d", rep)
+			}
+			pointDir := filepath.Join(dir, name)
+			if err := os.MkdirAll(pointDir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			run := syntheticRun{file: "result", rate: rate, capacity: capacity, requests: 60, outputLen: 12,
+				seed: uint64(len(points) + 1), detailed: s.detailed, server: s.server}
+			run.write(t, pointDir)
+			points = append(points, point{Name: name, Params: params, Repeat: rep, Status: "done", Result: name + "/result.json"})
+		}
+	}
+	manifest, err := json.MarshalIndent(map[string]any{"kind": manifestKind, "label": s.label, "points": points}, "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,11 +2,14 @@ package report
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -342,6 +345,81 @@ func TestTerminalOutputEscapesControlCharacters(t *testing.T) {
 					t.Errorf("output lacks the escaped text %s:\n%s", want, out)
 				}
 			}
+		})
+	}
+}
+
+// TestCompareRowsSortBySweptValuesNumerically: a sweep given its rates
+// out of order (--request-rate 10,20,4,14) lists its rows 4, 10, 14, 20,
+// with or without a group, and within a group by the other swept key.
+func TestCompareRowsSortBySweptValuesNumerically(t *testing.T) {
+	dir := t.TempDir()
+	sweepFixture{label: "s", capacity: 30, axes: []sweepAxis{
+		{"max-num-seqs", []string{"64", "8"}}, {"request-rate", []string{"10", "20", "4", "14"}},
+	}}.write(t, dir)
+	results := loadOrFail(t, dir)
+	tests := []struct {
+		groupBy string
+		want    string
+	}{
+		{"", "8/4 8/10 8/14 8/20 64/4 64/10 64/14 64/20"}, // by its swept values in axis order
+		{"request_rate", "8/4 64/4 8/10 64/10 8/14 64/14 8/20 64/20"},
+		{"max-num-seqs", "8/4 8/10 8/14 8/20 64/4 64/10 64/14 64/20"},
+	}
+	for _, tt := range tests {
+		t.Run("group by "+cmp.Or(tt.groupBy, "nothing"), func(t *testing.T) {
+			table := NewCompareTable(results, CompareOptions{GroupBy: tt.groupBy})
+			var got []string
+			for _, r := range table.Rows {
+				var seqs, rate string
+				for _, p := range results[slices.IndexFunc(results, func(x LoadedResult) bool { return x.Label == r.Label })].Params {
+					if p.Flag == "max-num-seqs" {
+						seqs = p.Value
+					} else {
+						rate = p.Value
+					}
+				}
+				got = append(got, seqs+"/"+rate)
+			}
+			if strings.Join(got, " ") != tt.want {
+				t.Errorf("rows %s\nwant %s", strings.Join(got, " "), tt.want)
+			}
+		})
+	}
+}
+
+// TestCompareTableNeverMergesRunsThatDiffer: grouped by request rate, the
+// README's P/D example keeps every run a row of its own, with the input
+// length beside the rate, and each row holds its own run's numbers.
+func TestCompareTableNeverMergesRunsThatDiffer(t *testing.T) {
+	results := loadOrFail(t, twoKeyDirs...)
+	table := NewCompareTable(results, CompareOptions{GroupBy: "request_rate"})
+	if len(table.Rows) != len(results) {
+		t.Fatalf("%d rows for %d runs", len(table.Rows), len(results))
+	}
+	if fmt.Sprint(table.KeyColumns) != "[random-input-len]" {
+		t.Errorf("key columns %v, want the other swept key", table.KeyColumns)
+	}
+	p99 := slices.IndexFunc(table.Columns, func(c CompareColumn) bool { return c.Key == "p99_itl_ms" })
+	for _, row := range table.Rows {
+		src := results[slices.IndexFunc(results, func(r LoadedResult) bool { return r.Label == row.Label })]
+		want, _ := src.Number("p99_itl_ms")
+		inputLen, _ := src.Text("random-input-len")
+		if row.Cells[p99].Value != want || row.Keys[0].Text != inputLen {
+			t.Errorf("row %q: P99 ITL %v at input length %s, want its run's %v at %s", row.Label, row.Cells[p99].Value, row.Keys[0].Text, want, inputLen)
+		}
+	}
+	for _, format := range []string{"term", "md", "csv", "json"} {
+		t.Run(format, func(t *testing.T) {
+			write, err := table.Reporter(format)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b bytes.Buffer
+			if err := write(&b); err != nil {
+				t.Fatal(err)
+			}
+			compareGolden(t, "twokeys-by-request_rate."+format+".golden", b.Bytes())
 		})
 	}
 }

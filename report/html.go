@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/servebench/servebench/metrics"
 )
 
 // The chart library is uPlot (MIT, see assets/uPlot.LICENSE), embedded so
@@ -45,10 +43,6 @@ type HTMLOptions struct {
 	// MaxPoints bounds the points per per-request or over-time series
 	// (default 2000); larger runs are downsampled.
 	MaxPoints int
-	// MaxDetailRuns bounds how many runs get distribution, timeline and
-	// server-metric charts (default 12), so a 200-point sweep stays
-	// readable; every run is still in the table and load curves.
-	MaxDetailRuns int
 }
 
 // HTMLReport is the data behind the page: the table and every chart,
@@ -65,9 +59,12 @@ type HTMLReport struct {
 
 // ChartSpec is one chart. X is shared by every series; NaN values are gaps.
 type ChartSpec struct {
-	ID      string       `json:"id"`
-	Section string       `json:"section"` // load, distribution, timeline, server
-	Title   string       `json:"title"`
+	ID      string `json:"id"`
+	Section string `json:"section"` // load, distribution, timeline, server
+	Title   string `json:"title"`
+	// Facet names the key values the chart is limited to
+	// ("random-input-len=256"); empty when it shows every run.
+	Facet   string       `json:"facet,omitempty"`
 	XLabel  string       `json:"xLabel"`
 	YLabel  string       `json:"yLabel"`
 	Y2Label string       `json:"y2Label,omitempty"`
@@ -75,9 +72,19 @@ type ChartSpec struct {
 	Kind    string       `json:"kind"`  // "lines", or "gantt": one bar per request
 	X       jsonFloats   `json:"x"`
 	Series  []SeriesSpec `json:"series"`
+	// Styles say what each line style stands for when the dashes of a
+	// chart encode one thing: the statistic on load curves, the load on
+	// distributions. The legend is then a table of setups by styles.
+	Styles []StyleSpec `json:"styles,omitempty"`
 	// Gantt holds, for kind "gantt", the first-token and end instants
 	// parallel to X (the start instants); Series[0] is the request rank.
 	Gantt *GanttSpec `json:"gantt,omitempty"`
+}
+
+// StyleSpec is one entry of a chart's line-style key.
+type StyleSpec struct {
+	Label string `json:"label"`
+	Dash  []int  `json:"dash,omitempty"`
 }
 
 // SeriesSpec is one line of a chart.
@@ -87,6 +94,10 @@ type SeriesSpec struct {
 	Dash   []int      `json:"dash,omitempty"`
 	Axis   int        `json:"axis"` // 0 left, 1 right
 	Values jsonFloats `json:"values"`
+	// Setup and Style place the line in a chart's legend table when the
+	// chart has Styles: a row per setup, a column per line style.
+	Setup string `json:"setup,omitempty"`
+	Style int    `json:"style"`
 }
 
 // GanttSpec is the per-request timeline: bars from start to first token
@@ -122,11 +133,6 @@ func (f jsonFloats) MarshalJSON() ([]byte, error) {
 // matched exactly by the page's drawn-pixel check.
 var palette = []string{"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"}
 
-func paletteColor(i int) string { return palette[i%len(palette)] }
-
-// statDashes tell statistics apart when colours already tell setups apart.
-var statDashes = [][]int{nil, {8, 4}, {2, 3}, {12, 3, 2, 3}, {4, 4}}
-
 // BuildHTMLReport prepares every chart and the table for results.
 func BuildHTMLReport(results []LoadedResult, opts HTMLOptions) (*HTMLReport, error) {
 	if len(results) == 0 {
@@ -134,9 +140,6 @@ func BuildHTMLReport(results []LoadedResult, opts HTMLOptions) (*HTMLReport, err
 	}
 	if opts.MaxPoints <= 0 {
 		opts.MaxPoints = 2000
-	}
-	if opts.MaxDetailRuns <= 0 {
-		opts.MaxDetailRuns = 12
 	}
 	if opts.Title == "" {
 		opts.Title = "servebench report"
@@ -154,36 +157,36 @@ func BuildHTMLReport(results []LoadedResult, opts HTMLOptions) (*HTMLReport, err
 	if !opts.Generated.IsZero() {
 		rep.Generated = opts.Generated.Format(time.RFC3339)
 	}
-	rep.Charts = append(rep.Charts, loadCharts(results, opts.GroupBy)...)
+	layout := newChartLayout(results, opts.GroupBy)
+	rep.Charts = append(rep.Charts, loadCharts(results, layout)...)
+	rep.Notes = append(rep.Notes, layout.notes()...)
 
-	detailed := results
-	if len(detailed) > opts.MaxDetailRuns {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("Distributions, timelines and server metrics show the first %d of %d runs.", opts.MaxDetailRuns, len(results)))
-		detailed = detailed[:opts.MaxDetailRuns]
-	}
-	timings := make([][]RequestTiming, len(detailed))
+	// Every run gets its distribution lines, timeline and server metrics,
+	// in the order of its facet, setup and load.
+	order := layout.order()
+	timings := make([][]RequestTiming, len(results))
 	anyTimings := false
-	for i, r := range detailed {
-		t, err := r.Requests()
+	for _, i := range order {
+		t, err := results[i].Requests()
 		if err != nil {
-			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: per-request data skipped: %v", r.Label, err))
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: per-request data skipped: %v", results[i].Label, err))
 			continue
 		}
 		timings[i] = t
 		anyTimings = anyTimings || len(t) > 0
 	}
 	if anyTimings {
-		rep.Charts = append(rep.Charts, distributionCharts(detailed, timings)...)
-		for i, r := range detailed {
-			if c, ok := timelineChart(i, r, timings[i], opts.MaxPoints); ok {
+		rep.Charts = append(rep.Charts, distributionCharts(results, timings, layout)...)
+		for _, i := range order {
+			if c, ok := timelineChart(i, results[i], timings[i], opts.MaxPoints); ok {
 				rep.Charts = append(rep.Charts, c)
 			}
 		}
 	} else {
 		rep.Notes = append(rep.Notes, "No per-request data: keep the .records.jsonl beside each result, or run with --save-detailed, to see distributions and timelines.")
 	}
-	for i, r := range detailed {
-		if c, ok := serverMetricsChart(i, r, opts.MaxPoints); ok {
+	for _, i := range order {
+		if c, ok := serverMetricsChart(i, results[i], opts.MaxPoints); ok {
 			rep.Charts = append(rep.Charts, c)
 		}
 	}
@@ -217,10 +220,7 @@ const maxHTMLTableMetrics = 6
 // (and group) column: requests and throughput first, then the latency
 // metrics, joined while a block stays within maxHTMLTableMetrics columns.
 func (t *CompareTable) tableBlocks() []htmlTable {
-	fixed := 1
-	if t.GroupBy != "" {
-		fixed = 2
-	}
+	fixed := len(t.keyHeaders())
 	type section struct {
 		name string
 		cols []int
@@ -255,7 +255,7 @@ func (t *CompareTable) tableBlocks() []htmlTable {
 	header := t.headers()
 	rows := make([][]string, len(t.Rows))
 	for i, r := range t.Rows {
-		rows[i] = t.displayRow(r)
+		rows[i] = t.displayRow(r, true)
 	}
 	var blocks []htmlTable
 	for _, sec := range merged {
@@ -328,112 +328,6 @@ func loadAxis(results []LoadedResult, groupBy string) (key, label string) {
 
 func isFiniteNumber(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
-// loadCharts draws, per latency metric, every statistic against load; runs
-// of one sweep form one curve, and repeats at the same x are averaged.
-func loadCharts(results []LoadedResult, groupBy string) []ChartSpec {
-	xKey, xLabel := loadAxis(results, groupBy)
-	var seriesNames []string
-	for _, r := range results {
-		if !slices.Contains(seriesNames, r.Series) {
-			seriesNames = append(seriesNames, r.Series)
-		}
-	}
-	xSet := map[float64]bool{}
-	for _, r := range results {
-		if v, ok := r.Number(xKey); ok && isFiniteNumber(v) {
-			xSet[v] = true
-		}
-	}
-	// One load is a dot per statistic, not a curve: the table says it
-	// better, and a chart of lone dots reads as an empty one.
-	if len(xSet) < 2 {
-		return nil
-	}
-	xs := make([]float64, 0, len(xSet))
-	for v := range xSet {
-		xs = append(xs, v)
-	}
-	slices.Sort(xs)
-	percentiles := discoverPercentiles(results)
-	var charts []ChartSpec
-	for _, m := range latencyMetrics {
-		stats := []struct{ key, label string }{{"mean_" + m.key + "_ms", "mean"}, {"median_" + m.key + "_ms", "median"}}
-		for _, p := range percentiles[m.key] {
-			stats = append(stats, struct{ key, label string }{"p" + strconv.FormatFloat(p, 'f', -1, 64) + "_" + m.key + "_ms", PercentileLabel(p)})
-		}
-		chart := ChartSpec{
-			ID:      "load-" + m.key,
-			Section: "load",
-			Title:   m.abbrev + " vs load",
-			XLabel:  xLabel,
-			YLabel:  m.abbrev + " (ms)",
-			XKind:   "num",
-			Kind:    "lines",
-			X:       xs,
-		}
-		for si, name := range seriesNames {
-			for k, st := range stats {
-				values, any := averageAt(results, name, xKey, st.key, xs)
-				if !any || !anyNonZero(values) {
-					continue
-				}
-				s := SeriesSpec{Label: st.label, Values: values}
-				if len(seriesNames) > 1 {
-					s.Label = seriesLabel(name) + " " + st.label
-					s.Color = paletteColor(si)
-					s.Dash = statDashes[k%len(statDashes)]
-				} else {
-					s.Color = paletteColor(k)
-				}
-				chart.Series = append(chart.Series, s)
-			}
-		}
-		if len(chart.Series) > 0 {
-			charts = append(charts, chart)
-		}
-	}
-	return charts
-}
-
-func seriesLabel(name string) string {
-	if name == "" {
-		return "files"
-	}
-	return name
-}
-
-func averageAt(results []LoadedResult, series, xKey, yKey string, xs []float64) (jsonFloats, bool) {
-	sums := make([]float64, len(xs))
-	counts := make([]int, len(xs))
-	anyValue := false
-	for _, r := range results {
-		if r.Series != series {
-			continue
-		}
-		x, okX := r.Number(xKey)
-		y, okY := r.Number(yKey)
-		if !okX || !okY || !isFiniteNumber(x) || !isFiniteNumber(y) {
-			continue
-		}
-		i, found := slices.BinarySearch(xs, x)
-		if !found {
-			continue
-		}
-		sums[i] += y
-		counts[i]++
-		anyValue = true
-	}
-	out := make(jsonFloats, len(xs))
-	for i := range out {
-		if counts[i] == 0 {
-			out[i] = math.NaN()
-		} else {
-			out[i] = sums[i] / float64(counts[i])
-		}
-	}
-	return out, anyValue
-}
-
 // distributionLevels are the x positions of the latency-by-percentile
 // curves: -log10(1-q) from 0 (p0) to 3 (p99.9), so the tail gets as much
 // room as the body.
@@ -445,80 +339,6 @@ var distributionLevels = func() []float64 {
 	}
 	return xs
 }()
-
-func distributionCharts(results []LoadedResult, timings [][]RequestTiming) []ChartSpec {
-	type metric struct {
-		key, abbrev string
-		values      func([]RequestTiming) []float64
-	}
-	metricsToDraw := []metric{
-		{"ttft", "TTFT", func(ts []RequestTiming) []float64 {
-			var out []float64
-			for _, t := range ts {
-				if t.Success {
-					out = append(out, t.TTFT)
-				}
-			}
-			return out
-		}},
-		{"tpot", "TPOT", func(ts []RequestTiming) []float64 {
-			var out []float64
-			for _, t := range ts {
-				if v, ok := t.TPOT(); ok {
-					out = append(out, v)
-				}
-			}
-			return out
-		}},
-		{"itl", "ITL", func(ts []RequestTiming) []float64 {
-			var out []float64
-			for _, t := range ts {
-				if t.Success {
-					out = append(out, t.ITL...)
-				}
-			}
-			return out
-		}},
-		{"e2el", "E2EL", func(ts []RequestTiming) []float64 {
-			var out []float64
-			for _, t := range ts {
-				if t.Success {
-					out = append(out, t.Latency)
-				}
-			}
-			return out
-		}},
-	}
-	var charts []ChartSpec
-	for _, m := range metricsToDraw {
-		chart := ChartSpec{
-			ID:      "dist-" + m.key,
-			Section: "distribution",
-			Title:   m.abbrev + " distribution",
-			XLabel:  "percentile",
-			YLabel:  m.abbrev + " (ms)",
-			XKind:   "pctlog",
-			Kind:    "lines",
-			X:       distributionLevels,
-		}
-		for i, r := range results {
-			sorted := sortedFinite(m.values(timings[i]))
-			if len(sorted) == 0 {
-				continue
-			}
-			values := make(jsonFloats, len(distributionLevels))
-			for j, x := range distributionLevels {
-				q := 100 * (1 - math.Pow(10, -x))
-				values[j] = metrics.Percentile(sorted, q)
-			}
-			chart.Series = append(chart.Series, SeriesSpec{Label: r.Label, Color: paletteColor(i), Values: values})
-		}
-		if len(chart.Series) > 0 {
-			charts = append(charts, chart)
-		}
-	}
-	return charts
-}
 
 // timelineChart draws one bar per request: start → first token → end, in
 // start order, keeping every k-th request when there are more than

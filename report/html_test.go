@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -41,9 +42,23 @@ func chartOutline(rep *HTMLReport) string {
 		if c.Y2Label != "" {
 			fmt.Fprintf(&b, " y2=%q", c.Y2Label)
 		}
+		if c.Facet != "" {
+			fmt.Fprintf(&b, " facet=%q", c.Facet)
+		}
 		b.WriteString("\n")
+		if len(c.Styles) > 0 {
+			b.WriteString("  styles:")
+			for _, st := range c.Styles {
+				fmt.Fprintf(&b, " %v=%s", st.Dash, st.Label)
+			}
+			b.WriteString("\n")
+		}
 		for _, s := range c.Series {
-			fmt.Fprintf(&b, "  %s %s axis=%d dash=%v values=%d\n", s.Label, s.Color, s.Axis, s.Dash, len(s.Values))
+			fmt.Fprintf(&b, "  %s %s axis=%d dash=%v values=%d", s.Label, s.Color, s.Axis, s.Dash, len(s.Values))
+			if s.Setup != "" || len(c.Styles) > 0 {
+				fmt.Fprintf(&b, " cell=%q/%d", s.Setup, s.Style)
+			}
+			b.WriteString("\n")
 		}
 	}
 	for _, n := range rep.Notes {
@@ -53,11 +68,22 @@ func chartOutline(rep *HTMLReport) string {
 }
 
 func TestHTMLReportChartsGolden(t *testing.T) {
-	rep, err := BuildHTMLReport(htmlFixture(t), HTMLOptions{GroupBy: "request_rate", MaxPoints: 150})
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name, golden string
+		results      func(t *testing.T) []LoadedResult
+	}{
+		{"two setups and a file over request rate", "charts.golden.txt", func(t *testing.T) []LoadedResult { return htmlFixture(t) }},
+		{"two setups over input length and request rate", "charts-twokeys.golden.txt", func(t *testing.T) []LoadedResult { return loadOrFail(t, twoKeyDirs...) }},
 	}
-	golden.CheckFile(t, filepath.Join("testdata", "html", "charts.golden.txt"), []byte(chartOutline(rep)))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep, err := BuildHTMLReport(tt.results(t), HTMLOptions{GroupBy: "request_rate", MaxPoints: 150})
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden.CheckFile(t, filepath.Join("testdata", "html", tt.golden), []byte(chartOutline(rep)))
+		})
+	}
 }
 
 func TestLoadCurveValuesComeFromTheResults(t *testing.T) {
@@ -81,7 +107,8 @@ func TestLoadCurveValuesComeFromTheResults(t *testing.T) {
 	for _, r := range results {
 		x, _ := r.Number("request_rate")
 		want, _ := r.Number("p99_ttft_ms")
-		label := seriesLabel(r.Series) + " P99"
+		// A sweep's line is named by the sweep; a lone file's by its label.
+		label := cmp.Or(r.Series, r.Label) + " P99"
 		found := false
 		for _, s := range chart.Series {
 			for i, xv := range chart.X {
@@ -245,23 +272,137 @@ func chromiumArgs(profile string, extra ...string) []string {
 	}, extra...)
 }
 
-// TestHTMLRendersInChromium opens the report as a person would and checks
-// every chart drew pixels in its series' colours (the page's own check,
-// read back from the DOM), then saves a screenshot.
+// renderedChart is what the page says about one drawn chart: data-*
+// attributes of its box, read back from uPlot and the canvas.
+type renderedChart map[string]string
+
+var chartBox = regexp.MustCompile(`<div class="chart" id="([^"]+)"([^>]*)>`)
+var dataAttr = regexp.MustCompile(`data-([a-z-]+)="([^"]*)"`)
+
+func renderedCharts(dom []byte) map[string]renderedChart {
+	out := map[string]renderedChart{}
+	for _, m := range chartBox.FindAllSubmatch(dom, -1) {
+		attrs := renderedChart{}
+		for _, a := range dataAttr.FindAllSubmatch(m[2], -1) {
+			attrs[string(a[1])] = string(a[2])
+		}
+		out[string(m[1])] = attrs
+	}
+	return out
+}
+
+func dashText(d []int) string {
+	if len(d) == 0 {
+		return "solid"
+	}
+	return strings.Trim(fmt.Sprint(d), "[]")
+}
+
+// checkRenderedCharts compares what the page drew with what the report
+// asked for: every series and point (counted by the page from uPlot's
+// data), each legend entry's dash, the style key of load charts, the
+// legend's value under the cursor, and on timelines the first-token
+// segment of every request visible on the canvas.
+func checkRenderedCharts(t *testing.T, width int, dom []byte, rep *HTMLReport) {
+	t.Helper()
+	drawn := renderedCharts(dom)
+	for _, c := range rep.Charts {
+		got, ok := drawn[c.ID]
+		if !ok {
+			t.Errorf("width %d: chart %s not on the page", width, c.ID)
+			continue
+		}
+		points := 0
+		var dashes []string
+		for _, s := range c.Series {
+			dashes = append(dashes, dashText(s.Dash))
+			for _, v := range s.Values {
+				if isFiniteNumber(v) {
+					points++
+				}
+			}
+		}
+		if got["series"] != fmt.Sprint(len(c.Series)) || got["points"] != fmt.Sprint(points) {
+			t.Errorf("width %d: %s drew %s series and %s points, want %d and %d", width, c.ID, got["series"], got["points"], len(c.Series), points)
+		}
+		if c.Kind == "gantt" {
+			bars, _ := strconv.Atoi(got["bars"])
+			seen, _ := strconv.Atoi(got["first-tokens"])
+			want := 0
+			for _, v := range c.Gantt.FirstToken {
+				if isFiniteNumber(v) {
+					want++
+				}
+			}
+			if bars != want || seen < want*95/100 {
+				t.Errorf("width %d: %s shows the first-token segment of %d of %d requests (drew %d bars)", width, c.ID, seen, want, bars)
+			}
+			continue
+		}
+		if got["legend"] != "ok" {
+			t.Errorf("width %d: %s legend under the cursor: %s", width, c.ID, got["legend"])
+		}
+		if got["dashes"] != strings.Join(dashes, "|") {
+			t.Errorf("width %d: %s legend dashes %q, want %q", width, c.ID, got["dashes"], strings.Join(dashes, "|"))
+		}
+		if c.Section == "load" {
+			var styles []string
+			for _, st := range c.Styles {
+				styles = append(styles, dashText(st.Dash)+"="+st.Label)
+			}
+			if got["legend-kind"] != "table" || got["styles"] != strings.Join(styles, "|") {
+				t.Errorf("width %d: %s legend %s says styles %q, want a table saying %q", width, c.ID, got["legend-kind"], got["styles"], strings.Join(styles, "|"))
+			}
+		}
+	}
+}
+
+// TestHTMLRendersInChromium opens each report as a person would, at a
+// laptop's, a half screen's and a sideways phone's width, and checks
+// every chart drew pixels in its series' colours and everything
+// checkRenderedCharts reads back, that no axis labels collide and the
+// runs table never scrolls sideways; then it saves a screenshot at
+// 1,400 px.
 func TestHTMLRendersInChromium(t *testing.T) {
 	browser := chromium(t)
-	// An overloaded setup queues for minutes: six-digit millisecond labels
-	// must still fit their axes.
-	overloaded := filepath.Join(t.TempDir(), "setupC")
-	writeSweepFixture(t, overloaded, "setup C", 0.5, []float64{2, 9}, false)
-	slow, err := LoadResults(overloaded)
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name, shot string
+		build      func(t *testing.T) (*HTMLReport, error)
+		widths     []int // default 1400, 900 and 700
+	}{
+		{"three setups, one overloaded", "report-screenshot.png", func(t *testing.T) (*HTMLReport, error) {
+			// An overloaded setup queues for minutes: six-digit millisecond
+			// labels must still fit their axes.
+			overloaded := filepath.Join(t.TempDir(), "setupC")
+			writeSweepFixture(t, overloaded, "setup C", 0.5, []float64{2, 9}, false)
+			return BuildHTMLReport(append(htmlFixture(t), loadOrFail(t, overloaded)...), HTMLOptions{GroupBy: "request_rate", Title: "servebench sweep: three setups"})
+		}, nil},
+		{"two setups over two keys", "twokeys-screenshot.png", func(t *testing.T) (*HTMLReport, error) {
+			return BuildHTMLReport(loadOrFail(t, twoKeyDirs...), HTMLOptions{GroupBy: "request_rate", Title: "servebench: colocated vs 1P1D over input length and rate"})
+		}, nil},
+		// 600 requests over 150 s: a 30 ms first token is a fifth of a
+		// pixel, and the bars are one pixel high.
+		{"a long run of short requests", "timeline-screenshot.png", func(t *testing.T) (*HTMLReport, error) {
+			run := syntheticRun{label: "600 short requests", rate: 4, capacity: 40, requests: 600, outputLen: 32, seed: 5, detailed: true}
+			return BuildHTMLReport(loadOrFail(t, run.write(t, t.TempDir())), HTMLOptions{})
+		}, []int{1400}},
 	}
-	rep, err := BuildHTMLReport(append(htmlFixture(t), slow...), HTMLOptions{GroupBy: "request_rate", Title: "servebench sweep: three setups"})
-	if err != nil {
-		t.Fatal(err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep, err := tt.build(t)
+			if err != nil {
+				t.Fatal(err)
+			}
+			widths := tt.widths
+			if widths == nil {
+				widths = []int{1400, 900, 700}
+			}
+			renderInChromium(t, browser, rep, tt.shot, widths)
+		})
 	}
+}
+
+func renderInChromium(t *testing.T, browser string, rep *HTMLReport, shotName string, widths []int) {
 	dir := t.TempDir()
 	page := filepath.Join(dir, "report.html")
 	var b bytes.Buffer
@@ -274,11 +415,8 @@ func TestHTMLRendersInChromium(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 
-	var dom []byte
-	// A laptop, a half-screen window and a phone held sideways: the runs
-	// table must never scroll sideways, and no axis labels may collide.
-	for _, width := range []int{1400, 900, 700} {
-		dom, err = exec.CommandContext(ctx, browser, chromiumArgs(filepath.Join(dir, fmt.Sprintf("profile-dom-%d", width)),
+	for _, width := range widths {
+		dom, err := exec.CommandContext(ctx, browser, chromiumArgs(filepath.Join(dir, fmt.Sprintf("profile-dom-%d", width)),
 			"--virtual-time-budget=5000", fmt.Sprintf("--window-size=%d,2000", width), "--dump-dom", "file://"+page)...).Output()
 		if err != nil {
 			t.Fatalf("chromium --dump-dom: %v", err)
@@ -293,14 +431,15 @@ func TestHTMLRendersInChromium(t *testing.T) {
 		if len(layout[2]) > 0 {
 			t.Errorf("width %d: scrolls sideways: %s", width, layout[2])
 		}
-	}
-	status := regexp.MustCompile(`<p id="render-status" data-status="([^"]*)" data-charts="(\d+)" data-drawn="(\d+)"[^>]*>([^<]*)`).FindSubmatch(dom)
-	if status == nil {
-		t.Fatalf("the page never reported its charts (script error?); status element: %s", regexp.MustCompile(`<p id="render-status"[^<]*`).Find(dom))
-	}
-	charts, _ := strconv.Atoi(string(status[2]))
-	if string(status[1]) != "ok" || charts != len(rep.Charts) || string(status[3]) != string(status[2]) {
-		t.Fatalf("render status %q: %s (want all %d charts drawn)", status[1], status[4], len(rep.Charts))
+		status := regexp.MustCompile(`<p id="render-status" data-status="([^"]*)" data-charts="(\d+)" data-drawn="(\d+)"[^>]*>([^<]*)`).FindSubmatch(dom)
+		if status == nil {
+			t.Fatalf("the page never reported its charts (script error?); status element: %s", regexp.MustCompile(`<p id="render-status"[^<]*`).Find(dom))
+		}
+		charts, _ := strconv.Atoi(string(status[2]))
+		if string(status[1]) != "ok" || charts != len(rep.Charts) || string(status[3]) != string(status[2]) {
+			t.Fatalf("render status %q: %s (want all %d charts drawn)", status[1], status[4], len(rep.Charts))
+		}
+		checkRenderedCharts(t, width, dom, rep)
 	}
 
 	artifacts := os.Getenv("SERVEBENCH_ARTIFACTS")
@@ -310,7 +449,7 @@ func TestHTMLRendersInChromium(t *testing.T) {
 	if err := os.MkdirAll(artifacts, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	shot := filepath.Join(artifacts, "report-screenshot.png")
+	shot := filepath.Join(artifacts, shotName)
 	if out, err := exec.CommandContext(ctx, browser, chromiumArgs(filepath.Join(dir, "profile-shot"),
 		"--virtual-time-budget=5000", "--screenshot="+shot, "--window-size=1400,3200", "file://"+page)...).CombinedOutput(); err != nil {
 		t.Fatalf("chromium --screenshot: %v\n%s", err, out)
@@ -319,7 +458,7 @@ func TestHTMLRendersInChromium(t *testing.T) {
 	if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) || len(png) < 50_000 {
 		t.Fatalf("screenshot %s missing or implausibly small (%d bytes): %v", shot, len(png), err)
 	}
-	if err := os.WriteFile(filepath.Join(artifacts, "report.html"), b.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(artifacts, strings.TrimSuffix(shotName, "-screenshot.png")+".html"), b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s", shot)

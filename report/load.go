@@ -29,10 +29,18 @@ type LoadedResult struct {
 	// Params are the swept flag values when the run was found through a
 	// sweep manifest, in axis order.
 	Params []Param
-	// Series groups runs that belong to one sweep (the run directory's
-	// name), so curves of two setups are drawn separately. Empty for loose
-	// files.
+	// Series groups runs that belong to one sweep (its label, else the run
+	// directory's name; lengthened to the directory's path when two sweeps
+	// share a name), so curves of two setups are drawn separately. Empty
+	// for loose files.
 	Series string
+	// Repeat is the 1-based run of a sweep point repeated with --repeat;
+	// 0 outside a sweep. Runs of one point that differ only in Repeat are
+	// the only runs a chart may average.
+	Repeat int
+	// sweepDir is the sweep directory a run was read from, to tell two
+	// sweeps with the same label apart.
+	sweepDir string
 	// labelIsFileName marks a Label taken from the file name, which
 	// LoadResultsWith lengthens into a path when two runs share it.
 	labelIsFileName bool
@@ -111,6 +119,7 @@ func LoadResultsWith(opts LoadOptions, paths ...string) ([]LoadedResult, []LoadW
 		results = append(results, got...)
 	}
 	disambiguateFileLabels(results)
+	disambiguateSeries(results)
 	return results, l.warnings, nil
 }
 
@@ -156,6 +165,27 @@ func disambiguateFileLabels(results []LoadedResult) {
 				}
 				break
 			}
+		}
+	}
+}
+
+// disambiguateSeries renames series that two sweep directories share (two
+// unlabelled sweeps in directories both named "run") to their directories'
+// paths, so their runs are never drawn, or averaged, as one setup.
+func disambiguateSeries(results []LoadedResult) {
+	dirs := map[string]map[string]bool{}
+	for _, r := range results {
+		if r.Series == "" {
+			continue
+		}
+		if dirs[r.Series] == nil {
+			dirs[r.Series] = map[string]bool{}
+		}
+		dirs[r.Series][r.sweepDir] = true
+	}
+	for i, r := range results {
+		if r.Series != "" && len(dirs[r.Series]) > 1 {
+			results[i].Series = r.Series + " (" + filepath.ToSlash(r.sweepDir) + ")"
 		}
 	}
 }

@@ -22,6 +22,7 @@ type sweepManifest struct {
 	Points []struct {
 		Name   string  `json:"name"`
 		Params []Param `json:"params"`
+		Repeat int     `json:"repeat"`
 		Status string  `json:"status"`
 		Result string  `json:"result"`
 	} `json:"points"`
@@ -78,6 +79,8 @@ func (l *loader) loadManifest(path string, m sweepManifest) ([]LoadedResult, err
 		for i := range got {
 			got[i].Params = slices.Clone(p.Params)
 			got[i].Series = series
+			got[i].Repeat = p.Repeat
+			got[i].sweepDir = dir
 			// A --label shared by every point of a sweep names the setup;
 			// the swept values still tell its points apart.
 			prefix := m.Label

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/servebench/servebench/bench"
 	"github.com/servebench/servebench/internal/option"
 	"github.com/servebench/servebench/metrics"
 )
@@ -75,7 +74,7 @@ type ShardReport struct {
 	// was; it is added to its records' times on the merged timeline.
 	Shift   time.Duration
 	SendLag metrics.Distribution
-	Clock   bench.ClockSync
+	Clock   ClockSync
 }
 
 // Merged is the result of merging shards: one Result computed from every

@@ -1,4 +1,4 @@
-package report
+package report_test
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"github.com/servebench/servebench/engine"
 	"github.com/servebench/servebench/metrics"
 	"github.com/servebench/servebench/perf"
+	"github.com/servebench/servebench/report"
 	"github.com/servebench/servebench/sim"
 	"github.com/servebench/servebench/workload"
 )
@@ -31,7 +32,7 @@ var shardZero = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 
 // simRun simulates a seeded Poisson workload and returns its schedule,
 // every record, and the unsharded result as sim prints it.
-func simRun(t testing.TB, n int) ([]workload.Request, []metrics.Record, *Result) {
+func simRun(t testing.TB, n int) ([]workload.Request, []metrics.Record, *report.Result) {
 	t.Helper()
 	spec := workload.DefaultSpec()
 	spec.NumPrompts, spec.Seed = n, 11
@@ -55,14 +56,14 @@ func simRun(t testing.TB, n int) ([]workload.Request, []metrics.Record, *Result)
 	if _, err := sim.Run(context.Background(), cfg, reqs, func(r *metrics.Record) error { return rec.Add(r) }); err != nil {
 		t.Fatal(err)
 	}
-	info := RunInfo{Date: shardZero, Backend: "sim", EndpointType: "sim", ModelID: "m", NumPrompts: n, RequestRate: 40, Burstiness: 1,
+	info := report.RunInfo{Date: shardZero, Backend: "sim", EndpointType: "sim", ModelID: "m", NumPrompts: n, RequestRate: 40, Burstiness: 1,
 		PercentileMetrics: []string{"ttft", "tpot", "itl", "e2el"}, Percentiles: []float64{90, 99}, Goodput: true}
-	return reqs, rec.Records(), &Result{Info: info, Summary: rec.Summary(rec.LastEnd()), Records: rec.Records()}
+	return reqs, rec.Records(), &report.Result{Info: info, Summary: rec.Summary(rec.LastEnd()), Records: rec.Records()}
 }
 
 // writeShards splits recs by global index into count shards in dir, as
 // count shard processes would write them; edit may change a manifest.
-func writeShards(t testing.TB, dir string, reqs []workload.Request, recs []metrics.Record, unsharded *Result, count int, edit func(m *ShardManifest)) {
+func writeShards(t testing.TB, dir string, reqs []workload.Request, recs []metrics.Record, unsharded *report.Result, count int, edit func(m *report.ShardManifest)) {
 	t.Helper()
 	hash := workload.ScheduleHash(reqs)
 	for i := range count {
@@ -81,21 +82,21 @@ func writeShards(t testing.TB, dir string, reqs []workload.Request, recs []metri
 				n++
 			}
 		}
-		m := &ShardManifest{
-			Format: ShardFormat, ScheduleHash: hash, Shard: i, Shards: count, TotalRequests: len(reqs), ShardRequests: n,
-			Records: name, Started: shardZero, Duration: lastEnd, Run: NewShardRunInfo(&unsharded.Info),
-			Summary: ShardOptions{Percentiles: []float64{50, 95, 99, 90}, Goodput: map[string]float64{"ttft": 60, "tpot": 20}},
+		m := &report.ShardManifest{
+			Format: report.ShardFormat, ScheduleHash: hash, Shard: i, Shards: count, TotalRequests: len(reqs), ShardRequests: n,
+			Records: name, Started: shardZero, Duration: lastEnd, Run: report.NewShardRunInfo(&unsharded.Info),
+			Summary: report.ShardOptions{Percentiles: []float64{50, 95, 99, 90}, Goodput: map[string]float64{"ttft": 60, "tpot": 20}},
 		}
 		m.Clock.Source = "adjtimex"
 		if edit != nil {
 			edit(m)
 		}
-		js, err := MarshalShardManifest(m)
+		js, err := report.MarshalShardManifest(m)
 		if err != nil {
 			t.Fatal(err)
 		}
 		mustWrite(t, filepath.Join(dir, name), buf.Bytes())
-		mustWrite(t, filepath.Join(dir, ShardManifestPath(name)), js)
+		mustWrite(t, filepath.Join(dir, report.ShardManifestPath(name)), js)
 	}
 }
 
@@ -106,35 +107,35 @@ func mustWrite(t testing.TB, path string, data []byte) {
 	}
 }
 
-func mergeDir(t testing.TB, paths ...string) (*Merged, error) {
+func mergeDir(t testing.TB, paths ...string) (*report.Merged, error) {
 	t.Helper()
-	shards, err := LoadShards(paths...)
+	shards, err := report.LoadShards(paths...)
 	if err != nil {
 		return nil, err
 	}
-	return MergeShards(shards)
+	return report.MergeShards(shards)
 }
 
 // TestMergeOfSimShardsIsExact: the unsharded simulation's records, split
 // into shards by global index and merged, print the same text block and
-// the same result JSON, byte for byte, for several shard counts.
+// the same result report.JSON, byte for byte, for several shard counts.
 func TestMergeOfSimShardsIsExact(t *testing.T) {
 	reqs, recs, unsharded := simRun(t, 300)
 	var wantText bytes.Buffer
-	if err := WriteText(&wantText, unsharded); err != nil {
+	if err := report.WriteText(&wantText, unsharded); err != nil {
 		t.Fatal(err)
 	}
-	// The per-request lists of the JSON (latencies, queue times, and the
+	// The per-request lists of the report.JSON (latencies, queue times, and the
 	// detailed ones) follow the records' order: completion order in a run,
 	// global index order after a merge, the only order shards agree on.
 	byIndex := slices.Clone(recs)
 	slices.SortFunc(byIndex, func(a, b metrics.Record) int { return a.Index - b.Index })
-	inIndexOrder := &Result{Info: unsharded.Info, Summary: unsharded.Summary, Records: byIndex}
-	wantJSON, err := JSON(inIndexOrder, false)
+	inIndexOrder := &report.Result{Info: unsharded.Info, Summary: unsharded.Summary, Records: byIndex}
+	wantJSON, err := report.JSON(inIndexOrder, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantDetailed, err := JSON(inIndexOrder, true)
+	wantDetailed, err := report.JSON(inIndexOrder, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,19 +150,19 @@ func TestMergeOfSimShardsIsExact(t *testing.T) {
 			got := *m.Result
 			got.Extra = nil // the shards section is the merge's addition
 			var text bytes.Buffer
-			if err := WriteText(&text, &got); err != nil {
+			if err := report.WriteText(&text, &got); err != nil {
 				t.Fatal(err)
 			}
 			if text.String() != wantText.String() {
 				t.Errorf("text differs:\n got:\n%s\nwant:\n%s", text.String(), wantText.String())
 			}
-			js, _ := JSON(&got, false)
+			js, _ := report.JSON(&got, false)
 			if !bytes.Equal(js, wantJSON) {
-				t.Errorf("result JSON differs from the unsharded one:\n got: %.2000s\nwant: %.2000s", js, wantJSON)
+				t.Errorf("result report.JSON differs from the unsharded one:\n got: %.2000s\nwant: %.2000s", js, wantJSON)
 			}
-			detailed, _ := JSON(&got, true)
+			detailed, _ := report.JSON(&got, true)
 			if !bytes.Equal(detailed, wantDetailed) {
-				t.Error("detailed result JSON differs from the unsharded one in index order")
+				t.Error("detailed result report.JSON differs from the unsharded one in index order")
 			}
 			if len(m.Shards) != count {
 				t.Fatalf("%d shard reports, want %d", len(m.Shards), count)
@@ -183,7 +184,7 @@ func TestMergeRefusesMismatchedShards(t *testing.T) {
 		{
 			name: "different schedule hash",
 			setup: func(t *testing.T, dir string) []string {
-				writeShards(t, dir, reqs, recs, unsharded, 2, func(m *ShardManifest) {
+				writeShards(t, dir, reqs, recs, unsharded, 2, func(m *report.ShardManifest) {
 					if m.Shard == 1 {
 						m.ScheduleHash = "sha256:other"
 					}
@@ -250,7 +251,7 @@ func TestMergeRefusesMismatchedShards(t *testing.T) {
 		{
 			name: "interrupted shard lost requests",
 			setup: func(t *testing.T, dir string) []string {
-				writeShards(t, dir, reqs, recs, unsharded, 2, func(m *ShardManifest) {
+				writeShards(t, dir, reqs, recs, unsharded, 2, func(m *report.ShardManifest) {
 					if m.Shard == 1 {
 						m.Interrupted, m.NotSent = true, 3
 					}
@@ -266,7 +267,7 @@ func TestMergeRefusesMismatchedShards(t *testing.T) {
 		{
 			name: "different start-at",
 			setup: func(t *testing.T, dir string) []string {
-				writeShards(t, dir, reqs, recs, unsharded, 2, func(m *ShardManifest) {
+				writeShards(t, dir, reqs, recs, unsharded, 2, func(m *report.ShardManifest) {
 					at := shardZero
 					if m.Shard == 1 {
 						at = other
@@ -280,7 +281,7 @@ func TestMergeRefusesMismatchedShards(t *testing.T) {
 		{
 			name: "different percentiles",
 			setup: func(t *testing.T, dir string) []string {
-				writeShards(t, dir, reqs, recs, unsharded, 2, func(m *ShardManifest) {
+				writeShards(t, dir, reqs, recs, unsharded, 2, func(m *report.ShardManifest) {
 					if m.Shard == 1 {
 						m.Summary.Percentiles = []float64{50}
 					}
@@ -292,7 +293,7 @@ func TestMergeRefusesMismatchedShards(t *testing.T) {
 		{
 			name: "total far beyond the records",
 			setup: func(t *testing.T, dir string) []string {
-				writeShards(t, dir, reqs, recs, unsharded, 1, func(m *ShardManifest) { m.TotalRequests = 1 << 40 })
+				writeShards(t, dir, reqs, recs, unsharded, 1, func(m *report.ShardManifest) { m.TotalRequests = 1 << 40 })
 				return []string{dir}
 			},
 			wantErr: "1099511627736 requests of the schedule have no record (40, 41, 42, 43, 44, …): shard 0/1 has 40 of its 1099511627776",
@@ -300,7 +301,7 @@ func TestMergeRefusesMismatchedShards(t *testing.T) {
 		{
 			name: "absurd shard count",
 			setup: func(t *testing.T, dir string) []string {
-				writeShards(t, dir, reqs, recs, unsharded, 1, func(m *ShardManifest) { m.Shards = 1 << 40 })
+				writeShards(t, dir, reqs, recs, unsharded, 1, func(m *report.ShardManifest) { m.Shards = 1 << 40 })
 				return []string{dir}
 			},
 			wantErr: "shards 1099511627776: must be from 1 to 65536",
@@ -321,7 +322,7 @@ func TestMergeRefusesMismatchedShards(t *testing.T) {
 		{
 			name: "unknown manifest format",
 			setup: func(t *testing.T, dir string) []string {
-				writeShards(t, dir, reqs, recs, unsharded, 1, func(m *ShardManifest) { m.Format = "servebench-shard/9" })
+				writeShards(t, dir, reqs, recs, unsharded, 1, func(m *report.ShardManifest) { m.Format = "servebench-shard/9" })
 				return []string{dir}
 			},
 			wantErr: `format "servebench-shard/9"`,
@@ -357,9 +358,9 @@ func TestMissingShardsErrorIsTyped(t *testing.T) {
 	dir := t.TempDir()
 	writeShards(t, dir, reqs, recs, unsharded, 3, nil)
 	_, err := mergeDir(t, filepath.Join(dir, "shard-2-of-3.shard.json"))
-	var missing *MissingShardsError
+	var missing *report.MissingShardsError
 	if !errors.As(err, &missing) || !slices.Equal(missing.Missing, []int{0, 1}) {
-		t.Fatalf("error %v, want MissingShardsError for shards 0 and 1", err)
+		t.Fatalf("error %v, want report.MissingShardsError for shards 0 and 1", err)
 	}
 }
 
@@ -370,7 +371,7 @@ func TestMergeShiftsLateShardsOntoOneTimeline(t *testing.T) {
 	reqs, recs, unsharded := simRun(t, 40)
 	dir := t.TempDir()
 	const late = 1500 * time.Millisecond
-	writeShards(t, dir, reqs, recs, unsharded, 2, func(m *ShardManifest) {
+	writeShards(t, dir, reqs, recs, unsharded, 2, func(m *report.ShardManifest) {
 		if m.Shard == 1 {
 			m.Started = m.Started.Add(late)
 		}
@@ -410,3 +411,6 @@ func copyFile(t testing.TB, from, to string) {
 	}
 	mustWrite(t, to, data)
 }
+
+// durationMS is a duration in milliseconds, as merge reports lags.
+func durationMS(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

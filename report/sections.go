@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 )
 
@@ -18,8 +19,15 @@ func WritePreamble(w io.Writer, in *RunInfo) error {
 	if in.MaxConcurrency > 0 {
 		conc = fmt.Sprint(in.MaxConcurrency)
 	}
-	_, err := fmt.Fprintf(w, "Traffic request rate: %s\nBurstiness factor: %s (%s)\nMaximum request concurrency: %s\n",
-		pythonFloat(in.RequestRate), pythonFloat(in.Burstiness), dist, conc)
+	// A ramp-up run prints its ramp, as vLLM does, instead of the "inf"
+	// its base rate holds.
+	rate := fmt.Sprintf("Traffic request rate: %s\n", pythonFloat(in.RequestRate))
+	if r := in.RampUp; r != nil {
+		rate = fmt.Sprintf("Traffic ramp-up strategy: %s.\nWill increase RPS from %s to %s RPS over the duration of the benchmark.\n",
+			r.Strategy, strconv.FormatFloat(r.StartRPS, 'f', -1, 64), strconv.FormatFloat(r.EndRPS, 'f', -1, 64))
+	}
+	_, err := fmt.Fprintf(w, "%sBurstiness factor: %s (%s)\nMaximum request concurrency: %s\n",
+		rate, pythonFloat(in.Burstiness), dist, conc)
 	return err
 }
 

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"github.com/servebench/servebench/internal/clock"
+
 	"bufio"
 	"bytes"
 	"encoding/json"
@@ -15,7 +17,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/servebench/servebench/bench"
 	"github.com/servebench/servebench/internal/option"
 	"github.com/servebench/servebench/metrics"
 )
@@ -51,8 +52,8 @@ type ShardManifest struct {
 	// offsets count from it.
 	Started time.Time `json:"started"`
 	// StartLate is how much after StartAt the shard began sending.
-	StartLate time.Duration   `json:"start_late_ns"`
-	Clock     bench.ClockSync `json:"clock"`
+	StartLate time.Duration `json:"start_late_ns"`
+	Clock     ClockSync     `json:"clock"`
 
 	// Duration is the shard's benchmark duration from Started.
 	Duration    time.Duration `json:"duration_ns"`
@@ -240,4 +241,22 @@ func DecodeRecords(r io.Reader, name string) ([]metrics.Record, error) {
 			return nil, fmt.Errorf("records %q: %w", name, err)
 		}
 	}
+}
+
+// ClockSync is a shard's wall-clock synchronization state when it started
+// (kernel offset and error bounds), recorded in its manifest.
+type ClockSync = clock.Sync
+
+// WriteShardManifest writes m beside the shard's records file, atomically,
+// and returns its path.
+func WriteShardManifest(recordsPath string, m *ShardManifest) (string, error) {
+	data, err := MarshalShardManifest(m)
+	if err != nil {
+		return "", err
+	}
+	path := ShardManifestPath(recordsPath)
+	if err := WriteAtomic(path, data, false); err != nil {
+		return "", fmt.Errorf("shard manifest: %w", err)
+	}
+	return path, nil
 }

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -46,6 +47,66 @@ func TestOversizedPromptCost(t *testing.T) {
 			if ratio > 10 {
 				t.Errorf("max_model_len %d, %s: allocated %.1f× the body, want under 10×", maxModelLen, tc.name, ratio)
 			}
+		}
+	}
+}
+
+// unsized hides a reader's length, as a chunked request body does.
+type unsized struct{ io.Reader }
+
+// Refusing a body over --max-request-body-bytes costs at most the limit,
+// whether it announces its size or arrives chunked: 50 concurrent 50 MB
+// bodies against an 8 MiB limit once peaked near 1 GB, because the read
+// buffer doubled to 16 MiB before the limit fired.
+func TestOversizedBodyCostsAtMostTheLimit(t *testing.T) {
+	const limit = 4 << 20
+	cfg := testConfig(t)
+	cfg.MaxBodyBytes = limit
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := strings.Repeat("x", 3*limit)
+	tests := []struct {
+		name     string
+		request  func() *http.Request
+		maxAlloc int64
+	}{
+		{"announced", func() *http.Request {
+			return httptest.NewRequest(http.MethodPost, "/v1/completions", strings.NewReader(body))
+		}, 64 << 10},
+		{"chunked", func() *http.Request {
+			return httptest.NewRequest(http.MethodPost, "/v1/completions", unsized{strings.NewReader(body)})
+		}, limit + 64<<10},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := tt.request()
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			rec := httptest.NewRecorder()
+			s.Handler().ServeHTTP(rec, req)
+			runtime.ReadMemStats(&after)
+			allocated := int64(after.TotalAlloc - before.TotalAlloc)
+			t.Logf("%s: allocated %d bytes refusing %d against a limit of %d", tt.name, allocated, len(body), limit)
+			if rec.Code != http.StatusRequestEntityTooLarge || !strings.Contains(rec.Body.String(), "exceeds the limit of 4194304 bytes") {
+				t.Errorf("%d %.200s: want 413 naming the limit", rec.Code, rec.Body.String())
+			}
+			if allocated > tt.maxAlloc {
+				t.Errorf("allocated %d bytes refusing the body, want at most %d", allocated, tt.maxAlloc)
+			}
+		})
+	}
+}
+
+// Chunked bodies of every size up to the limit arrive whole.
+func TestChunkedBodiesArriveWhole(t *testing.T) {
+	for _, size := range []int{0, 1, 4<<10 - 1, 4 << 10, 4<<10 + 1, 3 << 20} {
+		payload := strings.Repeat("y", size)
+		got, err := readSegments(strings.NewReader(payload), 3<<20)
+		if err != nil || string(got) != payload {
+			t.Errorf("size %d: read %d bytes, err %v", size, len(got), err)
 		}
 	}
 }

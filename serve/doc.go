@@ -69,6 +69,7 @@
 //	servebench serve --port 8003 --seed 3 --failure-rate 0.05 --failure-types 503,drop &
 //	servebench bench --base-url http://127.0.0.1:9000 ...   # the router
 //
-// Not emulated: n>1, best_of, beam search, echo, logprobs (returned as null),
+// Not emulated: n>1, best_of, beam search, echo, log probabilities (refused
+// with a 400; /v1/models says allow_logprobs false),
 // LoRA, tool calls, images, prefill/decode disaggregation roles.
 package serve

@@ -187,7 +187,7 @@ func (s *Server) newResponse(r *http.Request, g *genRequest, st *stream, promptT
 	}
 	base := r.Header.Get("X-Request-Id")
 	if base == "" {
-		base = fmt.Sprintf("%016x%016x", mix.SplitMix64(s.cfg.Seed^st.req.ID), mix.SplitMix64(st.textSeed^st.req.ID))
+		base = fmt.Sprintf("%016x%016x", mix.SplitMix64(s.instanceNonce^st.req.ID), mix.SplitMix64(st.textSeed^st.req.ID))
 	}
 	rs := &response{
 		chat:            g.chat,

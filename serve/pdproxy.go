@@ -93,7 +93,7 @@ func (p *PDProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeProxyError(w, http.StatusBadRequest, fmt.Sprintf("the request body is not a JSON object: %v", err))
 		return
 	}
-	d := p.decode.acquire()
+	d := p.decode.acquire(nil)
 	defer p.decode.release(d)
 	w.Header().Set(BackendHeader, d.url.String())
 	peer, err := p.consumerAddress(r.Context(), d)
@@ -104,7 +104,7 @@ func (p *PDProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeProxyError(w, http.StatusBadGateway, fmt.Sprintf("decode backend %s: %v", d.url, err))
 		return
 	}
-	pb := p.prefill.acquire()
+	pb := p.prefill.acquire(nil)
 	defer p.prefill.release(pb)
 	w.Header().Set(PrefillBackendHeader, pb.url.String())
 	id := fmt.Sprintf("%s-%d", p.nonce, p.seq.Add(1))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -31,6 +32,24 @@ type rawRequest struct {
 	Seed                *int64            `json:"seed"`
 	Stop                json.RawMessage   `json:"stop"`
 	KVTransferParams    *kvTransferParams `json:"kv_transfer_params"`
+	sampling
+}
+
+// sampling holds the sampling parameters. The emulator's text does not
+// depend on them, but vLLM rejects values out of range before a request
+// reaches the engine, and a client under test must see the same 400.
+type sampling struct {
+	Temperature       *float64 `json:"temperature"`
+	TopP              *float64 `json:"top_p"`
+	TopK              *int64   `json:"top_k"`
+	MinP              *float64 `json:"min_p"`
+	PresencePenalty   *float64 `json:"presence_penalty"`
+	FrequencyPenalty  *float64 `json:"frequency_penalty"`
+	RepetitionPenalty *float64 `json:"repetition_penalty"`
+	// Logprobs is an integer on /v1/completions and a boolean on chat.
+	Logprobs       json.RawMessage `json:"logprobs"`
+	TopLogprobs    *int64          `json:"top_logprobs"`
+	PromptLogprobs *int64          `json:"prompt_logprobs"`
 }
 
 type streamOptions struct {
@@ -79,20 +98,39 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, into any) *
 // during which net/http keeps reading the connection to notice the client
 // leaving (it lifts deadlines itself when it starts that read; this does
 // not depend on it).
+//
+// Memory: a body announced over the limit is refused unread; one of known
+// size is read into a buffer of that size; one of unknown size (chunked) is
+// read in segments that are never copied while it grows, so refusing it
+// costs at most the limit (a doubling buffer reached twice the limit, and
+// held the old half while copying, before the limit fired).
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *apiError) {
-	// Reading into a buffer of the announced size, rather than growing one,
-	// keeps a large body from costing twice its size.
-	var buf bytes.Buffer
-	if r.ContentLength > 0 && r.ContentLength <= limit {
-		buf.Grow(int(r.ContentLength) + bytes.MinRead)
+	if r.ContentLength > limit {
+		w.Header().Set("Connection", "close")
+		return nil, bodyTooLarge(limit)
 	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
+	body := http.MaxBytesReader(w, r.Body, limit)
+	var data []byte
+	var err error
+	if r.ContentLength >= 0 {
+		data = make([]byte, r.ContentLength)
+		_, err = io.ReadFull(body, data)
+		if err == nil {
+			// net/http stops a body at its Content-Length; this only notices
+			// a body that ends early, which ReadFull reports.
+			_, err = body.Read(make([]byte, 1))
+			if err == io.EOF {
+				err = nil
+			}
+		}
+	} else {
+		data, err = readSegments(body, limit)
+	}
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		switch {
 		case errors.As(err, &tooBig):
-			return nil, &apiError{Status: http.StatusRequestEntityTooLarge, Type: "RequestEntityTooLarge",
-				Message: fmt.Sprintf("Request body exceeds the limit of %d bytes; send a smaller request or raise --max-request-body-bytes.", limit)}
+			return nil, bodyTooLarge(limit)
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			w.Header().Set("Connection", "close")
 			return nil, &apiError{Status: http.StatusRequestTimeout, Type: "RequestTimeout",
@@ -101,7 +139,42 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *api
 		return nil, badRequest("Could not read the request body: %v", err)
 	}
 	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
-	return buf.Bytes(), nil
+	return data, nil
+}
+
+func bodyTooLarge(limit int64) *apiError {
+	return &apiError{Status: http.StatusRequestEntityTooLarge, Type: "RequestEntityTooLarge",
+		Message: fmt.Sprintf("Request body exceeds the limit of %d bytes; send a smaller request or raise --max-request-body-bytes.", limit)}
+}
+
+// readSegments reads r to its end into segments of growing size (4 KiB to
+// 1 MiB), then joins them once: no byte is copied while the body grows. No
+// segment reaches past limit+1 bytes in all, the byte that shows r is over.
+func readSegments(r io.Reader, limit int64) ([]byte, error) {
+	const first, largest = 4 << 10, 1 << 20
+	var segments [][]byte
+	size, total := first, 0
+	for {
+		seg := make([]byte, max(1, min(int64(size), limit+1-int64(total))))
+		n, err := io.ReadFull(r, seg)
+		segments = append(segments, seg[:n])
+		total += n
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		size = min(2*size, largest)
+	}
+	if len(segments) == 1 {
+		return segments[0], nil
+	}
+	data := make([]byte, 0, total)
+	for _, seg := range segments {
+		data = append(data, seg...)
+	}
+	return data, nil
 }
 
 // bodyDeadline arms a read deadline for the body of every request that has
@@ -133,16 +206,29 @@ func decodeJSON(body []byte, into any) *apiError {
 		case errors.As(err, &syn):
 			return badRequest("JSON decode error at byte %d: %v.", syn.Offset, syn)
 		case errors.As(err, &typ):
-			field := typ.Field
+			// Fields of embedded structs come back with the struct's name.
+			field := strings.TrimPrefix(typ.Field, "sampling.")
 			if field == "" {
 				field = "body"
 			}
-			return badParam(field, "Invalid type for '%s': expected %s, got %s.", field, goTypeName(typ.Type.String()), typ.Value)
+			want := goTypeName(typ.Type.String())
+			if msg, ok := pydanticParsing[want]; ok && typ.Value == "string" {
+				return badParam(field, "%s: %s.", field, msg)
+			}
+			return badParam(field, "Invalid type for '%s': expected %s, got %s.", field, want, typ.Value)
 		default:
 			return badRequest("JSON decode error: %v.", err)
 		}
 	}
 	return nil
+}
+
+// pydanticParsing is the message vLLM's request models (pydantic) give for
+// a string where a number, integer or boolean belongs.
+var pydanticParsing = map[string]string{
+	"a number":   "Input should be a valid number, unable to parse string as a number",
+	"an integer": "Input should be a valid integer, unable to parse string as an integer",
+	"a boolean":  "Input should be a valid boolean, unable to interpret input",
 }
 
 func jsonKind(c byte) string {
@@ -212,6 +298,9 @@ func parseGenRequest(raw *rawRequest, chat bool) (*genRequest, *apiError) {
 		return nil, badParam("echo", "echo is not supported by servebench serve.")
 	}
 	if err := checkStop(raw.Stop); err != nil {
+		return nil, err
+	}
+	if err := raw.sampling.check(chat); err != nil {
 		return nil, err
 	}
 

@@ -2,8 +2,10 @@ package serve
 
 import (
 	"context"
+	crand "crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,9 +53,14 @@ type Server struct {
 	// system call) cannot advance.
 	coarseClock bool
 
-	nextID   atomic.Uint64
-	faultSeq atomic.Uint64
-	started  atomic.Bool
+	nextID atomic.Uint64
+	// instanceNonce makes response IDs unique across servers and restarts:
+	// IDs derived from the seed alone repeat whenever two instances share
+	// one, and routers and log pipelines key on them. It never touches the
+	// seeded text or timing.
+	instanceNonce uint64
+	faultSeq      atomic.Uint64
+	started       atomic.Bool
 	// logged is closed once Run has logged the startup lines, so Start
 	// returns (and callers log "Starting vLLM API server") after them, in
 	// vLLM's order.
@@ -71,6 +78,12 @@ type Server struct {
 	deadErr  error // the engine died (swap space exhausted)
 	wake     chan struct{}
 	stopped  chan struct{} // closed when Run returns
+}
+
+func newInstanceNonce() uint64 {
+	var b [8]byte
+	_, _ = crand.Read(b[:]) // crypto/rand's Read never fails on supported platforms
+	return binary.LittleEndian.Uint64(b[:])
 }
 
 // New validates cfg, sizes the engine and loads the tokenizer. Errors carry
@@ -100,16 +113,17 @@ func New(cfg Config) (*Server, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{
-		cfg:     c,
-		eng:     eng,
-		tok:     tok,
-		text:    text,
-		metrics: newPromMetrics(c.ServedModelNames[0], c.Engine),
-		log:     log,
-		base:    time.Now(),
-		wake:    make(chan struct{}, 1),
-		stopped: make(chan struct{}),
-		logged:  make(chan struct{}),
+		instanceNonce: newInstanceNonce(),
+		cfg:           c,
+		eng:           eng,
+		tok:           tok,
+		text:          text,
+		metrics:       newPromMetrics(c.ServedModelNames[0], c.Engine),
+		log:           log,
+		base:          time.Now(),
+		wake:          make(chan struct{}, 1),
+		stopped:       make(chan struct{}),
+		logged:        make(chan struct{}),
 	}
 	if c.KVTransfer != nil {
 		if c.KVTransfer.Role == KVConsumer && c.Engine.Version == engine.V0 {
@@ -437,7 +451,7 @@ func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
 			MaxModelLen: s.cfg.Engine.MaxModelLen,
 			Permission: []modelPermission{{
 				ID: fmt.Sprintf("modelperm-%032x", mix.SplitMix64(s.cfg.Seed^uint64(i+1))), Object: "model_permission", Created: created,
-				AllowSampling: true, AllowLogprobs: true, AllowView: true, Organization: "*",
+				AllowSampling: true, AllowLogprobs: false, AllowView: true, Organization: "*",
 			}},
 		})
 	}

@@ -74,6 +74,9 @@ func TestInfoEndpoints(t *testing.T) {
 		Data   []struct {
 			ID, Object, OwnedBy, Root string
 			MaxModelLen               int `json:"max_model_len"`
+			Permission                []struct {
+				AllowLogprobs *bool `json:"allow_logprobs"`
+			} `json:"permission"`
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(body, &models); err != nil || status != 200 {
@@ -82,6 +85,10 @@ func TestInfoEndpoints(t *testing.T) {
 	if models.Object != "list" || len(models.Data) != 2 || models.Data[0].ID != "alias-a" || models.Data[1].ID != "alias-b" ||
 		models.Data[0].Root != "test-model" || models.Data[0].MaxModelLen != 4096 || models.Data[0].Object != "model" {
 		t.Errorf("/v1/models = %s", body)
+	}
+	// Log probabilities are refused with a 400, so the card must not offer them.
+	if p := models.Data[0].Permission; len(p) != 1 || p[0].AllowLogprobs == nil || *p[0].AllowLogprobs {
+		t.Errorf("/v1/models permission = %s: want allow_logprobs false", body)
 	}
 
 	if status, _, body := do(t, c, "GET", r.URL()+"/health", ""); status != 200 || len(body) != 0 {
@@ -368,6 +375,27 @@ func waitIdle(t testing.TB, r *Running) Snapshot {
 		select {
 		case <-ctx.Done():
 		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// Two servers with the same seed (two replicas, or one restarted) give
+// different response IDs: routers and log pipelines key on them.
+func TestResponseIDsDifferAcrossInstances(t *testing.T) {
+	c := testClient(t)
+	ids := map[string]int{}
+	for instance := range 2 {
+		r := startServer(t, testConfig(t))
+		for range 3 {
+			status, _, body := do(t, c, "POST", r.URL()+"/v1/completions", `{"prompt":"hi","max_tokens":2}`)
+			var resp struct{ ID string }
+			if status != 200 || json.Unmarshal(body, &resp) != nil || !strings.HasPrefix(resp.ID, "cmpl-") {
+				t.Fatalf("instance %d: %d %s", instance, status, body)
+			}
+			if prev, seen := ids[resp.ID]; seen {
+				t.Fatalf("instance %d repeats ID %s first given by instance %d", instance, resp.ID, prev)
+			}
+			ids[resp.ID] = instance
 		}
 	}
 }

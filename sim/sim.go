@@ -51,6 +51,11 @@ type StatsSample struct {
 	// PrefixHitRate is 0..1: over the last 1000 requests' first admissions
 	// in V1 (vLLM's PrefixCachingMetrics), cumulative in V0.
 	PrefixHitRate float64
+	// HostBoundSteps and HostBoundTime are the interval's steps whose
+	// duration host (CPU) work decided and their time; Steps and StepTime
+	// all of its steps (only a HostAwareModel reports host-bound steps).
+	HostBoundSteps, Steps   int64
+	HostBoundTime, StepTime time.Duration
 }
 
 // Result summarises a simulation; per-request records go to Run's emit.
@@ -73,7 +78,13 @@ type Result struct {
 	Err error
 	// HostBoundSteps counts the steps whose duration host (CPU) work
 	// decided rather than the GPU; only a HostAwareModel reports them.
-	HostBoundSteps int64
+	// HostBoundTime is their summed duration, StepTime every step's.
+	HostBoundSteps          int64
+	HostBoundTime, StepTime time.Duration
+	// KernelTables says where the step model's kernel times come from
+	// (perf.KernelSource: "measured: H100-SXM", "derived from A40",
+	// "roofline: no table"), "-" when the model does not say.
+	KernelTables string
 }
 
 // Maxima are the largest engine gauges seen after any scheduling step (the
@@ -197,6 +208,13 @@ type runner struct {
 
 	host      HostAwareModel // cfg.Model when it is one
 	hostBound int64
+	// hostBoundTime and stepTime sum the host-bound and all steps'
+	// durations; stepsTimed counts the steps stepTime saw. last* hold
+	// their values at the last stats sample.
+	hostBoundTime, stepTimeSum         time.Duration
+	stepsTimed                         int64
+	lastHostBound, lastStepsTimed      int64
+	lastHostBoundTime, lastStepTimeSum time.Duration
 
 	// Pipeline parallelism: up to depth batches in flight, oldest first.
 	depth          int
@@ -331,12 +349,18 @@ func (r *runner) batchOut(s perf.StepShape) time.Duration {
 
 func (r *runner) stepTime(s perf.StepShape) time.Duration {
 	if r.host == nil {
-		return r.cfg.Model.StepTime(s)
+		d := r.cfg.Model.StepTime(s)
+		r.stepTimeSum += d
+		r.stepsTimed++
+		return d
 	}
 	d, hostBound := r.host.StepTimeHost(s)
 	if hostBound {
 		r.hostBound++
+		r.hostBoundTime += d
 	}
+	r.stepTimeSum += d
+	r.stepsTimed++
 	return d
 }
 
@@ -610,6 +634,10 @@ func (r *runner) takeSample(at time.Duration) {
 	case !r.v1 && s.PrefixQueries > 0:
 		sample.PrefixHitRate = float64(s.PrefixHits) / float64(s.PrefixQueries)
 	}
+	sample.HostBoundSteps, sample.Steps = r.hostBound-r.lastHostBound, r.stepsTimed-r.lastStepsTimed
+	sample.HostBoundTime, sample.StepTime = r.hostBoundTime-r.lastHostBoundTime, r.stepTimeSum-r.lastStepTimeSum
+	r.lastHostBound, r.lastStepsTimed = r.hostBound, r.stepsTimed
+	r.lastHostBoundTime, r.lastStepTimeSum = r.hostBoundTime, r.stepTimeSum
 	r.lastSample, r.lastSampleAt = s, at
 	if r.cfg.OnStats != nil {
 		r.cfg.OnStats(sample)
@@ -641,6 +669,12 @@ func (r *runner) result() *Result {
 		Max:            r.maxima,
 		Err:            r.runErr,
 		HostBoundSteps: r.hostBound,
+		HostBoundTime:  r.hostBoundTime,
+		StepTime:       r.stepTimeSum,
+		KernelTables:   "-",
+	}
+	if k, ok := r.cfg.Model.(interface{ KernelSource() perf.KernelSource }); ok {
+		res.KernelTables = k.KernelSource().String()
 	}
 	if r.gapCount > 0 {
 		res.MeanStepGap = r.gapSum / time.Duration(r.gapCount)

@@ -17,21 +17,25 @@ import (
 	"github.com/servebench/servebench/internal/redact"
 	"github.com/servebench/servebench/internal/textline"
 	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/runspec"
 )
 
-// Runner runs one benchmark or simulation with args and leaves its result
+// Runner runs one benchmark or simulation of spec and leaves its result
 // JSON at resultPath (whose directory exists). It returns the result's
 // top-level keys; when it returns a map but wrote no file, the sweep
-// writes the map there itself.
-type Runner func(ctx context.Context, args []string, resultPath string) (map[string]any, error)
+// writes the map there itself. RunSpec runs bench and sim in this
+// process.
+type Runner func(ctx context.Context, spec *runspec.Spec, resultPath string) (map[string]any, error)
 
 // Config is a grid sweep.
 type Config struct {
 	// Dir is the run directory: manifest.json plus one directory per point.
-	Dir      string
-	BaseArgs []string
-	Axes     []Axis
-	Repeat   int // runs per grid point; default 1
+	Dir string
+	// Base is the run every point starts from (nil: bench with vLLM's
+	// defaults); each point sets its axes' flags on a copy.
+	Base   *runspec.Spec
+	Axes   []Axis
+	Repeat int // runs per grid point; default 1
 	// Resume continues the sweep in Dir, skipping points whose result is
 	// already there; without it an existing sweep in Dir is an error.
 	Resume bool
@@ -117,25 +121,37 @@ func Run(ctx context.Context, cfg Config) (*Manifest, error) {
 	if cfg.Dir == "" {
 		return nil, option.New("no run directory given: pass {dir}")
 	}
-	ex, err := newExecutor(cfg.Dir, cfg.Resume, cfg.Now, cfg.Logger, cfg.Run, cfg.Progress, cfg.BaseArgs)
+	if cfg.Base == nil {
+		cfg.Base = runspec.New(runspec.Bench)
+	}
+	// Every point is checked before the first one starts, so a bad value
+	// on an axis fails the sweep at once, not after the points before it.
+	grid := Grid(cfg.Base.RedactedArgs(), cfg.Axes, cfg.Repeat)
+	specs := make([]*runspec.Spec, len(grid))
+	for i, p := range grid {
+		var err error
+		if specs[i], err = PointSpec(cfg.Base, p.Params); err != nil {
+			return nil, err
+		}
+	}
+	ex, err := newExecutor(cfg.Dir, cfg.Resume, cfg.Now, cfg.Logger, cfg.Run, cfg.Progress, cfg.Base)
 	if err != nil {
 		return nil, err
 	}
-	grid := Grid(cfg.BaseArgs, cfg.Axes, cfg.Repeat)
 	m := ex.previous
 	if m != nil {
-		if diff := m.sameSweep(redact.Args(cfg.BaseArgs), cfg.Axes, cfg.Repeat); diff != "" {
+		if diff := m.sameSweep(cfg.Base.RedactedArgs(), cfg.Axes, cfg.Repeat); diff != "" {
 			return nil, option.Errorf("cannot resume the sweep in %s: %s; use a new {dir} or repeat the original command", cfg.Dir, diff)
 		}
 	} else {
-		m = ex.newManifest(cfg.Label, cfg.Target, cfg.BaseArgs, cfg.Axes, cfg.Repeat)
+		m = ex.newManifest(cfg.Label, cfg.Target, cfg.Base.RedactedArgs(), cfg.Axes, cfg.Repeat)
 		m.Points = grid
 	}
-	// The manifest keeps masked flags; the runs get the real ones, rebuilt
+	// The manifest keeps masked flags; the runs get the real spec, rebuilt
 	// from the command line on --resume.
 	for i := range m.Points {
-		ex.args[i] = grid[i].Args
-		m.Points[i].Args = redact.Args(grid[i].Args)
+		ex.specs[i] = specs[i]
+		m.Points[i].Args = grid[i].Args
 	}
 	ex.manifest = m
 	if err := m.write(cfg.Dir); err != nil {
@@ -185,9 +201,10 @@ type executor struct {
 	previous *Manifest // the manifest found when resuming
 	manifest *Manifest
 
-	// args are each point's real flags, by index; the manifest holds them
-	// with credentials masked, and secrets are what to mask in free text.
-	args    map[int][]string
+	// specs are each point's run, by index; the manifest holds their
+	// flags with credentials masked, and secrets are what to mask in free
+	// text.
+	specs   map[int]*runspec.Spec
 	secrets []string
 
 	started           time.Time
@@ -199,14 +216,14 @@ type executor struct {
 	estimatedTotal bool
 }
 
-func newExecutor(dir string, resume bool, now func() time.Time, logger *slog.Logger, run Runner, progress func(Progress), base []string) (*executor, error) {
+func newExecutor(dir string, resume bool, now func() time.Time, logger *slog.Logger, run Runner, progress func(Progress), base *runspec.Spec) (*executor, error) {
 	if now == nil {
 		now = time.Now
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	ex := &executor{dir: dir, now: now, logger: logger, run: run, progress: progress, started: now(), secrets: redact.Secrets(base), args: map[int][]string{}}
+	ex := &executor{dir: dir, now: now, logger: logger, run: run, progress: progress, started: now(), secrets: base.Secrets(), specs: map[int]*runspec.Spec{}}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating run directory: %w", err)
 	}
@@ -235,7 +252,7 @@ func (ex *executor) newManifest(label, target string, base []string, axes []Axis
 	}
 	return &Manifest{
 		Kind: ManifestKind, Version: 1, Label: label, Target: redact.URL(target),
-		BaseArgs: redact.Args(base), Axes: axes, Repeat: max(repeat, 1), Created: stamp, Updated: stamp,
+		BaseArgs: base, Axes: axes, Repeat: max(repeat, 1), Created: stamp, Updated: stamp,
 	}
 }
 
@@ -300,7 +317,10 @@ func (ex *executor) runPoint(ctx context.Context, i int) (map[string]any, error)
 	ex.report("start", i, 0)
 	ex.logger.Info("sweep point starting", "point", p.Name, "args", strings.Join(p.Args, " "))
 
-	result, err := ex.run(ctx, ex.args[i], path)
+	if err := WriteSpec(filepath.Dir(path), ex.specs[i]); err != nil {
+		return nil, err
+	}
+	result, err := ex.run(ctx, ex.specs[i], path)
 	if err == nil {
 		result, err = ensureResult(path, result)
 	}
@@ -408,4 +428,47 @@ func estimateRemaining(measured []pointTime, first, left int) time.Duration {
 		total += max(meanY+slope*(float64(first+k)-meanX), floor)
 	}
 	return time.Duration(total * float64(time.Second))
+}
+
+// PointSpec is base with a point's swept flags set, checked.
+func PointSpec(base *runspec.Spec, params []Param) (*runspec.Spec, error) {
+	s := base.Clone()
+	for _, p := range params {
+		if err := s.Set(p.Flag, p.Value); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkOwned(base); err != nil {
+		return nil, err
+	}
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// OwnedFlags are set by the sweep for every point: where its result goes.
+var ownedFlags = []string{"result-dir", "result-filename", "append-result", "save-result", "disable-tqdm"}
+
+// checkOwned refuses a base that sets what the sweep sets per point.
+func checkOwned(base *runspec.Spec) error {
+	for _, flag := range ownedFlags {
+		if base.HasFlag(flag) && base.Changed(flag) {
+			return option.Errorf("--%s is set by sweep for every point; remove it (results go to {dir})", flag)
+		}
+	}
+	return nil
+}
+
+// SpecFile is the name of the run spec a point ran, beside its result.
+const SpecFile = "spec.yaml"
+
+// WriteSpec records a run spec in dir as SpecFile, secrets masked: what
+// ran, readable by people and by --spec.
+func WriteSpec(dir string, s *runspec.Spec) error {
+	data, err := s.YAML(false)
+	if err != nil {
+		return err
+	}
+	return report.WriteAtomic(filepath.Join(dir, SpecFile), data, true)
 }

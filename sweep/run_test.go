@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/runspec"
 )
 
 // flagValue reads --name=value or --name value from args (last wins).
@@ -31,7 +32,7 @@ func flagValue(args []string, name string) (string, bool) {
 
 // promptRunner stands in for bench: it writes a vLLM-style result whose
 // numbers follow from --num-prompts, like a real run's would.
-func promptRunner(calls *atomic.Int32) Runner {
+func promptRunner(calls *atomic.Int32) argsFunc {
 	return func(ctx context.Context, args []string, resultPath string) (map[string]any, error) {
 		calls.Add(1)
 		v, _ := flagValue(args, "num-prompts")
@@ -58,7 +59,7 @@ func TestRunWritesOneResultPerPointAndAManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := Run(t.Context(), Config{Dir: dir, BaseArgs: base, Axes: axes, Label: "A", Run: promptRunner(&calls)})
+	m, err := Run(t.Context(), Config{Dir: dir, Base: baseSpec(t, base), Axes: axes, Label: "A", Run: specRunner(promptRunner(&calls))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func TestRunWritesOneResultPerPointAndAManifest(t *testing.T) {
 func TestRunRefusesToOverwriteASweep(t *testing.T) {
 	dir := t.TempDir()
 	var calls atomic.Int32
-	cfg := Config{Dir: dir, Axes: []Axis{{"num-prompts", []string{"1", "2"}}}, Run: promptRunner(&calls)}
+	cfg := Config{Dir: dir, Axes: []Axis{{"num-prompts", []string{"1", "2"}}}, Run: specRunner(promptRunner(&calls))}
 	if _, err := Run(t.Context(), cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +132,7 @@ func TestInterruptedSweepResumes(t *testing.T) {
 		}
 		return inner(ctx, args, path)
 	}
-	cfg := Config{Dir: dir, Axes: []Axis{{"num-prompts", []string{"1", "2", "4", "8", "16"}}}, Run: interrupting}
+	cfg := Config{Dir: dir, Axes: []Axis{{"num-prompts", []string{"1", "2", "4", "8", "16"}}}, Run: specRunner(interrupting)}
 	_, err := Run(ctx, cfg)
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "3 of 5 points done") || !strings.Contains(err.Error(), "rerun with resume") {
 		t.Fatalf("interrupted sweep returned %v", err)
@@ -151,7 +152,7 @@ func TestInterruptedSweepResumes(t *testing.T) {
 	calls.Store(0)
 	var events []string
 	cfg.Resume = true
-	cfg.Run = inner
+	cfg.Run = specRunner(inner)
 	cfg.Progress = func(p Progress) { events = append(events, p.Event+":"+p.Point.Name) }
 	m, err = Run(t.Context(), cfg)
 	if err != nil {
@@ -181,7 +182,7 @@ func TestInterruptedSweepResumes(t *testing.T) {
 func TestDoneButMissingResultIsRerun(t *testing.T) {
 	dir := t.TempDir()
 	var calls atomic.Int32
-	cfg := Config{Dir: dir, Axes: []Axis{{"num-prompts", []string{"1", "2"}}}, Run: promptRunner(&calls)}
+	cfg := Config{Dir: dir, Axes: []Axis{{"num-prompts", []string{"1", "2"}}}, Run: specRunner(promptRunner(&calls))}
 	m, err := Run(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -210,7 +211,7 @@ func TestFailedPointsAreRecordedAndRetriedOnResume(t *testing.T) {
 		}
 		return inner(ctx, args, path)
 	}
-	cfg := Config{Dir: dir, Axes: []Axis{{"num-prompts", []string{"1", "2", "4"}}}, Run: failing}
+	cfg := Config{Dir: dir, Axes: []Axis{{"num-prompts", []string{"1", "2", "4"}}}, Run: specRunner(failing)}
 	m, err := Run(t.Context(), cfg)
 	if err == nil || !strings.Contains(err.Error(), "1 of 3 sweep points failed") {
 		t.Fatalf("err = %v", err)
@@ -219,7 +220,7 @@ func TestFailedPointsAreRecordedAndRetriedOnResume(t *testing.T) {
 		t.Fatalf("points: %+v", m.Points)
 	}
 	calls.Store(0)
-	cfg.Resume, cfg.Run = true, inner
+	cfg.Resume, cfg.Run = true, specRunner(inner)
 	if _, err := Run(t.Context(), cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +230,7 @@ func TestFailedPointsAreRecordedAndRetriedOnResume(t *testing.T) {
 
 	stopDir := t.TempDir()
 	calls.Store(0)
-	_, err = Run(t.Context(), Config{Dir: stopDir, Axes: cfg.Axes, Run: failing, StopOnError: true})
+	_, err = Run(t.Context(), Config{Dir: stopDir, Axes: cfg.Axes, Run: specRunner(failing), StopOnError: true})
 	if err == nil || calls.Load() != 2 {
 		t.Errorf("StopOnError: err %v after %d runs, want a stop at the second", err, calls.Load())
 	}
@@ -240,7 +241,7 @@ func TestRunnerResultMapIsSavedWhenNoFileWritten(t *testing.T) {
 	mapOnly := func(ctx context.Context, args []string, path string) (map[string]any, error) {
 		return map[string]any{"completed": 3}, nil
 	}
-	m, err := Run(t.Context(), Config{Dir: dir, Run: mapOnly})
+	m, err := Run(t.Context(), Config{Dir: dir, Run: specRunner(mapOnly)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +250,7 @@ func TestRunnerResultMapIsSavedWhenNoFileWritten(t *testing.T) {
 		t.Fatalf("saved %q, %v", data, err)
 	}
 	nothing := func(ctx context.Context, args []string, path string) (map[string]any, error) { return nil, nil }
-	_, err = Run(t.Context(), Config{Dir: t.TempDir(), Run: nothing})
+	_, err = Run(t.Context(), Config{Dir: t.TempDir(), Run: specRunner(nothing)})
 	if err == nil || !strings.Contains(err.Error(), "wrote no result") {
 		t.Errorf("runner without result: %v", err)
 	}
@@ -268,7 +269,7 @@ func TestProgressReportsPositionRemainingAndETA(t *testing.T) {
 		}
 		var lines []string
 		cfg := Config{
-			Dir: dir, Axes: []Axis{{"num-prompts", []string{"1", "2", "4"}}}, Run: slow,
+			Dir: dir, Axes: []Axis{{"num-prompts", []string{"1", "2", "4"}}}, Run: specRunner(slow),
 			Progress: func(p Progress) { lines = append(lines, p.String()) },
 		}
 		if _, err := Run(t.Context(), cfg); err != nil {
@@ -293,14 +294,14 @@ func TestRunConfigErrors(t *testing.T) {
 		t.Error("no runner accepted")
 	}
 	var calls atomic.Int32
-	if _, err := Run(t.Context(), Config{Run: promptRunner(&calls)}); err == nil || !strings.Contains(err.Error(), "pass dir") {
+	if _, err := Run(t.Context(), Config{Run: specRunner(promptRunner(&calls))}); err == nil || !strings.Contains(err.Error(), "pass dir") {
 		t.Errorf("no dir: %v", err)
 	}
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, ManifestName), []byte(`{"kind": "something-else"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Run(t.Context(), Config{Dir: dir, Resume: true, Run: promptRunner(&calls)}); err == nil || !strings.Contains(err.Error(), "not a servebench sweep manifest") {
+	if _, err := Run(t.Context(), Config{Dir: dir, Resume: true, Run: specRunner(promptRunner(&calls))}); err == nil || !strings.Contains(err.Error(), "not a servebench sweep manifest") {
 		t.Errorf("foreign manifest: %v", err)
 	}
 }
@@ -333,7 +334,7 @@ func TestCredentialsReachTheRunButNotTheManifest(t *testing.T) {
 		}
 		return promptRunner(&calls)(ctx, args, resultPath)
 	}
-	_, err = Run(ctx, Config{Dir: dir, BaseArgs: base, Axes: axes, Target: "http://user:pw-PLANTED@127.0.0.1:1", Run: run})
+	_, err = Run(ctx, Config{Dir: dir, Base: baseSpec(t, base), Axes: axes, Target: "http://user:pw-PLANTED@127.0.0.1:1", Run: specRunner(run)})
 	if err == nil || strings.Contains(err.Error(), "PLANTED") {
 		t.Fatalf("interrupted sweep error %v", err)
 	}
@@ -351,7 +352,7 @@ func TestCredentialsReachTheRunButNotTheManifest(t *testing.T) {
 		}
 	}
 	check()
-	m, err := Run(t.Context(), Config{Dir: dir, BaseArgs: base, Axes: axes, Resume: true, Run: run})
+	m, err := Run(t.Context(), Config{Dir: dir, Base: baseSpec(t, base), Axes: axes, Resume: true, Run: specRunner(run)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,7 +377,7 @@ func TestETAFollowsGrowingRunTimes(t *testing.T) {
 		}
 		etaAtStart := map[string]time.Duration{}
 		cfg := Config{
-			Dir: t.TempDir(), Axes: []Axis{{"num-prompts", []string{"1", "2", "3", "4", "5", "6"}}}, Run: growing,
+			Dir: t.TempDir(), Axes: []Axis{{"num-prompts", []string{"1", "2", "3", "4", "5", "6"}}}, Run: specRunner(growing),
 			Progress: func(p Progress) {
 				if p.Event == "start" {
 					etaAtStart[p.Point.Params[0].Value] = p.ETA
@@ -431,4 +432,24 @@ func TestEstimateRemaining(t *testing.T) {
 			}
 		})
 	}
+}
+
+// argsFunc is a stand-in for bench that reads its run as a command line.
+type argsFunc func(ctx context.Context, args []string, resultPath string) (map[string]any, error)
+
+// specRunner runs f with the spec written back as arguments.
+func specRunner(f argsFunc) Runner {
+	return func(ctx context.Context, spec *runspec.Spec, resultPath string) (map[string]any, error) {
+		return f(ctx, spec.Args(), resultPath)
+	}
+}
+
+// baseSpec is the bench spec of args.
+func baseSpec(t testing.TB, args []string) *runspec.Spec {
+	t.Helper()
+	s, err := runspec.Parse(runspec.Bench, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -4,17 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/servebench/servebench/internal/option"
-	"github.com/servebench/servebench/internal/redact"
 	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/runspec"
 )
 
 // Search variables.
@@ -26,8 +28,10 @@ const (
 // SearchConfig is an SLA search: the highest request rate (or
 // concurrency) whose run meets every SLA term.
 type SearchConfig struct {
-	Dir      string
-	BaseArgs []string
+	Dir string
+	// Base is the run each step starts from (nil: bench with vLLM's
+	// defaults); the step sets Variable on a copy.
+	Base *runspec.Spec
 	// Variable is VariableRequestRate (default) or VariableMaxConcurrency.
 	Variable string
 	SLA      SLA
@@ -104,7 +108,7 @@ func Search(ctx context.Context, cfg SearchConfig) (*SearchResult, *Manifest, er
 	if err := cfg.setDefaults(); err != nil {
 		return nil, nil, err
 	}
-	ex, err := newExecutor(cfg.Dir, cfg.Resume, cfg.Now, cfg.Logger, cfg.Run, cfg.Progress, cfg.BaseArgs)
+	ex, err := newExecutor(cfg.Dir, cfg.Resume, cfg.Now, cfg.Logger, cfg.Run, cfg.Progress, cfg.Base)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -120,7 +124,7 @@ func Search(ctx context.Context, cfg SearchConfig) (*SearchResult, *Manifest, er
 			}
 		}
 	}
-	ex.manifest = ex.newManifest(cfg.Label, cfg.Target, cfg.BaseArgs, nil, 1)
+	ex.manifest = ex.newManifest(cfg.Label, cfg.Target, cfg.Base.RedactedArgs(), nil, 1)
 	ex.manifest.Points = []Point{}
 	ex.manifest.Search = s.result
 	if prev := ex.previous; prev != nil {
@@ -155,10 +159,20 @@ func (cfg *SearchConfig) setDefaults() error {
 	if cfg.Variable != VariableRequestRate && cfg.Variable != VariableMaxConcurrency {
 		return option.Errorf("{sla_variable} %q: use %s or %s", cfg.Variable, VariableRequestRate, VariableMaxConcurrency)
 	}
-	for _, a := range cfg.BaseArgs {
-		if name, _, _ := strings.Cut(a, "="); strings.HasPrefix(name, "-") && strings.TrimLeft(name, "-") == cfg.Variable {
-			return fmt.Errorf("--%s is what the SLA search varies; remove it from the benchmark flags", cfg.Variable)
-		}
+	if cfg.Base == nil {
+		cfg.Base = runspec.New(runspec.Bench)
+	}
+	if cfg.Base.Changed(cfg.Variable) {
+		return fmt.Errorf("--%s is what the SLA search varies; remove it from the benchmark flags", cfg.Variable)
+	}
+	if err := checkOwned(cfg.Base); err != nil {
+		return err
+	}
+	if err := cfg.Base.Validate(); err != nil {
+		return err
+	}
+	if err := CheckSLA(cfg.Base, cfg.SLA); err != nil {
+		return err
 	}
 	if cfg.Min < 0 || cfg.Max < 0 || cfg.Max > 0 && cfg.Min >= cfg.Max {
 		return option.Errorf("{sla_min} %g and {sla_max} %g: need 0 <= min < max", cfg.Min, cfg.Max)
@@ -184,8 +198,8 @@ func (s *searcher) checkResumable(prev *Manifest) error {
 		return option.Errorf("cannot resume in %s: it holds a grid sweep, not an SLA search; use another {dir}", s.cfg.Dir)
 	case prev.Search.Variable != s.cfg.Variable || prev.Search.SLA.String() != s.cfg.SLA.String():
 		return option.Errorf("cannot resume in %s: it searched %s for %s, now %s for %s; use another {dir}", s.cfg.Dir, prev.Search.Variable, prev.Search.SLA, s.cfg.Variable, s.cfg.SLA)
-	case !slices.Equal(prev.BaseArgs, redact.Args(s.cfg.BaseArgs)) && !(len(prev.BaseArgs) == 0 && len(s.cfg.BaseArgs) == 0):
-		return option.Errorf("cannot resume in %s: its benchmark flags were %q, now %q; use another {dir}", s.cfg.Dir, prev.BaseArgs, redact.Args(s.cfg.BaseArgs))
+	case !slices.Equal(prev.BaseArgs, s.cfg.Base.RedactedArgs()) && !(len(prev.BaseArgs) == 0 && len(s.cfg.Base.RedactedArgs()) == 0):
+		return option.Errorf("cannot resume in %s: its benchmark flags were %q, now %q; use another {dir}", s.cfg.Dir, prev.BaseArgs, s.cfg.Base.RedactedArgs())
 	}
 	return nil
 }
@@ -404,17 +418,20 @@ func (s *searcher) evaluate(ctx context.Context, value float64) (*Trial, error) 
 		}
 		i := len(ex.manifest.Points)
 		name := fmt.Sprintf("sla-%02d-%s=%s", i, s.cfg.Variable, text)
-		args := append(slices.Clone(s.cfg.BaseArgs), "--"+s.cfg.Variable+"="+text)
+		params := []Param{{Flag: s.cfg.Variable, Value: text}}
+		spec, err := PointSpec(s.cfg.Base, params)
+		if err != nil {
+			return nil, err
+		}
 		point = Point{
-			Index: i, Name: name, Params: []Param{{Flag: s.cfg.Variable, Value: text}}, Repeat: 1,
-			Args:   redact.Args(args),
+			Index: i, Name: name, Params: params, Repeat: 1,
+			Args:   spec.RedactedArgs(),
 			Status: StatusPending, Result: name + "/result.json",
 		}
 		ex.manifest.Points = append(ex.manifest.Points, point)
-		ex.args[i] = args
+		ex.specs[i] = spec
 		ex.total = len(ex.manifest.Points) + s.estimateLeft()
 		ex.remaining = ex.total - i
-		var err error
 		metrics, err = ex.runPoint(ctx, i)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -471,4 +488,71 @@ func formatValue(v float64) string {
 		return "inf"
 	}
 	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+// SearchGrid runs one SLA search per point of axes over cfg.Base, as
+// vLLM's serve_sla does per server setup, each in its point's directory
+// under cfg.Dir and labelled with it; every point's run is checked
+// before the first search starts. Each search's summary goes to out.
+func SearchGrid(ctx context.Context, cfg SearchConfig, axes []Axis, out io.Writer) error {
+	if cfg.Base == nil {
+		cfg.Base = runspec.New(runspec.Bench)
+	}
+	for _, a := range axes {
+		if a.Flag == cfg.Variable || cfg.Variable == "" && a.Flag == VariableRequestRate {
+			return option.Errorf("--%s is what {sla} searches; do not list values for it", a.Flag)
+		}
+	}
+	points := Grid(cfg.Base.RedactedArgs(), axes, 1)
+	specs := make([]*runspec.Spec, len(points))
+	for i, p := range points {
+		var err error
+		if specs[i], err = PointSpec(cfg.Base, p.Params); err != nil {
+			return err
+		}
+		if err := CheckSLA(specs[i], cfg.SLA); err != nil {
+			return err
+		}
+	}
+	var failures []error
+	for i, p := range points {
+		pc := cfg
+		pc.Dir, pc.Base = filepath.Join(cfg.Dir, p.Name), specs[i]
+		pc.Label = strings.TrimSpace(cfg.Label + " " + p.Describe())
+		res, _, err := Search(ctx, pc)
+		if res != nil {
+			res.WriteSummary(out, p.Describe())
+		}
+		if err != nil {
+			failures = append(failures, fmt.Errorf("%s: %w", p.Describe(), err))
+		}
+	}
+	return errors.Join(failures...)
+}
+
+// WriteSummary prints the boundary, its margins and the run count; point
+// names the grid point, "" for a lone search.
+func (res *SearchResult) WriteSummary(w io.Writer, point string) {
+	title := fmt.Sprintf("SLA %s over %s", res.SLA, res.Variable)
+	if point != "" {
+		title += " at " + point
+	}
+	fmt.Fprintln(w, title+":")
+	if res.Best == nil {
+		fmt.Fprintf(w, "  no %s met the SLA\n", res.Variable)
+	} else {
+		fmt.Fprintf(w, "  highest %s meeting it: %s (run %s)\n", res.Variable, res.Best.Text, res.Best.Point)
+		for _, m := range res.Best.Margins {
+			fmt.Fprintf(w, "    %-22s %10.2f  (limit %s%s, margin %+.1f%%)\n", m.Term.Key, m.Value, m.Term.Op, formatValue(m.Term.Limit), 100*m.Margin)
+		}
+	}
+	if res.Upper > 0 {
+		fmt.Fprintf(w, "  lowest %s failing it: %s\n", res.Variable, formatValue(res.Upper))
+	}
+	runs := fmt.Sprintf("  runs: %d", res.Runs)
+	if res.StepDownRuns > 0 {
+		runs += fmt.Sprintf(" (a 1 req/s step-down from the inf probe's %.2f req/s needs at least %d)", res.ProbeThroughput, res.StepDownRuns)
+	}
+	fmt.Fprintln(w, runs)
+	fmt.Fprintf(w, "  stopped: %s\n", res.Stopped)
 }

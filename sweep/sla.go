@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/servebench/servebench/internal/option"
 	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/runspec"
 )
 
 // Term is one SLA condition on a numeric key of the result JSON, e.g.
@@ -171,4 +173,50 @@ func allMet(margins []TermMargin) bool {
 		}
 	}
 	return true
+}
+
+// CheckKeys refuses a term whose key no result of the run will hold, so
+// a misspelt SLA fails before the first run rather than after every one;
+// sample is a result of the run's kind (ResultSample).
+func (s SLA) CheckKeys(sample map[string]any) error {
+	for _, t := range s {
+		if err := CheckResultKey(sample, t.Key); err != nil {
+			return option.Errorf("{sla} term %s: %w", t, err)
+		}
+	}
+	return nil
+}
+
+// CheckResultKey says why key is not a numeric key of results like
+// sample, naming the keys it could mean; nil when it is one.
+func CheckResultKey(sample map[string]any, key string) error {
+	if _, ok := (report.LoadedResult{Fields: sample}).Number(key); ok {
+		return nil
+	}
+	var keys []string
+	for k, v := range sample {
+		switch v.(type) {
+		case float64, int, int64:
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	hint := ""
+	if strings.HasPrefix(key, "p") && strings.HasSuffix(key, "_ms") {
+		hint = " (percentile keys follow --metric-percentiles and --percentile-metrics)"
+	}
+	if key == "request_goodput" {
+		hint = " (it needs --goodput)"
+	}
+	return fmt.Errorf("the result has no numeric %q%s; use one of %s", key, hint, strings.Join(keys, ", "))
+}
+
+// CheckSLA refuses an SLA term no result of spec's run will hold, before
+// anything runs.
+func CheckSLA(spec *runspec.Spec, sla SLA) error {
+	sample, err := ResultSample(spec)
+	if err != nil {
+		return err
+	}
+	return sla.CheckKeys(sample)
 }

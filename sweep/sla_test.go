@@ -95,7 +95,7 @@ func (q *queueModel) metricsAt(rate float64) map[string]any {
 	return m
 }
 
-func (q *queueModel) runner() Runner {
+func (q *queueModel) runner() argsFunc {
 	return func(ctx context.Context, args []string, path string) (map[string]any, error) {
 		q.runs.Add(1)
 		v, _ := flagValue(args, "request-rate")
@@ -153,7 +153,7 @@ func TestSearchFindsTheBoundaryInFarFewerRunsThanAStepDown(t *testing.T) {
 			model := &queueModel{mu: tt.mu, base: tt.base, k: tt.k}
 			// Bracket to 1 req/s, the step-down's own resolution, so the
 			// run counts compare like with like.
-			res, _, err := Search(t.Context(), SearchConfig{Dir: t.TempDir(), SLA: sla, Run: model.runner(), AbsTolerance: 1, Tolerance: 1e-9})
+			res, _, err := Search(t.Context(), SearchConfig{Dir: t.TempDir(), SLA: sla, Run: specRunner(model.runner()), AbsTolerance: 1, Tolerance: 1e-9})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -199,7 +199,7 @@ func TestSearchOverConcurrency(t *testing.T) {
 		return map[string]any{"p99_ttft_ms": 50 + 10*float64(c)}, nil
 	}
 	sla, _ := ParseSLA("p99_ttft_ms<=500")
-	res, _, err := Search(t.Context(), SearchConfig{Dir: t.TempDir(), SLA: sla, Variable: VariableMaxConcurrency, Run: runner})
+	res, _, err := Search(t.Context(), SearchConfig{Dir: t.TempDir(), SLA: sla, Variable: VariableMaxConcurrency, Run: specRunner(runner)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func TestSearchEdgeCases(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, _, err := Search(t.Context(), SearchConfig{Dir: t.TempDir(), SLA: sla, Min: tt.min, Max: tt.max, MaxRuns: tt.maxRuns, Run: model.runner()})
+			res, _, err := Search(t.Context(), SearchConfig{Dir: t.TempDir(), SLA: sla, Min: tt.min, Max: tt.max, MaxRuns: tt.maxRuns, Run: specRunner(model.runner())})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -269,7 +269,7 @@ func TestSearchStopsAtTheProbeThroughputWhenItMeets(t *testing.T) {
 		return map[string]any{"p99_ttft_ms": 160.0, "request_throughput": 48.0}, nil
 	}
 	sla, _ := ParseSLA("p99_ttft_ms<=500")
-	res, _, err := Search(t.Context(), SearchConfig{Dir: t.TempDir(), SLA: sla, Run: runner})
+	res, _, err := Search(t.Context(), SearchConfig{Dir: t.TempDir(), SLA: sla, Run: specRunner(runner)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +286,7 @@ func TestSearchErrors(t *testing.T) {
 		cfg  SearchConfig
 		want string
 	}{
-		{"variable fixed in args", SearchConfig{BaseArgs: []string{"--request-rate=4"}}, "remove it from the benchmark flags"},
+		{"variable fixed in args", SearchConfig{Base: baseSpec(t, []string{"--request-rate=4"})}, "remove it from the benchmark flags"},
 		{"unknown variable", SearchConfig{Variable: "num-prompts"}, "use request-rate or max-concurrency"},
 		{"min above max", SearchConfig{Min: 5, Max: 2}, "need 0 <= min < max"},
 		{"SLA key missing", SearchConfig{SLA: SLA{{Key: "p99_e2el_ms", Op: "<=", Limit: 1}}}, `no numeric "p99_e2el_ms"`},
@@ -294,7 +294,7 @@ func TestSearchErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := tt.cfg
-			cfg.Dir, cfg.Run = t.TempDir(), model.runner()
+			cfg.Dir, cfg.Run = t.TempDir(), specRunner(model.runner())
 			if cfg.SLA == nil {
 				cfg.SLA = sla
 			}
@@ -306,7 +306,7 @@ func TestSearchErrors(t *testing.T) {
 	noThroughput := func(ctx context.Context, args []string, path string) (map[string]any, error) {
 		return map[string]any{"p99_ttft_ms": 1e6}, nil
 	}
-	if _, _, err := Search(t.Context(), SearchConfig{Dir: t.TempDir(), SLA: sla, Run: noThroughput}); err == nil || !strings.Contains(err.Error(), "pass sla_max") {
+	if _, _, err := Search(t.Context(), SearchConfig{Dir: t.TempDir(), SLA: sla, Run: specRunner(noThroughput)}); err == nil || !strings.Contains(err.Error(), "pass sla_max") {
 		t.Errorf("probe without throughput: %v", err)
 	}
 }
@@ -314,7 +314,7 @@ func TestSearchErrors(t *testing.T) {
 func TestInterruptedSearchResumesWithoutRepeatingRuns(t *testing.T) {
 	sla, _ := ParseSLA("p99_ttft_ms<=500,p99_tpot_ms<=50")
 	reference := &queueModel{mu: 40, base: 50, k: 100}
-	want, _, err := Search(t.Context(), SearchConfig{Dir: t.TempDir(), SLA: sla, Run: reference.runner()})
+	want, _, err := Search(t.Context(), SearchConfig{Dir: t.TempDir(), SLA: sla, Run: specRunner(reference.runner())})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +330,7 @@ func TestInterruptedSearchResumesWithoutRepeatingRuns(t *testing.T) {
 		}
 		return inner(ctx, args, path)
 	}
-	cfg := SearchConfig{Dir: dir, SLA: sla, Run: interrupting}
+	cfg := SearchConfig{Dir: dir, SLA: sla, Run: specRunner(interrupting)}
 	if _, _, err := Search(ctx, cfg); err == nil || !strings.Contains(err.Error(), "rerun with resume") {
 		t.Fatalf("interrupted search: %v", err)
 	}
@@ -338,7 +338,7 @@ func TestInterruptedSearchResumesWithoutRepeatingRuns(t *testing.T) {
 		t.Fatalf("restart without --resume: %v", err)
 	}
 	model.runs.Store(0)
-	cfg.Resume, cfg.Run = true, inner
+	cfg.Resume, cfg.Run = true, specRunner(inner)
 	got, m, err := Search(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -375,7 +375,7 @@ func TestSearchManifestIsReadableJSON(t *testing.T) {
 	dir := t.TempDir()
 	model := &queueModel{mu: 10, base: 40, k: 60}
 	sla, _ := ParseSLA("p99_ttft_ms<=500")
-	if _, _, err := Search(t.Context(), SearchConfig{Dir: dir, SLA: sla, Run: model.runner()}); err != nil {
+	if _, _, err := Search(t.Context(), SearchConfig{Dir: dir, SLA: sla, Run: specRunner(model.runner())}); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(filepath.Join(dir, ManifestName))

@@ -99,30 +99,12 @@ type Storage struct {
 // OpenStorage opens "FILE.db", "sqlite:///FILE", "sqlite://FILE" or a
 // "postgresql://" / "postgres://" URL, creating the schema if needed.
 func OpenStorage(ctx context.Context, spec string) (*Storage, error) {
-	s := &Storage{URL: spec}
-	var err error
-	switch {
-	case strings.HasPrefix(spec, "postgres://") || strings.HasPrefix(spec, "postgresql://"):
-		s.postgres = true
-		if u, perr := url.Parse(spec); perr == nil {
-			s.URL = u.Redacted()
-		}
-		s.db, err = sql.Open("pgx", spec)
-	default:
-		if strings.Contains(spec, "://") && !strings.HasPrefix(spec, "sqlite://") {
-			return nil, fmt.Errorf("--storage %q: use FILE.db, sqlite:///FILE or postgresql://USER@HOST/DB", spec)
-		}
-		// SQLAlchemy's spelling, as Optuna users type it: sqlite:///rel.db
-		// is relative, sqlite:////abs.db absolute.
-		path := strings.TrimPrefix(strings.TrimPrefix(spec, "sqlite:///"), "sqlite://")
-		if path == "" {
-			return nil, fmt.Errorf("--storage %q names no file", spec)
-		}
-		// WAL lets readers see a consistent study while another worker
-		// writes; busy_timeout makes two workers wait for each other
-		// instead of failing with SQLITE_BUSY.
-		s.db, err = sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)&_txlock=immediate")
+	driver, dsn, shown, err := storageDSN(spec)
+	if err != nil {
+		return nil, err
 	}
+	s := &Storage{URL: shown, postgres: driver == "pgx"}
+	s.db, err = sql.Open(driver, dsn)
 	if err != nil {
 		return nil, fmt.Errorf("--storage %s: %w", s.URL, err)
 	}
@@ -131,6 +113,31 @@ func OpenStorage(ctx context.Context, spec string) (*Storage, error) {
 		return nil, fmt.Errorf("--storage %s: %w", s.URL, err)
 	}
 	return s, nil
+}
+
+// storageDSN reads a --storage spec: the database driver, its data
+// source name, and the spec as messages may show it (password masked).
+func storageDSN(spec string) (driver, dsn, shown string, err error) {
+	if strings.HasPrefix(spec, "postgres://") || strings.HasPrefix(spec, "postgresql://") {
+		shown = spec
+		if u, perr := url.Parse(spec); perr == nil {
+			shown = u.Redacted()
+		}
+		return "pgx", spec, shown, nil
+	}
+	if strings.Contains(spec, "://") && !strings.HasPrefix(spec, "sqlite://") {
+		return "", "", "", fmt.Errorf("--storage %q: use FILE.db, sqlite:///FILE or postgresql://USER@HOST/DB", spec)
+	}
+	// SQLAlchemy's spelling, as Optuna users type it: sqlite:///rel.db
+	// is relative, sqlite:////abs.db absolute.
+	path := strings.TrimPrefix(strings.TrimPrefix(spec, "sqlite:///"), "sqlite://")
+	if path == "" {
+		return "", "", "", fmt.Errorf("--storage %q names no file", spec)
+	}
+	// WAL lets readers see a consistent study while another worker
+	// writes; busy_timeout makes two workers wait for each other
+	// instead of failing with SQLITE_BUSY.
+	return "sqlite", "file:" + path + "?_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)&_txlock=immediate", spec, nil
 }
 
 // Close closes the database.

@@ -1,6 +1,7 @@
 package vllm
 
 import (
+	"math/bits"
 	"time"
 
 	"github.com/servebench/servebench/perf"
@@ -20,6 +21,9 @@ type HostStepModel struct {
 	// gpuOnly removes the roofline's own per-step CPU overhead, which
 	// HostOverhead replaces.
 	gpuOnly func(perf.StepShape) time.Duration
+	// schedule, output and frontend are Host.Measured's curves on this
+	// host (Host.Speed applied).
+	schedule, output, frontend hostCurve
 }
 
 // NewHostStepModel wraps gpu. A *perf.Roofline's built-in CPU overhead is
@@ -34,6 +38,11 @@ func NewHostStepModel(gpu perf.StepModel, host HostOverhead, schedulerSteps int)
 	} else {
 		m.gpuOnly = gpu.StepTime
 	}
+	if host.Measured != nil {
+		f := measuredCPUSlowdown / host.speed()
+		mh := host.Measured
+		m.schedule, m.output, m.frontend = newHostCurve(mh.Seqs, mh.Schedule, f), newHostCurve(mh.Seqs, mh.Output, f), newHostCurve(mh.Seqs, mh.Frontend, f)
+	}
 	return m
 }
 
@@ -45,19 +54,42 @@ func (m *HostStepModel) StepTime(s perf.StepShape) time.Duration {
 
 // HostParts is one step's host work, split as vLLM's processes do it.
 type HostParts struct {
-	Schedule, Output, API time.Duration
+	// Schedule is the engine's own work besides the forward pass:
+	// scheduling, input preparation and, on V1, the engine core's
+	// per-request outputs (update_from_output).
+	Schedule time.Duration
+	// Output is output processing: V0's sampler results, output
+	// processor and RequestOutputs in the engine process; V1's front-end
+	// OutputProcessor (detokenization, RequestOutputs) in the API server.
+	Output time.Duration
+	// API is the OpenAI server's work: per streamed chunk and per request.
+	API time.Duration
 }
 
 // Parts is the host work of a step of shape s.
 func (m *HostStepModel) Parts(s perf.StepShape) HostParts {
 	h := m.Host
+	speed := h.speed()
 	seqs := s.Prefills + s.Decodes
 	tokens := s.Decodes + s.PrefillsDone // one sampled token, one streamed chunk each
-	return HostParts{
-		Schedule: (h.SchedFixed + time.Duration(seqs)*h.SchedPerSeq) / time.Duration(max(m.SchedulerSteps, 1)),
-		Output:   time.Duration(tokens) * h.OutputPerToken,
-		API:      time.Duration(tokens)*h.APIPerChunk + time.Duration(s.PrefillsDone)*h.APIPerRequest,
+	scale := func(d time.Duration) time.Duration {
+		if speed == 1 {
+			return d
+		}
+		return time.Duration(float64(d) / speed)
 	}
+	p := HostParts{
+		Schedule: scale(h.SchedFixed+time.Duration(seqs)*h.SchedPerSeq) + m.schedule.at(seqs),
+		Output:   scale(time.Duration(tokens)*h.OutputPerToken) + m.frontend.at(tokens),
+		API:      scale(time.Duration(tokens)*h.APIPerChunk + time.Duration(s.PrefillsDone)*h.APIPerRequest),
+	}
+	if h.Overlap == OverlapEngineCore {
+		p.Schedule += m.output.at(tokens) // update_from_output runs in the engine core
+	} else {
+		p.Output += m.output.at(tokens)
+	}
+	p.Schedule /= time.Duration(max(m.SchedulerSteps, 1))
+	return p
 }
 
 // StepTimeHost is the step's duration and whether host work, not the GPU,
@@ -77,12 +109,78 @@ func (m *HostStepModel) StepTimeHost(s perf.StepShape) (time.Duration, bool) {
 		d := max(engine, p.API)
 		return d, d > engine || p.Schedule+p.Output > gpu
 	case OverlapAsyncOutput:
-		engine := gpu + p.Schedule
-		d := max(engine, p.Output, p.API)
-		return d, d > engine || p.Schedule > gpu
+		// One engine thread schedules step i+1, launches it, then processes
+		// step i's outputs while the GPU runs (PR #7049); the API server is
+		// its own process (PR #6883).
+		engine := p.Schedule + max(gpu, p.Output)
+		d := max(engine, p.API)
+		return d, d > gpu+p.Schedule || p.Schedule > gpu
 	default: // OverlapEngineCore
 		core := gpu + p.Schedule
 		d := max(core, p.Output+p.API)
 		return d, d > core || p.Schedule > gpu
 	}
+}
+
+// MeasuredHost is one release's host work as tools/vllm-hosttime timed
+// vLLM's own code on one CPU (hosttime_measured.go), per step by the
+// number of running sequences. doc.go says what each curve covers.
+type MeasuredHost struct {
+	Release, Commit string
+	Seqs            []int
+	// Schedule, Output and Frontend are microseconds per step on
+	// measuredCPU (Frontend: V1 only).
+	Schedule, Output, Frontend []float64
+}
+
+// hostCurve is host time per step by running sequences: linear between
+// measured points, extended past the last by its last slope; no work at 0.
+type hostCurve struct {
+	seqs []int
+	d    []time.Duration
+	// pow2: seqs are 1, 2, 4, …, so a size's segment follows from its bit
+	// length (a step model is asked once per simulated step).
+	pow2 bool
+}
+
+func newHostCurve(seqs []int, us []float64, factor float64) hostCurve {
+	if len(us) == 0 {
+		return hostCurve{}
+	}
+	c := hostCurve{seqs: seqs, d: make([]time.Duration, len(us)), pow2: true}
+	for i, v := range us {
+		c.d[i] = time.Duration(v * factor * float64(time.Microsecond))
+		c.pow2 = c.pow2 && seqs[i] == 1<<i
+	}
+	return c
+}
+
+func (c hostCurve) at(n int) time.Duration {
+	if n <= 0 || len(c.d) == 0 {
+		return 0
+	}
+	s := c.seqs
+	if n <= s[0] {
+		return c.d[0] * time.Duration(n) / time.Duration(s[0])
+	}
+	var i int
+	if c.pow2 {
+		i = min(bits.Len(uint(n-1)), len(s)-1) // s[i-1] < n <= s[i] = 2^i
+	} else {
+		i = 1
+		for i < len(s)-1 && s[i] < n {
+			i++
+		}
+	}
+	// Between (or, past the end, beyond) points i-1 and i.
+	return c.d[i-1] + (c.d[i]-c.d[i-1])*time.Duration(n-s[i-1])/time.Duration(s[i]-s[i-1])
+}
+
+// samplerPeak is the profile run's sampler at its peak for one release,
+// as tools/vllm-oracle/sampler_peak.py measured it (hosttime_measured.go).
+type samplerPeak struct {
+	Release, Engine, Commit string
+	// BytesPerCell is the peak of live tensor bytes per logits cell
+	// (max_num_seqs × vocab), the model-dtype logits included.
+	BytesPerCell float64
 }

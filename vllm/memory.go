@@ -25,33 +25,38 @@ const gibibyte = 1 << 30
 func MemoryLines(r *Resolved) []string {
 	c, d := r.Capacity, r.Deployment
 	budget := float64(d.GPU.MemoryBytes) * d.GPUMemoryUtilization
-	rows := min(d.MaxNumSeqs, d.MaxNumBatchedTokens)
-	logits := float64(rows) * float64(d.Model.Vocab) * 4
 	gib := func(b float64) string { return fmt.Sprintf("%.2fGiB", b/gibibyte) }
+	rows := min(d.MaxNumSeqs, d.MaxNumBatchedTokens)
+	perCell := d.SamplerBytesPerCell
+	if perCell <= 0 {
+		perCell = 4 // perf's estimate: one fp32 copy
+	}
+	logits := float64(rows) * float64(d.Model.Vocab) * perCell
+	sampler := fmt.Sprintf("the sampler's peak %s (%d rows x %d vocab x %.1f bytes)", gib(logits), rows, d.Model.Vocab, perCell)
 	var out []string
 	switch {
 	case r.Profile.Release.less(memoryLogSince):
 		out = append(out, fmt.Sprintf(
-			"Memory profile (modelled; vLLM %s logs no breakdown): total_gpu_memory (%s) x gpu_memory_utilization (%.2f) = %s; model weights %s; non_torch_memory %s; activation peak %s for %d batched tokens, of which sampler logits %s (%d rows x %d vocab, fp32); KV cache %s.",
+			"Memory profile (modelled; vLLM %s logs no breakdown): total_gpu_memory (%s) x gpu_memory_utilization (%.2f) = %s; model weights %s; non_torch_memory %s; activation peak %s: the larger of the forward pass over %d batched tokens and %s; KV cache %s.",
 			r.Profile.Release, gib(float64(d.GPU.MemoryBytes)), d.GPUMemoryUtilization, gib(budget),
 			gib(float64(c.WeightBytes)), gib(float64(c.NonTorchBytes)), gib(float64(c.ActivationBytes)),
-			d.MaxNumBatchedTokens, gib(logits), rows, d.Model.Vocab, gib(float64(c.KVCacheBytes))))
+			d.MaxNumBatchedTokens, sampler, gib(float64(c.KVCacheBytes))))
 	case r.Profile.Release.less(memoryLogOverhaul):
 		initial := float64(c.WeightBytes + c.NonTorchBytes)
 		out = append(out, fmt.Sprintf(
 			"Memory profiling results: total_gpu_memory=%s initial_memory_usage=%s peak_torch_memory=%s memory_usage_post_profile=%s non_torch_memory=%s kv_cache_size=%s gpu_memory_utilization=%.2f",
 			gib(float64(d.GPU.MemoryBytes)), gib(initial), gib(float64(c.WeightBytes+c.ActivationBytes)), gib(initial),
 			gib(float64(c.NonTorchBytes)), gib(float64(c.KVCacheBytes)), d.GPUMemoryUtilization),
-			fmt.Sprintf("(modelled: peak_torch_memory = weights %s + activation peak %s for %d batched tokens, of which sampler logits %s for %d rows x %d vocab, fp32)",
-				gib(float64(c.WeightBytes)), gib(float64(c.ActivationBytes)), d.MaxNumBatchedTokens, gib(logits), rows, d.Model.Vocab))
+			fmt.Sprintf("(modelled: peak_torch_memory = weights %s + activation peak %s, the larger of the forward pass over %d batched tokens and %s)",
+				gib(float64(c.WeightBytes)), gib(float64(c.ActivationBytes)), d.MaxNumBatchedTokens, sampler))
 	default:
 		out = append(out,
 			fmt.Sprintf("the current vLLM instance can use total_gpu_memory (%s) x gpu_memory_utilization (%.2f) = %s",
 				gib(float64(d.GPU.MemoryBytes)), d.GPUMemoryUtilization, gib(budget)),
 			fmt.Sprintf("model weights take %s; non_torch_memory takes %s; PyTorch activation peak memory takes %s; the rest of the memory reserved for KV Cache is %s.",
 				gib(float64(c.WeightBytes)), gib(float64(c.NonTorchBytes)), gib(float64(c.ActivationBytes)), gib(float64(c.KVCacheBytes))),
-			fmt.Sprintf("(modelled: activation peak for %d batched tokens includes sampler logits %s for %d rows x %d vocab, fp32)",
-				d.MaxNumBatchedTokens, gib(logits), rows, d.Model.Vocab))
+			fmt.Sprintf("(modelled: the activation peak is the larger of the forward pass over %d batched tokens and %s)",
+				d.MaxNumBatchedTokens, sampler))
 		if r.Profile.Engine == engine.V1 {
 			out = append(out, fmt.Sprintf("Available KV cache memory: %.2f GiB", float64(c.KVCacheBytes)/gibibyte))
 		}

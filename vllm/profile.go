@@ -51,18 +51,38 @@ const (
 )
 
 // HostOverhead is the CPU work per engine step, in the release's process
-// layout (doc.go cites where each number comes from).
+// layout (doc.go, "Host overhead", cites where each number comes from).
+// Measured holds vLLM's own scheduler and output path timed on one CPU;
+// the duration fields are what those timings leave out, on the default
+// host machine.
 type HostOverhead struct {
 	Overlap Overlap
-	// SchedFixed and SchedPerSeq: scheduling and model-input preparation.
+	// Measured: Scheduler.schedule(), the output path and (V1) the API
+	// server's OutputProcessor, per step by running sequences; nil: none.
+	Measured *MeasuredHost
+	// SchedFixed and SchedPerSeq: engine work per step besides the
+	// measured scheduler: model-input preparation, sampling metadata, the
+	// GPU-to-CPU sync of sampled tokens, the executor's dispatch.
 	SchedFixed, SchedPerSeq time.Duration
-	// OutputPerToken: sampler pythonization, output processing and
-	// incremental detokenization, per token produced.
+	// OutputPerToken: output work per token produced that the measurement
+	// leaves out (the tokenizer's own conversions, the pythonization of
+	// sampled tokens).
 	OutputPerToken time.Duration
 	// APIPerChunk: the OpenAI server's work per streamed chunk (one per
-	// output token); APIPerRequest: per request (parsing, tokenizing,
-	// response set-up), charged on the step that finishes its prompt.
+	// output token); APIPerRequest: per request (HTTP, parsing, chat
+	// template, tokenizing, response set-up), charged on the step that
+	// finishes its prompt.
 	APIPerChunk, APIPerRequest time.Duration
+	// Speed is the host CPU's speed relative to the default host machine
+	// (--host-speed; 0 means 1): every host term is divided by it.
+	Speed float64
+}
+
+func (h HostOverhead) speed() float64 {
+	if h.Speed > 0 {
+		return h.Speed
+	}
+	return 1
 }
 
 // Scheduler holds the release's scheduler switches, each tied to the
@@ -144,6 +164,11 @@ type MemoryAccounting struct {
 	// NonTorchGiB is the non-torch memory on one GPU; NonTorchMultiGPUGiB
 	// with tensor or pipeline parallelism.
 	NonTorchGiB, NonTorchMultiGPUGiB float64
+	// SamplerBytesPerCell is the profile run's sampler peak in bytes per
+	// logits cell (max_num_seqs × vocab), as vLLM's own sampler of the
+	// release measured (SamplerMeasuredAt names the tree).
+	SamplerBytesPerCell float64
+	SamplerMeasuredAt   string
 }
 
 // Name is how the profile reports itself: "0.6.3 (V0)".
@@ -197,7 +222,9 @@ func Lookup(version string, eng engine.Version) (Profile, error) {
 		return Profile{}, err
 	}
 	for _, l := range lines {
-		if rel.less(l.First) || l.Through > 0 && (rel.Major > l.First.Major || rel.Minor > l.Through) {
+		// The open-ended line holds the releases after it of the same
+		// major version: a 1.0 or a 9.9 is no release anyone profiled.
+		if rel.less(l.First) || rel.Major > l.First.Major || l.Through > 0 && rel.Minor > l.Through {
 			continue
 		}
 		if !full && l.Representative.Major == rel.Major && l.Representative.Minor == rel.Minor {
@@ -214,7 +241,7 @@ func Lookup(version string, eng engine.Version) (Profile, error) {
 		if !ok {
 			return Profile{}, fmt.Errorf("vLLM %s has no %s engine (line %s supports %s)", rel, strings.ToUpper(string(eng)), l.Name, engineList(l))
 		}
-		return Profile{Release: rel, Line: l.Name, EngineProfile: ep, Memory: memoryAccountingOf(rel)}, nil
+		return Profile{Release: rel, Line: l.Name, EngineProfile: ep, Memory: memoryAccountingOf(rel, ep.Engine)}, nil
 	}
 	return Profile{}, fmt.Errorf("vLLM version %s is not modelled; known release lines: %s", rel, KnownLines())
 }
@@ -229,12 +256,29 @@ func engineList(l Line) string {
 	return strings.Join(out, " and ")
 }
 
-func memoryAccountingOf(rel Release) MemoryAccounting {
+func memoryAccountingOf(rel Release, e engine.Version) MemoryAccounting {
 	m := memoryRules[0]
 	for _, r := range memoryRules {
 		if !rel.less(r.Since) {
 			m = r
 		}
 	}
+	for _, r := range samplerRules {
+		if r.engine == e && !rel.less(r.since) {
+			m.SamplerBytesPerCell, m.SamplerMeasuredAt = samplerPeakOf(r.measuredAt, e), r.measuredAt
+		}
+	}
 	return m
+}
+
+// samplerPeakOf is the measured sampler peak of a vLLM tree
+// (hosttime_measured.go); the table holds every tree samplerRules names
+// (TestSamplerRulesMeasured).
+func samplerPeakOf(tree string, e engine.Version) float64 {
+	for _, p := range samplerPeaks {
+		if p.Release == tree && p.Engine == string(e) {
+			return p.BytesPerCell
+		}
+	}
+	return 0
 }

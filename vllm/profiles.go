@@ -39,22 +39,32 @@ var v1Defaults = Defaults{
 	PrefixCaching: true, StatsInterval: 10 * time.Second, BlockSize: 16,
 }
 
-// Host overhead (doc.go, "Host overhead"): fitted so that Llama-3-8B on one
-// H100 under 0.5.3 at the blog's ShareGPT load splits into API server 33%,
-// scheduling 29%, GPU 38%.
+// measuredCPUSlowdown converts hosttime_measured.go's timings to the
+// default host machine: that machine takes this many times as long as
+// the CPU they were measured on (doc.go, "Host speed").
+const measuredCPUSlowdown = 1.25
+
+// Host overhead (doc.go, "Host overhead"): vLLM's own scheduler and output
+// path as measured (hosttime_measured.go), plus what the measurement
+// leaves out, on the default host machine.
 var (
-	v05Host = HostOverhead{Overlap: OverlapNone,
-		SchedFixed: 1000 * us, SchedPerSeq: 70 * us,
-		OutputPerToken: 15 * us, APIPerChunk: 45 * us, APIPerRequest: 400 * us}
-	// 0.6–0.10 V0: the same Python work, arranged to overlap the GPU.
-	v06Host = HostOverhead{Overlap: OverlapAsyncOutput,
-		SchedFixed: 1000 * us, SchedPerSeq: 70 * us,
-		OutputPerToken: 15 * us, APIPerChunk: 45 * us, APIPerRequest: 400 * us}
-	// V1: a leaner scheduler (perf's former fixed V1 overhead: 0.4 ms + 2
-	// µs per sequence) and msgspec/ZMQ output handling in the front end.
-	v1Host = HostOverhead{Overlap: OverlapEngineCore,
-		SchedFixed: 400 * us, SchedPerSeq: 2 * us,
-		OutputPerToken: 8 * us, APIPerChunk: 20 * us, APIPerRequest: 400 * us}
+	v05Host = HostOverhead{Overlap: OverlapNone, Measured: &measuredV0_054,
+		SchedFixed: 1000 * us, SchedPerSeq: 58 * us,
+		OutputPerToken: 2 * us, APIPerChunk: 45 * us, APIPerRequest: 400 * us}
+	// 0.6 V0: the same Python work, arranged to overlap the GPU.
+	v06Host = HostOverhead{Overlap: OverlapAsyncOutput, Measured: &measuredV0_061p2,
+		SchedFixed: 1000 * us, SchedPerSeq: 58 * us,
+		OutputPerToken: 2 * us, APIPerChunk: 45 * us, APIPerRequest: 400 * us}
+	// 0.7–0.10 V0: 0.6's arrangement, the scheduler and output path of the
+	// 0.8.5-era tree.
+	v07V0Host = HostOverhead{Overlap: OverlapAsyncOutput, Measured: &measuredV0_98c89e16,
+		SchedFixed: 1000 * us, SchedPerSeq: 58 * us,
+		OutputPerToken: 2 * us, APIPerChunk: 45 * us, APIPerRequest: 400 * us}
+	// V1: engine core (scheduler, update_from_output) and the API server's
+	// OutputProcessor measured; APIPerChunk from PR #12287's A100 run.
+	v1Host = HostOverhead{Overlap: OverlapEngineCore, Measured: &measuredV1_98c89e16,
+		SchedFixed: 400 * us, SchedPerSeq: 1 * us,
+		OutputPerToken: 1 * us, APIPerChunk: 70 * us, APIPerRequest: 400 * us}
 )
 
 var (
@@ -63,6 +73,9 @@ var (
 	v06 = EngineProfile{Engine: engine.V0, Defaults: v0Defaults,
 		Scheduler: Scheduler{AsyncOutputProc: true, MultiStep: true},
 		Host:      v06Host, BlockSizes: v0BlockSizes, PreemptionModes: v0Preemption, Metrics: engine.V0}
+	v07V0 = EngineProfile{Engine: engine.V0, Defaults: v0Defaults,
+		Scheduler: Scheduler{AsyncOutputProc: true, MultiStep: true},
+		Host:      v07V0Host, BlockSizes: v0BlockSizes, PreemptionModes: v0Preemption, Metrics: engine.V0}
 	v1 = EngineProfile{Engine: engine.V1, Defaults: v1Defaults,
 		Host: v1Host, BlockSizes: v1BlockSizes, PreemptionModes: v0Preemption, Metrics: engine.V1}
 )
@@ -97,7 +110,7 @@ var lines = []Line{
 	{Name: "0.6", First: Release{0, 6, 0}, Through: 6, DefaultEngine: engine.V0,
 		Representative: Release{0, 6, 6}, Engines: map[engine.Version]EngineProfile{engine.V0: v06}},
 	{Name: "0.7-0.10", First: Release{0, 7, 0}, Through: 10, DefaultEngine: engine.V1,
-		Representative: Release{0, 8, 5}, Engines: map[engine.Version]EngineProfile{engine.V0: v06, engine.V1: v1}},
+		Representative: Release{0, 8, 5}, Engines: map[engine.Version]EngineProfile{engine.V0: v07V0, engine.V1: v1}},
 	{Name: "0.11+", First: Release{0, 11, 0}, DefaultEngine: engine.V1,
 		Representative: Release{0, 11, 0}, Engines: map[engine.Version]EngineProfile{engine.V1: v1}},
 }
@@ -114,4 +127,30 @@ var memoryRules = []MemoryAccounting{
 		NonTorchGiB: 1.79, NonTorchMultiGPUGiB: 3.58},
 	{Since: Release{0, 7, 0}, Method: "non-torch increase over the post-initialisation baseline (PR #12126)",
 		NonTorchGiB: 0.16, NonTorchMultiGPUGiB: 3.0},
+}
+
+// samplerRules: which measured vLLM tree's sampler each release runs at
+// the profile run's peak (doc.go, "Memory profile"), by the first release
+// whose sampler allocates that way.
+//   - 0.5.0: top-k/top-p on the model-dtype logits (sort values and int64
+//     indices, softmax and cumsum of the sorted rows, int64 inverse
+//     permutation); measured at v0.5.4.
+//   - 0.5.5: PR #2937 ("Fix empty output when temp is too low", merged
+//     2024-08-13) turns the logits to fp32 first, doubling every copy
+//     that follows; measured at v0.6.1.post2.
+//   - 0.6.2: PR #8619 ("simplify logits resort in _apply_top_k_top_p",
+//     merged 2024-09-20) drops the int64 inverse permutation; measured on
+//     V0 at the 0.8.5-era tree.
+//   - V1 (0.7+): V1's sampler (fp32 logits, PyTorch top-k/top-p without
+//     FlashInfer, which vLLM's wheels do not ship); measured at the
+//     0.8.5-era tree.
+var samplerRules = []struct {
+	since      Release
+	engine     engine.Version
+	measuredAt string
+}{
+	{Release{0, 5, 0}, engine.V0, "v0.5.4"},
+	{Release{0, 5, 5}, engine.V0, "v0.6.1.post2"},
+	{Release{0, 6, 2}, engine.V0, "main-98c89e16"},
+	{Release{0, 7, 0}, engine.V1, "main-98c89e16"},
 }

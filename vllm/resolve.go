@@ -3,6 +3,7 @@ package vllm
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,6 +47,13 @@ type Options struct {
 	// NoHostOverhead times steps by the GPU alone (the roofline's own
 	// fixed CPU cost included), as servebench did before host modelling.
 	NoHostOverhead bool
+	// NoKernelTables times the GPU by the roofline alone, as servebench
+	// did before measured kernel tables (perf.Deployment.NoKernelTables).
+	NoKernelTables bool
+	// HostSpeed is the server CPU's single-thread speed relative to the
+	// default host machine (doc.go, "Host speed"): 2 halves every host
+	// term. 0 means 1.
+	HostSpeed float64
 }
 
 // Resolved is everything sim and serve need to run one vLLM release.
@@ -91,12 +99,14 @@ func Resolve(ctx context.Context, p Profile, model perf.Model, gpu perf.GPU, o O
 		BlockSize: o.BlockSize, MaxNumSeqs: o.MaxNumSeqs, MaxModelLen: o.MaxModelLen,
 		EngineVersion:  string(p.Engine),
 		ExpertParallel: o.ExpertParallel, AllowLongMaxModelLen: o.AllowLongMaxModelLen,
+		Kernels: kernelPolicy(p.Release), NoKernelTables: o.NoKernelTables,
 	}
 	if d.BlockSize == 0 {
 		d.BlockSize = p.Defaults.BlockSize
 	}
 	d.NonTorchBytes = int64(p.Memory.NonTorchGiB * gibibyte)
 	d.NonTorchMultiGPUBytes = int64(p.Memory.NonTorchMultiGPUGiB * gibibyte)
+	d.SamplerBytesPerCell = p.Memory.SamplerBytesPerCell
 	if o.SwapSpaceGiB != nil && p.Engine == engine.V0 {
 		d.SwapSpaceGiB = *o.SwapSpaceGiB
 	}
@@ -191,6 +201,7 @@ func Resolve(ctx context.Context, p Profile, model perf.Model, gpu perf.GPU, o O
 			host.Overlap = OverlapSeparateAPI
 		}
 		host.SchedFixed += executorStepCost(p, executor)
+		host.Speed = o.HostSpeed
 		step = NewHostStepModel(roof, host, o.NumSchedulerSteps)
 	}
 	return &Resolved{Profile: p, Deployment: resolved, Capacity: capacity, Engine: ec,
@@ -234,6 +245,9 @@ func checkChoices(p Profile, o Options) error {
 	}
 	if o.SchedulerDelayFactor < 0 {
 		return optionError("scheduler_delay_factor", "scheduler_delay_factor (%g) must not be negative", o.SchedulerDelayFactor)
+	}
+	if o.HostSpeed < 0 || o.HostSpeed > 100 || math.IsNaN(o.HostSpeed) {
+		return optionError("host_speed", "host_speed (%g) must be a positive factor relative to the default host CPU (1; 2 is twice as fast), at most 100", o.HostSpeed)
 	}
 	if o.NumSchedulerSteps < 0 {
 		return optionError("num_scheduler_steps", "num_scheduler_steps (%d) must be at least 1", o.NumSchedulerSteps)

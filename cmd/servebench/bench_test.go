@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -17,9 +16,13 @@ import (
 	"time"
 
 	"github.com/servebench/servebench/internal/fixture"
-
 	"github.com/servebench/servebench/internal/textline"
+	"github.com/servebench/servebench/runspec"
+	"github.com/servebench/servebench/serve"
 )
+
+// defaultEmbeddedModel is what bench emulates when no server is given.
+const defaultEmbeddedModel = runspec.DefaultEmulatedModel
 
 // runCLI runs servebench in-process with args, as main does.
 func runCLI(t *testing.T, args ...string) (stdout, stderr string, err error) {
@@ -37,18 +40,17 @@ func runCLI(t *testing.T, args ...string) (stdout, stderr string, err error) {
 func emulator(t *testing.T) (baseURL, host, port string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var discard bytes.Buffer
-	target, err := startEmbeddedTarget(ctx, &discard, defaultEmbeddedModel, defaultEmbeddedGPU)
+	target, err := serve.StartEmulatedModel(ctx, defaultEmbeddedModel, runspec.DefaultEmulatedGPU, runspec.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { target.stop(); cancel() })
-	u, err := url.Parse(target.url)
+	t.Cleanup(func() { _ = target.Close(); cancel() })
+	u, err := url.Parse(target.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
 	host, port, _ = net.SplitHostPort(u.Host)
-	return target.url, host, port
+	return target.URL(), host, port
 }
 
 // sonnetFile writes the sonnet text four times over, as sonnet_4x.txt in
@@ -239,14 +241,6 @@ func TestConnectionRefused(t *testing.T) {
 	}
 }
 
-func TestExpandMultiValueFlags(t *testing.T) {
-	got := expandMultiValueFlags([]string{"bench", "--goodput", "ttft:1", "tpot:2", "--metadata", "a=1", "b=2", "--num-prompts", "3", "--header", "x=1"})
-	want := "bench --goodput ttft:1 --goodput tpot:2 --metadata a=1 --metadata b=2 --num-prompts 3 --header x=1"
-	if strings.Join(got, " ") != want {
-		t.Fatalf("got %q\nwant %q", strings.Join(got, " "), want)
-	}
-}
-
 // Ctrl-C: sending stops, in-flight requests get the grace period, and the
 // partial result is printed, saved marked interrupted, with every finished
 // request already in the records file; the exit code is 130.
@@ -277,8 +271,7 @@ func TestInterruptSavesPartialResult(t *testing.T) {
 		"--random-input-len", "4", "--random-output-len", "5", "--skip-tokenizer-init", "--server-metrics-interval", "0",
 		"--save-result", "--result-dir", dir, "--result-filename", "r.json", "--interrupt-grace", "2s"}))
 	err := root.ExecuteContext(ctx)
-	var exit exitCodeError
-	if !errors.As(err, &exit) || exit.code != 130 {
+	if exitCode(err) != 130 {
 		t.Fatalf("err = %v, want exit code 130", err)
 	}
 	if !strings.Contains(out.String(), "Run interrupted") {
@@ -302,35 +295,5 @@ func TestInterruptSavesPartialResult(t *testing.T) {
 	}
 	if n := bytes.Count(records, []byte("\n")); float64(n) != completed {
 		t.Fatalf("records file has %d lines, result says %v completed", n, completed)
-	}
-}
-
-func TestParseHeadersBothFormsNeverEchoTheValue(t *testing.T) {
-	const secret = "sk-planted-7c1f"
-	tests := []struct {
-		item      string
-		wantName  string
-		wantValue string
-		wantErr   bool
-	}{
-		{item: "Authorization: Bearer " + secret, wantName: "Authorization", wantValue: "Bearer " + secret},
-		{item: "Authorization=Bearer " + secret, wantName: "Authorization", wantValue: "Bearer " + secret},
-		{item: "X-Trace: a=b", wantName: "X-Trace", wantValue: "a=b"},
-		{item: "Bearer" + secret, wantErr: true},
-	}
-	for _, tt := range tests {
-		got, err := parseHeaders([]string{tt.item})
-		if tt.wantErr {
-			if err == nil {
-				t.Fatalf("parseHeaders(%q): want an error", tt.item)
-			}
-			if strings.Contains(err.Error(), secret) {
-				t.Fatalf("error repeats the secret: %v", err)
-			}
-			continue
-		}
-		if err != nil || len(got) != 1 || got[0][0] != tt.wantName || got[0][1] != tt.wantValue {
-			t.Fatalf("parseHeaders(%q) = %q, %v; want %s / %s", tt.item, got, err, tt.wantName, tt.wantValue)
-		}
 	}
 }

@@ -3,17 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/spf13/pflag"
-
 	"github.com/servebench/servebench/calibrate"
+	"github.com/servebench/servebench/runspec"
 	"github.com/servebench/servebench/serve"
-	"github.com/servebench/servebench/tokenizer"
 )
 
 // TestCalibrateOverLoopback is the long recovery test: bench runs at three
@@ -30,24 +27,17 @@ func TestCalibrateOverLoopback(t *testing.T) {
 	if err := os.WriteFile(truth, []byte("kind: servebench-calibration\nmodel: Qwen2.5-7B-Instruct\ngpu: H100-SXM\nparameters: {compute_scale: 0.8, bandwidth_scale: 0.9, sequence_overhead_us: 40}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var ef engineFlags
-	fs := pflag.NewFlagSet("truth", pflag.ContinueOnError)
-	ef.register(fs)
-	if err := fs.Parse([]string{"--model", "Qwen2.5-7B-Instruct", "--gpu", "H100", "--calibration", truth}); err != nil {
-		t.Fatal(err)
-	}
-	_, _, ec, stepModel, err := ef.build()
+	spec, err := runspec.Parse(runspec.Serve, []string{"--model", "Qwen2.5-7B-Instruct", "--gpu", "H100", "--calibration", truth})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	tok, err := tokenizer.New(ctx, serve.DefaultTokenizer, tokenizer.Options{})
+	r, err := spec.Engine.Resolve(ctx, spec.ChangedFunc(), readEnv())
 	if err != nil {
 		t.Fatal(err)
 	}
-	running, err := serve.Start(ctx, serve.Config{Engine: ec, StepModel: stepModel, Model: "Qwen2.5-7B-Instruct", Tokenizer: tok,
-		Logger: slog.New(slog.DiscardHandler)}, "127.0.0.1:0")
+	running, err := serve.StartEmulated(ctx, r, "Qwen2.5-7B-Instruct")
 	if err != nil {
 		t.Fatal(err)
 	}

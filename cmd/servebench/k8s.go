@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -9,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/servebench/servebench/deploy/k8s"
+	"github.com/servebench/servebench/runspec"
+	"github.com/servebench/servebench/tune"
 )
 
 func init() { extraCommands = append(extraCommands, newK8sCmd) }
@@ -72,10 +75,15 @@ func newK8sBenchCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			b.Flags = flags
+			// The pods would fail on a flag they cannot parse: check here.
+			if b.Spec, err = runspec.Parse(runspec.Bench, flags); err != nil {
+				return fmt.Errorf("bench flags after --: %w", err)
+			}
 			if startAt != "" {
-				if b.StartAt, err = time.Parse(time.RFC3339Nano, startAt); err != nil {
-					return fmt.Errorf("--start-at %q: not an RFC3339 instant like 2026-11-23T12:00:00Z", startAt)
+				// The pods need time to start: an instant already past
+				// would make every shard late.
+				if b.StartAt, err = runspec.ParseStartAt(startAt, time.Now(), 0); err != nil {
+					return err
 				}
 			} else {
 				b.StartAt = time.Now().Add(startIn).Truncate(time.Second)
@@ -107,7 +115,9 @@ func newK8sTuneCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			t.Flags = flags
+			if t.Flags, err = checkTuneFlags(flags); err != nil {
+				return err
+			}
 			return printManifests(cmd, t.Objects)
 		},
 	}
@@ -120,4 +130,32 @@ func newK8sTuneCmd() *cobra.Command {
 	fs.StringVar(&t.Study, "study", "default", "study name")
 	fs.DurationVar(&t.StartupTimeout, "startup-timeout", 20*time.Minute, "how long a trial's server may take to become ready on its health path")
 	return cmd
+}
+
+// checkTuneFlags parses a worker's command line (tune flags, then after
+// "--" the fixed engine and workload flags) as the pods will, so a flag
+// they would refuse fails here, and returns it for the ConfigMap.
+func checkTuneFlags(args []string) ([]string, error) {
+	own, fixed := args, []string(nil)
+	if i := slices.Index(args, "--"); i >= 0 {
+		own, fixed = args[:i], args[i+1:]
+	}
+	tc := newTuneCmd()
+	if err := tc.ParseFlags(own); err != nil {
+		return nil, fmt.Errorf("tune flags after --: %w", runspec.ParseError("tune", tc.Flags(), err))
+	}
+	if rest := tc.Flags().Args(); len(rest) > 0 {
+		return nil, fmt.Errorf("tune flags after --: unexpected argument %q; the engine and workload flags go after a second --", rest[0])
+	}
+	target, _ := tc.Flags().GetString("target")
+	if launch, _ := tc.Flags().GetString("launch"); launch != "" {
+		target = "launch"
+	}
+	if _, _, err := tune.ParseFixed(fixed, target); err != nil {
+		return nil, err
+	}
+	if len(fixed) == 0 {
+		return own, nil
+	}
+	return append(append(slices.Clone(own), "--"), fixed...), nil
 }

@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/servebench/servebench/tune"
@@ -21,7 +24,7 @@ func TestK8sCommandsPrintManifests(t *testing.T) {
 		parallelism int32
 		indexed     bool
 	}{
-		{"bench", []string{"k8s", "bench", "--shards", "16", "--start-at", "2026-11-23T14:00:00Z", "--", "--base-url", "http://vllm:8000", "--request-rate", "2000"}, 2, 16, true},
+		{"bench", []string{"k8s", "bench", "--shards", "16", "--start-at", time.Now().Add(time.Hour).UTC().Format(time.RFC3339), "--", "--base-url", "http://vllm:8000", "--request-rate", "2000"}, 2, 16, true},
 		{"tune", []string{"k8s", "tune", "--workers", "8", "--storage", "postgresql://tune@pg/tune", "--", "--trials", "64"}, 1, 8, false},
 	}
 	for _, tt := range tests {
@@ -93,5 +96,47 @@ func TestTuneWorkerRunsConcurrentTrials(t *testing.T) {
 	}
 	if len(trials) != 4 || len(workers) != 2 {
 		t.Errorf("%d trials by %d workers; want 4 by the 2 slots", len(trials), len(workers))
+	}
+}
+
+// TestK8sBenchPodsRunTheirSpec runs what a shard pod runs: the spec
+// printed in the ConfigMap, through bench --spec, as shard 0 of 1 from
+// the Job's environment, starting at the manifests' --start-at.
+func TestK8sBenchPodsRunTheirSpec(t *testing.T) {
+	srv, calls := sseServer(t, 2, 0)
+	startAt := time.Now().Add(2 * time.Second).UTC().Format(time.RFC3339Nano)
+	out, _, err := runCLI(t, "k8s", "bench", "--shards", "1", "--start-at", startAt, "--", "--base-url", srv.URL, "--model", "m",
+		"--num-prompts", "3", "--random-input-len", "4", "--random-output-len", "2", "--skip-tokenizer-init", "--server-metrics-interval", "0",
+		"--skip-test-request", "--header", "X-Run: it's 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cm corev1.ConfigMap
+	for _, doc := range bytes.Split([]byte(out), []byte("\n---\n")) {
+		if bytes.Contains(doc, []byte("kind: ConfigMap")) {
+			if err := yaml.UnmarshalStrict(doc, &cm); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	dir := t.TempDir()
+	specFile := filepath.Join(dir, "spec.yaml")
+	if err := os.WriteFile(specFile, []byte(cm.Data["spec.yaml"]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SERVEBENCH_SHARDS", cm.Data["shards"])
+	t.Setenv("JOB_COMPLETION_INDEX", "0")
+	records := filepath.Join(dir, "records")
+	if _, stderr, err := runCLI(t, "bench", "--spec", specFile, "--start-at", cm.Data["start-at"], "--result-dir", records, "--disable-tqdm"); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if calls.Load() != 3 {
+		t.Errorf("the pod's bench sent %d requests, want the spec's 3", calls.Load())
+	}
+	if _, err := os.Stat(filepath.Join(records, "shard-0-of-1.shard.json")); err != nil {
+		t.Errorf("no shard manifest: %v", err)
+	}
+	if _, _, err := runCLI(t, "sim", "--spec", specFile); err == nil || !strings.Contains(err.Error(), "is a bench run; use servebench bench --spec") {
+		t.Errorf("a bench spec given to sim: %v", err)
 	}
 }

@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/servebench/servebench/internal/textline"
+	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/runspec"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -61,16 +63,15 @@ func main() {
 	err := root.ExecuteContext(ctx)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "servebench: "+textline.OneLine(err.Error(), 0))
-		var exit exitCodeError
-		if errors.As(err, &exit) {
-			os.Exit(exit.code)
-		}
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }
 
-// exitCodeError carries a specific exit code (e.g. 130 for an interrupted
-// run that still saved its results).
+// cliArgs rewrites vLLM's argument forms that cobra cannot parse as they
+// are: multi-value flags and the single-dash -tp/-pp.
+func cliArgs(args []string) []string { return runspec.CLIArgs(args) }
+
+// exitCodeError carries a specific exit code.
 type exitCodeError struct {
 	code int
 	err  error
@@ -79,44 +80,115 @@ type exitCodeError struct {
 func (e exitCodeError) Error() string { return e.err.Error() }
 func (e exitCodeError) Unwrap() error { return e.err }
 
-// multiValueFlags take several values after one flag, as vLLM's argparse
-// nargs="+" options do: "--goodput ttft:500 tpot:50".
-var multiValueFlags = map[string]bool{"--goodput": true, "--metadata": true, "--header": true, "--served-model-name": true}
-
-// cliArgs rewrites vLLM's argument forms that cobra cannot parse as they
-// are: multi-value flags and the single-dash -tp/-pp.
-func cliArgs(args []string) []string { return vllmArgs(expandMultiValueFlags(args)) }
-
-// expandMultiValueFlags rewrites "--goodput a b" into "--goodput a --goodput
-// b" so commands copied from vLLM's documentation run unchanged.
-func expandMultiValueFlags(args []string) []string {
-	out := make([]string, 0, len(args))
-	current := ""
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			out = append(out, args[i:]...)
-			break
-		}
-		if strings.HasPrefix(a, "-") {
-			current = ""
-			if multiValueFlags[a] {
-				current = a
-				out = append(out, a)
-				if i+1 < len(args) {
-					out = append(out, args[i+1])
-					i++
-				}
-				continue
-			}
-			out = append(out, a)
-			continue
-		}
-		if current != "" {
-			out = append(out, current, a)
-			continue
-		}
-		out = append(out, a)
+// exitCode is the shell's status for err: 130 (128+SIGINT) for a run
+// interrupted after saving what it measured, so scripts know it did not
+// finish.
+func exitCode(err error) int {
+	var exit exitCodeError
+	switch {
+	case errors.As(err, &exit):
+		return exit.code
+	case errors.Is(err, report.ErrInterrupted):
+		return 130
 	}
-	return out
+	return 1
+}
+
+// speakFlags makes every command in the tree return errors with flag
+// names, and refuse an unknown flag naming the nearest one.
+func speakFlags(cmd *cobra.Command) {
+	if run := cmd.RunE; run != nil {
+		cmd.RunE = func(c *cobra.Command, args []string) error { return runspec.FlagNames(run(c, args)) }
+	}
+	prev := cmd.FlagErrorFunc()
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return prev(c, runspec.ParseError(runspec.Kind(c.Name()), c.Flags(), err))
+	})
+	for _, sub := range cmd.Commands() {
+		speakFlags(sub)
+	}
+}
+
+// interruptKey carries the channel a second interrupt closes.
+type interruptKey struct{}
+
+// withInterrupts returns a context canceled by the first call of interrupt
+// (Ctrl-C) that carries an abort channel closed by the second: the first
+// lets in-flight requests finish, the second cuts them off at once.
+func withInterrupts(parent context.Context) (ctx context.Context, interrupt func(), stop context.CancelFunc) {
+	abort := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.WithValue(parent, interruptKey{}, (<-chan struct{})(abort)))
+	var count atomic.Int32
+	interrupt = func() {
+		switch count.Add(1) {
+		case 1:
+			cancel()
+		case 2:
+			close(abort)
+		}
+	}
+	return ctx, interrupt, cancel
+}
+
+// abortChannel is the channel a second interrupt closes; nil (never
+// closed) when ctx has none.
+func abortChannel(ctx context.Context) <-chan struct{} {
+	ch, _ := ctx.Value(interruptKey{}).(<-chan struct{})
+	return ch
+}
+
+// defaultTargetAddr is where bench looks for a server when no --base-url,
+// --host or --port is given: vLLM's default. Tests point it elsewhere so
+// they never depend on what listens on the machine's port 8000.
+var defaultTargetAddr = runspec.DefaultTargetAddr
+
+// readEnv is what a run takes from this process's environment.
+func readEnv() runspec.Env {
+	home, _ := os.UserHomeDir()
+	env := runspec.ReadEnv(os.LookupEnv, home)
+	env.DefaultTarget = defaultTargetAddr
+	return env
+}
+
+// runIO is where a command's run writes, and its interrupt.
+func runIO(cmd *cobra.Command) runspec.IO {
+	return runspec.IO{Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr(), In: cmd.InOrStdin(), Abort: abortChannel(cmd.Context())}
+}
+
+// specOf binds a spec of kind to cmd's flags: the command's flags are
+// the spec's sections, plus --spec to start from a spec file.
+func specOf(cmd *cobra.Command, kind runspec.Kind) *runspec.Spec {
+	s := &runspec.Spec{Kind: kind}
+	s.Register(cmd.Flags())
+	if kind != runspec.Merge {
+		cmd.Flags().String("spec", "", "run spec `FILE` (YAML, as sweep and tune write beside each run) to start from; flags given here change it")
+	}
+	return s
+}
+
+// given completes a spec bound by specOf once cobra parsed the command
+// line: the flags given (over --spec's file, when given), and the
+// environment.
+func given(cmd *cobra.Command, s *runspec.Spec) (*runspec.Spec, error) {
+	if path, _ := cmd.Flags().GetString("spec"); path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("--spec: %w", err)
+		}
+		file, err := runspec.ParseYAML(data)
+		if err != nil {
+			return nil, fmt.Errorf("--spec %s: %w", path, err)
+		}
+		if file.Kind != s.Kind {
+			return nil, fmt.Errorf("--spec %s is a %s run; use servebench %s --spec %s", path, file.Kind, file.Kind, path)
+		}
+		if err := file.Overlay(cmd.Flags(), "spec"); err != nil {
+			return nil, err
+		}
+		s = file
+	} else {
+		s.MarkChanged(cmd.Flags())
+	}
+	s.Env = readEnv()
+	return s, nil
 }

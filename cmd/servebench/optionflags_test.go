@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/servebench/servebench/internal/option"
+	"github.com/servebench/servebench/runspec"
 )
 
 // Every option name a library puts in an error must be a flag some command
@@ -49,8 +50,8 @@ func TestOptionNamesAreFlags(t *testing.T) {
 		for _, call := range placeholder.FindAllString(string(src), -1) {
 			for _, m := range name.FindAllStringSubmatch(call, -1) {
 				checked++
-				if !flags[flagFor(m[1])] {
-					t.Errorf("%s names option %q, but no command defines %s", path, m[1], flagFor(m[1]))
+				if !flags[runspec.FlagFor(m[1])] {
+					t.Errorf("%s names option %q, but no command defines %s", path, m[1], runspec.FlagFor(m[1]))
 				}
 			}
 		}
@@ -67,7 +68,7 @@ func TestOptionNamesAreFlags(t *testing.T) {
 func TestWithFlagNames(t *testing.T) {
 	inner := option.Errorf("{random_input_len} %d: raise {random_prefix_len}", 0)
 	wrapped := fmt.Errorf("building the workload: %w", inner)
-	got := withFlagNames(exitCodeError{code: 2, err: wrapped})
+	got := runspec.FlagNames(exitCodeError{code: 2, err: wrapped})
 	if want := "building the workload: --random-input-len 0: raise --random-prefix-len"; got.Error() != want {
 		t.Fatalf("got %q, want %q", got, want)
 	}
@@ -75,12 +76,12 @@ func TestWithFlagNames(t *testing.T) {
 	if !errors.As(got, &exit) || exit.code != 2 || !errors.Is(got, inner) {
 		t.Fatal("the rewritten error no longer unwraps to its parts")
 	}
-	joined := withFlagNames(errors.Join(option.New("{burstiness} bad"), option.New("{seed} bad")))
+	joined := runspec.FlagNames(errors.Join(option.New("{burstiness} bad"), option.New("{seed} bad")))
 	if want := "--burstiness bad\n--seed bad"; joined.Error() != want {
 		t.Fatalf("joined: got %q, want %q", joined, want)
 	}
 	plain := errors.New("no options here")
-	if withFlagNames(plain) != plain {
+	if runspec.FlagNames(plain) != plain {
 		t.Fatal("an error without option names was rewrapped")
 	}
 }

@@ -4,21 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/servebench/servebench/bench"
-	"github.com/servebench/servebench/metrics"
-	"github.com/servebench/servebench/report"
 )
 
 // sseServer answers every completion with tokens chunks, each after gap,
@@ -181,84 +175,8 @@ func TestOutputPathsCheckedBeforeSending(t *testing.T) {
 	}
 }
 
-// Two runs that would get the same default name (same second) get
-// distinct files: the second takes a -2 suffix for both result and records.
-func TestDefaultNamesNeverCollide(t *testing.T) {
-	dir := t.TempDir()
-	info := report.RunInfo{Date: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Backend: "openai", ModelID: "m", RequestRate: 1}
-	flags := &outputFlags{saveResult: true, resultDir: dir}
-	var paths []string
-	for range 3 {
-		outs, err := flags.open(&info)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer outs.close()
-		if _, err := outs.records.WriteString("{}\n"); err != nil {
-			t.Fatal(err)
-		}
-		paths = append(paths, outs.resultPath, outs.recordsPath)
-	}
-	want := []string{"openai-1.0qps-m-20260102-030405.json", "openai-1.0qps-m-20260102-030405.records.jsonl",
-		"openai-1.0qps-m-20260102-030405-2.json", "openai-1.0qps-m-20260102-030405-2.records.jsonl",
-		"openai-1.0qps-m-20260102-030405-3.json", "openai-1.0qps-m-20260102-030405-3.records.jsonl"}
-	for i, p := range paths {
-		if filepath.Base(p) != want[i] {
-			t.Fatalf("paths %v, want %v", paths, want)
-		}
-	}
-	// A result saved under a default name another run took meanwhile goes
-	// to the next free name; the other run's file is untouched.
-	outs, err := flags.open(&info)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer outs.close()
-	if err := os.WriteFile(outs.resultPath, []byte("theirs"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	if err := outs.write(&bytes.Buffer{}, &stderr, &report.Result{Info: info}); err != nil {
-		t.Fatal(err)
-	}
-	if b, _ := os.ReadFile(filepath.Join(dir, "openai-1.0qps-m-20260102-030405-4.json")); string(b) != "theirs" {
-		t.Fatalf("the other run's result was overwritten: %q", b)
-	}
-	if !strings.Contains(stderr.String(), "Saved result to "+filepath.Join(dir, "openai-1.0qps-m-20260102-030405-5.json")) {
-		t.Fatalf("saved where? %s", stderr.String())
-	}
-}
-
 // Results are written whole or not at all: through a temporary file moved
 // into place, leaving no temporary behind, and never over another file.
-func TestWriteAtomic(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "r.json")
-	if err := writeAtomic(path, []byte("first"), false); err != nil {
-		t.Fatal(err)
-	}
-	if err := writeAtomic(path, []byte("second"), false); !errors.Is(err, fs.ErrExist) {
-		t.Fatalf("writing over an existing result: %v, want ErrExist", err)
-	}
-	if err := writeAtomic(filepath.Join(dir, "s.json"), []byte("a"), true); err != nil {
-		t.Fatal(err)
-	}
-	if err := writeAtomic(filepath.Join(dir, "s.json"), []byte("b"), true); err != nil {
-		t.Fatal(err)
-	}
-	r, _ := os.ReadFile(path)
-	s, _ := os.ReadFile(filepath.Join(dir, "s.json"))
-	if string(r) != "first" || string(s) != "b" {
-		t.Fatalf("result %q summary %q", r, s)
-	}
-	if names := listDir(t, dir); len(names) != 2 {
-		t.Fatalf("files left: %v", names)
-	}
-	// Into a directory that cannot take the file, nothing is created.
-	if err := writeAtomic(filepath.Join(dir, "r.json", "x.json"), []byte("x"), true); err == nil {
-		t.Fatal("wrote under a file")
-	}
-}
 
 // The initial test request stops a misconfigured run with the server's
 // reason, before anything is measured or written.
@@ -329,8 +247,7 @@ func TestSecondInterruptExitsAtOnce(t *testing.T) {
 	if took := time.Since(start); took > 30*time.Second {
 		t.Fatalf("run took %v after the second interrupt", took)
 	}
-	var exit exitCodeError
-	if !errors.As(err, &exit) || exit.code != 130 {
+	if exitCode(err) != 130 {
 		t.Fatalf("err = %v, want exit code 130", err)
 	}
 	res := readResultJSON(t, filepath.Join(dir, "r.json"))
@@ -449,39 +366,6 @@ func TestDefaultTarget(t *testing.T) {
 	}
 }
 
-// A long run at low load can find the server idle at every scrape while
-// its token counters show the work: the section is printed then, and the
-// "none while requests were in flight" note only when nothing moved, with
-// a reason that fits the run's length.
-func TestServerMetricsSectionOnLightLoad(t *testing.T) {
-	tests := []struct {
-		name     string
-		summary  bench.ServerSummary
-		duration time.Duration
-		wantOut  string
-		wantNote string
-	}{
-		{"idle gauges, busy counters", bench.ServerSummary{Samples: 20, GenerationTokens: 30000, PromptTokens: 110000}, 100 * time.Second, "Server Metrics (scraped)", ""},
-		{"busy gauges", bench.ServerSummary{Samples: 3, MaxRunning: 4}, time.Second, "Server Metrics (scraped)", ""},
-		{"short run, nothing seen", bench.ServerSummary{Samples: 1}, time.Second, "", "shorter than --server-metrics-interval"},
-		{"long run, nothing moved", bench.ServerSummary{Samples: 20}, 100 * time.Second, "", "every scrape found the server idle"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var out, errw bytes.Buffer
-			if err := writeServerMetrics(&out, &errw, &tt.summary, 5*time.Second, tt.duration); err != nil {
-				t.Fatal(err)
-			}
-			if !strings.Contains(out.String(), tt.wantOut) || (tt.wantOut == "") != (out.Len() == 0) {
-				t.Errorf("section %q, want %q", out.String(), tt.wantOut)
-			}
-			if !strings.Contains(errw.String(), tt.wantNote) || (tt.wantNote == "") != (errw.Len() == 0) {
-				t.Errorf("note %q, want %q", errw.String(), tt.wantNote)
-			}
-		})
-	}
-}
-
 // Rerunning under an explicit result name whose records an earlier run
 // left (an interrupted sweep point, --append-result) keeps those records
 // and streams the new ones beside them under the next free name.
@@ -513,35 +397,7 @@ func TestExplicitNameKeepsEarlierRecords(t *testing.T) {
 func TestInterruptDuringInitialTest(t *testing.T) {
 	srv, _ := sseServer(t, 1000, 20*time.Millisecond)
 	err := runCLIInterrupted(t, 200*time.Millisecond, append([]string{"bench", "--base-url", srv.URL}, quickBench...)...)
-	var exit exitCodeError
-	if !errors.As(err, &exit) || exit.code != 130 || !strings.Contains(err.Error(), "interrupted during the initial test request") {
+	if exitCode(err) != 130 || !strings.Contains(err.Error(), "interrupted during the initial test request") {
 		t.Fatalf("err = %v, want exit 130 for an interrupted test request", err)
-	}
-}
-
-func TestErrorSectionOrdersAndBoundsReasons(t *testing.T) {
-	errs := map[string]int{"HTTP 503: busy": 5, "canceled": 7, "b": 1, "a": 1}
-	for i := range maxErrorRows {
-		errs["rare "+itoa(i)] = 1
-	}
-	var b bytes.Buffer
-	s := metrics.Summary{Failed: 26, Errors: errs}
-	if err := writeErrorSection(&b, &s); err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
-	want := []string{
-		"------------Failed Requests by Reason-------------",
-		"canceled                                 7         ",
-		"HTTP 503: busy                           5         ",
-		"a                                        1         ",
-		"b                                        1         ",
-	}
-	if len(lines) != maxErrorRows+3 || !slices.Equal(lines[:len(want)], want) || !strings.HasPrefix(lines[maxErrorRows+1], "(4 other reasons)                        4") {
-		t.Fatalf("section:\n%s", b.String())
-	}
-	b.Reset()
-	if err := writeErrorSection(&b, &metrics.Summary{Completed: 3}); err != nil || b.Len() != 0 {
-		t.Fatalf("a run without failures printed %q", b.String())
 	}
 }

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"crypto/tls"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -18,21 +16,21 @@ import (
 type progress struct {
 	mu    sync.Mutex
 	w     io.Writer
-	total int
 	start time.Time
 	last  time.Time
 	on    bool
 }
 
-func newProgress(w io.Writer, total int, disabled bool) *progress {
-	p := &progress{w: w, total: total, start: time.Now()}
+func newProgress(w io.Writer, disabled bool) *progress {
+	p := &progress{w: w, start: time.Now()}
 	if f, ok := w.(*os.File); ok && !disabled && term.IsTerminal(int(f.Fd())) {
 		p.on = true
 	}
 	return p
 }
 
-func (p *progress) update(done, total int) {
+// Update redraws the bar, at most ten times a second.
+func (p *progress) Update(done, total int) {
 	if !p.on {
 		return
 	}
@@ -60,7 +58,8 @@ func (p *progress) draw(done, total int, now time.Time) {
 		strings.Repeat("█", filled), strings.Repeat(" ", width-filled), done, total, fmtClock(elapsed), eta, rate)
 }
 
-func (p *progress) finish() {
+// Finish ends the bar's line.
+func (p *progress) Finish() {
 	if !p.on {
 		return
 	}
@@ -75,15 +74,4 @@ func fmtClock(d time.Duration) string {
 		return fmt.Sprintf("%d:%02d:%02d", s/3600, s/60%60, s%60)
 	}
 	return fmt.Sprintf("%02d:%02d", s/60, s%60)
-}
-
-func insecureTransport() http.RoundTripper {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	// A benchmark holds many connections to one host: the default of two
-	// idle connections per host would reconnect constantly.
-	t.MaxIdleConns = 0
-	t.MaxIdleConnsPerHost = 1 << 16
-	t.DisableCompression = true
-	t.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // the user asked for --insecure
-	return t
 }

@@ -85,3 +85,31 @@ func TestServeCommand(t *testing.T) {
 	}
 	stop()
 }
+
+// vLLM reads its API key from VLLM_API_KEY when --api-key is not given.
+func TestServeTakesTheAPIKeyFromTheEnvironment(t *testing.T) {
+	t.Setenv("VLLM_API_KEY", "sekrit")
+	base, _, stop := startCommand(t, `Starting vLLM API server on (http://127\.0\.0\.1:\d+)`,
+		"serve", "--model", "Qwen2-0.5B", "--port", "0", "--stats-interval", "0")
+	defer stop()
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr}
+	for _, tc := range []struct {
+		auth string
+		want int
+	}{{"", http.StatusUnauthorized}, {"Bearer wrong", http.StatusUnauthorized}, {"Bearer sekrit", http.StatusOK}} {
+		req, _ := http.NewRequest(http.MethodGet, base+"/v1/models", nil)
+		if tc.auth != "" {
+			req.Header.Set("Authorization", tc.auth)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("Authorization %q: %d, want %d", tc.auth, resp.StatusCode, tc.want)
+		}
+	}
+}

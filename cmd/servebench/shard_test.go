@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/servebench/servebench/metrics"
 	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/runspec"
 )
 
 // envRunMain makes the test binary act as servebench, so --local can
@@ -106,8 +106,8 @@ func TestShardFlagErrors(t *testing.T) {
 		{name: "shard without an output", args: []string{"--shard", "0/2"}, wantErr: "--shard 0/2: give --result-dir DIR"},
 		{name: "shard with records none", args: []string{"--shard", "0/2", "--records", "none"}, wantErr: "drop --records none"},
 		{name: "index out of range", args: []string{"--shard", "2/2", "--result-dir", dir}, wantErr: `--shard "2/2": shard index 2: must be from 0 to 1`},
-		{name: "count without index", env: map[string]string{envShardCount: "4"}, args: []string{"--result-dir", dir}, wantErr: "$SERVEBENCH_SHARDS=4 is set but $JOB_COMPLETION_INDEX is not"},
-		{name: "index from the environment", env: map[string]string{envShardCount: "4", envCompletionIndex: "9"}, args: []string{"--result-dir", dir}, wantErr: `$JOB_COMPLETION_INDEX/$SERVEBENCH_SHARDS "9/4"`},
+		{name: "count without index", env: map[string]string{runspec.EnvShardCount: "4"}, args: []string{"--result-dir", dir}, wantErr: "$SERVEBENCH_SHARDS=4 is set but $JOB_COMPLETION_INDEX is not"},
+		{name: "index from the environment", env: map[string]string{runspec.EnvShardCount: "4", runspec.EnvCompletionIndex: "9"}, args: []string{"--result-dir", dir}, wantErr: `$JOB_COMPLETION_INDEX/$SERVEBENCH_SHARDS "9/4"`},
 		{name: "start-at alone", args: []string{"--start-at", "2026-11-23T12:00:00Z"}, wantErr: "--start-at needs --shard"},
 		{name: "bad start-at", args: []string{"--shard", "0/2", "--result-dir", dir, "--start-at", "noon"}, wantErr: `--start-at "noon": not an RFC3339 instant`},
 		{name: "shards without local", args: []string{"--shards", "4"}, wantErr: "--shards 4: add --local"},
@@ -264,8 +264,7 @@ func TestLocalShardsInterrupted(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "shard 0/2 interrupted") || !strings.Contains(err.Error(), "shard 1/2 interrupted") {
 		t.Fatalf("error %v, want the merge to name both interrupted shards", err)
 	}
-	var exit exitCodeError
-	if !errors.As(err, &exit) || exit.code != 130 {
+	if exitCode(err) != 130 {
 		t.Fatalf("error %v: want exit code 130 for an interrupted run", err)
 	}
 	for i := range 2 {

@@ -5,15 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/url"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
-	"github.com/servebench/servebench/internal/redact"
+	"github.com/servebench/servebench/runspec"
 	"github.com/servebench/servebench/sweep"
 	"github.com/spf13/cobra"
 )
@@ -40,17 +36,16 @@ type sweepFlags struct {
 // runnerFactory makes the Runner for a target; tests swap in fakes.
 type runnerFactory func(target sweepTarget) sweep.Runner
 
-// sweepTarget is what each point runs: a subcommand plus fixed flags.
+// sweepTarget is what each point runs: bench (at a URL, or against the
+// embedded server) or sim.
 type sweepTarget struct {
-	subcommand string   // "bench" or "sim"
-	args       []string // e.g. --base-url URL
-	name       string   // as given with --target
+	kind runspec.Kind
+	url  string // bench's --base-url, "" for the embedded server
+	name string // as given with --target
 }
 
 func newSweepCmd() *cobra.Command {
-	return newSweepCmdWith(func(target sweepTarget) sweep.Runner {
-		return inProcessRunner(newRootCmd, target)
-	})
+	return newSweepCmdWith(func(sweepTarget) sweep.Runner { return sweep.RunSpec })
 }
 
 func newSweepCmdWith(makeRunner runnerFactory) *cobra.Command {
@@ -109,39 +104,38 @@ axes, one search runs per grid point.`,
 	return cmd
 }
 
-// parseSweepTarget turns --target into the subcommand and flags each point runs.
+// parseSweepTarget turns --target into what each point runs.
 func parseSweepTarget(target string) (sweepTarget, error) {
 	switch target {
 	case "embedded", "":
-		return sweepTarget{subcommand: "bench", name: "embedded"}, nil
+		return sweepTarget{kind: runspec.Bench, name: "embedded"}, nil
 	case "sim":
-		return sweepTarget{subcommand: "sim", name: "sim"}, nil
+		return sweepTarget{kind: runspec.Sim, name: "sim"}, nil
 	}
 	u, err := url.Parse(target)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return sweepTarget{}, fmt.Errorf(`--target %q: use a server URL such as http://127.0.0.1:8000, "embedded" or "sim"`, target)
 	}
-	return sweepTarget{subcommand: "bench", args: []string{"--base-url", target}, name: target}, nil
+	return sweepTarget{kind: runspec.Bench, url: target, name: target}, nil
 }
 
-// sweepOwnedFlags are set by sweep for every point.
-var sweepOwnedFlags = []string{"result-dir", "result-filename", "append-result", "save-result", "disable-tqdm"}
-
-func checkPassthrough(args []string, target sweepTarget) error {
-	for _, a := range args {
-		name, _, _ := strings.Cut(a, "=")
-		if !strings.HasPrefix(name, "--") {
-			continue
+// baseSpec is the run every point starts from: the fixed flags after --
+// (axes taken out) with the target's.
+func baseSpec(target sweepTarget, base []string) (*runspec.Spec, error) {
+	s, err := runspec.Parse(target.kind, base)
+	if err != nil {
+		return nil, err
+	}
+	if target.url != "" {
+		if s.Changed("base-url") {
+			return nil, fmt.Errorf("--base-url is given twice: by --target %s and after --; keep one", target.name)
 		}
-		flag := strings.TrimPrefix(name, "--")
-		if slices.Contains(sweepOwnedFlags, flag) {
-			return fmt.Errorf("--%s is set by sweep for every point; remove it (results go to --dir)", flag)
-		}
-		if flag == "base-url" && len(target.args) > 0 {
-			return fmt.Errorf("--base-url is given twice: by --target %s and after --; keep one", target.name)
+		if err := s.Set("base-url", target.url); err != nil {
+			return nil, err
 		}
 	}
-	return nil
+	s.Env = readEnv()
+	return s, nil
 }
 
 func runSweep(ctx context.Context, cmd *cobra.Command, f *sweepFlags, args []string, makeRunner runnerFactory) error {
@@ -153,13 +147,14 @@ func runSweep(ctx context.Context, cmd *cobra.Command, f *sweepFlags, args []str
 	if err != nil {
 		return err
 	}
-	if err := checkPassthrough(args, target); err != nil {
-		return err
-	}
 	if f.repeat < 1 {
 		return fmt.Errorf("--repeat %d: need at least 1", f.repeat)
 	}
-	base, axes, err := sweep.ParseArgs(args, append(sweep.ListValuedFlags(), f.literal...))
+	baseArgs, axes, err := sweep.ParseArgs(runspec.CLIArgs(args), append(sweep.ListValuedFlags(), f.literal...))
+	if err != nil {
+		return err
+	}
+	base, err := baseSpec(target, baseArgs)
 	if err != nil {
 		return err
 	}
@@ -176,7 +171,7 @@ func runSweep(ctx context.Context, cmd *cobra.Command, f *sweepFlags, args []str
 		return errors.New("nothing to sweep: give a comma list after --, e.g. -- --num-prompts 1,2,4, or --repeat N, or --sla")
 	}
 	_, runErr := sweep.Run(ctx, sweep.Config{
-		Dir: f.dir, BaseArgs: base, Axes: axes, Repeat: f.repeat, Resume: f.resume,
+		Dir: f.dir, Base: base, Axes: axes, Repeat: f.repeat, Resume: f.resume,
 		Label: f.label, Target: target.name, Run: runner, Progress: progress, StopOnError: f.stopOnError,
 	})
 	if f.table.groupBy == "" && len(axes) > 0 {
@@ -202,7 +197,7 @@ func printSweepTable(f *sweepFlags, out, errw io.Writer) error {
 	return f.table.writeTables(results, out, errw, time.Now())
 }
 
-func runSLASweep(ctx context.Context, f *sweepFlags, target sweepTarget, base []string, axes []sweep.Axis,
+func runSLASweep(ctx context.Context, f *sweepFlags, target sweepTarget, base *runspec.Spec, axes []sweep.Axis,
 	runner sweep.Runner, progress func(sweep.Progress), out, errw io.Writer) error {
 	sla, err := sweep.ParseSLA(f.sla)
 	if err != nil {
@@ -211,145 +206,26 @@ func runSLASweep(ctx context.Context, f *sweepFlags, target sweepTarget, base []
 	if f.repeat != 1 {
 		return errors.New("--repeat does not combine with --sla: each search step is one run")
 	}
-	for _, a := range axes {
-		if a.Flag == f.slaVariable {
-			return fmt.Errorf("--%s is what --sla searches; do not list values for it", a.Flag)
-		}
-	}
-	searchIn := func(dir, label string, args []string) (*sweep.SearchResult, error) {
-		res, _, err := sweep.Search(ctx, sweep.SearchConfig{
-			Dir: dir, BaseArgs: args, Variable: f.slaVariable, SLA: sla,
-			Min: f.slaMin, Max: f.slaMax, Tolerance: f.slaTolerance, MaxRuns: f.slaMaxRuns,
-			Resume: f.resume, Label: label, Target: target.name, Run: runner, Progress: progress,
-		})
-		return res, err
+	cfg := sweep.SearchConfig{
+		Dir: f.dir, Base: base, Variable: f.slaVariable, SLA: sla,
+		Min: f.slaMin, Max: f.slaMax, Tolerance: f.slaTolerance, MaxRuns: f.slaMaxRuns,
+		Resume: f.resume, Label: f.label, Target: target.name, Run: runner, Progress: progress,
 	}
 	if f.table.groupBy == "" {
 		f.table.groupBy = strings.ReplaceAll(f.slaVariable, "-", "_")
 	}
-	if len(axes) == 0 {
-		res, err := searchIn(f.dir, f.label, base)
-		if res != nil {
-			writeSearchSummary(out, res, "")
-			if perr := printSweepTable(f, out, errw); perr != nil {
-				err = errors.Join(err, perr)
-			}
-		}
-		if err == nil && res.Best == nil {
-			err = fmt.Errorf("no %s met the SLA %s", f.slaVariable, sla)
-		}
-		return err
+	if len(axes) > 0 {
+		return sweep.SearchGrid(ctx, cfg, axes, out)
 	}
-	// One search per grid point, as vLLM's serve_sla does per server setup.
-	var failures []error
-	for _, p := range sweep.Grid(base, axes, 1) {
-		label := strings.TrimSpace(f.label + " " + p.Describe())
-		res, err := searchIn(filepath.Join(f.dir, p.Name), label, p.Args)
-		if res != nil {
-			writeSearchSummary(out, res, p.Describe())
-		}
-		if err != nil {
-			failures = append(failures, fmt.Errorf("%s: %w", p.Describe(), err))
+	res, _, err := sweep.Search(ctx, cfg)
+	if res != nil {
+		res.WriteSummary(out, "")
+		if perr := printSweepTable(f, out, errw); perr != nil {
+			err = errors.Join(err, perr)
 		}
 	}
-	return errors.Join(failures...)
-}
-
-// writeSearchSummary prints the boundary, its margins and the run count.
-func writeSearchSummary(w io.Writer, res *sweep.SearchResult, point string) {
-	title := fmt.Sprintf("SLA %s over %s", res.SLA, res.Variable)
-	if point != "" {
-		title += " at " + point
+	if err == nil && res.Best == nil {
+		err = fmt.Errorf("no %s met the SLA %s", f.slaVariable, sla)
 	}
-	fmt.Fprintln(w, title+":")
-	if res.Best == nil {
-		fmt.Fprintf(w, "  no %s met the SLA\n", res.Variable)
-	} else {
-		fmt.Fprintf(w, "  highest %s meeting it: %s (run %s)\n", res.Variable, res.Best.Text, res.Best.Point)
-		for _, m := range res.Best.Margins {
-			fmt.Fprintf(w, "    %-22s %10.2f  (limit %s%s, margin %+.1f%%)\n", m.Term.Key, m.Value, m.Term.Op, formatSLANumber(m.Term.Limit), 100*m.Margin)
-		}
-	}
-	if res.Upper > 0 {
-		fmt.Fprintf(w, "  lowest %s failing it: %s\n", res.Variable, formatSLANumber(res.Upper))
-	}
-	runs := fmt.Sprintf("  runs: %d", res.Runs)
-	if res.StepDownRuns > 0 {
-		runs += fmt.Sprintf(" (a 1 req/s step-down from the inf probe's %.2f req/s needs at least %d)", res.ProbeThroughput, res.StepDownRuns)
-	}
-	fmt.Fprintln(w, runs)
-	fmt.Fprintf(w, "  stopped: %s\n", res.Stopped)
-}
-
-func formatSLANumber(v float64) string {
-	if math.IsInf(v, 1) {
-		return "inf"
-	}
-	return fmt.Sprintf("%g", v)
-}
-
-// inProcessRunner runs each point as `servebench <bench|sim> ARGS
-// --save-result ...` in this process, with the point's stdout and stderr
-// (the result block, warnings) kept in output.log beside its result,
-// under the command line that produced them. Credentials in the flags
-// (header values, URL passwords, $OPENAI_API_KEY) are masked in the log,
-// which only its owner may read, and in the returned error.
-func inProcessRunner(newRoot func() *cobra.Command, target sweepTarget) sweep.Runner {
-	return func(ctx context.Context, args []string, resultPath string) (map[string]any, error) {
-		dir := filepath.Dir(resultPath)
-		logPath := filepath.Join(dir, "output.log")
-		logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-		if err != nil {
-			return nil, fmt.Errorf("creating the point's log: %w", err)
-		}
-		root := newRoot()
-		full := append([]string{target.subcommand}, cliArgs(normalizeHeaderArgs(redact.MetadataArgs(args)))...)
-		full = append(full, target.args...)
-		full = append(full, "--save-result", "--result-dir", dir, "--result-filename", filepath.Base(resultPath))
-		// Only bench draws a progress bar; sim has no flag to turn one off.
-		if sub, _, err := root.Find([]string{target.subcommand}); err == nil && sub.Flags().Lookup("disable-tqdm") != nil {
-			full = append(full, "--disable-tqdm")
-		}
-		secrets := redact.Secrets(full)
-		if key := os.Getenv("OPENAI_API_KEY"); len(key) >= 4 {
-			secrets = append(secrets, key)
-		}
-		log := redact.NewWriter(logFile, secrets)
-		fmt.Fprintf(log, "$ servebench %s\n", strings.Join(redact.Args(full), " "))
-		root.SetArgs(full)
-		root.SetOut(log)
-		root.SetErr(log)
-		runErr := root.ExecuteContext(ctx)
-		if err := errors.Join(log.Close(), logFile.Close()); err != nil && runErr == nil {
-			runErr = fmt.Errorf("writing %s: %w", logPath, err)
-		}
-		if runErr != nil {
-			return nil, redact.Error(fmt.Errorf("%s: %w (command and output in %s)", target.subcommand, runErr, logPath), secrets)
-		}
-		return nil, nil
-	}
-}
-
-// normalizeHeaderArgs rewrites curl-style --header 'Name: value' into the
-// Name=value form bench parses, so both forms work in a sweep. A value
-// that is neither is passed on for bench to reject (its error is masked).
-func normalizeHeaderArgs(args []string) []string {
-	out := slices.Clone(args)
-	for i, a := range out {
-		switch {
-		case a == "--header" && i+1 < len(out):
-			out[i+1] = headerAsKeyValue(out[i+1])
-		case strings.HasPrefix(a, "--header="):
-			out[i] = "--header=" + headerAsKeyValue(strings.TrimPrefix(a, "--header="))
-		}
-	}
-	return out
-}
-
-func headerAsKeyValue(h string) string {
-	name, value, err := redact.SplitHeader(h)
-	if err != nil {
-		return h
-	}
-	return name + "=" + value
+	return err
 }

@@ -76,6 +76,13 @@ func TestSweepNeverWritesCredentials(t *testing.T) {
 					t.Errorf("%s shows a secret:\n%s", name, out)
 				}
 			}
+			if tt.wantErr {
+				// The header is refused before the sweep writes anything.
+				if _, err := os.Stat(dir); !os.IsNotExist(err) {
+					t.Errorf("a refused sweep left %s (%v)", dir, err)
+				}
+				return
+			}
 			files, logs := 0, 0
 			err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 				if err != nil || d.IsDir() {

@@ -14,8 +14,10 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/servebench/servebench/sweep"
 	"github.com/spf13/cobra"
+
+	"github.com/servebench/servebench/runspec"
+	"github.com/servebench/servebench/sweep"
 )
 
 // sweepArgValue reads --name=value or --name value from args (last wins).
@@ -42,7 +44,8 @@ type fakeBench struct {
 
 func (b *fakeBench) factory(target sweepTarget) sweep.Runner {
 	b.targets = append(b.targets, target)
-	return func(ctx context.Context, args []string, path string) (map[string]any, error) {
+	return func(ctx context.Context, spec *runspec.Spec, path string) (map[string]any, error) {
+		args := spec.Args()
 		b.runs.Add(1)
 		if b.fail != nil {
 			if err := b.fail(args); err != nil {
@@ -109,7 +112,7 @@ func TestSweepGridPrintsMarkdownTableAndProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.runs.Load() != 3 || len(b.targets) != 1 || b.targets[0].subcommand != "bench" || len(b.targets[0].args) != 0 {
+	if b.runs.Load() != 3 || len(b.targets) != 1 || b.targets[0].kind != runspec.Bench || b.targets[0].url != "" {
 		t.Fatalf("%d runs, targets %+v", b.runs.Load(), b.targets)
 	}
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
@@ -183,7 +186,7 @@ func TestSweepSLASearch(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
-	if b.targets[0].subcommand != "sim" {
+	if b.targets[0].kind != runspec.Sim {
 		t.Errorf("target %+v", b.targets[0])
 	}
 	if !strings.Contains(stderr, "[1/~5] request-rate=inf: running") {
@@ -265,17 +268,17 @@ func TestSweepCommandRejectsBadInput(t *testing.T) {
 func TestParseSweepTarget(t *testing.T) {
 	tests := []struct {
 		in   string
-		sub  string
-		args string
+		kind runspec.Kind
+		url  string
 	}{
-		{"embedded", "bench", ""},
-		{"sim", "sim", ""},
-		{"http://127.0.0.1:8000", "bench", "--base-url http://127.0.0.1:8000"},
-		{"https://example.test/v1", "bench", "--base-url https://example.test/v1"},
+		{"embedded", runspec.Bench, ""},
+		{"sim", runspec.Sim, ""},
+		{"http://127.0.0.1:8000", runspec.Bench, "http://127.0.0.1:8000"},
+		{"https://example.test/v1", runspec.Bench, "https://example.test/v1"},
 	}
 	for _, tt := range tests {
 		got, err := parseSweepTarget(tt.in)
-		if err != nil || got.subcommand != tt.sub || strings.Join(got.args, " ") != tt.args {
+		if err != nil || got.kind != tt.kind || got.url != tt.url {
 			t.Errorf("parseSweepTarget(%q) = %+v, %v", tt.in, got, err)
 		}
 	}
@@ -283,73 +286,5 @@ func TestParseSweepTarget(t *testing.T) {
 		if _, err := parseSweepTarget(bad); err == nil {
 			t.Errorf("parseSweepTarget(%q) accepted", bad)
 		}
-	}
-}
-
-// TestInProcessRunnerDrivesTheSubcommand checks the real wiring against a
-// stand-in command tree: the flags sweep appends, where output goes, and
-// how a failing run is reported.
-func TestInProcessRunnerDrivesTheSubcommand(t *testing.T) {
-	var got []string
-	newRoot := func() *cobra.Command {
-		root := &cobra.Command{Use: "servebench", SilenceUsage: true, SilenceErrors: true}
-		var resultDir, resultFile, model string
-		var save, noTqdm bool
-		sim := &cobra.Command{
-			Use: "sim",
-			RunE: func(cmd *cobra.Command, args []string) error {
-				got = append([]string{model}, args...)
-				fmt.Fprintln(cmd.OutOrStdout(), "============ Serving Benchmark Result ============")
-				if model == "broken" {
-					return errors.New("unknown model broken")
-				}
-				if !save || !noTqdm {
-					return errors.New("sweep must pass --save-result and --disable-tqdm")
-				}
-				return os.WriteFile(filepath.Join(resultDir, resultFile), []byte(`{"completed": 1}`), 0o644)
-			},
-		}
-		sim.Flags().StringVar(&resultDir, "result-dir", "", "")
-		sim.Flags().StringVar(&resultFile, "result-filename", "", "")
-		sim.Flags().StringVar(&model, "model", "", "")
-		sim.Flags().BoolVar(&save, "save-result", false, "")
-		sim.Flags().BoolVar(&noTqdm, "disable-tqdm", false, "")
-		root.AddCommand(sim)
-		return root
-	}
-	dir := t.TempDir()
-	runner := inProcessRunner(newRoot, sweepTarget{subcommand: "sim", name: "sim"})
-	path := filepath.Join(dir, "result.json")
-	if _, err := runner(t.Context(), []string{"--model=tiny"}, path); err != nil {
-		t.Fatal(err)
-	}
-	if data, err := os.ReadFile(path); err != nil || string(data) != `{"completed": 1}` {
-		t.Fatalf("result %q, %v", data, err)
-	}
-	if len(got) != 1 || got[0] != "tiny" {
-		t.Errorf("subcommand saw %q", got)
-	}
-	log, err := os.ReadFile(filepath.Join(dir, "output.log"))
-	if err != nil || !strings.Contains(string(log), "Serving Benchmark Result") ||
-		!strings.HasPrefix(string(log), "$ servebench sim --model=tiny --save-result --result-dir "+dir+" --result-filename result.json --disable-tqdm\n") {
-		t.Errorf("output.log = %q, %v", log, err)
-	}
-	withoutTqdm := inProcessRunner(func() *cobra.Command {
-		root := newRoot()
-		sim, _, _ := root.Find([]string{"sim"})
-		sim.ResetFlags()
-		sim.Flags().StringVar(new(string), "result-dir", "", "")
-		sim.Flags().StringVar(new(string), "result-filename", "", "")
-		sim.Flags().StringVar(new(string), "model", "", "")
-		sim.Flags().Bool("save-result", false, "")
-		sim.RunE = func(*cobra.Command, []string) error { return nil }
-		return root
-	}, sweepTarget{subcommand: "sim", name: "sim"})
-	if _, err := withoutTqdm(t.Context(), []string{"--model=tiny"}, path); err != nil {
-		t.Errorf("--disable-tqdm passed to a subcommand without it: %v", err)
-	}
-	_, err = runner(t.Context(), []string{"--model", "broken"}, path)
-	if err == nil || !strings.Contains(err.Error(), "unknown model broken") || !strings.Contains(err.Error(), "output.log") {
-		t.Errorf("failing run: %v", err)
 	}
 }

@@ -18,12 +18,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
+
+	"github.com/servebench/servebench/runspec"
 )
 
-// Environment the bench shards read (cmd/servebench/shardflags.go):
-// the Job sets JOB_COMPLETION_INDEX, the pod spec the count.
+// Environment the bench shards read (runspec.Env): the Job sets
+// JOB_COMPLETION_INDEX, the pod spec the count.
 const (
-	EnvShardCount = "SERVEBENCH_SHARDS"
+	EnvShardCount = runspec.EnvShardCount
 	// GPUResource is the extended resource of NVIDIA's device plugin.
 	GPUResource corev1.ResourceName = "nvidia.com/gpu"
 )
@@ -31,6 +33,7 @@ const (
 const (
 	flagsMount   = "/etc/servebench"
 	flagsKey     = "flags"
+	specKey      = "spec.yaml"
 	recordsMount = "/records"
 )
 
@@ -68,9 +71,10 @@ func (c Common) meta(suffix, component string) metav1.ObjectMeta {
 type Bench struct {
 	Common
 	Shards int
-	// Flags are bench's flags for every shard (workload, target, seed);
-	// the shard, --start-at and --result-dir are set here.
-	Flags   []string
+	// Spec is the bench run every shard runs its part of (workload,
+	// target, seed), handed to the pods as YAML in a ConfigMap; the shard,
+	// --start-at and --result-dir are set here.
+	Spec    *runspec.Spec
 	StartAt time.Time
 	// Claim is an existing ReadWriteMany PersistentVolumeClaim; empty
 	// creates one of StorageSize in StorageClass.
@@ -105,12 +109,19 @@ func (b Bench) Objects() ([]runtime.Object, error) {
 	if b.StartAt.IsZero() {
 		return nil, errors.New("--start-at: every shard needs one shared start instant")
 	}
-	for _, f := range b.Flags {
-		for _, own := range []string{"--shard", "--shards", "--local", "--start-at", "--result-dir", "--records"} {
-			if f == own || strings.HasPrefix(f, own+"=") {
-				return nil, fmt.Errorf("bench flag %s: the manifests set it for every shard; drop it", own)
-			}
+	if b.Spec == nil || b.Spec.Kind != runspec.Bench {
+		return nil, errors.New("k8s: a sharded benchmark needs a bench run spec")
+	}
+	for _, own := range []string{"shard", "shards", "local", "start-at", "result-dir", "records"} {
+		if b.Spec.Changed(own) {
+			return nil, fmt.Errorf("bench flag --%s: the manifests set it for every shard; drop it", own)
 		}
+	}
+	if !b.Spec.Target.Explicit(b.Spec.Changed) {
+		return nil, errors.New("bench flags: give the server with --base-url (or --host and --port) after --; without one each pod would benchmark its own emulated server")
+	}
+	if err := b.Spec.Validate(); err != nil {
+		return nil, fmt.Errorf("bench flags: %w", err)
 	}
 	n := int32(b.Shards)
 	runDir := recordsMount + "/" + b.Name
@@ -135,11 +146,15 @@ func (b Bench) Objects() ([]runtime.Object, error) {
 		objs = append(objs, pvc)
 		claim = pvc.Name
 	}
+	spec, err := b.Spec.YAML(true)
+	if err != nil {
+		return nil, err
+	}
 	cm := &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: b.meta("-flags", "flags"),
 		Data: map[string]string{
-			flagsKey:   ShellJoin(b.Flags) + "\n",
+			specKey:    string(spec),
 			"start-at": b.StartAt.UTC().Format(time.RFC3339Nano),
 			"shards":   strconv.Itoa(b.Shards),
 		},
@@ -170,9 +185,10 @@ func (b Bench) Objects() ([]runtime.Object, error) {
 					Volumes:       volumes,
 					Containers: []corev1.Container{{
 						Name: "shard", Image: b.Image, Command: []string{"/bin/sh", "-c"},
-						// eval re-reads the ConfigMap's shell-quoted flags as words.
-						Args: []string{fmt.Sprintf(`eval "set -- $(cat %s/%s)" && mkdir -p %s && exec servebench bench --start-at "$(cat %s/start-at)" --result-dir %s --disable-tqdm "$@"`,
-							flagsMount, flagsKey, runDir, flagsMount, runDir)},
+						// Every shard runs the one spec; the shard comes from
+						// the environment.
+						Args: []string{fmt.Sprintf(`mkdir -p %s && exec servebench bench --spec %s/%s --start-at "$(cat %s/start-at)" --result-dir %s --disable-tqdm`,
+							runDir, flagsMount, specKey, flagsMount, runDir)},
 						Env:          []corev1.EnvVar{{Name: EnvShardCount, Value: strconv.Itoa(b.Shards)}},
 						VolumeMounts: mounts,
 						Resources:    resources,

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"sigs.k8s.io/yaml"
+
+	"github.com/servebench/servebench/runspec"
 )
 
 // decodeStrict decodes a multi-document stream with the API machinery in
@@ -111,7 +114,7 @@ func TestBenchManifests(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b := Bench{Common: Common{Name: "run1", Namespace: "perf", Image: "example/servebench:1"}, Shards: tt.shards,
-				Flags: []string{"--base-url", "http://vllm:8000", "--request-rate", "2000", "--custom-header", "X-Run: it's 1"}, StartAt: start,
+				Spec: benchSpec(t, "--base-url", "http://vllm:8000", "--request-rate", "2000", "--header", "X-Run: it's 1"), StartAt: start,
 				Claim: tt.claim, StorageSize: "2Gi", MergeDeadline: time.Hour, CPU: "2", Memory: "1Gi"}
 			objs, err := b.Objects()
 			if err != nil {
@@ -146,11 +149,10 @@ func TestBenchManifests(t *testing.T) {
 			if cm == nil || cm.Data["start-at"] != "2026-11-23T14:00:00Z" || cm.Data["shards"] != itoa(tt.shards) {
 				t.Fatalf("ConfigMap %+v", cm)
 			}
-			// The shell must give the flags back word for word.
-			cmd := exec.Command("/bin/sh", "-c", `eval "set -- $FLAGS"; printf '%s\n' "$@"`)
-			cmd.Env = []string{"FLAGS=" + cm.Data["flags"]}
-			if out, err := cmd.Output(); err != nil || strings.Join(b.Flags, "\n")+"\n" != string(out) {
-				t.Errorf("flags through the shell: %q (%v), want %q", out, err, b.Flags)
+			// The pods read back the very spec, quote and all.
+			back, err := runspec.ParseYAML([]byte(cm.Data["spec.yaml"]))
+			if err != nil || !slices.Equal(back.Args(), b.Spec.Args()) {
+				t.Errorf("spec.yaml reads back as %q (%v), want %q:\n%s", back.Args(), err, b.Spec.Args(), cm.Data["spec.yaml"])
 			}
 
 			shards := jobs["run1-shards"]
@@ -169,7 +171,7 @@ func TestBenchManifests(t *testing.T) {
 				t.Errorf("shard env %+v: want %s=%d", c.Env, EnvShardCount, tt.shards)
 			}
 			script := strings.Join(c.Args, " ")
-			for _, want := range []string{"servebench bench", "--start-at", "--result-dir /records/run1", `"$@"`} {
+			for _, want := range []string{"servebench bench --spec /etc/servebench/spec.yaml", "--start-at", "--result-dir /records/run1"} {
 				if !strings.Contains(script, want) {
 					t.Errorf("shard command %q lacks %q", script, want)
 				}
@@ -254,22 +256,29 @@ func TestTuneManifests(t *testing.T) {
 func TestManifestErrors(t *testing.T) {
 	common := Common{Name: "ok", Image: "img"}
 	start := time.Unix(0, 0)
+	target := benchSpec(t, "--base-url", "http://vllm:8000")
 	tests := []struct {
 		name string
 		objs func() ([]runtime.Object, error)
 		want string
 	}{
 		{"bad name", func() ([]runtime.Object, error) {
-			return Bench{Common: Common{Name: "Bad_Name", Image: "img"}, Shards: 2, StartAt: start, StorageSize: "1Gi", MergeDeadline: time.Hour}.Objects()
+			return Bench{Common: Common{Name: "Bad_Name", Image: "img"}, Shards: 2, StartAt: start, StorageSize: "1Gi", MergeDeadline: time.Hour, Spec: target}.Objects()
 		}, "--name"},
 		{"zero shards", func() ([]runtime.Object, error) {
-			return Bench{Common: common, StartAt: start, StorageSize: "1Gi", MergeDeadline: time.Hour}.Objects()
+			return Bench{Common: common, StartAt: start, StorageSize: "1Gi", MergeDeadline: time.Hour, Spec: target}.Objects()
 		}, "--shards 0"},
 		{"shard flag given", func() ([]runtime.Object, error) {
-			return Bench{Common: common, Shards: 2, StartAt: start, StorageSize: "1Gi", MergeDeadline: time.Hour, Flags: []string{"--shard=1/2"}}.Objects()
+			return Bench{Common: common, Shards: 2, StartAt: start, StorageSize: "1Gi", MergeDeadline: time.Hour, Spec: benchSpec(t, "--base-url", "http://h:1", "--shard=1/2")}.Objects()
 		}, "--shard"},
+		{"no target", func() ([]runtime.Object, error) {
+			return Bench{Common: common, Shards: 2, StartAt: start, StorageSize: "1Gi", MergeDeadline: time.Hour, Spec: benchSpec(t, "--num-prompts", "10")}.Objects()
+		}, "give the server with --base-url"},
+		{"bad bench value", func() ([]runtime.Object, error) {
+			return Bench{Common: common, Shards: 2, StartAt: start, StorageSize: "1Gi", MergeDeadline: time.Hour, Spec: benchSpec(t, "--base-url", "http://h:1", "--random-range-ratio", "2")}.Objects()
+		}, "range_ratio"},
 		{"bad size", func() ([]runtime.Object, error) {
-			return Bench{Common: common, Shards: 2, StartAt: start, StorageSize: "lots", MergeDeadline: time.Hour}.Objects()
+			return Bench{Common: common, Shards: 2, StartAt: start, StorageSize: "lots", MergeDeadline: time.Hour, Spec: target}.Objects()
 		}, "--storage-size"},
 		{"sqlite storage", func() ([]runtime.Object, error) {
 			return Tune{Common: common, Workers: 2, ConcurrentTrials: 1, Storage: "study.db", StartupTimeout: time.Minute}.Objects()
@@ -289,3 +298,13 @@ func TestManifestErrors(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// benchSpec is a bench run spec of args.
+func benchSpec(t *testing.T, args ...string) *runspec.Spec {
+	t.Helper()
+	s, err := runspec.Parse(runspec.Bench, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}

@@ -8,41 +8,6 @@ import (
 	"testing"
 )
 
-func TestArgsMasksCredentials(t *testing.T) {
-	tests := []struct {
-		name string
-		in   []string
-		want []string
-	}{
-		{"equals form", []string{"--header", "Authorization=Bearer sk-123456"}, []string{"--header", "Authorization=" + Mask}},
-		{"colon form", []string{"--header", "Authorization: Bearer sk-123456"}, []string{"--header", "Authorization: " + Mask}},
-		{"inline flag", []string{"--header=X-Api-Key: abcdef"}, []string{"--header=X-Api-Key: " + Mask}},
-		{"cookie and token", []string{"--header", "Cookie=session=1", "--header", "X-Auth-Token=zzzz"}, []string{"--header", "Cookie=" + Mask, "--header", "X-Auth-Token=" + Mask}},
-		{"harmless header kept", []string{"--header", "X-Request-Source=ci"}, []string{"--header", "X-Request-Source=ci"}},
-		{"unparsable header masked whole", []string{"--header", "Bearer sk-123456"}, []string{"--header", Mask}},
-		{"credential metadata", []string{"--metadata", "api_key=abcd", "--metadata", "gpu=h100"}, []string{"--metadata", "api_key=" + Mask, "--metadata", "gpu=h100"}},
-		{"URL password", []string{"--base-url", "http://user:hunter22@127.0.0.1:8000"}, []string{"--base-url", "http://user:xxxxx@127.0.0.1:8000"}},
-		{"other flags untouched", []string{"--num-prompts", "10", "--model", "m"}, []string{"--num-prompts", "10", "--model", "m"}},
-		{"dangling flag", []string{"--header"}, []string{"--header"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := Args(tt.in)
-			if strings.Join(got, "\x00") != strings.Join(tt.want, "\x00") {
-				t.Errorf("Args(%q) = %q, want %q", tt.in, got, tt.want)
-			}
-		})
-	}
-}
-
-func TestMetadataArgsKeepsHeaders(t *testing.T) {
-	in := []string{"--header", "Authorization=Bearer abcd", "--metadata=token=abcd", "--metadata", "gpu=h100"}
-	want := []string{"--header", "Authorization=Bearer abcd", "--metadata=token=" + Mask, "--metadata", "gpu=h100"}
-	if got := MetadataArgs(in); strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Errorf("MetadataArgs = %q, want %q", got, want)
-	}
-}
-
 func TestSplitHeaderAcceptsBothFormsAndHidesTheValue(t *testing.T) {
 	tests := []struct{ in, name, value string }{
 		{"Authorization: Bearer X=1", "Authorization", "Bearer X=1"},
@@ -64,8 +29,7 @@ func TestSplitHeaderAcceptsBothFormsAndHidesTheValue(t *testing.T) {
 }
 
 func TestSecretsScrubTextErrorsAndStreams(t *testing.T) {
-	args := []string{"--header", "Authorization: Bearer sk-PLANTED", "--header=X-Api-Key=key-PLANTED2", "--base-url", "http://u:pw-PLANTED3@h"}
-	secrets := Secrets(args)
+	secrets := []string{"Bearer sk-PLANTED", "key-PLANTED2", "sk-PLANTED", "pw-PLANTED3"}
 	text := "sent Bearer sk-PLANTED; token sk-PLANTED alone; key-PLANTED2; pw-PLANTED3"
 	if got := Text(text, secrets); strings.Contains(got, "PLANTED") {
 		t.Errorf("Text left a secret: %q (secrets %q)", got, secrets)
@@ -99,21 +63,3 @@ func (w wrapped) Error() string { return w.msg }
 func (w wrapped) Unwrap() error { return w.err }
 
 func fmtErr(msg string, err error) error { return wrapped{msg, err} }
-
-func FuzzArgsNeverLeaksAHeaderValue(f *testing.F) {
-	f.Add("Authorization", "Bearer abcdefgh", true)
-	f.Add("X-Api-Key", "k:=v", false)
-	f.Fuzz(func(t *testing.T, name, value string, colon bool) {
-		sep := "="
-		if colon {
-			sep = ": "
-		}
-		header := name + sep + value
-		got := strings.Join(Args([]string{"--header", header}), " ")
-		gotName, gotValue, err := SplitHeader(header)
-		leaks := err == nil && IsCredentialName(gotName) || err != nil
-		if leaks && len(gotValue) >= minSecretLen && strings.Contains(got, gotValue) && !strings.Contains(Mask, gotValue) && !strings.Contains(gotName, gotValue) {
-			t.Errorf("Args kept the value %q of %q: %q", gotValue, header, got)
-		}
-	})
-}

@@ -187,8 +187,10 @@ class _MsgspecStruct:
             post()
 
 
-def load_vllm(src, v1=False):
-    """Makes vllm importable from src with only the scheduler path real."""
+def load_vllm(src, v1=False, real=()):
+    """Makes vllm importable from src with only the scheduler path real;
+    real names stubbed packages (or their subpackages) that a caller needs
+    to run for real (tools/vllm-hosttime: the output path and sampler)."""
     src = os.path.abspath(src)
     sys.path.insert(0, src)
     root = os.path.join(src, "vllm")
@@ -215,6 +217,17 @@ def load_vllm(src, v1=False):
         # needed: the V1 scheduler reads plain fields from its configs, so
         # run_v1 passes namespaces holding exactly those.
         stubs.append("vllm.config")
+    for r in real:
+        # A stubbed package above a real one becomes a plain package whose
+        # __init__ does not run (vllm/engine/__init__.py imports the engine).
+        parts = r.split(".")
+        for i in range(2, len(parts)):
+            parent = ".".join(parts[:i])
+            if parent in stubs and parent not in sys.modules:
+                _package(parent, os.path.join(src, *parts[:i]))
+    stubs = [s for s in stubs if not any(
+        s == r or s.startswith(r + ".") or r.startswith(s + ".")
+        for r in real)]
     finder = _StubFinder(stubs)
     sys.meta_path.insert(0, finder)
     sys.meta_path.append(_MissingThirdPartyFinder())

@@ -1,5 +1,0 @@
-//go:build !linux
-
-package bench
-
-func readClockSync() ClockSync { return ClockSync{Source: "unknown"} }

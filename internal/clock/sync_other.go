@@ -1,0 +1,5 @@
+//go:build !linux
+
+package clock
+
+func readSync() Sync { return Sync{Source: "unknown"} }

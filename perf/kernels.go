@@ -1,0 +1,497 @@
+package perf
+
+import (
+	"fmt"
+	"math"
+)
+
+// The table-driven step model: GEMMs, attention and collectives timed from
+// measured kernel tables (kerneltables.go), looked up once per deployment
+// into one-dimensional curves that a step reads with one interpolation
+// each. doc.go ("Kernel tables") explains every rule.
+
+// KernelSource says where a deployment's kernel times come from.
+type KernelSource struct {
+	// Mode is "measured" (the GPU's own tables), "derived" (another GPU's
+	// tables of the same architecture, scaled) or "roofline" (no table).
+	Mode string
+	// GEMM and Attention name the GPUs whose tables are used.
+	GEMM, Attention string
+	// Reason says why the roofline stands in ("no table").
+	Reason string
+}
+
+// String is what sim's engine section prints: "measured: H100-SXM",
+// "derived from A40 (attention: A100-80GB)", "roofline: no table".
+func (s KernelSource) String() string {
+	switch s.Mode {
+	case "measured":
+		return "measured: " + s.GEMM
+	case "derived":
+		if s.Attention != "" && s.Attention != s.GEMM {
+			return fmt.Sprintf("derived from %s (attention: %s)", s.GEMM, s.Attention)
+		}
+		return "derived from " + s.GEMM
+	}
+	return "roofline: " + s.Reason
+}
+
+// kernelOrigin maps a catalog GPU to the measured GPUs its GEMM and
+// attention tables come from: itself, or the nearest measured part of its
+// architecture (doc.go cites why each pair is the same silicon family).
+var kernelOrigin = map[string]struct{ gemm, attention string }{
+	"H100-SXM":  {"H100-SXM", "H100-SXM"},
+	"H200":      {"H200", "H200"},
+	"A100-80GB": {"A100-80GB", "A100-80GB"},
+	"L40S":      {"L40S", "L40S"},
+	"B200":      {"B200", "B200"},
+	"A40":       {"A40", "A100-80GB"},
+	"A10":       {"A40", "A100-80GB"},
+	"A10G":      {"A40", "A100-80GB"},
+	"L4":        {"L40S", "L40S"},
+	"L40":       {"L40S", "L40S"},
+	"RTX-4090":  {"L40S", "L40S"},
+	"H20":       {"H100-SXM", "H100-SXM"},
+	"H100-PCIe": {"H100-SXM", "H100-SXM"},
+	"A100-40GB": {"A100-80GB", "A100-80GB"},
+}
+
+// measuredSpecs are data-sheet rates of measured GPUs that the catalog
+// may not carry, for scaling their tables to a derived GPU: A40 (NVIDIA
+// A40 data sheet: 84 SMs at 1740 MHz boost, 149.7 TF dense BF16 tensor,
+// 696 GB/s GDDR6).
+var measuredSpecs = map[string]GPU{
+	"A40": {Name: "A40", BF16FLOPS: 149.7 * tf, MemoryBandwidth: 696 * gb},
+}
+
+func measuredGPU(name string) (GPU, bool) {
+	if g, ok := measuredSpecs[name]; ok {
+		return g, true
+	}
+	g, err := LookupGPU(name)
+	return g, err == nil
+}
+
+// deriveScale turns a time measured on src into one on dst for a kernel
+// whose roofline on src is flops at peak and bytes at bandwidth: the
+// compute share scales with the peaks (SM count × clock × rate per SM, the
+// data sheets' dense figures), the memory share with the bandwidths.
+func deriveScale(src, dst GPU, fp8 bool, flops, bytes float64) float64 {
+	if src.Name == dst.Name {
+		return 1
+	}
+	ps, pd := src.BF16FLOPS, dst.BF16FLOPS
+	if fp8 && src.FP8FLOPS > 0 && dst.FP8FLOPS > 0 {
+		ps, pd = src.FP8FLOPS, dst.FP8FLOPS
+	}
+	c, m := flops/ps, bytes/src.MemoryBandwidth
+	if c+m == 0 {
+		return 1
+	}
+	f := c / (c + m)
+	return f*ps/pd + (1-f)*src.MemoryBandwidth/dst.MemoryBandwidth
+}
+
+// calibrated is the factor a calibration's EfficiencyScale puts on a
+// measured kernel time: its roofline compute share (on g) over the compute
+// scale, its memory share over the bandwidth scale.
+func calibrated(g GPU, fp8 bool, flops, bytes float64) float64 {
+	sc, sb := g.Scale.compute(), g.Scale.bandwidth()
+	if sc == 1 && sb == 1 {
+		return 1
+	}
+	peak := g.BF16FLOPS
+	if fp8 && g.FP8FLOPS > 0 {
+		peak = g.FP8FLOPS
+	}
+	c, m := flops/peak, bytes/g.MemoryBandwidth
+	if c+m == 0 {
+		return 1
+	}
+	f := c / (c + m)
+	return f/sc + (1-f)/sb
+}
+
+// curve is a time as a function of one coordinate, on a log grid:
+// interpolated linearly in log–log, held below the first point and
+// proportional past the last (more tokens or bytes, more time).
+type curve struct {
+	xs, logs []float64 // log coordinates and log times
+	// dense holds at(i) for whole i below its length, so that a step's
+	// token and row counts cost an index, not a log and an exp.
+	dense    []float64
+	last     float64 // exp(last log coordinate)
+	lastTime float64
+}
+
+func newCurve(xs []float64, f func(x float64) float64) *curve {
+	c := &curve{}
+	for _, x := range xs {
+		c.xs = append(c.xs, math.Log(x))
+		c.logs = append(c.logs, math.Log(f(x)))
+	}
+	c.last, c.lastTime = xs[len(xs)-1], math.Exp(c.logs[len(c.logs)-1])
+	return c
+}
+
+// densify tabulates the curve at every whole coordinate up to n (at most
+// 1<<16 of them).
+func (c *curve) densify(n int) *curve {
+	n = min(max(n, 0), 1<<16)
+	d := make([]float64, n+1)
+	for i := range d {
+		d[i] = c.at(float64(i))
+	}
+	c.dense = d
+	return c
+}
+
+// at is the time at x (seconds); x ≤ 0 costs nothing.
+func (c *curve) at(x float64) float64 {
+	if i := int(x); float64(i) == x && i >= 0 && i < len(c.dense) {
+		return c.dense[i]
+	}
+	if !(x > 0) {
+		return 0
+	}
+	if x >= c.last {
+		return c.lastTime * x / c.last
+	}
+	lx := math.Log(x)
+	if lx <= c.xs[0] {
+		return math.Exp(c.logs[0])
+	}
+	i := 1
+	for lx > c.xs[i] {
+		i++
+	}
+	w := (lx - c.xs[i-1]) / (c.xs[i] - c.xs[i-1])
+	return math.Exp(c.logs[i-1] + w*(c.logs[i]-c.logs[i-1]))
+}
+
+// stepKernels is a deployment's table-driven model of one pipeline
+// stage's GPU work per step.
+type stepKernels struct {
+	source KernelSource
+
+	layers float64 // layers in the busiest stage
+	// linear is every GEMM of the stage's layers but the routed experts,
+	// by tokens in the step; head is the lm_head by sampled rows.
+	linear, head *curve
+	// expert is one routed expert's up and down GEMMs by its tokens, in
+	// every MoE layer of the stage; experts and perToken as in Roofline.
+	expert             *curve
+	experts, perToken  float64
+	expertParallelDivs float64 // ranks sharing the touched experts (EP), else 1
+	// prefill is one layer's prefill attention by (equivalent prompt
+	// length, prompts); decode one layer's decode attention by (mean
+	// context, decodes). Both at the deployment's heads per GPU.
+	prefill, decode *kernelTable
+	maxISL          float64 // the prefill table's longest prompt
+	// perToken memory traffic outside GEMMs and attention kernels:
+	// norms, activations, residual adds and the new tokens' KV writes.
+	elementwise float64
+}
+
+// kernelPlan finds the tables for a deployment; nil (and the reason) when
+// the roofline must stand in.
+func kernelPlan(d Deployment, r *Roofline) (*stepKernels, KernelSource) {
+	g, m := d.GPU, d.Model
+	if d.NoKernelTables {
+		return nil, KernelSource{Mode: "roofline", Reason: "kernel tables off"}
+	}
+	origin, ok := kernelOrigin[g.Name]
+	if !ok || !isCatalogGPU(g) {
+		return nil, KernelSource{Mode: "roofline", Reason: "no table"}
+	}
+	cat := kernelTables()
+	gemmSrc, ok1 := measuredGPU(origin.gemm)
+	attnSrc, ok2 := measuredGPU(origin.attention)
+	prefillT := cat.find("attention-prefill", origin.attention, "")
+	decodeT := cat.find("attention-decode", origin.attention, "")
+	if !ok1 || !ok2 || prefillT == nil || decodeT == nil {
+		return nil, KernelSource{Mode: "roofline", Reason: "no table"}
+	}
+	kernel := d.Kernels.Kernel(m, g)
+	gemm := newGEMMTimer(cat, gemmSrc, g, kernel, m)
+	if gemm == nil {
+		return nil, KernelSource{Mode: "roofline", Reason: "no table"}
+	}
+	src := KernelSource{Mode: "measured", GEMM: origin.gemm, Attention: origin.attention}
+	if origin.gemm != g.Name || origin.attention != g.Name {
+		src.Mode = "derived"
+	}
+
+	t := float64(d.TensorParallel)
+	hidden := float64(m.Hidden)
+	k := &stepKernels{source: src, layers: float64(d.stageLayers()), expertParallelDivs: 1}
+	k.elementwise = (r.actTokenMemory + r.kvTokenMemory)
+	layers := k.layers
+	moeLayers := float64(m.moeLayers()) * d.stageFraction()
+	denseLayers := layers - moeLayers
+	attnGEMMs := m.attentionGEMMs(d.TensorParallel)
+	dense := []gemmShape{{2 * float64(m.Intermediate) / t, hidden}, {hidden, float64(m.Intermediate) / t}}
+	var moeFixed []gemmShape
+	if m.IsMoE() {
+		moeFixed = append(moeFixed, gemmShape{float64(m.MoE.Experts), hidden})
+		if s := float64(m.MoE.SharedIntermediate); s > 0 {
+			moeFixed = append(moeFixed, gemmShape{2 * s / t, hidden}, gemmShape{hidden, s / t})
+		}
+	}
+	k.linear = newCurve(kernelGridM, func(tokens float64) float64 {
+		sum := 0.0
+		for _, s := range attnGEMMs {
+			sum += layers * gemm.at(tokens, s.n, s.k)
+		}
+		for _, s := range dense {
+			sum += denseLayers * gemm.at(tokens, s.n, s.k)
+		}
+		for _, s := range moeFixed {
+			sum += moeLayers * gemm.at(tokens, s.n, s.k)
+		}
+		return sum
+	})
+	k.linear.densify(d.MaxNumBatchedTokens + d.MaxNumSeqs)
+	vocab := float64(m.Vocab) / t
+	k.head = newCurve(kernelGridM, func(rows float64) float64 { return gemm.at(rows, vocab, hidden) }).densify(d.MaxNumSeqs)
+	if m.IsMoE() {
+		k.experts, k.perToken = float64(m.MoE.Experts), float64(m.MoE.ExpertsPerToken)
+		width := float64(m.MoE.ExpertIntermediate) / t
+		if d.ExpertParallel {
+			width, k.expertParallelDivs = float64(m.MoE.ExpertIntermediate), t
+		}
+		k.expert = newCurve(kernelGridM, func(tokens float64) float64 {
+			return moeLayers * (gemm.at(tokens, 2*width, hidden) + gemm.at(tokens, hidden, width))
+		})
+	}
+
+	// Attention at this deployment's heads per GPU, in head-dim-128
+	// units: the prefill table's query heads carry the FLOPs per pair, the
+	// decode table's KV heads the bytes per cached token.
+	headsEq := m.attentionFLOPsPerPair() / t / (4 * 128)
+	kvEq := float64(m.kvElementsPerTokenLayer(d.TensorParallel)) / (2 * 128)
+	prefillScale, decodeScale := 1.0, 1.0
+	if isFP8KVCache(d.KVCacheDType) {
+		prefillScale, decodeScale = prefillT.fp8KVRatio(), decodeT.fp8KVRatio()
+	}
+	k.prefill = prefillT.slice(func(isl, batch float64) float64 {
+		pairs := batch * isl * (isl + 1) / 2
+		flops := 4 * 128 * headsEq * pairs
+		bytes := activationBytes * 4 * 128 * headsEq * batch * isl
+		return prefillT.at(isl, batch, headsEq) * prefillScale * deriveScale(attnSrc, g, false, flops, bytes) * calibrated(g, false, flops, bytes)
+	})
+	k.maxISL = prefillT.axes[0].values[len(prefillT.axes[0].values)-1]
+	k.decode = decodeT.slice(func(ctx, batch float64) float64 {
+		bytes := activationBytes * 2 * 128 * kvEq * batch * ctx
+		flops := 4 * 128 * 4 * kvEq * batch * ctx
+		return decodeT.at(ctx, batch, kvEq) * decodeScale * deriveScale(attnSrc, g, false, flops, bytes) * calibrated(g, false, flops, bytes)
+	})
+	return k, src
+}
+
+// kernelGridM are the token counts the per-deployment curves are built
+// at: the GEMM tables' M axis, where interpolation is exact.
+var kernelGridM = []float64{1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256, 512, 768, 1024, 2048, 4096, 8192}
+
+// gemmShape is a linear layer's output width N and input width K.
+type gemmShape struct{ n, k float64 }
+
+// attentionGEMMs are one layer's attention projections on one of t ranks:
+// QKV and O, or MLA's query, latent and output projections.
+func (m Model) attentionGEMMs(t int) []gemmShape {
+	tf := float64(t)
+	d := float64(m.Hidden)
+	h := float64(m.Heads) / tf
+	if m.IsMLA() {
+		a := m.MLA
+		qk := float64(a.QKNopeHeadDim + a.QKRopeHeadDim)
+		var out []gemmShape
+		if a.QLoraRank > 0 {
+			out = append(out, gemmShape{float64(a.QLoraRank), d}, gemmShape{h * qk, float64(a.QLoraRank)})
+		} else {
+			out = append(out, gemmShape{h * qk, d})
+		}
+		return append(out,
+			gemmShape{float64(a.KVLoraRank + a.QKRopeHeadDim), d},
+			gemmShape{h * float64(a.QKNopeHeadDim+a.VHeadDim), float64(a.KVLoraRank)},
+			gemmShape{d, h * float64(a.VHeadDim)})
+	}
+	hd := float64(m.HeadDim)
+	kv := math.Max(float64(m.KVHeads)/tf, 1)
+	return []gemmShape{{(h + 2*kv) * hd, d}, {d, h * hd}}
+}
+
+// gemmTimer times one GEMM on the deployment's GPU from a measured table.
+type gemmTimer struct {
+	table        *kernelTable
+	src, dst     GPU
+	fp8          bool
+	weightFactor float64 // bytes per weight relative to the table's dtype
+	kernel       QuantKernel
+	byNK         bool // the table's axes are (M, N·K)
+}
+
+func newGEMMTimer(cat *kernelCatalog, src, dst GPU, kernel QuantKernel, m Model) *gemmTimer {
+	g := &gemmTimer{src: src, dst: dst, kernel: kernel, weightFactor: 1}
+	if kernel == KernelFP8 {
+		if t := cat.find("gemm", src.Name, "fp8"); t != nil {
+			g.table, g.fp8 = t, true
+		}
+	}
+	if g.table == nil {
+		g.table = cat.find("gemm", src.Name, "bf16")
+		if g.table == nil {
+			g.table = cat.find("gemm-nk", src.Name, "bf16")
+			g.byNK = g.table != nil
+		}
+		if g.table == nil {
+			return nil
+		}
+		// Weight-only kernels (W4A16, W8A16) read fewer bytes than the
+		// bf16 GEMM the table measured.
+		g.weightFactor = m.linearBytesPerParam() / activationBytes
+		if kernel == KernelDense {
+			g.weightFactor = 1
+		}
+	}
+	return g
+}
+
+// at is one GEMM of m rows, n outputs and k inputs, in seconds.
+func (g *gemmTimer) at(m, n, k float64) float64 {
+	var t float64
+	if g.byNK {
+		t = g.table.at(m, n*k)
+	} else {
+		t = g.table.at(m, n, k)
+	}
+	flops := 2 * m * n * k
+	bytes := activationBytes * (m*k + m*n + n*k)
+	t *= deriveScale(g.src, g.dst, g.fp8, flops, bytes) * calibrated(g.dst, g.fp8, flops, bytes)
+	if g.weightFactor == 1 {
+		return t
+	}
+	// A weight-only kernel (W4A16, W8A16): the bf16 time's compute share
+	// runs at the kernel's large-M rate relative to cuBLAS, its memory
+	// share reads the narrower weights at the kernel's attained share of
+	// bandwidth. The shares are the roofline's on the deployment's GPU.
+	c := flops / g.dst.BF16FLOPS
+	mem := bytes / g.dst.MemoryBandwidth
+	f := c / (c + mem)
+	weights := activationBytes * n * k
+	narrower := (bytes - weights + weights*g.weightFactor) / bytes
+	eff := tableEfficiency{kernel: g.kernel}
+	return t * (f/kernelPrefillFactor(g.kernel) + (1-f)*narrower/eff.weightStreamFactor(m))
+}
+
+// slice evaluates a three-axis attention table along its first two axes
+// at the deployment's third coordinate, scaled (f gives the time).
+func (t *kernelTable) slice(f func(x0, x1 float64) float64) *kernelTable {
+	s := &kernelTable{file: t.file, kind: t.kind, gpu: t.gpu, header: t.header, axes: t.axes[:2]}
+	for _, a := range t.axes[0].values {
+		for _, b := range t.axes[1].values {
+			s.values = append(s.values, f(a, b))
+		}
+	}
+	s.takeLogs()
+	return s
+}
+
+// fp8KVRatio is the table's measured fp8-KV / bf16-KV time ratio, 1 when
+// it has none.
+func (t *kernelTable) fp8KVRatio() float64 {
+	var r float64
+	if _, err := fmt.Sscanf(t.header["fp8_kv_ratio"], "%g", &r); err != nil || !(r > 0) {
+		return 1
+	}
+	return r
+}
+
+// layerSeconds is the stage's GPU time for a step's layers (without the
+// lm_head), from the tables.
+func (k *stepKernels) layerSeconds(s StepShape, prefill, decode, tokens float64) float64 {
+	t := k.linear.at(tokens)
+	if k.expert != nil {
+		touched := k.experts * (1 - math.Pow(1-k.perToken/k.experts, tokens))
+		perExpert := tokens * k.perToken / touched
+		t += touched / k.expertParallelDivs * k.expert.at(perExpert)
+	}
+	decodeCtx := nonNegative64(s.DecodeContext)
+	if decodeCtx == 0 && prefill == 0 {
+		// A decode-only shape built without DecodeContext: every pair is
+		// a decode's.
+		decodeCtx = nonNegative64(s.AttnPairs)
+	}
+	if prefill > 0 && s.Prefills > 0 {
+		pairs := nonNegative64(s.AttnPairs) - decodeCtx
+		if pairs > 0 {
+			// n prompts of the length whose causal pairs average as many
+			// keys per query, clamped to the table (long contexts run at
+			// its longest prompt's efficiency), scaled to the step's pairs.
+			n := float64(s.Prefills)
+			isl := math.Min(math.Max(2*pairs/prefill, 1), k.maxISL)
+			work := pairs / (n * isl * (isl + 1) / 2)
+			t += k.layers * k.prefill.at2(isl, n) * work
+		}
+	}
+	if decode > 0 {
+		t += k.layers * k.decode.at2(math.Max(decodeCtx/decode, 1), decode)
+	}
+	return t + tokens*k.elementwise
+}
+
+// customAllReduceMaxBytes is the largest message vLLM's custom all-reduce
+// takes (CustomAllreduce's max_size, 8 MiB); larger ones go to NCCL.
+const customAllReduceMaxBytes = 8 << 20
+
+// tableCollectives are a TP group's all-reduce time by tokens and logits
+// all-gather time by sampled rows, from measured tables, for one node: over NVLink the GPU's (or its
+// origin's) NCCL tables and, up to 8 MiB on 2, 4, 6 or 8 ranks, vLLM's
+// custom all-reduce; over PCIe through host memory the L40S node's NCCL
+// tables. nil when the link is neither or a user changed its numbers.
+func tableCollectives(d Deployment) (allReduce, allGather *curve) {
+	if d.Nodes > 1 || d.TensorParallel < 2 || d.NoKernelTables {
+		return nil, nil
+	}
+	cat := kernelTables()
+	var src string
+	custom := false
+	switch d.Link.Name {
+	case "nvlink":
+		origin, ok := kernelOrigin[d.GPU.Name]
+		if !ok || !isCatalogGPU(d.GPU) {
+			return nil, nil
+		}
+		src, custom = origin.gemm, d.TensorParallel%2 == 0 && d.TensorParallel <= 8
+	case "pcie-host":
+		src = "L40S"
+	default:
+		return nil, nil
+	}
+	ar, ag := cat.find("nccl-all_reduce", src, ""), cat.find("nccl-all_gather", src, "")
+	ca := cat.find("custom-allreduce", src, "")
+	if ar == nil || ag == nil || (custom && ca == nil) {
+		return nil, nil
+	}
+	// By tokens (one all-reduce of tokens × hidden 16-bit values) and by
+	// sampled rows (a gather of rows × vocab logits), on the byte grid.
+	ranks := float64(d.TensorParallel)
+	perToken := float64(d.Model.Hidden) * activationBytes
+	perRow := float64(d.Model.Vocab) * activationBytes
+	grid := func(per float64) []float64 {
+		var xs []float64
+		for _, b := range ar.axes[1].values {
+			xs = append(xs, b/per)
+		}
+		return xs
+	}
+	allReduce = newCurve(grid(perToken), func(tokens float64) float64 {
+		if b := tokens * perToken; custom && b <= customAllReduceMaxBytes {
+			return ca.at(ranks, b)
+		} else {
+			return ar.at(ranks, b)
+		}
+	}).densify(d.MaxNumBatchedTokens + d.MaxNumSeqs)
+	allGather = newCurve(grid(perRow), func(rows float64) float64 { return ag.at(ranks, rows*perRow) }).densify(d.MaxNumSeqs)
+	return allReduce, allGather
+}

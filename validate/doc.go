@@ -1,0 +1,68 @@
+// Package validate measures how far sim is from real GPUs: it holds the
+// corpus of published real vLLM runs (validate/corpus, embedded in the
+// binary; corpus/README.md is the schema) and reports sim's error against
+// them, or against a user's own benchmark results. It fits nothing (that
+// is package calibrate): every figure it prints is a prediction made before
+// looking at the run's result.
+//
+// # Simulating a run
+//
+// Each run is simulated as `servebench sim` would simulate it from the
+// command line Result.Command holds (newPlan and plan.simulate mirror
+// cmd/servebench's sim.go, engineflags.go and workloadflags.go; a test in
+// cmd/servebench proves the figures equal byte for byte): the model from
+// models/<org>--<name>/config.json beside the corpus or perf's catalog, the
+// GPU from perf's catalog, the release profile from vllm.Lookup with the
+// run's engine, the server flags through vllm.Resolve (the release's
+// validation and defaults), and the workload as sim's random dataset.
+// Approximations, each listed in the run's notes:
+//
+//   - every dataset is simulated as token-ID prompts of the run's lengths:
+//     ShareGPT at its mean lengths, sonnet with its shared prefix as
+//     random_prefix_len, fixed lengths with range ratio 0;
+//   - a run whose outputs stopped at EOS (ignore_eos false) is simulated at
+//     its published mean output length (total_output_tokens / completed);
+//   - the throughput benchmark is sim --throughput (every request at t=0);
+//     the latency benchmark is a batch of batch_size requests at once, and
+//     its "Avg latency" is compared with the simulated time to the batch's
+//     last token (benchmark_latency times the whole generate call);
+//   - server flags that change nothing sim models (ports, logging, names)
+//     are accepted and listed; any other flag sim does not know makes the
+//     run unsimulable, as do quantization applied on the fly to an
+//     unquantized checkpoint, fp32, data-parallel replicas (gpu_count above
+//     TP × PP), an unknown model or GPU, a release without a profile, and a
+//     setup vLLM would refuse to start (weights or KV cache do not fit).
+//     Such runs are listed with their reason and counted, never dropped.
+//
+// # Errors and groups
+//
+// A figure's error is sim / published − 1. Summaries take one figure per
+// run and family (the headline: throughput prefers output_throughput, then
+// total_token_throughput, then request_throughput; TPOT/ITL mean TPOT, mean
+// ITL, then the medians; TTFT mean then median; E2E mean then median), and
+// report the median and worst absolute error per family × GPU class ×
+// regime × release line (0.5, 0.6, 0.7-0.10, 0.11+), on holdout runs for
+// the headline, fit runs apart. GPU classes fold memory sizes and form
+// factors together (A100-40GB and A100-80GB are A100; A10 and A10G share
+// one class).
+//
+// # Regimes
+//
+// A corpus run declares its regime; a user's run and a sim run get theirs
+// from ClassifyRegime, the rule corpus/README.md's definitions come to when
+// made exact (a test holds every corpus run to it): offline runs by their
+// lengths (at most 8 output tokens: prefill; outputs at least 4× the
+// prompts: decode; else mixed), serving runs saturated when everything is
+// sent at once, when a concurrency cap of 32 or more is kept full, or when
+// a rate-paced run held 32 or more requests in flight on average (rate ×
+// mean request latency) or fell behind its arrivals (duration above 1.1 ×
+// num_prompts / rate plus one mean request latency), else low.
+//
+// # Expected error
+//
+// expected.json beside the corpus holds the holdout errors per family and
+// per GPU class × regime. The CI guard (TestCorpusHoldoutErrorGuard) fails
+// when a family's median rises more than 2 points above it; sim prints the
+// cell of its own GPU class and regime under its Simulated Engine section,
+// or says the corpus has fewer than 3 such runs.
+package validate

@@ -1,0 +1,211 @@
+package validate
+
+import (
+	"bytes"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/servebench/servebench/internal/golden"
+	"github.com/servebench/servebench/vllm"
+)
+
+func TestUnsimulableRunsAreListedAndCounted(t *testing.T) {
+	c, err := LoadDir(filepath.Join("testdata", "unsimulable"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Evaluate(t.Context(), c, c.Runs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"fine":                "",
+		"unknown-model":       "unknown model acme/not-a-model: not in perf's catalog, and no models/acme--not-a-model/config.json beside the corpus",
+		"unknown-gpu":         `unknown GPU "Z9000"`,
+		"weights-do-not-fit":  "vLLM would not start: Model weights need",
+		"flag-not-in-release": "server flag --num-scheduler-steps: num_scheduler_steps (8): vLLM 0.5.0 has no multi-step scheduling",
+		"unknown-server-flag": "server flag --speculative-model is not modelled by sim",
+		"fp8-on-the-fly":      "quantization fp8 applied on the fly to an unquantized checkpoint is not modelled",
+		"data-parallel":       "gpu_count 4 but tensor_parallel × pipeline_parallel = 1",
+		"old-release":         "vLLM version 0.4.2 is not modelled",
+		"fp32":                "dtype float32 is not modelled",
+		"v0-removed":          "has no V0 engine",
+		"context-too-long":    "every simulated request failed (50× This model's maximum context length is 128 tokens",
+	}
+	if len(rep.Results) != len(want) {
+		t.Fatalf("%d results for %d runs", len(rep.Results), len(want))
+	}
+	for _, r := range rep.Results {
+		w, ok := want[r.Run.ID]
+		if !ok {
+			t.Fatalf("unexpected run %s", r.Run.ID)
+		}
+		if w == "" && !r.Simulated() || w != "" && !strings.Contains(r.Unsimulable, w) {
+			t.Errorf("%s: unsimulable %q, want %q", r.Run.ID, r.Unsimulable, w)
+		}
+		if strings.Contains(r.Unsimulable, "\n") {
+			t.Errorf("%s: reason spans lines", r.Run.ID)
+		}
+	}
+	s := rep.Summarize(SplitHoldout)
+	if s.Runs != 11 || s.Simulated != 1 || s.Unsimulable != 10 || s.Overall.Runs != 1 {
+		t.Errorf("holdout summary counts: %+v", s)
+	}
+	var b bytes.Buffer
+	if err := rep.WriteText(&b, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "Not simulable: 11 runs (counted, not in the error tables)") ||
+		!strings.Contains(b.String(), "  unsimulable/fp32: dtype float32 is not modelled") {
+		t.Errorf("text:\n%s", b.String())
+	}
+}
+
+// TestEvaluateIsDeterministic: the same figures whatever the number of
+// workers, in the runs' order.
+func TestEvaluateIsDeterministic(t *testing.T) {
+	c, err := LoadBuiltin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := Evaluate(t.Context(), c, c.Runs, Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	many, err := Evaluate(t.Context(), c, c.Runs, Options{Workers: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(one.Results, many.Results) {
+		t.Fatal("1 and 4 workers gave different results")
+	}
+	for i, r := range many.Results {
+		if r.Run != c.Runs[i] {
+			t.Fatalf("result %d is %s, run %d is %s", i, r.Run.FullID(), i, c.Runs[i].FullID())
+		}
+	}
+}
+
+func TestFilter(t *testing.T) {
+	c, err := LoadDir(filepath.Join("testdata", "unsimulable"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := func(f Filter) []string {
+		var out []string
+		for _, r := range f.Select(c.Runs) {
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	if got := ids(Filter{Split: SplitFit}); !slices.Equal(got, []string{"weights-do-not-fit"}) {
+		t.Errorf("--split fit: %v", got)
+	}
+	if got := ids(Filter{GPU: "z9000"}); !slices.Equal(got, []string{"unknown-gpu"}) {
+		t.Errorf("--gpu z9000: %v", got)
+	}
+	if got := ids(Filter{Release: "0.5"}); !slices.Equal(got, []string{"flag-not-in-release"}) {
+		t.Errorf("--release 0.5: %v", got)
+	}
+	if got := ids(Filter{Release: "0.11+", GPU: "L4"}); !slices.Equal(got, []string{"v0-removed"}) {
+		t.Errorf("--release 0.11+ --gpu L4: %v", got)
+	}
+	if got := ids(Filter{Release: "0.4.2"}); !slices.Equal(got, []string{"old-release"}) {
+		t.Errorf("--release 0.4.2: %v", got)
+	}
+	if got := ids(Filter{Regime: "serving-saturated"}); len(got) != 0 {
+		t.Errorf("--regime serving-saturated: %v", got)
+	}
+}
+
+func TestServerArgs(t *testing.T) {
+	tests := []struct {
+		args    []string
+		want    []string
+		ignored []string
+		err     string
+	}{
+		{args: []string{"--max_num_seqs", "64", "-tp=2", "--enable-prefix-caching", "--disable-log-requests", "--port", "8000"},
+			want: []string{"--max-num-seqs", "64", "--enable-prefix-caching"}, ignored: []string{"--port", "--disable-log-requests"}},
+		{args: []string{"--enable-chunked-prefill=false", "--no-enable-prefix-caching", "--gpu-memory-utilization", "0.95"},
+			want: []string{"--gpu-memory-utilization", "0.95", "--enable-chunked-prefill=false", "--no-enable-prefix-caching"}},
+		{args: []string{"--swap-space", "16", "--enforce-eager", "--distributed-executor-backend", "ray"},
+			want: []string{"--swap-space", "16", "--distributed-executor-backend", "ray", "--enforce-eager"}},
+		{args: []string{"meta-llama/Llama-3.1-8B", "--max-model-len", "4096"}, want: []string{"--max-model-len", "4096"}},
+		{args: []string{"--speculative-model", "x"}, err: "server flag --speculative-model is not modelled by sim"},
+		{args: []string{"-O3"}, err: "server flag -O3 is not modelled by sim"},
+		{args: []string{"--max-num-seqs", "many"}, err: "server flags: invalid argument"},
+	}
+	for _, tt := range tests {
+		f, err := parseServerArgs(tt.args)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%q: error %v, want %q", tt.args, err, tt.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tt.args, err)
+			continue
+		}
+		var o vllm.Options
+		if got := f.apply(&o); !slices.Equal(got, tt.want) {
+			t.Errorf("%q: sim flags %q, want %q", tt.args, got, tt.want)
+		}
+		if got := f.ignored(); !slices.Equal(got, tt.ignored) && len(got)+len(tt.ignored) > 0 {
+			t.Errorf("%q: ignored %q, want %q", tt.args, got, tt.ignored)
+		}
+	}
+}
+
+func TestExpectedRows(t *testing.T) {
+	e := &Expected{Cells: []Cell{
+		{GPUClass: "H100", Regime: string(ServingSaturated), Runs: 12, Families: map[Family]Stat{
+			FamilyThroughput: {Runs: 12, MedianAbs: 14, WorstAbs: 31}, FamilyTTFT: {Runs: 10, MedianAbs: 4.26, WorstAbs: 52.4}}},
+		{GPUClass: "L4", Regime: string(ServingLow), Runs: 2, Families: map[Family]Stat{FamilyThroughput: {Runs: 2, MedianAbs: 5, WorstAbs: 6}}},
+		{GPUClass: "A100", Regime: string(OfflineMixed), Runs: 1, Families: map[Family]Stat{FamilyThroughput: {Runs: 1, MedianAbs: 5, WorstAbs: 5}}},
+	}}
+	tests := []struct {
+		gpu    string
+		regime Regime
+		want   [][2]string
+	}{
+		{"H100-SXM", ServingSaturated, [][2]string{
+			{"Expected error, from the corpus:", "12 published H100 serving-saturated runs"},
+			{"Expected Throughput error:", "median 14%, worst 31%"},
+			{"Expected TTFT error:", "median 4.3%, worst 52% (10 runs)"}}},
+		{"L4", ServingLow, [][2]string{{"Expected error:", "unknown: 2 published L4 serving-low runs (fewer than 3)"}}},
+		{"A100-80GB", OfflineMixed, [][2]string{{"Expected error:", "unknown: 1 published A100 offline-mixed run (fewer than 3)"}}},
+		{"B200", ServingLow, [][2]string{{"Expected error:", "unknown: no published B200 serving-low runs in the corpus"}}},
+	}
+	for _, tt := range tests {
+		if got := e.ExpectedRows(tt.gpu, tt.regime); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s %s: %q, want %q", tt.gpu, tt.regime, got, tt.want)
+		}
+	}
+}
+
+// TestReportGolden pins the text and JSON layouts (the JSON's keys are a
+// stable interface) on the unsimulable fixture.
+func TestReportGolden(t *testing.T) {
+	c, err := LoadDir(filepath.Join("testdata", "unsimulable"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Evaluate(t.Context(), c, c.Runs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text, js bytes.Buffer
+	if err := rep.WriteText(&text, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	golden.CheckFile(t, filepath.Join("testdata", "golden", "report.txt"), text.Bytes())
+	golden.CheckFile(t, filepath.Join("testdata", "golden", "report.json"), js.Bytes())
+}

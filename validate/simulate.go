@@ -1,0 +1,394 @@
+package validate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/servebench/servebench/engine"
+	"github.com/servebench/servebench/metrics"
+	"github.com/servebench/servebench/perf"
+	"github.com/servebench/servebench/sim"
+	"github.com/servebench/servebench/vllm"
+	"github.com/servebench/servebench/workload"
+)
+
+// plan is one run's simulation, set up exactly as `servebench sim args...`
+// sets it up from its flags (cmd/servebench/sim.go, engineflags.go,
+// workloadflags.go): the same model, GPU, release profile, engine options,
+// workload spec, arrivals and summary options.
+type plan struct {
+	args  []string
+	notes []string
+
+	profile        vllm.Profile
+	model          perf.Model
+	gpu            perf.GPU
+	options        vllm.Options
+	spec           workload.Spec
+	arrivals       workload.Arrivals
+	maxConcurrency int
+	summary        metrics.Options
+	// batchLatency: the latency benchmark's figure is the whole batch's
+	// time, the simulated duration.
+	batchLatency bool
+	inputLen     int
+	outputLen    int
+}
+
+// unsimulable is a run sim cannot simulate, with the reason.
+type unsimulable struct{ reason string }
+
+func (u *unsimulable) Error() string { return u.reason }
+
+func cannot(format string, args ...any) error {
+	return &unsimulable{fmt.Sprintf(format, args...)}
+}
+
+// newPlan turns a run's setup into sim's inputs and the equivalent
+// command line. Its errors are the reasons a run cannot be simulated.
+func newPlan(r *Run, c *Corpus, o Options) (*plan, error) {
+	p := &plan{}
+	model, modelArg, err := lookupModel(r, c, o)
+	if err != nil {
+		return nil, err
+	}
+	p.model = model
+	server, err := parseServerArgs(r.ServerArgs)
+	if err != nil {
+		return nil, cannot("%v", err)
+	}
+	if ig := server.ignored(); len(ig) > 0 {
+		p.notes = append(p.notes, "server flags with no effect on the simulation: "+strings.Join(ig, " "))
+	}
+	kvDType, err := checkPrecision(r, model, server)
+	if err != nil {
+		return nil, err
+	}
+	tp, pp := r.TensorParallel, r.PipelineParallel
+	for _, f := range []struct {
+		name  string
+		flag  int
+		field int
+	}{{"tensor-parallel-size", server.tensorParallel, tp}, {"pipeline-parallel-size", server.pipelineParallel, pp}} {
+		if server.changed(f.name) && f.flag != f.field {
+			return nil, cannot("server flag --%s %d disagrees with the run's own %d", f.name, f.flag, f.field)
+		}
+	}
+	if r.GPUCount != tp*pp {
+		return nil, cannot("gpu_count %d but tensor_parallel × pipeline_parallel = %d: data-parallel replicas are not simulated", r.GPUCount, tp*pp)
+	}
+	gpu, err := perf.LookupGPU(r.GPU)
+	if err != nil {
+		return nil, cannot("unknown GPU %q: not in perf's catalog (servebench sim --help lists it); a GPU the corpus needs goes in perf/gpu.go with its data sheet", r.GPU)
+	}
+	p.gpu = gpu
+	eng := engine.Version(r.Engine)
+	release := r.simRelease()
+	if release != r.VLLMVersion {
+		p.notes = append(p.notes, fmt.Sprintf("vLLM %s simulated as release %s", r.VLLMVersion, release))
+	}
+	p.profile, err = vllm.Lookup(release, eng)
+	if err != nil {
+		return nil, cannot("vLLM %s (engine %s): %v", r.VLLMVersion, r.Engine, err)
+	}
+
+	// The engine options start from sim's flag defaults.
+	p.options = vllm.Options{TensorParallel: tp, PipelineParallel: pp, BlockSize: 16, GPUMemoryUtilization: 0.9,
+		KVCacheDType: kvDType, Nodes: 1}
+	p.args = []string{"--model", modelArg, "--gpu", gpu.Name, "--vllm-version", release}
+	if r.Engine != "" {
+		p.args = append(p.args, "--engine", r.Engine)
+	}
+	if tp != 1 {
+		p.args = append(p.args, "--tensor-parallel-size", strconv.Itoa(tp))
+	}
+	if pp != 1 {
+		p.args = append(p.args, "--pipeline-parallel-size", strconv.Itoa(pp))
+	}
+	if kvDType != "auto" {
+		p.args = append(p.args, "--kv-cache-dtype", kvDType)
+	}
+	if r.Link != "" {
+		link, err := perf.ParseLink(r.Link, "link")
+		if err != nil {
+			return nil, cannot("link %s: %v", r.Link, err)
+		}
+		p.options.Link = link
+		p.args = append(p.args, "--link", r.Link)
+	}
+	p.args = append(p.args, server.apply(&p.options)...)
+	p.planWorkload(r)
+	return p, nil
+}
+
+// lookupModel finds the model: a config.json committed beside the corpus
+// first, then perf's catalog (or a config.json path). A user's own run may
+// also name a model in the local Hugging Face cache; the corpus never
+// depends on one.
+func lookupModel(r *Run, c *Corpus, o Options) (perf.Model, string, error) {
+	if data, where, ok := c.modelConfig(r.Model); ok {
+		m, err := perf.ParseModelConfig(data, where)
+		if err != nil {
+			return perf.Model{}, "", cannot("model %s: %v", r.Model, err)
+		}
+		return m, where, nil
+	}
+	dirs := []string(nil)
+	if r.Source == nil {
+		dirs = o.HFCacheDirs
+	}
+	m, err := perf.LookupModelInCache(r.Model, dirs)
+	if err != nil {
+		return perf.Model{}, "", cannot("unknown model %s: not in perf's catalog, and no models/%s/config.json beside the corpus", r.Model, strings.ReplaceAll(r.Model, "/", "--"))
+	}
+	return m, r.Model, nil
+}
+
+// quantizationAliases are vLLM's names for a method sim models under
+// another: the Marlin kernels run GPTQ and AWQ checkpoints.
+var quantizationAliases = map[string]string{"gptq_marlin": "gptq", "awq_marlin": "awq", "marlin": "gptq"}
+
+func normalizeQuantization(s string) string {
+	s = strings.ToLower(strings.TrimSpace(s))
+	if a, ok := quantizationAliases[s]; ok {
+		return a
+	}
+	return s
+}
+
+// checkPrecision refuses what sim cannot express: on-the-fly quantization
+// of an unquantized checkpoint (sim takes quantization from the
+// checkpoint's config.json and has no --quantization flag) and fp32. It
+// returns the KV cache dtype the run used.
+func checkPrecision(r *Run, m perf.Model, server *serverFlags) (string, error) {
+	want := normalizeQuantization(r.Quantization)
+	if flag := normalizeQuantization(server.quantization); server.changed("quantization") && flag != want && want != "" {
+		return "", cannot("server flag --quantization %s disagrees with the run's quantization %q", server.quantization, r.Quantization)
+	} else if want == "" {
+		want = flag
+	}
+	have := normalizeQuantization(m.Quantization.Method)
+	if want != "" && want != have {
+		if have == "" {
+			return "", cannot("quantization %s applied on the fly to an unquantized checkpoint is not modelled: sim reads quantization from the checkpoint's config.json (commit the quantized checkpoint's config under models/)", want)
+		}
+		return "", cannot("quantization %s, but the checkpoint's config.json says %s", want, have)
+	}
+	dtype := strings.ToLower(r.DType)
+	if server.changed("dtype") {
+		if r.DType != "auto" && !strings.EqualFold(server.dtype, r.DType) {
+			return "", cannot("server flag --dtype %s disagrees with the run's dtype %s", server.dtype, r.DType)
+		}
+		dtype = strings.ToLower(server.dtype)
+	}
+	switch dtype {
+	case "auto", "half", "float16", "fp16", "bfloat16", "bf16":
+	default:
+		return "", cannot("dtype %s is not modelled (sim models 16-bit activations)", dtype)
+	}
+	kv := r.KVCacheDType
+	if server.changed("kv-cache-dtype") && server.kvCacheDType != kv {
+		if kv != "auto" {
+			return "", cannot("server flag --kv-cache-dtype %s disagrees with the run's kv_cache_dtype %s", server.kvCacheDType, kv)
+		}
+		kv = server.kvCacheDType
+	}
+	return kv, nil
+}
+
+// planWorkload sets the workload as sim's flags would. Every dataset is
+// simulated as token-ID prompts of the run's lengths (the random dataset):
+// sim needs no dataset file, and ShareGPT's mean lengths, sonnet's shared
+// prefix and fixed lengths all have a random-dataset spelling.
+func (p *plan) planWorkload(r *Run) {
+	w := r.Workload
+	p.inputLen, p.outputLen = w.InputLen, w.OutputLen
+	if !*w.IgnoreEOS {
+		completed, out := r.Published["completed"], r.Published["total_output_tokens"]
+		if completed > 0 && out > 0 {
+			mean := max(1, int(math.Round(out/completed)))
+			if mean != w.OutputLen {
+				p.notes = append(p.notes, fmt.Sprintf("outputs stopped at EOS: simulated at the run's mean of %d tokens (total_output_tokens / completed), not output_len %d", mean, w.OutputLen))
+			}
+			p.outputLen = mean
+		} else {
+			p.notes = append(p.notes, fmt.Sprintf("outputs stopped at EOS, and no totals give their mean: simulated at output_len %d", w.OutputLen))
+		}
+	}
+	switch w.Dataset {
+	case "sharegpt":
+		p.notes = append(p.notes, "ShareGPT approximated by its mean lengths (random token prompts)")
+	case "sonnet":
+		p.notes = append(p.notes, "sonnet approximated by random token prompts of the same lengths and shared prefix")
+	}
+	spec := workload.DefaultSpec()
+	spec.Dataset = workload.DatasetRandom
+	spec.NumPrompts = w.NumPrompts
+	spec.Random = workload.RandomOptions{InputLen: p.inputLen, OutputLen: p.outputLen, RangeRatio: w.RangeRatio, PrefixLen: w.PrefixLen}
+	rate := float64(w.RequestRate)
+	switch r.Benchmark {
+	case BenchmarkLatency:
+		spec.NumPrompts = w.BatchSize
+		p.batchLatency = true
+		rate = math.Inf(1)
+	case BenchmarkThroughput:
+		rate = math.Inf(1)
+	}
+	p.spec = spec
+	p.arrivals = workload.Arrivals{Rate: rate, Burstiness: w.Burstiness, Seed: spec.Seed}
+	p.maxConcurrency = w.MaxConcurrency
+
+	p.args = append(p.args, "--dataset-name", "random", "--num-prompts", strconv.Itoa(spec.NumPrompts),
+		"--random-input-len", strconv.Itoa(p.inputLen), "--random-output-len", strconv.Itoa(p.outputLen))
+	if w.RangeRatio != 0 {
+		p.args = append(p.args, "--random-range-ratio", strconv.FormatFloat(w.RangeRatio, 'g', -1, 64))
+	}
+	if w.PrefixLen != 0 {
+		p.args = append(p.args, "--random-prefix-len", strconv.Itoa(w.PrefixLen))
+	}
+	if r.Benchmark == BenchmarkServing {
+		if !math.IsInf(rate, 1) {
+			p.args = append(p.args, "--request-rate", strconv.FormatFloat(rate, 'g', -1, 64))
+		}
+		if w.Burstiness != 1 {
+			p.args = append(p.args, "--burstiness", strconv.FormatFloat(w.Burstiness, 'g', -1, 64))
+		}
+		if w.MaxConcurrency > 0 {
+			p.args = append(p.args, "--max-concurrency", strconv.Itoa(w.MaxConcurrency))
+		}
+	} else {
+		p.args = append(p.args, "--throughput")
+	}
+
+	// The percentiles published, as --metric-percentiles would ask.
+	percentiles := []float64{99}
+	e2el := false
+	for k := range r.Published {
+		m := metricKey.FindStringSubmatch(k)
+		if m == nil {
+			continue
+		}
+		e2el = e2el || m[4] == "e2el"
+		if m[2] != "" {
+			v, _ := strconv.ParseFloat(m[2], 64)
+			percentiles = append(percentiles, v)
+		}
+	}
+	slices.Sort(percentiles)
+	percentiles = slices.Compact(percentiles)
+	p.summary = metrics.Options{Percentiles: append([]float64{50, 95, 99}, percentiles...)}
+	if e2el && !p.batchLatency {
+		p.args = append(p.args, "--percentile-metrics", "ttft,tpot,itl,e2el")
+	}
+	if len(percentiles) > 1 {
+		list := make([]string, len(percentiles))
+		for i, v := range percentiles {
+			list[i] = strconv.FormatFloat(v, 'f', -1, 64)
+		}
+		p.args = append(p.args, "--metric-percentiles", strings.Join(list, ","))
+	}
+}
+
+// simulate runs the plan as `servebench sim` runs its flags: vllm.Resolve,
+// the random dataset streamed without a tokenizer (token IDs only when the
+// prefix cache needs them), sim.RunStream with the release's stats
+// cadence, and metrics' recorder summarising over the span to the last
+// completion.
+func (p *plan) simulate(ctx context.Context) (metrics.Summary, error) {
+	r, err := vllm.Resolve(ctx, p.profile, p.model, p.gpu, p.options)
+	if err != nil {
+		var opt *vllm.OptionError
+		if errors.As(err, &opt) {
+			return metrics.Summary{}, cannot("server flag --%s: %s", strings.ReplaceAll(opt.Option, "_", "-"), opt.Msg)
+		}
+		return metrics.Summary{}, cannot("vLLM would not start: %s", oneLine(err.Error()))
+	}
+	stream, err := workload.NewTokenizedStream(ctx, p.spec, p.arrivals, nil, r.Engine.EnablePrefixCaching)
+	if err != nil {
+		return metrics.Summary{}, cannot("workload: %v", err)
+	}
+	recorder := metrics.NewRecorder(p.summary, nil, metrics.KeepNone)
+	cfg := sim.Config{Engine: r.Engine, Model: r.StepModel, StatsInterval: r.StatsInterval,
+		MaxConcurrency: p.maxConcurrency, ReuseRecords: true}
+	res, err := sim.RunStream(ctx, cfg, stream, func(rec *metrics.Record) error {
+		_ = recorder.Add(rec)
+		return nil
+	})
+	if err == nil {
+		err = stream.Err()
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return metrics.Summary{}, err
+		}
+		return metrics.Summary{}, cannot("simulation: %v", err)
+	}
+	_ = recorder.Close()
+	summary := recorder.Summary(recorder.LastEnd())
+	if res.Err != nil {
+		return summary, cannot("sim's engine failed: %v", res.Err)
+	}
+	if summary.Completed == 0 {
+		return summary, cannot("every simulated request failed (%s)", failureReasons(&summary))
+	}
+	return summary, nil
+}
+
+// failureReasons lists why simulated requests failed, most frequent first.
+func failureReasons(s *metrics.Summary) string {
+	type reason struct {
+		text string
+		n    int
+	}
+	var rs []reason
+	for k, n := range s.Errors {
+		rs = append(rs, reason{k, n})
+	}
+	slices.SortFunc(rs, func(a, b reason) int {
+		if a.n != b.n {
+			return b.n - a.n
+		}
+		return strings.Compare(a.text, b.text)
+	})
+	parts := make([]string, 0, len(rs))
+	for _, r := range rs {
+		parts = append(parts, fmt.Sprintf("%d× %s", r.n, oneLine(r.text)))
+	}
+	if len(parts) == 0 {
+		return "no reason recorded"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// figures are a summary's values under vLLM's result-JSON keys.
+func (p *plan) figures(s *metrics.Summary) map[string]float64 {
+	f := map[string]float64{
+		"completed": float64(s.Completed), "failed": float64(s.Failed), "duration": s.Duration.Seconds(),
+		"max_output_tokens_per_s": s.MaxOutputTokensPerS, "max_concurrent_requests": float64(s.MaxConcurrentRequests),
+		"total_input_tokens": float64(s.TotalInput), "total_output_tokens": float64(s.TotalOutput),
+		"request_throughput": s.RequestThroughput, "output_throughput": s.OutputThroughput,
+		"total_token_throughput": s.TotalTokenThroughput,
+	}
+	if secs := s.Duration.Seconds(); secs > 0 {
+		// Before 0.6, benchmark_serving printed input tokens over the duration.
+		f["input_throughput"] = float64(s.TotalInput) / secs
+	}
+	for name, d := range map[string]metrics.Distribution{"ttft": s.TTFT, "tpot": s.TPOT, "itl": s.ITL, "e2el": s.E2EL} {
+		f["mean_"+name+"_ms"] = d.Mean
+		f["median_"+name+"_ms"] = d.Median
+		f["std_"+name+"_ms"] = d.Std
+		for _, pv := range d.Percentiles {
+			f["p"+strconv.FormatFloat(pv.P, 'f', -1, 64)+"_"+name+"_ms"] = pv.Value
+		}
+	}
+	if p.batchLatency {
+		// benchmark_latency times the whole batch: the last request's end.
+		f["mean_e2el_ms"] = float64(s.Duration) / 1e6
+	}
+	return f
+}

@@ -1,0 +1,312 @@
+package validate
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/servebench/servebench/report"
+)
+
+// SidecarSuffix names the setup file beside a result file:
+// results/run.json's setup is results/run.json.setup.yaml, a corpus run
+// without published (the figures come from the result file).
+const SidecarSuffix = ".setup.yaml"
+
+// LoadResultRuns reads a user's own benchmark results (vLLM --save-result
+// JSON or servebench result files) as runs to validate. The setup comes
+// from the file: what it records itself (model_id, num_prompts,
+// request_rate, burstiness, max_concurrency, token totals) and the keys
+// given with --metadata when it was made (gpu, model, vllm_version, tp,
+// pp, engine, quantization, kv_cache_dtype, server_args); a sidecar YAML
+// beside it overrides both. Every missing field is an error naming the
+// file, the field and both ways to give it.
+func LoadResultRuns(paths []string) ([]*Run, error) {
+	if len(paths) == 0 {
+		return nil, errors.New("no result files given: pass vLLM --save-result or servebench result JSON files")
+	}
+	var runs []*Run
+	for _, p := range paths {
+		loaded, err := report.LoadResults(p)
+		if err != nil {
+			return nil, err
+		}
+		for i := range loaded {
+			r, err := userRun(&loaded[i])
+			if err != nil {
+				return nil, err
+			}
+			runs = append(runs, r)
+		}
+	}
+	return runs, nil
+}
+
+func userRun(lr *report.LoadedResult) (*Run, error) {
+	id := lr.Path
+	if lr.Index > 0 {
+		id = fmt.Sprintf("%s#%d", lr.Path, lr.Index+1)
+	}
+	if b, _ := lr.Text("backend"); b == "sim" {
+		return nil, fmt.Errorf("%s: a servebench sim result: validate compares sim with measured runs; pass the result of a real benchmark (servebench bench or vLLM's)", id)
+	}
+	r := &Run{ID: id, File: lr.Path, Split: SplitUser, Benchmark: BenchmarkServing, DType: "auto", KVCacheDType: "auto",
+		Published: map[string]float64{}}
+	text := func(keys ...string) string {
+		for _, k := range keys {
+			if v, ok := lr.Lookup(k); ok {
+				if s, ok := v.(string); ok && strings.TrimSpace(s) != "" && s != "None" {
+					return strings.TrimSpace(s)
+				}
+			}
+		}
+		return ""
+	}
+	number := func(keys ...string) (float64, bool) {
+		for _, k := range keys {
+			if v, ok := lr.Number(k); ok {
+				return v, true
+			}
+		}
+		return 0, false
+	}
+	r.GPU = text("gpu")
+	r.Model = text("model", "model_id")
+	r.VLLMVersion = text("vllm_version")
+	r.Engine = strings.ToLower(text("vllm_engine", "engine_version"))
+	if e, ok := lr.Lookup("engine"); ok {
+		if s, ok := e.(string); ok {
+			r.Engine = strings.ToLower(s)
+		}
+	}
+	if v, ok := number("vllm_use_v1"); ok && r.Engine == "" {
+		r.Engine = map[bool]string{true: "v1", false: "v0"}[v != 0]
+	}
+	r.Quantization = text("quantization")
+	if d := text("dtype"); d != "" {
+		r.DType = d
+	}
+	if d := text("kv_cache_dtype"); d != "" {
+		r.KVCacheDType = d
+	}
+	if a := text("server_args"); a != "" {
+		r.ServerArgs = strings.Fields(a)
+	}
+	intOf := func(def int, keys ...string) int {
+		if v, ok := number(keys...); ok && v >= 1 && v < math.MaxInt32 {
+			return int(v)
+		}
+		return def
+	}
+	r.TensorParallel = intOf(1, "tp", "tensor_parallel", "tensor_parallel_size")
+	r.PipelineParallel = intOf(1, "pp", "pipeline_parallel", "pipeline_parallel_size")
+	r.GPUCount = intOf(r.TensorParallel*r.PipelineParallel, "gpu_count")
+
+	for _, k := range append(slices.Clone(runKeys), publishedKeys(lr)...) {
+		if v, ok := lr.Number(k); ok && !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0 {
+			r.Published[k] = v
+		}
+	}
+	w := &r.Workload
+	w.Dataset = "random"
+	completed := r.Published["completed"]
+	if completed > 0 {
+		w.InputLen = int(math.Round(r.Published["total_input_tokens"] / completed))
+		w.OutputLen = int(math.Round(r.Published["total_output_tokens"] / completed))
+	}
+	w.NumPrompts = intOf(int(completed), "num_prompts")
+	if v, ok := number("request_rate"); ok && v > 0 {
+		w.RequestRate = Rate(v)
+	}
+	if v, ok := number("burstiness"); ok && v > 0 {
+		w.Burstiness = v
+	}
+	w.MaxConcurrency = intOf(0, "max_concurrency")
+	if v, ok := number("random_range_ratio", "range_ratio"); ok {
+		w.RangeRatio = v
+	}
+	w.PrefixLen = intOf(0, "random_prefix_len", "prefix_len")
+	on := true // the lengths are the run's own means
+	w.IgnoreEOS = &on
+
+	sidecar := lr.Path + SidecarSuffix
+	if data, err := os.ReadFile(sidecar); err == nil {
+		if err := applySidecar(r, sidecar, data); err != nil {
+			return nil, err
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", sidecar, err)
+	}
+	missing := func(field, example string) error {
+		return fmt.Errorf("%s: no %s: record it when benchmarking (--metadata %s=%s) or put it in %s (%s: %s)",
+			id, field, field, example, sidecar, field, example)
+	}
+	switch {
+	case r.GPU == "":
+		return nil, missing("gpu", "H100")
+	case r.Model == "":
+		return nil, missing("model", "meta-llama/Llama-3.1-8B-Instruct")
+	case r.VLLMVersion == "":
+		return nil, missing("vllm_version", "0.6.3")
+	case w.InputLen < 1 || w.OutputLen < 1:
+		return nil, fmt.Errorf("%s: no token totals (completed, total_input_tokens, total_output_tokens) to rebuild the prompt and output lengths from: give workload.input_len and workload.output_len in %s", id, sidecar)
+	case w.NumPrompts < 1:
+		return nil, missing("num_prompts", "1000")
+	}
+	if err := r.checkValues(); err != nil {
+		return nil, fmt.Errorf("%s: %w", id, err)
+	}
+	hasFigure := false
+	for k := range r.Published {
+		hasFigure = hasFigure || familyOf(k) != ""
+	}
+	if !hasFigure {
+		return nil, fmt.Errorf("%s: no throughput or latency figures: is this a benchmark result (vLLM --save-result or servebench JSON)?", id)
+	}
+	return r, nil
+}
+
+// publishedKeys are the compared keys a result file can hold.
+func publishedKeys(lr *report.LoadedResult) []string {
+	keys := []string{"request_throughput", "output_throughput", "total_token_throughput"}
+	for _, stat := range []string{"mean", "median", "p99"} {
+		for _, m := range []string{"ttft", "tpot", "itl", "e2el"} {
+			keys = append(keys, stat+"_"+m+"_ms")
+		}
+	}
+	var extra []string
+	for k := range lr.Fields {
+		if metricKey.MatchString(k) && !slices.Contains(keys, k) && !strings.HasPrefix(k, "std_") {
+			extra = append(extra, k)
+		}
+	}
+	sort.Strings(extra)
+	return append(keys, extra...)
+}
+
+// applySidecar overrides the run's setup with the sidecar's keys (the
+// corpus run schema without published).
+func applySidecar(r *Run, path string, data []byte) error {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return fmt.Errorf("%s: %s", path, oneLine(err.Error()))
+	}
+	if len(root.Content) == 0 {
+		return nil
+	}
+	doc := root.Content[0]
+	if mapValue(doc, "published") != nil {
+		return fmt.Errorf("%s: field published: the figures come from the result file; leave published out of the setup", path)
+	}
+	if err := checkKeys(doc, Run{}, ""); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	published, id, split := r.Published, r.ID, r.Split
+	if err := doc.Decode(r); err != nil {
+		return fmt.Errorf("%s: %s", path, oneLine(err.Error()))
+	}
+	r.Published, r.ID, r.Split = published, id, split
+	return nil
+}
+
+// Hint says that a user's runs share an error sim's calibration could
+// remove, and the command that fits it.
+type Hint struct {
+	Runs    []string `json:"runs"`
+	Reason  string   `json:"reason"`
+	Command string   `json:"command"`
+}
+
+// systematicThreshold: a family's errors that share their sign and whose
+// median exceeds this (percent) are systematic.
+const systematicThreshold = 15
+
+// CalibrateHints finds, among a user's own simulated runs grouped by model,
+// GPU, release and parallelism (calibrate fits one deployment at a time),
+// the families whose errors all share one sign with a median above 15%,
+// and prints the calibrate command for that group.
+func (rep *Report) CalibrateHints() []Hint {
+	type group struct {
+		key  string
+		runs []*Result
+	}
+	var groups []*group
+	byKey := map[string]*group{}
+	for i := range rep.Results {
+		r := &rep.Results[i]
+		if r.Run.Split != SplitUser || !r.Simulated() {
+			continue
+		}
+		k := strings.Join([]string{r.Run.Model, r.GPU, r.Run.VLLMVersion, strconv.Itoa(r.Run.TensorParallel)}, "\x00")
+		g := byKey[k]
+		if g == nil {
+			g = &group{key: k}
+			byKey[k] = g
+			groups = append(groups, g)
+		}
+		g.runs = append(g.runs, r)
+	}
+	var hints []Hint
+	for _, g := range groups {
+		var off []string
+		for _, f := range []Family{FamilyTTFT, FamilyTPOT, FamilyThroughput} {
+			var errs []float64
+			for _, r := range g.runs {
+				if m, ok := r.Headline(f); ok {
+					errs = append(errs, 100*m.Error)
+				}
+			}
+			if len(errs) == 0 {
+				continue
+			}
+			slices.Sort(errs)
+			sameSign := errs[0] > 0 || errs[len(errs)-1] < 0
+			med := errs[len(errs)/2]
+			if len(errs)%2 == 0 {
+				med = (errs[len(errs)/2-1] + errs[len(errs)/2]) / 2
+			}
+			if sameSign && math.Abs(med) > systematicThreshold {
+				dir := "high"
+				if med < 0 {
+					dir = "low"
+				}
+				off = append(off, fmt.Sprintf("%s %+.0f%% (median of %d, all %s)", f.Title(), med, len(errs), dir))
+			}
+		}
+		if len(off) == 0 {
+			continue
+		}
+		first := g.runs[0].Run
+		var files []string
+		for _, r := range g.runs {
+			if !slices.Contains(files, r.Run.File) {
+				files = append(files, r.Run.File)
+			}
+		}
+		args := []string{"servebench", "calibrate", "--model", shellQuote(first.Model), "--gpu", shellQuote(g.runs[0].GPU),
+			"--vllm-version", shellQuote(first.VLLMVersion)}
+		if first.TensorParallel > 1 {
+			args = append(args, "--tensor-parallel-size", strconv.Itoa(first.TensorParallel))
+		}
+		for _, f := range files {
+			args = append(args, shellQuote(f))
+		}
+		var ids []string
+		for _, r := range g.runs {
+			ids = append(ids, r.Run.FullID())
+		}
+		hints = append(hints, Hint{Runs: ids,
+			Reason: fmt.Sprintf("sim is systematically off on your %s runs on %s (vLLM %s): %s. Calibrating on these files would help:",
+				first.Model, g.runs[0].GPU, first.VLLMVersion, strings.Join(off, "; ")),
+			Command: strings.Join(args, " ")})
+	}
+	return hints
+}

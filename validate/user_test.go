@@ -1,0 +1,100 @@
+package validate
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func results(name string) string { return filepath.Join("testdata", "results", name) }
+
+func TestLoadResultRuns(t *testing.T) {
+	runs, err := LoadResultRuns([]string{results("with-metadata.json"), results("sidecar-ok.json")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta, side := runs[0], runs[1]
+	if meta.GPU != "L4" || meta.Model != "Qwen/Qwen2-0.5B-Instruct" || meta.VLLMVersion != "0.6.3" || meta.Split != SplitUser ||
+		meta.Workload.InputLen != 127 || meta.Workload.OutputLen != 64 || meta.Workload.NumPrompts != 50 ||
+		float64(meta.Workload.RequestRate) != 4 || meta.Workload.Burstiness != 1 || strings.Join(meta.ServerArgs, " ") != "--max-num-seqs 32 --disable-log-requests" ||
+		meta.Published["mean_ttft_ms"] != 160.38567965998482 || meta.Published["completed"] != 50 {
+		t.Errorf("from metadata: %+v %+v", meta, meta.Workload)
+	}
+	// The sidecar overrides and adds; the file's own figures stay.
+	if side.GPU != "A10" || side.VLLMVersion != "0.8.5" || side.Engine != "v1" || side.Workload.RangeRatio != 0.1 ||
+		side.Workload.InputLen != 127 || side.Published["request_throughput"] != 4.277664841841243 || side.FullID() != results("sidecar-ok.json") {
+		t.Errorf("from the sidecar: %+v %+v", side, side.Workload)
+	}
+
+	rep, err := Evaluate(t.Context(), nil, runs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Results {
+		if !r.Simulated() || r.Regime != ServingLow || len(r.Metrics) < 10 {
+			t.Errorf("%s: %q regime %s, %d metrics", r.Run.FullID(), r.Unsimulable, r.Regime, len(r.Metrics))
+		}
+	}
+	hints := rep.CalibrateHints()
+	if len(hints) != 2 || !strings.HasPrefix(hints[0].Command, "servebench calibrate --model Qwen/Qwen2-0.5B-Instruct --gpu L4 --vllm-version 0.6.3 testdata/results/with-metadata.json") ||
+		!strings.Contains(hints[0].Reason, "TTFT -9") {
+		t.Errorf("hints %+v", hints)
+	}
+	var b bytes.Buffer
+	if err := rep.WriteText(&b, TextOptions{SummaryOnly: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"2 runs from result files (user 2)", "Your runs: 2 runs, 2 simulated", "Calibrating on these files would help:"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+func TestLoadResultRunsErrors(t *testing.T) {
+	tests := []struct {
+		file string
+		want string
+	}{
+		{"vllm-tiny.json", "vllm-tiny.json: no gpu: record it when benchmarking (--metadata gpu=H100) or put it in testdata/results/vllm-tiny.json.setup.yaml (gpu: H100)"},
+		{"no-model.json", "no-model.json: no model: record it when benchmarking (--metadata model="},
+		{"no-version.json", "no-version.json: no vllm_version: record it when benchmarking (--metadata vllm_version=0.6.3) or put it in"},
+		{"no-totals.json", "no-totals.json: no token totals"},
+		{"sidecar-unknown-key.json", "sidecar-unknown-key.json.setup.yaml: field gpu_type (line 4): unknown key"},
+		{"sidecar-published.json", "sidecar-published.json.setup.yaml: field published: the figures come from the result file"},
+		{"missing.json", "missing.json"},
+	}
+	for _, tt := range tests {
+		_, err := LoadResultRuns([]string{results(tt.file)})
+		if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v, want one line with %q", tt.file, err, tt.want)
+		}
+	}
+	if _, err := LoadResultRuns(nil); err == nil {
+		t.Error("no files: no error")
+	}
+}
+
+// FuzzSidecar: any sidecar bytes set up the run or fail with one line.
+func FuzzSidecar(f *testing.F) {
+	for _, name := range []string{"sidecar-ok.json.setup.yaml", "sidecar-published.json.setup.yaml", "sidecar-unknown-key.json.setup.yaml"} {
+		data, err := os.ReadFile(results(name))
+		if err == nil {
+			f.Add(data)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := &Run{Published: map[string]float64{"completed": 1}, ID: "x", Split: SplitUser}
+		if err := applySidecar(r, "x.setup.yaml", data); err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("multi-line error %q", err)
+			}
+			return
+		}
+		if r.ID != "x" || r.Split != SplitUser || r.Published["completed"] != 1 {
+			t.Fatalf("the sidecar overwrote the file's own fields: %+v", r)
+		}
+	})
+}

@@ -1,0 +1,35 @@
+package vllm
+
+import "github.com/servebench/servebench/perf"
+
+// Which quantized-GEMM kernel each release runs (perf.KernelPolicy; perf's
+// doc.go cites the PRs):
+//   - GPTQ: vLLM converts GPTQ checkpoints to Marlin by itself since PR
+//     #3922 (April 2024, first in 0.4.1 [inferred from the merge date]);
+//     before, the "gptq" method ran the ExLlamaV2 kernel. Every release
+//     line modelled here (0.5 on) runs Marlin on NVIDIA Ampere and newer.
+//   - AWQ: awq_marlin became automatic with PR #6612 in 0.5.3; 0.5.0 to
+//     0.5.2 ran the AutoAWQ GEMM kernel.
+//   - FP8: W8A8 on GPUs with FP8 tensor cores (Ada, Hopper, Blackwell),
+//     weight-only FP8 Marlin (W8A16) on Ampere (perf.QuantKernelFor).
+var (
+	gptqMarlinSince = Release{0, 4, 1}
+	awqMarlinSince  = Release{0, 5, 3}
+)
+
+// kernelPolicy is rel's choice of quantized-GEMM kernels.
+func kernelPolicy(rel Release) perf.KernelPolicy {
+	return perf.KernelPolicy{
+		GPTQExLlama: rel.less(gptqMarlinSince),
+		AWQGEMM:     rel.less(awqMarlinSince),
+	}
+}
+
+// KernelSource says whether measured kernel tables or the roofline time
+// the GPU side of the steps (sim's engine section prints it).
+func (m *HostStepModel) KernelSource() perf.KernelSource {
+	if k, ok := m.GPU.(interface{ KernelSource() perf.KernelSource }); ok {
+		return k.KernelSource()
+	}
+	return perf.KernelSource{Mode: "roofline", Reason: "no table"}
+}
