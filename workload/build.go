@@ -79,8 +79,10 @@ type BuildOptions struct {
 	// Workers is how many prompts are made at once where a tokenizer makes
 	// them (random prompts); 0 means DefaultBuildWorkers, 1 one at a time.
 	Workers int
-	// Progress, if set, is called as prompts are made, with how many are
-	// made and how many there will be; never from two goroutines at once.
+	// Progress, if set, is called as random, sonnet, sharegpt and custom
+	// prompts are made, with how many are made and how many are wanted
+	// (a short sharegpt file stops short; its copies are not counted);
+	// never from two goroutines at once.
 	Progress func(done, total int)
 }
 
@@ -145,6 +147,13 @@ type builder struct {
 	progress   func(done, total int)
 }
 
+// report passes progress on to BuildOptions.Progress, if any.
+func (b *builder) report(done, total int) {
+	if b.progress != nil {
+		b.progress(done, total)
+	}
+}
+
 // eachPrompt calls build(i) for every i in [0, n), b.workers at a time,
 // reporting progress; build must write only what belongs to prompt i. On
 // failure it stops handing out prompts and returns the error of the lowest
@@ -179,8 +188,8 @@ func (b *builder) eachPrompt(n int, build func(i int) error) error {
 					if failed < 0 || i < failed {
 						failed = i
 					}
-				} else if b.progress != nil {
-					b.progress(int(done.Add(1)), n)
+				} else {
+					b.report(int(done.Add(1)), n)
 				}
 				mu.Unlock()
 			}

@@ -188,3 +188,36 @@ func TestRandomPromptsAreExactAtTheServer(t *testing.T) {
 		})
 	}
 }
+
+// TestBuildReportsProgressForEveryDataset: the text datasets count each
+// prompt through the tokenizer one after another, so they report progress
+// too, in order, up to what they make.
+func TestBuildReportsProgressForEveryDataset(t *testing.T) {
+	tok := newGreedyTokenizer()
+	for _, tc := range []struct {
+		name string
+		spec Spec
+		want int
+	}{
+		{"random", randomSpec(30, 20, 4, 0.2, 0), 30},
+		{"sonnet", sonnetSpec("testdata/poem.txt", 25, 200, 9, 80), 25},
+		{"sharegpt", noOversample(shareGPTSpec(4)), 4},
+		{"custom", customSpec("testdata/custom_small.jsonl", 3), 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []int
+			reqs, err := BuildWith(context.Background(), tc.spec, tok, BuildOptions{Progress: func(done, total int) {
+				if total != tc.want {
+					t.Errorf("progress total %d, want %d", total, tc.want)
+				}
+				got = append(got, done)
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(reqs) != tc.want || !slices.Equal(got, seq(1, tc.want)) {
+				t.Errorf("%d requests, progress %v; want %d and 1..%d in order", len(reqs), got, tc.want, tc.want)
+			}
+		})
+	}
+}
