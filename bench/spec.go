@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -311,6 +312,12 @@ func (r *specRun) newClient(ctx context.Context, extra map[string]any) (*client.
 		IgnoreEOS: ignoreEOS, ExtraBody: extra, Timeout: c.RequestTimeout, ContinuousUsage: c.ContinuousUsageStats,
 		InsecureSkipVerify: t.Insecure, FirstByteTimeout: c.FirstByteTimeout, ChunkTimeout: c.ChunkTimeout,
 		DisableConnectionReuse: !c.ConnectionReuse,
+	}
+	if em := r.emulated; em != nil {
+		// In memory, not over TCP: on a 2-core machine the system calls
+		// of a token chunk over loopback were most of what the default
+		// run cost (serve.Running.DialInMemory).
+		cfg.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) { return em.DialInMemory(ctx) }
 	}
 	if r.modelID == "" {
 		lister, err := client.New(cfg)

@@ -83,3 +83,23 @@ func TestEmulatedRunDrawsFromTheModelsVocabulary(t *testing.T) {
 		t.Errorf("not every request succeeded:\n%s\n%s", out, stderr)
 	}
 }
+
+// TestEmulatedDefaultsAgree: bench's emulated target, serve and sim start
+// from one deployment, so a newcomer's first bench result, `servebench
+// serve` and `servebench sim` describe the same thing.
+func TestEmulatedDefaultsAgree(t *testing.T) {
+	bench := newBenchCmd().Flags()
+	for _, cmd := range []string{"serve", "sim"} {
+		c, _, err := newRootCmd().Find([]string{cmd})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pair := range [][2]string{{"emulated-model", "model"}, {"emulated-gpu", "gpu"}} {
+			want := c.Flags().Lookup(pair[1])
+			got := bench.Lookup(pair[0])
+			if want == nil || got == nil || got.DefValue != want.DefValue {
+				t.Errorf("bench --%s default %v, %s --%s default %v", pair[0], got, cmd, pair[1], want)
+			}
+		}
+	}
+}
