@@ -105,7 +105,10 @@ type Defaults struct {
 	// (the API server's values); V0 takes max(max_model_len, 2048), or
 	// ChunkedBudget once chunked prefill is on.
 	MaxNumBatchedTokens, MaxNumBatchedTokensLargeGPU int
-	ChunkedBudget                                    int
+	// LargeGPUExcludesA100: the large-GPU values skip A100s whatever their
+	// memory (vLLM 0.9.0+, PR #17885).
+	LargeGPUExcludesA100 bool
+	ChunkedBudget        int
 	// AutoChunkAbove: V0 turns chunked prefill on by itself when
 	// max_model_len exceeds this (0: never); V1 always chunks.
 	AutoChunkAbove int

@@ -87,14 +87,24 @@ var (
 //     scheduler", 0.5.4) re-queued new prefills ahead of running decodes
 //     under chunked prefill (issue #7592 bisected the slowdown to it);
 //     PR #7874 (0.6.0) sorted decodes first again.
+//   - largeDefaultsSkipA100Since: PR #17885 ("[Perf] Use small
+//     max_num_batched_tokens for A100", merged 2025-05-09, after
+//     0.8.5.post1, so from 0.9.0) keeps A100s at the small V1 defaults
+//     (256 sequences, 2048 tokens): "a100" not in the device name is part
+//     of the large-GPU test in EngineArgs.
 var (
-	multiStepSince      = Release{0, 5, 5}
-	legacyRequeueSince  = Release{0, 5, 4}
-	legacyRequeueBefore = Release{0, 6, 0}
+	multiStepSince             = Release{0, 5, 5}
+	legacyRequeueSince         = Release{0, 5, 4}
+	legacyRequeueBefore        = Release{0, 6, 0}
+	largeDefaultsSkipA100Since = Release{0, 9, 0}
 )
 
-// patchSwitches applies the within-line switches to a V0 profile.
+// patchSwitches applies the within-line switches to a profile.
 func patchSwitches(rel Release, ep *EngineProfile) {
+	if ep.Engine == engine.V1 {
+		ep.Defaults.LargeGPUExcludesA100 = !rel.less(largeDefaultsSkipA100Since)
+		return
+	}
 	if ep.Engine != engine.V0 {
 		return
 	}

@@ -116,7 +116,8 @@ func Resolve(ctx context.Context, p Profile, model perf.Model, gpu perf.GPU, o O
 	if err != nil {
 		return nil, err
 	}
-	large := gpu.MemoryBytes >= 70<<30
+	large := gpu.MemoryBytes >= 70<<30 &&
+		!(p.Defaults.LargeGPUExcludesA100 && strings.Contains(strings.ToLower(gpu.Name), "a100"))
 	chunked := true // V1 always chunks, whatever the flag says
 	if p.Engine == engine.V0 {
 		chunked = p.Defaults.AutoChunkAbove > 0 && probe.MaxModelLen > p.Defaults.AutoChunkAbove
