@@ -35,6 +35,16 @@ type Config struct {
 	// does (0: no cap): a request arriving while the cap is full waits in
 	// the client queue until one finishes, and the wait is its queue time.
 	MaxConcurrency int
+	// SchedulerSteps is V0's --num-scheduler-steps (multi-step scheduling,
+	// vLLM 0.5.5+; 0 or 1: off). Above 1, a step that schedules no
+	// prefill opens a group of that many steps run on its schedule: no
+	// request joins the batch until the group ends (vLLM 0.6's
+	// LLMEngine.step skips the scheduler while _has_remaining_steps), and
+	// the group's tokens reach the client together at its end, one chunk
+	// per request (its outputs are processed at the last step). A step
+	// with prefills runs alone, as vLLM runs prefills single-step. Not
+	// with pipeline parallelism.
+	SchedulerSteps int
 }
 
 // StatsSample is the engine's state at one instant of virtual time, with
@@ -148,6 +158,12 @@ func RunStream(ctx context.Context, cfg Config, reqs *workload.Stream, emit func
 	// (flights.lasts catches up from the next output's TokenGap), except
 	// with V0's virtual engines, which number their steps apart.
 	cfg.Engine.OmitRunTokens = cfg.Engine.Version != engine.V0 || cfg.Engine.PipelineParallel <= 1
+	if cfg.SchedulerSteps > 1 && cfg.Engine.Version == engine.V0 && cfg.Engine.PipelineParallel <= 1 {
+		// A group's steps share one completion (its chunk), which the
+		// engine's TokenGap, counted in Completes, cannot express.
+		r.steps = cfg.SchedulerSteps
+		cfg.Engine.OmitRunTokens = false
+	}
 	eng, err := engine.New(cfg.Engine)
 	if err != nil {
 		return nil, fmt.Errorf("sim: engine config: %w", err)
@@ -222,6 +238,14 @@ type runner struct {
 	pipe           perf.Pipeline
 	virtualEngines bool // V0: a free virtual engine takes arrivals at once
 
+	// Multi-step scheduling (Config.SchedulerSteps > 1): steps is the
+	// group size; groupLeft counts the group's steps still to schedule;
+	// held keeps the outputs of the group's steps so far, applied when
+	// the group ends, at its end.
+	steps     int
+	groupLeft int
+	held      []engine.Output
+
 	// Recycled records and ITL slices (Config.ReuseRecords).
 	freeRecs []*metrics.Record
 	freeITL  [][]time.Duration
@@ -258,7 +282,7 @@ func (r *runner) run(ctx context.Context) error {
 				return fmt.Errorf("sim: stopped at virtual time %v with %d requests in flight: %w", r.now-r.start, r.inFlight, err)
 			}
 		}
-		for next != nil && next.Arrival <= r.now && !r.full() {
+		for next != nil && next.Arrival <= r.now && !r.full() && r.groupLeft == 0 {
 			if err := r.add(id, r.reqs.Next()); err != nil {
 				return err
 			}
@@ -268,6 +292,9 @@ func (r *runner) run(ctx context.Context) error {
 		// Fill the pipeline: one step without PP; with PP up to one batch
 		// per stage, each scheduled while the others are in flight.
 		for len(r.inPipe) < r.depth {
+			if r.steps > 1 {
+				r.eng.HoldAdmissions(r.groupLeft > 0)
+			}
 			st := r.eng.Schedule(r.now)
 			r.noteMaxima()
 			for i := range st.Rejected {
@@ -277,9 +304,21 @@ func (r *runner) run(ctx context.Context) error {
 				}
 			}
 			if st.Empty() {
+				if r.groupLeft > 0 {
+					// Every request of the group finished before its end.
+					r.groupLeft = 0
+					if err := r.deliverHeld(); err != nil {
+						return err
+					}
+					continue
+				}
 				break
 			}
-			r.inPipe = append(r.inPipe, batch{st, r.batchOut(st.Shape)})
+			b := batch{st: st, out: r.batchOut(st.Shape)}
+			if r.steps > 1 {
+				b.cont, b.open = r.groupStep(st.Shape)
+			}
+			r.inPipe = append(r.inPipe, b)
 		}
 		if len(r.inPipe) == 0 {
 			if next != nil && !r.full() {
@@ -302,21 +341,63 @@ func (r *runner) run(ctx context.Context) error {
 		}
 		r.inPipe = append(r.inPipe[:0], r.inPipe[1:]...)
 		r.advance(head.out)
-		r.logCompletion()
+		if head.cont {
+			// The group's chunk goes out when its last step ends.
+			r.outTimes[len(r.outTimes)-1] = r.now
+		} else {
+			r.logCompletion()
+		}
 		outs := r.eng.Complete(head.st)
-		for i := range outs {
-			o := &outs[i]
-			if last := r.flights.lastAt(o.ID); last != nil && r.extendsRun(o, *last) {
-				*last = r.outN
+		if r.steps > 1 {
+			r.held = append(r.held, outs...)
+			if head.open {
 				continue
 			}
-			if err := r.output(o); err != nil {
-				return err
-			}
+			outs = r.held
 		}
+		if err := r.apply(outs); err != nil {
+			return err
+		}
+		r.held = r.held[:0]
 	}
 	r.runErr = r.eng.Err()
 	return nil
+}
+
+// apply hands the outputs of a completion to the requests' records.
+func (r *runner) apply(outs []engine.Output) error {
+	for i := range outs {
+		o := &outs[i]
+		if last := r.flights.lastAt(o.ID); last != nil && r.extendsRun(o, *last) {
+			*last = r.outN
+			continue
+		}
+		if err := r.output(o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// groupStep places a step just scheduled in its multi-step group: cont,
+// it continues the open group (its tokens join the group's chunk); open,
+// the group has steps left after it.
+func (r *runner) groupStep(s perf.StepShape) (cont, open bool) {
+	switch {
+	case r.groupLeft > 0:
+		r.groupLeft--
+		cont = true
+	case s.Prefills == 0:
+		r.groupLeft = r.steps - 1
+	}
+	return cont, r.groupLeft > 0
+}
+
+// deliverHeld applies the outputs of a multi-step group that ends early.
+func (r *runner) deliverHeld() error {
+	err := r.apply(r.held)
+	r.held = r.held[:0]
+	return err
 }
 
 // advance moves the clock to t, taking the samples due strictly before t
@@ -331,10 +412,13 @@ func (r *runner) advance(t time.Duration) {
 	r.now = t
 }
 
-// batch is a step in flight and the instant its output is out.
+// batch is a step in flight and the instant its output is out. With
+// multi-step scheduling, cont says the step continues an open group and
+// open that the group goes on after it (runner.groupStep).
 type batch struct {
-	st  *engine.Step
-	out time.Duration
+	st         *engine.Step
+	out        time.Duration
+	cont, open bool
 }
 
 // batchOut is when a step scheduled now comes out: after its step time,
@@ -416,6 +500,8 @@ func (r *runner) output(o *engine.Output) error {
 	if o.NewTokens > 0 {
 		k := r.outN
 		switch {
+		case *last == k:
+			// Another token of a multi-step group's chunk.
 		case *last == k-1 && *last != 0:
 			*last = k
 		case *last == 0:

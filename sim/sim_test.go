@@ -503,3 +503,80 @@ func TestMaximaAreExactOnShortRuns(t *testing.T) {
 		t.Fatalf("a 1 ms sample saw %+v, above the exact maxima %+v", sampled, res.Max)
 	}
 }
+
+// Multi-step scheduling, worked by hand with 10 ms steps and groups of 4:
+// a request arriving mid-group waits for the group's end, each group's
+// tokens reach the client as one chunk at its end (one ITL entry), a
+// request finishing mid-group finishes at the group's end, and a group
+// whose requests all finish early ends then.
+func TestMultiStepGroups(t *testing.T) {
+	ms := time.Millisecond
+	tests := []struct {
+		name  string
+		steps int
+		reqs  []workload.Request
+		// want per request: TTFT, latency, ITL.
+		want [][3]any
+	}{
+		{
+			name:  "arrival waits for the group",
+			steps: 4,
+			reqs: []workload.Request{
+				{Index: 0, PromptLen: 16, MaxTokens: 9},
+				{Index: 1, PromptLen: 16, MaxTokens: 3, Arrival: 15 * ms},
+			},
+			// A: prefill 0–10; group 10–50 (tokens 2–5); B's prefill
+			// 50–60; group 60–100 (A's 6–9, B's 2–3).
+			want: [][3]any{
+				{10 * ms, 100 * ms, []time.Duration{40 * ms, 50 * ms}},
+				{45 * ms, 85 * ms, []time.Duration{40 * ms}},
+			},
+		},
+		{
+			name:  "group ends when its requests do",
+			steps: 4,
+			reqs: []workload.Request{
+				{Index: 0, PromptLen: 16, MaxTokens: 3},
+				{Index: 1, PromptLen: 16, MaxTokens: 2, Arrival: 25 * ms},
+			},
+			// A: prefill 0–10, tokens 2–3 at 20 and 30, the group ends
+			// there; B's prefill 30–40, its group 40–50.
+			want: [][3]any{
+				{10 * ms, 30 * ms, []time.Duration{20 * ms}},
+				{15 * ms, 25 * ms, []time.Duration{10 * ms}},
+			},
+		},
+		{
+			name:  "single step",
+			steps: 1,
+			reqs: []workload.Request{
+				{Index: 0, PromptLen: 16, MaxTokens: 9},
+				{Index: 1, PromptLen: 16, MaxTokens: 3, Arrival: 15 * ms},
+			},
+			// B joins after A's decode 10–20: prefill 20–30, decodes to 50.
+			want: [][3]any{
+				{10 * ms, 100 * ms, []time.Duration{10 * ms, 20 * ms, 10 * ms, 10 * ms, 10 * ms, 10 * ms, 10 * ms, 10 * ms}},
+				{15 * ms, 35 * ms, []time.Duration{10 * ms, 10 * ms}},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := Config{Engine: engineConfig(engine.V0), Model: linearModel{fixed: 10 * ms}, SchedulerSteps: tt.steps}
+			_, recs := collect(t, cfg, tt.reqs)
+			slices.SortFunc(recs, func(a, b *metrics.Record) int { return a.Index - b.Index })
+			if len(recs) != len(tt.want) {
+				t.Fatalf("%d records, want %d", len(recs), len(tt.want))
+			}
+			for i, w := range tt.want {
+				r := recs[i]
+				if !r.Success || r.OutputLen != tt.reqs[i].MaxTokens {
+					t.Errorf("request %d: success %v, %d tokens; want %d", i, r.Success, r.OutputLen, tt.reqs[i].MaxTokens)
+				}
+				if r.TTFT != w[0] || r.Latency != w[1] || !slices.Equal(r.ITL, w[2].([]time.Duration)) {
+					t.Errorf("request %d: TTFT %v, latency %v, ITL %v; want %v, %v, %v", i, r.TTFT, r.Latency, r.ITL, w[0], w[1], w[2])
+				}
+			}
+		})
+	}
+}

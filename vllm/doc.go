@@ -138,10 +138,23 @@
 // Qwen2-0.5B on an H100 at 100 concurrent streams is host-bound in every
 // V0 step (TestSmallModelHostBound).
 //
-// Deviations: multi-step scheduling only divides the scheduling cost; the
-// engine still schedules every step. Output processing of the last step
-// is not carried over to the next. The measured curves are per running
-// sequence in decode; a prefill is charged as one.
+// Multi-step scheduling (--num-scheduler-steps N, V0 from 0.5.5) divides
+// the scheduling cost by N and, in sim (Resolved.SchedulerSteps,
+// sim.Config.SchedulerSteps), runs decode steps in groups of N as vLLM
+// 0.6's LLMEngine.step does (read at v0.6.1.post2): while the group's
+// steps remain (_has_remaining_steps) the scheduler is skipped, so a
+// request that arrives waits for the group's end; the group's outputs are
+// processed at its last step, so each request's N tokens reach the client
+// as one chunk (the published ITL of such runs is about N·TPOT: SGLang's
+// vLLM 0.6.0 runs, median ITL 129 ms at TPOT 14 ms with N = 10); a step
+// with prefills runs alone (the scheduler allocates no lookahead slots
+// for prefills).
+//
+// Deviations: output processing of the last step is not carried over to
+// the next. A request that finishes inside a group leaves the batch at
+// once rather than running to the group's end, and KV blocks are not
+// reserved for the group's lookahead slots. The measured curves are per
+// running sequence in decode; a prefill is charged as one.
 //
 // # Distributed executor
 //

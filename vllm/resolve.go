@@ -67,6 +67,10 @@ type Resolved struct {
 	StepModel perf.StepModel
 	// StatsInterval is the release's stats-line cadence.
 	StatsInterval time.Duration
+	// SchedulerSteps is --num-scheduler-steps (1 when unset): V0's
+	// multi-step scheduling runs that many decode steps per schedule and
+	// streams their tokens together (sim.Config.SchedulerSteps).
+	SchedulerSteps int
 	// Executor is the distributed executor backend; ExecutorDefaulted
 	// says vLLM chose it (DistributedLines).
 	Executor          ExecutorBackend
@@ -205,7 +209,7 @@ func Resolve(ctx context.Context, p Profile, model perf.Model, gpu perf.GPU, o O
 		step = NewHostStepModel(roof, host, o.NumSchedulerSteps)
 	}
 	return &Resolved{Profile: p, Deployment: resolved, Capacity: capacity, Engine: ec,
-		StepModel: step, StatsInterval: p.Defaults.StatsInterval,
+		StepModel: step, StatsInterval: p.Defaults.StatsInterval, SchedulerSteps: max(o.NumSchedulerSteps, 1),
 		Executor: executor, ExecutorDefaulted: executorDefaulted}, nil
 }
 
