@@ -87,6 +87,7 @@ func (r *specRun) run(ctx context.Context) error {
 	if err := report.CheckOutputDirs(files); err != nil {
 		return err
 	}
+	s.Engine.Offline = s.Simulation.Throughput
 	if r.eng, err = s.Engine.Resolve(ctx, s.ChangedFunc(), s.Env); err != nil {
 		return err
 	}

@@ -236,8 +236,10 @@ func (p *plan) planWorkload(r *Run) {
 		spec.NumPrompts = w.BatchSize
 		p.batchLatency = true
 		rate = math.Inf(1)
+		p.options.Offline = true // benchmark_latency runs the LLM class
 	case BenchmarkThroughput:
 		rate = math.Inf(1)
+		p.options.Offline = true // so does benchmark_throughput
 	}
 	p.spec = spec
 	p.arrivals = workload.Arrivals{Rate: rate, Burstiness: w.Burstiness, Seed: spec.Seed}

@@ -47,7 +47,10 @@
 //	api      = APIPerChunk·tokens + APIPerRequest·prompts finished
 //
 // with seqs the scheduled sequences and tokens the sampled ones (one
-// streamed chunk each). 0.5 (one process, one GIL): step = GPU + schedule
+// streamed chunk each). Offline runs (Options.Offline: the LLM class, as
+// vLLM's throughput and latency benchmarks run it, and sim --throughput)
+// have no OpenAI server, so api is zero; the engine's work, and on V1 the
+// output processor in the LLM's own process, stay. 0.5 (one process, one GIL): step = GPU + schedule
 // + output + api. 0.6–0.10 V0 (async output processing, PR #7049; the
 // OpenAI server in its own process, PR #6883): the engine thread
 // schedules step i+1, launches it and processes step i's outputs while

@@ -187,11 +187,37 @@ func TestAsyncOutputGain(t *testing.T) {
 	for i := range reqs {
 		reqs[i] = workload.Request{Index: i, PromptLen: 128, MaxTokens: 256}
 	}
-	async := simulate(t, "0.6.0", "Llama-3.1-8B", "H100", vllm.Options{}, reqs, 0)
-	serial := simulate(t, "0.6.0", "Llama-3.1-8B", "H100", vllm.Options{DisableAsyncOutputProc: true}, reqs, 0)
+	// PR #7049 ran the throughput benchmark: the LLM class, no server.
+	async := simulate(t, "0.6.0", "Llama-3.1-8B", "H100", vllm.Options{Offline: true}, reqs, 0)
+	serial := simulate(t, "0.6.0", "Llama-3.1-8B", "H100", vllm.Options{Offline: true, DisableAsyncOutputProc: true}, reqs, 0)
 	gain := async.outputThroughput / serial.outputThroughput
 	t.Logf("async output processing: %.0f → %.0f tok/s (%.2f×; PR #7049: 1.11×)", serial.outputThroughput, async.outputThroughput, gain)
 	if gain <= 1 || gain > 1.11*1.25 {
 		t.Errorf("gain %.2f×, want above 1 and at most %.2f×", gain, 1.11*1.25)
+	}
+}
+
+// TestOfflineDropsAPIWork: the LLM class (Options.Offline, vLLM's
+// throughput and latency benchmarks) runs no OpenAI server, so no step
+// pays API work; the engine's own work is unchanged.
+func TestOfflineDropsAPIWork(t *testing.T) {
+	shape := perf.StepShape{Decodes: 100, Prefills: 1, PrefillsDone: 1, PrefillTokens: 200}
+	for _, version := range []string{"0.5.4", "0.6.6", "0.8.5"} {
+		t.Run(version, func(t *testing.T) {
+			parts := func(offline bool) vllm.HostParts {
+				r, err := resolve(t, version, "", "Llama-3-8B", "H100", vllm.Options{Offline: offline})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r.StepModel.(*vllm.HostStepModel).Parts(shape)
+			}
+			serving, offline := parts(false), parts(true)
+			if serving.API <= 0 || offline.API != 0 {
+				t.Errorf("API work %v serving, %v offline; want some, then none", serving.API, offline.API)
+			}
+			if offline.Schedule != serving.Schedule || offline.Output != serving.Output {
+				t.Errorf("engine work differs: serving %+v, offline %+v", serving, offline)
+			}
+		})
 	}
 }

@@ -78,6 +78,12 @@ type HostOverhead struct {
 	Speed float64
 }
 
+// offline is h without the OpenAI server's work, for the LLM class.
+func (h HostOverhead) offline() HostOverhead {
+	h.APIPerChunk, h.APIPerRequest = 0, 0
+	return h
+}
+
 func (h HostOverhead) speed() float64 {
 	if h.Speed > 0 {
 		return h.Speed

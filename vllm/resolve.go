@@ -50,6 +50,11 @@ type Options struct {
 	// NoKernelTables times the GPU by the roofline alone, as servebench
 	// did before measured kernel tables (perf.Deployment.NoKernelTables).
 	NoKernelTables bool
+	// Offline runs the engine as vLLM's LLM class does (the throughput
+	// and latency benchmarks): no OpenAI server, so no HTTP, SSE or
+	// per-request API work (HostOverhead's API terms are dropped); the
+	// engine and, on V1, the output processor run as in serving.
+	Offline bool
 	// HostSpeed is the server CPU's single-thread speed relative to the
 	// default host machine (doc.go, "Host speed"): 2 halves every host
 	// term. 0 means 1.
@@ -206,6 +211,9 @@ func Resolve(ctx context.Context, p Profile, model perf.Model, gpu perf.GPU, o O
 		}
 		host.SchedFixed += executorStepCost(p, executor)
 		host.Speed = o.HostSpeed
+		if o.Offline {
+			host = host.offline()
+		}
 		step = NewHostStepModel(roof, host, o.NumSchedulerSteps)
 	}
 	return &Resolved{Profile: p, Deployment: resolved, Capacity: capacity, Engine: ec,
