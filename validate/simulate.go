@@ -316,7 +316,8 @@ func (p *plan) simulate(ctx context.Context) (metrics.Summary, error) {
 	}
 	recorder := metrics.NewRecorder(p.summary, nil, metrics.KeepNone)
 	cfg := sim.Config{Engine: r.Engine, Model: r.StepModel, StatsInterval: r.StatsInterval,
-		MaxConcurrency: p.maxConcurrency, ReuseRecords: true, SchedulerSteps: r.SchedulerSteps}
+		MaxConcurrency: p.maxConcurrency, ReuseRecords: true, SchedulerSteps: r.SchedulerSteps,
+		Ingest: r.Ingest, Delivery: r.Delivery}
 	res, err := sim.RunStream(ctx, cfg, stream, func(rec *metrics.Record) error {
 		_ = recorder.Add(rec)
 		return nil

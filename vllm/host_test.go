@@ -3,6 +3,7 @@ package vllm_test
 import (
 	"context"
 	"math"
+	"os"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -219,5 +220,50 @@ func TestOfflineDropsAPIWork(t *testing.T) {
 				t.Errorf("engine work differs: serving %+v, offline %+v", serving, offline)
 			}
 		})
+	}
+}
+
+// TestLightLoadHostFloor: at light load a 0.5 step is mostly host work.
+// Neural Magic's nightly benchmark served facebook/opt-350m with vLLM
+// 0.5.1 on an H100 at 1 QPS of ShareGPT at a mean TPOT of 7.41 ms
+// (doc.go, "Host overhead"). testdata/opt-350m-dims is opt-350m's size
+// in Llama's config form (hidden 1024, 24 layers, 16 heads, vocabulary
+// 50272; a gated MLP of 2730 has the FLOPs and weights of OPT's 4096).
+func TestLightLoadHostFloor(t *testing.T) {
+	data, err := os.ReadFile("testdata/opt-350m-dims/config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := perf.ParseModelConfig(data, "opt-350m-dims")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := perf.LookupGPU("H100")
+	p, _ := vllm.Lookup("0.5.1", "")
+	r, err := vllm.Resolve(context.Background(), p, m, g, vllm.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := make([]workload.Request, 300)
+	for i := range reqs {
+		reqs[i] = workload.Request{Index: i, PromptLen: 292, MaxTokens: 202}
+	}
+	offsets, err := workload.Schedule(len(reqs), workload.Arrivals{Rate: 1, Burstiness: 1, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	workload.Assign(reqs, offsets)
+	var tpot time.Duration
+	_, err = sim.Run(context.Background(), sim.Config{Engine: r.Engine, Model: r.StepModel}, reqs, func(rec *metrics.Record) error {
+		tpot += (rec.Latency - rec.TTFT) / time.Duration(rec.OutputLen-1)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpot /= time.Duration(len(reqs))
+	t.Logf("opt-350m on an H100, 0.5.1, 1 QPS: mean TPOT %v (nm-vllm nightly: 7.41 ms)", tpot)
+	if got := float64(tpot) / float64(7410*time.Microsecond); got < 0.9 || got > 1.1 {
+		t.Errorf("mean TPOT %v, want 7.41 ms within 10%%", tpot)
 	}
 }

@@ -76,6 +76,10 @@ type Resolved struct {
 	// multi-step scheduling runs that many decode steps per schedule and
 	// streams their tokens together (sim.Config.SchedulerSteps).
 	SchedulerSteps int
+	// Ingest and Delivery are the OpenAI server's per-request latencies
+	// on this host (HostOverhead.Ingest, Delivery; zero offline or
+	// without host overhead), for sim.Config.
+	Ingest, Delivery time.Duration
 	// Executor is the distributed executor backend; ExecutorDefaulted
 	// says vLLM chose it (DistributedLines).
 	Executor          ExecutorBackend
@@ -204,6 +208,7 @@ func Resolve(ctx context.Context, p Profile, model perf.Model, gpu perf.GPU, o O
 		return nil, err
 	}
 	var step perf.StepModel = roof
+	var ingest, delivery time.Duration
 	if !o.NoHostOverhead {
 		host := p.Host
 		if o.DisableAsyncOutputProc {
@@ -215,9 +220,11 @@ func Resolve(ctx context.Context, p Profile, model perf.Model, gpu perf.GPU, o O
 			host = host.offline()
 		}
 		step = NewHostStepModel(roof, host, o.NumSchedulerSteps)
+		ingest, delivery = host.scaled(host.Ingest), host.scaled(host.Delivery)
 	}
 	return &Resolved{Profile: p, Deployment: resolved, Capacity: capacity, Engine: ec,
 		StepModel: step, StatsInterval: p.Defaults.StatsInterval, SchedulerSteps: max(o.NumSchedulerSteps, 1),
+		Ingest: ingest, Delivery: delivery,
 		Executor: executor, ExecutorDefaulted: executorDefaulted}, nil
 }
 
