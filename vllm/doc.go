@@ -179,6 +179,40 @@
 // reserved for the group's lookahead slots. The measured curves are per
 // running sequence in decode; a prefill is charged as one.
 //
+// # Request latencies
+//
+// The OpenAI server adds latency to each request outside the engine's
+// steps (HostOverhead.Ingest and Delivery, on the default host; sim
+// applies them per request through Resolved and sim.Config): Ingest from
+// the request's arrival to its entry into the engine's queue (HTTP
+// parsing, validation, chat template and tokenization, the hand-off to
+// the engine), Delivery from a step's end to the client's receipt of its
+// chunk (detokenization, the response object, SSE). They add to TTFT and
+// E2E, not ITL, and under a concurrency cap a request holds its slot
+// until its last chunk is received. Offline runs have neither.
+//
+//   - Ingest 9.3 ms, Delivery 1.85 ms: vLLM's own request tracing
+//     (OpenTelemetry journey events) on 13 serving experiments on H100s
+//     (Llama-2-7B and 70B, Mixtral-8x7B, CodeLlama-34B; inference-perf
+//     against the completions API), reduced by inference-sim's training
+//     pipeline (github.com/inference-sim/training, commit ed5c1d2,
+//     output/fit/coefficients.json): alpha_0_us 9315, the mean of
+//     api.ARRIVED → journey.QUEUED over the training requests, and
+//     alpha_1_us 1850, the fixed part of journey.FINISHED →
+//     api.DEPARTED. Measured on V1; V0 does the same work (in the API
+//     process from 0.6, PR #6883; in the engine's own process in 0.5)
+//     and takes the same values [approximate].
+//   - Against the published low-load runs: nm-vllm's opt-350m (0.5.1, 1
+//     QPS ShareGPT) has a mean TTFT of 41.3 ms on its H100 host and 23.9
+//     ms on its L4 host where sim's steps alone give 10.8 and 16.4 ms, so
+//     30.5 and 7.5 ms lie outside the engine, client included, around the
+//     11.15 ms here. GPUStack's Qwen3-8B chat runs (vLLM 0.11, one H100,
+//     one to eight streams, performance lab qwen3-8b/h100-latency.md) keep
+//     a median TTFT of 60 ms whatever the concurrency, where SGLang on the
+//     same host and client has 27 ms; about 35 ms of it is explained by
+//     nothing measured here [open: the chat path of vLLM 0.11's API server
+//     is not timed].
+//
 // # Distributed executor
 //
 // --distributed-executor-backend defaults as vLLM's ParallelConfig does:

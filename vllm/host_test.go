@@ -3,8 +3,8 @@ package vllm_test
 import (
 	"context"
 	"math"
-	"os"
 	"math/rand/v2"
+	"os"
 	"testing"
 	"time"
 

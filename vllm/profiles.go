@@ -47,8 +47,8 @@ const measuredCPUSlowdown = 1.25
 // ingest and delivery: the OpenAI server's per-request latencies (doc.go,
 // "Request latencies").
 const (
-	ingest   = 0 * us
-	delivery = 0 * us
+	ingest   = 9300 * us
+	delivery = 1850 * us
 )
 
 // Host overhead (doc.go, "Host overhead"): vLLM's own scheduler and output
