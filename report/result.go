@@ -176,7 +176,11 @@ func WriteText(w io.Writer, r *Result) error {
 		b.WriteString(row("Send lag P50/P99/max (ms):", fmt.Sprintf("%.3f / %.3f / %.3f", lagP50, lagP99, s.SendLag.Max)))
 	}
 	if s.Retries > 0 {
-		b.WriteString(row("Resent after a closed reused connection:", fmt.Sprintf("%d (%d requests on reused connections)", s.Retries, s.ConnReused)))
+		// Two rows, each naming what it counts: a request can be resent
+		// more than once, and one resent may be answered on a new
+		// connection, so neither number is part of the other.
+		b.WriteString(row("Resends (reused connection had closed):", strconv.Itoa(s.Retries)))
+		b.WriteString(row("Requests answered on reused connections:", strconv.Itoa(s.ConnReused)))
 	}
 	switch {
 	case in.Recovered:
