@@ -98,7 +98,10 @@ type Result struct {
 	// SinkErr is the error that stopped the run early when writing a
 	// record failed (a full disk): sending stopped, in-flight requests
 	// finished, and the summary covers every request measured.
-	SinkErr       error
+	SinkErr error
+	// RecordsKept is how many records the records file holds as whole
+	// lines; -1 without a records file.
+	RecordsKept   int
 	ServerSamples []ServerSample
 	Server        *ServerSummary
 	// Started is the run's zero instant: Config.StartAt when set, else
@@ -327,6 +330,7 @@ func measure(ctx context.Context, cfg Config, log *slog.Logger) (*Result, error)
 		Interrupted: ctx.Err() != nil,
 		NotSent:     len(cfg.Requests) - started,
 		SinkErr:     sinkErr,
+		RecordsKept: recorder.RecordsKept(),
 		Started:     base,
 		StartLate:   late,
 	}

@@ -117,7 +117,9 @@ func (r *specRun) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	info.Interrupted = res.Interrupted
+	// A run a full disk stopped early did not finish either: its result
+	// says so, as an interrupted one's does.
+	info.Interrupted = res.Interrupted || res.SinkErr != nil
 	if err := r.writeShardManifest(&sh, res, outs.RecordsPath, len(reqs), &info); err != nil {
 		return err
 	}
@@ -177,7 +179,7 @@ func (r *specRun) writeShardManifest(sh *shardRun, res *Result, recordsPath stri
 		return nil
 	}
 	m := ShardManifest(r.shard, recordsPath, sh.hash, sh.total, sent, info, r.work, sh.clock)
-	m.Started, m.StartLate, m.Duration, m.Interrupted, m.NotSent = res.Started, res.StartLate, res.Summary.Duration, res.Interrupted, res.NotSent
+	m.Started, m.StartLate, m.Duration, m.Interrupted, m.NotSent = res.Started, res.StartLate, res.Summary.Duration, info.Interrupted, res.NotSent
 	fmt.Fprintln(r.errw, shardStatusLine(r.shard, sh.clock, res.StartLate))
 	return WriteShardManifest(r.errw, recordsPath, m)
 }
@@ -448,13 +450,26 @@ func (r *specRun) writeResult(info report.RunInfo, res *Result, outs *report.Fil
 			return err
 		}
 	}
+	// After the result is saved: a result that had to take another name
+	// takes its records along.
+	werr := outs.Write(r.out, r.errw, result)
 	if outs.RecordsPath != "" {
 		fmt.Fprintf(r.errw, "Per-request records: %s\n", outs.RecordsPath)
 	}
-	if err := outs.Write(r.out, r.errw, result); err != nil {
-		return err
+	if werr != nil {
+		return werr
 	}
-	return report.Outcome(&res.Summary, res.Interrupted, res.NotSent, res.SinkErr, outs.SavedPaths(res.SinkErr == nil))
+	return report.Outcome(&res.Summary, res.Interrupted, res.NotSent, keptError(res, outs.RecordsPath), outs.SavedPaths(res.SinkErr == nil))
+}
+
+// keptError is a records write error with what the records file kept,
+// so the message says how much of the run is on disk.
+func keptError(res *Result, recordsPath string) error {
+	if res.SinkErr == nil || res.RecordsKept < 0 {
+		return res.SinkErr
+	}
+	measured := res.Summary.Completed + res.Summary.Failed
+	return fmt.Errorf("%w; %s kept %d of the %d requests measured, and %d were never sent", res.SinkErr, recordsPath, res.RecordsKept, measured, res.NotSent)
 }
 
 // tokenizer resolves --tokenizer: none with --skip-tokenizer-init; the

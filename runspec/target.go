@@ -107,6 +107,9 @@ func (t *Target) check() error {
 	if !contains(chatBackends, t.Backend) && !contains(completionBackends, t.Backend) {
 		return fmt.Errorf("--backend %q: not supported; use one of openai, vllm, sglang, lmdeploy, llama.cpp, openai-chat, vllm-chat, sglang-chat, tgi", t.Backend)
 	}
+	if strings.Contains(t.BaseURL, redact.Mask) {
+		return fmt.Errorf("--base-url %s: its credentials are the mask of a saved spec; pass the real URL with --base-url, or in $%s", t.BaseURL, EnvBaseURL)
+	}
 	if t.BaseURL != "" {
 		if u, err := url.Parse(t.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("--base-url %q: expected http://HOST:PORT or https://HOST:PORT", redact.URL(t.BaseURL))
@@ -124,7 +127,7 @@ func (t *Target) check() error {
 			return fmt.Errorf("--header (item %d): name %q is not an HTTP header name; use letters, digits and -", i+1, h.Name)
 		}
 		if h.Value == redact.Mask {
-			return fmt.Errorf("--header %s: its value is the mask of a saved spec; pass the real value with --header", h.Name)
+			return fmt.Errorf("--header %s: its value is the mask of a saved spec; pass the real value with --header, or in $%s", h.Name, HeaderEnvVar(h.Name))
 		}
 	}
 	return nil
