@@ -28,7 +28,9 @@ const recoveredKey = "recovered"
 const recordsSuffix = ".records.jsonl"
 
 // IsRecordsFileName reports whether path is named as a records file.
-func IsRecordsFileName(path string) bool { return strings.HasSuffix(filepath.Base(path), recordsSuffix) }
+func IsRecordsFileName(path string) bool {
+	return strings.HasSuffix(filepath.Base(path), recordsSuffix)
+}
 
 // resultBeside is the result file a records file belongs to, when one
 // exists: NAME.json or NAME.jsonl for NAME.records.jsonl.
