@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/servebench/servebench/internal/clock"
@@ -99,7 +98,10 @@ type Result struct {
 	// SinkErr is the error that stopped the run early when writing a
 	// record failed (a full disk): sending stopped, in-flight requests
 	// finished, and the summary covers every request measured.
-	SinkErr       error
+	SinkErr error
+	// RecordsKept is how many records the records file holds as whole
+	// lines; -1 without a records file.
+	RecordsKept   int
 	ServerSamples []ServerSample
 	Server        *ServerSummary
 	// Started is the run's zero instant: Config.StartAt when set, else
@@ -297,36 +299,24 @@ func measure(ctx context.Context, cfg Config, log *slog.Logger) (*Result, error)
 		scrapeWG.Go(func() { cfg.Scraper.Run(scrapeCtx, base) })
 	}
 
-	sem := newSemaphore(cfg.MaxConcurrency)
+	// The pacer releases requests as they fall due, without ever waiting
+	// for the concurrency cap (a wait there would be send lag); one sender
+	// starts them in that order as the cap allows.
+	due := make(chan dueRequest, len(cfg.Requests))
 	var inflight sync.WaitGroup
-	var neverSent atomic.Int64
-	sent := 0
+	sent := make(chan int, 1)
+	go func() {
+		sent <- startInOrder(sendCtx, reqCtx, cfg, base, due, &inflight, done)
+	}()
 	for i := range cfg.Requests {
-		req := &cfg.Requests[i]
-		due := base.Add(req.Arrival)
-		if !sleeper.Until(sendCtx, func() time.Duration { return time.Until(due) }) {
+		at := base.Add(cfg.Requests[i].Arrival)
+		if !sleeper.Until(sendCtx, func() time.Duration { return time.Until(at) }) {
 			break
 		}
-		dispatched := time.Since(base)
-		sent++
-		inflight.Go(func() {
-			rec := &metrics.Record{Index: req.Index, Scheduled: req.Arrival, Dispatched: dispatched}
-			if err := sem.acquire(sendCtx); err != nil {
-				// Stopped while waiting for a slot: it never reached the
-				// server, so it is neither a success nor a failure.
-				neverSent.Add(1)
-				return
-			}
-			defer sem.release()
-			id := ""
-			if cfg.RequestIDPrefix != "" {
-				id = cfg.RequestIDPrefix + strconv.Itoa(req.Index)
-			}
-			cfg.Client.Do(reqCtx, req, id, base, rec)
-			rec.Index, rec.Scheduled, rec.Dispatched = req.Index, req.Arrival, dispatched
-			done <- rec
-		})
+		due <- dueRequest{index: i, dispatched: time.Since(base)}
 	}
+	close(due)
+	started := <-sent
 	inflight.Wait()
 	duration := time.Since(base)
 	close(done)
@@ -338,8 +328,9 @@ func measure(ctx context.Context, cfg Config, log *slog.Logger) (*Result, error)
 		Summary:     recorder.Summary(duration),
 		Records:     recorder.Records(),
 		Interrupted: ctx.Err() != nil,
-		NotSent:     len(cfg.Requests) - sent + int(neverSent.Load()),
+		NotSent:     len(cfg.Requests) - started,
 		SinkErr:     sinkErr,
+		RecordsKept: recorder.RecordsKept(),
 		Started:     base,
 		StartLate:   late,
 	}
@@ -351,6 +342,49 @@ func measure(ctx context.Context, cfg Config, log *slog.Logger) (*Result, error)
 		}
 	}
 	return res, nil
+}
+
+// dueRequest is a request the pacer released and when.
+type dueRequest struct {
+	index      int
+	dispatched time.Duration
+}
+
+// startInOrder starts each released request once the concurrency cap
+// allows, first released first started, and returns how many it started.
+// The goroutine of one request is running before the next is created: the
+// runtime runs the newest goroutine first, so goroutines racing for the cap
+// sent the last request of a burst first (vLLM's client keeps the order).
+// A request still waiting when sending stops never reaches the server and
+// is neither a success nor a failure.
+func startInOrder(sendCtx, reqCtx context.Context, cfg Config, base time.Time, due <-chan dueRequest, inflight *sync.WaitGroup, done chan<- *metrics.Record) int {
+	sem := newSemaphore(cfg.MaxConcurrency)
+	// Buffered, so a request's goroutine never blocks on saying it runs:
+	// blocked there, it would be readied behind the goroutines started
+	// after it.
+	running := make(chan struct{}, 1)
+	started := 0
+	for d := range due {
+		if sendCtx.Err() != nil || sem.acquire(sendCtx) != nil {
+			break
+		}
+		req := &cfg.Requests[d.index]
+		inflight.Go(func() {
+			running <- struct{}{}
+			defer sem.release()
+			rec := &metrics.Record{Index: req.Index, Scheduled: req.Arrival, Dispatched: d.dispatched}
+			id := ""
+			if cfg.RequestIDPrefix != "" {
+				id = cfg.RequestIDPrefix + strconv.Itoa(req.Index)
+			}
+			cfg.Client.Do(reqCtx, req, id, base, rec)
+			rec.Index, rec.Scheduled, rec.Dispatched = req.Index, req.Arrival, d.dispatched
+			done <- rec
+		})
+		<-running
+		started++
+	}
+	return started
 }
 
 // startInstant waits for startAt (zero: start now) and returns the run's

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -275,5 +276,66 @@ func TestBadConfig(t *testing.T) {
 	}
 	if _, err := Run(t.Context(), Config{coarseTimers: true, Client: &fakeServer{}}); err == nil {
 		t.Fatal("no requests accepted")
+	}
+}
+
+// orderDoer records the order requests reach the server and takes hold
+// per request, on synctest's clock.
+// An atomic counter, not a mutex, takes each request's place: a contended
+// mutex lets a newcomer overtake a waiter, which would reorder arrivals
+// that the bench sent in order.
+type orderDoer struct {
+	hold  time.Duration
+	next  atomic.Int64
+	order []int
+}
+
+func (d *orderDoer) Do(ctx context.Context, req *workload.Request, _ string, base time.Time, rec *metrics.Record) {
+	d.order[d.next.Add(1)-1] = req.Index
+	rec.Start = time.Since(base)
+	select {
+	case <-ctx.Done():
+	case <-time.After(d.hold):
+	}
+	rec.TTFT, rec.Latency = time.Since(base)-rec.Start, time.Since(base)-rec.Start
+	rec.OutputLen, rec.PromptLen, rec.Success = 1, req.PromptLen, true
+}
+
+// TestRequestsGoOutInScheduleOrder is vLLM's client's order: requests due
+// at the same instant, or waiting for the concurrency cap, start first come,
+// first served, never the last one first. It runs on one P: with more, a
+// goroutine the OS thread under it leaves waiting for a few microseconds
+// can be overtaken on its way into Do by the ones started after it, which
+// no client can prevent; on one P the start order is what the server sees.
+func TestRequestsGoOutInScheduleOrder(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for _, tc := range []struct {
+		name           string
+		maxConcurrency int
+		gap            time.Duration
+	}{
+		{"all at once, one at a time", 1, 0},
+		{"all at once, four at a time", 4, 0},
+		{"all at once, no cap", 0, 0},
+		{"faster than served, two at a time", 2, 10 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const n = 100
+				d := &orderDoer{hold: 50 * time.Millisecond, order: make([]int, n)}
+				res, err := Run(t.Context(), Config{coarseTimers: true, Client: d, Requests: requests(n, tc.gap), MaxConcurrency: tc.maxConcurrency})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Summary.Completed != n || d.next.Load() != n {
+					t.Fatalf("%d of %d requests completed, server saw %d", res.Summary.Completed, n, d.next.Load())
+				}
+				for place, idx := range d.order {
+					if idx != place {
+						t.Fatalf("request %d reached the server in place %d; first arrivals %v", idx, place, d.order[:min(12, n)])
+					}
+				}
+			})
+		})
 	}
 }

@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +17,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/servebench/servebench/internal/textline"
 	names "github.com/servebench/servebench/metrics"
 )
 
@@ -116,7 +119,7 @@ func (s *Scraper) Probe(ctx context.Context) error {
 			}
 		}
 	}
-	return fmt.Errorf("server metrics at %s have no vllm:* (or llamacpp:*, sglang:*) metrics: server-side statistics will be left out", s.url)
+	return fmt.Errorf("GET %s has no vllm:*, llamacpp:* or sglang:* metrics", s.url)
 }
 
 // Run scrapes at once and then every interval until ctx ends, keeping every
@@ -186,14 +189,37 @@ func (s *Scraper) fetch(ctx context.Context) (map[string]*dto.MetricFamily, erro
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		return nil, fmt.Errorf("scrape %s: HTTP %d: the server exposes no Prometheus metrics there", s.url, resp.StatusCode)
+		return nil, fmt.Errorf("GET %s answered HTTP %d %s: %s", s.url, resp.StatusCode, http.StatusText(resp.StatusCode), errorReason(body))
 	}
 	fams, err := parseMetrics(io.LimitReader(resp.Body, maxMetricsBody))
 	if err != nil {
 		return nil, fmt.Errorf("scrape %s: %w", s.url, err)
 	}
 	return fams, nil
+}
+
+// errorReason is the server's own words for a refused scrape: the message
+// of an OpenAI-style JSON error (llama.cpp without --metrics answers 501
+// "This server does not support metrics endpoint. Start it with
+// `--metrics`"), else the body's first line, else a generic reason.
+func errorReason(body []byte) string {
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(body, &e) == nil {
+		if m := cmp.Or(e.Error.Message, e.Message); m != "" {
+			return textline.OneLine(m, 200)
+		}
+	}
+	if line := textline.OneLine(string(body), 200); line != "" {
+		return line
+	}
+	return "the server exposes no Prometheus metrics there"
 }
 
 // parseMetrics reads a Prometheus text page. vLLM's names contain ':',

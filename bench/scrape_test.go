@@ -141,6 +141,12 @@ func TestProbe(t *testing.T) {
 		_, _ = io.WriteString(w, "# TYPE go_goroutines gauge\ngo_goroutines 12\n")
 	})
 	mux.HandleFunc("/html/metrics", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "<html><body>hi</body></html>") })
+	// llama.cpp started without --metrics (its server.cpp's error body).
+	mux.HandleFunc("/llamacpp-off/metrics", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.WriteHeader(http.StatusNotImplemented)
+		_, _ = io.WriteString(w, `{"error":{"code":501,"message":"This server does not support metrics endpoint. Start it with `+"`--metrics`"+`","type":"not_supported_error"}}`)
+	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	tests := []struct {
@@ -149,9 +155,10 @@ func TestProbe(t *testing.T) {
 	}{
 		{"/vllm/metrics", ""},
 		{"/llamacpp/metrics", ""},
-		{"/other/metrics", "have no vllm:* (or llamacpp:*, sglang:*) metrics"},
+		{"/other/metrics", "has no vllm:*, llamacpp:* or sglang:* metrics"},
 		{"/html/metrics", "not a Prometheus text page"},
-		{"/missing/metrics", "HTTP 404"},
+		{"/missing/metrics", "/missing/metrics answered HTTP 404 Not Found: 404 page not found"},
+		{"/llamacpp-off/metrics", "/llamacpp-off/metrics answered HTTP 501 Not Implemented: This server does not support metrics endpoint. Start it with `--metrics`"},
 	}
 	for _, tc := range tests {
 		err := NewScraper(srv.URL+tc.path, srv.Client(), time.Second).Probe(context.Background())

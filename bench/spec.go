@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -54,7 +55,7 @@ type specRun struct {
 	work           runspec.ResolvedWorkload
 	shard          *runspec.ShardPlan
 	baseURL        string
-	builtinTok     string // the emulator's encoding, when bench started one
+	emulated       *serve.Emulated // the emulator bench started, if any
 	header         http.Header
 	httpClient     *http.Client
 	modelID, model string // the model's name, and the one requests send
@@ -116,7 +117,9 @@ func (r *specRun) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	info.Interrupted = res.Interrupted
+	// A run a full disk stopped early did not finish either: its result
+	// says so, as an interrupted one's does.
+	info.Interrupted = res.Interrupted || res.SinkErr != nil
 	if err := r.writeShardManifest(&sh, res, outs.RecordsPath, len(reqs), &info); err != nil {
 		return err
 	}
@@ -176,7 +179,7 @@ func (r *specRun) writeShardManifest(sh *shardRun, res *Result, recordsPath stri
 		return nil
 	}
 	m := ShardManifest(r.shard, recordsPath, sh.hash, sh.total, sent, info, r.work, sh.clock)
-	m.Started, m.StartLate, m.Duration, m.Interrupted, m.NotSent = res.Started, res.StartLate, res.Summary.Duration, res.Interrupted, res.NotSent
+	m.Started, m.StartLate, m.Duration, m.Interrupted, m.NotSent = res.Started, res.StartLate, res.Summary.Duration, info.Interrupted, res.NotSent
 	fmt.Fprintln(r.errw, shardStatusLine(r.shard, sh.clock, res.StartLate))
 	return WriteShardManifest(r.errw, recordsPath, m)
 }
@@ -209,6 +212,7 @@ func (r *specRun) scraper(ctx context.Context) *Scraper {
 	probeCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := s.Probe(probeCtx); err != nil {
+		fmt.Fprintf(r.errw, "No server-metrics section: %s (--server-metrics-interval 0 skips the check).\n", oneLineErr(err))
 		return nil
 	}
 	return s
@@ -219,14 +223,19 @@ func (r *specRun) scraper(ctx context.Context) *Scraper {
 func (r *specRun) workload(ctx context.Context, cl *client.Client) ([]workload.Request, tokenizer.Tokenizer, string, *vocabChoice, error) {
 	s := r.spec
 	spec := r.work.Spec
+	idPrompts := spec.Dataset == workload.DatasetRandom || spec.Dataset == workload.DatasetPrefixRepetition || spec.Dataset == ""
+	chat := strings.HasSuffix(s.Target.EndpointPath(), "chat/completions")
 	vocab := serverVocab(ctx, cl, r.model, spec.VocabSize, s.Changed("vocab-size"))
+	if em := r.emulated; em != nil && !s.Changed("vocab-size") {
+		m := em.Engine.Deployment.Model
+		vocab = vocabChoice{m.Vocab, "the emulated " + m.Name + "'s vocab_size"}
+	}
 	spec.VocabSize = vocab.size // the server tokenizer's fallback
-	tok, tokName, err := r.tokenizer(ctx, spec.VocabSize)
+	tok, tokName, err := r.tokenizer(ctx, spec.VocabSize, idPrompts && !chat)
 	if err != nil {
 		return nil, nil, "", nil, err
 	}
-	idPrompts := spec.Dataset == workload.DatasetRandom || spec.Dataset == workload.DatasetPrefixRepetition || spec.Dataset == ""
-	if tok == nil && idPrompts && strings.HasSuffix(s.Target.EndpointPath(), "chat/completions") {
+	if tok == nil && idPrompts && chat {
 		// Chat messages carry text, not token IDs: without the server's
 		// tokenizer, build the prompts with a built-in one and say so.
 		if tok, err = tokenizer.New(ctx, "cl100k_base", tokenizer.Options{}); err != nil {
@@ -237,7 +246,7 @@ func (r *specRun) workload(ctx context.Context, cl *client.Client) ([]workload.R
 	}
 	vocab = vocab.final(tok)
 	spec.VocabSize = vocab.size
-	reqs, err := workload.Build(ctx, spec, tok)
+	reqs, err := r.build(ctx, spec, tok)
 	if err != nil {
 		return nil, nil, "", nil, err
 	}
@@ -250,6 +259,30 @@ func (r *specRun) workload(ctx context.Context, cl *client.Client) ([]workload.R
 		return reqs, tok, tokName, nil, nil
 	}
 	return reqs, tok, tokName, &vocab, nil
+}
+
+// build makes the workload. Through a server's tokenizer each prompt
+// costs round trips, so it says so, shows its progress (io.Setup) and
+// says how long it took.
+func (r *specRun) build(ctx context.Context, spec workload.Spec, tok tokenizer.Tokenizer) ([]workload.Request, error) {
+	if _, remote := tok.(*tokenizer.Server); !remote {
+		return workload.Build(ctx, spec, tok)
+	}
+	fmt.Fprintf(r.errw, "Building %d prompts through the server's /tokenize and /detokenize...\n", spec.NumPrompts)
+	var opts workload.BuildOptions
+	if p := r.io.Setup; p != nil {
+		opts.Progress = p.Update
+	}
+	start := time.Now()
+	reqs, err := workload.BuildWith(ctx, spec, tok, opts)
+	if p := r.io.Setup; p != nil {
+		p.Finish()
+	}
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(r.errw, "Built %d prompts in %.2f s.\n", len(reqs), time.Since(start).Seconds())
+	return reqs, nil
 }
 
 // requestHeader is the --header pairs plus the OpenAI key from the
@@ -282,6 +315,12 @@ func (r *specRun) newClient(ctx context.Context, extra map[string]any) (*client.
 		InsecureSkipVerify: t.Insecure, FirstByteTimeout: c.FirstByteTimeout, ChunkTimeout: c.ChunkTimeout,
 		DisableConnectionReuse: !c.ConnectionReuse,
 	}
+	if em := r.emulated; em != nil {
+		// In memory, not over TCP: on a 2-core machine the system calls
+		// of a token chunk over loopback were most of what the default
+		// run cost (serve.Running.DialInMemory).
+		cfg.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) { return em.DialInMemory(ctx) }
+	}
 	if r.modelID == "" {
 		lister, err := client.New(cfg)
 		if err != nil {
@@ -304,8 +343,7 @@ func (r *specRun) newClient(ctx context.Context, extra map[string]any) (*client.
 
 // chooseTarget picks the server: an explicit one; else whatever answers
 // at vLLM's default address; else the embedded emulator, which the
-// returned stop shuts down. The emulator's built-in encoding then counts
-// prompts without HTTP round trips.
+// returned stop shuts down.
 func (r *specRun) chooseTarget(ctx context.Context) (stop func(), err error) {
 	s := r.spec
 	r.modelID = s.Target.Model
@@ -317,7 +355,7 @@ func (r *specRun) chooseTarget(ctx context.Context) (stop func(), err error) {
 	if em == nil {
 		return func() {}, nil
 	}
-	r.builtinTok = serve.DefaultTokenizer
+	r.emulated = em
 	if r.modelID == "" {
 		r.modelID = em.Model
 	}
@@ -412,29 +450,45 @@ func (r *specRun) writeResult(info report.RunInfo, res *Result, outs *report.Fil
 			return err
 		}
 	}
+	// After the result is saved: a result that had to take another name
+	// takes its records along.
+	werr := outs.Write(r.out, r.errw, result)
 	if outs.RecordsPath != "" {
 		fmt.Fprintf(r.errw, "Per-request records: %s\n", outs.RecordsPath)
 	}
-	if err := outs.Write(r.out, r.errw, result); err != nil {
-		return err
+	if werr != nil {
+		return werr
 	}
-	return report.Outcome(&res.Summary, res.Interrupted, res.NotSent, res.SinkErr, outs.SavedPaths(res.SinkErr == nil))
+	return report.Outcome(&res.Summary, res.Interrupted, res.NotSent, keptError(res, outs.RecordsPath), outs.SavedPaths(res.SinkErr == nil))
+}
+
+// keptError is a records write error with what the records file kept,
+// so the message says how much of the run is on disk.
+func keptError(res *Result, recordsPath string) error {
+	if res.SinkErr == nil || res.RecordsKept < 0 {
+		return res.SinkErr
+	}
+	measured := res.Summary.Completed + res.Summary.Failed
+	return fmt.Errorf("%w; %s kept %d of the %d requests measured, and %d were never sent", res.SinkErr, recordsPath, res.RecordsKept, measured, res.NotSent)
 }
 
 // tokenizer resolves --tokenizer: none with --skip-tokenizer-init; the
-// one named; else the emulator's built-in encoding; else the server's own
-// /tokenize when it answers, so prompt lengths are exact for the served
-// model; else none.
-func (r *specRun) tokenizer(ctx context.Context, vocabSize int) (tokenizer.Tokenizer, string, error) {
+// one named; else, for the embedded emulator, none where prompts are
+// token IDs (idPrompts: drawn from the emulated model's vocabulary, exact
+// by construction, and neither side spends CPU on text) and its built-in
+// encoding otherwise (counted as it counts, without HTTP round trips);
+// else the server's own /tokenize when it answers, so prompt lengths are
+// exact for the served model; else none.
+func (r *specRun) tokenizer(ctx context.Context, vocabSize int, idPrompts bool) (tokenizer.Tokenizer, string, error) {
 	t := &r.spec.Target
-	if t.SkipTokenizerInit {
+	if t.SkipTokenizerInit || (t.Tokenizer == "" && r.emulated != nil && idPrompts) {
 		return nil, "", nil
 	}
 	// VocabSize is the server's (llama.cpp reports it) or --vocab-size.
 	opts := tokenizer.Options{BaseURL: r.baseURL, Model: r.model, HTTPClient: r.httpClient, Header: r.header, VocabSize: vocabSize}
 	name := t.Tokenizer
-	if name == "" {
-		name = r.builtinTok
+	if name == "" && r.emulated != nil {
+		name = serve.DefaultTokenizer
 	}
 	name, err := r.spec.Env.ResolveTokenizer(name)
 	if err != nil {

@@ -123,23 +123,32 @@ func Fit(ctx context.Context, obs []Observation, o Options) (*Result, error) {
 	// longer helps.
 	// Start from the best of a coarse grid: a run far from the tables
 	// (another server, a throttled GPU) is out of a small simplex's reach.
+	// The per-sequence overhead has two starts because, where host time
+	// hides part of it, the objective has a shallow valley between scales
+	// and overhead that a simplex from zero overhead stops short in
+	// (TestRecoversHiddenParameters: 37 µs instead of 40).
 	x, best := make([]float64, dims), math.Inf(1)
 	for _, c := range []float64{0, -1.2, -2.4} {
 		for _, b := range []float64{0, -1.2} {
-			g := make([]float64, dims)
-			g[0], g[1] = c, b
-			v, err := objective(g)
-			if err != nil {
-				return nil, err
-			}
-			if v < best {
-				x, best = g, v
+			for _, q := range []float64{0, 50} {
+				g := make([]float64, dims)
+				g[0], g[1], g[2] = c, b, q
+				v, err := objective(g)
+				if err != nil {
+					return nil, err
+				}
+				if v < best {
+					x, best = g, v
+				}
 			}
 		}
 	}
-	step := []float64{0.4, 0.4, 20, 1}[:dims]
-	for restart := 0; restart < 6 && evals < maxEvals; restart++ {
-		nx, v, _, err := minimize(ctx, objective, x, minimizeOptions{Step: step, MaxEvals: maxEvals - evals, Tolerance: 1e-10, XTolerance: []float64{1e-3, 1e-3, 0.1, 0.01}[:dims]})
+	wide := []float64{0.4, 0.4, 20, 1}[:dims]
+	step := slices.Clone(wide)
+	idle := 0
+	for restart := 0; restart < 8 && evals < maxEvals; restart++ {
+		nx, v, _, err := minimize(ctx, objective, x, best, minimizeOptions{Step: step, MaxEvals: maxEvals - evals,
+			XTolerance: []float64{1e-3, 1e-3, 0.1, 0.01}[:dims], Stall: 8 * dims})
 		if err != nil {
 			return nil, err
 		}
@@ -147,11 +156,22 @@ func Fit(ctx context.Context, obs []Observation, o Options) (*Result, error) {
 		if v < best {
 			x, best = nx, v
 		}
-		if !improved && restart > 0 {
+		// One restart without progress can be a simplex that landed on
+		// a flat step; two in a row end the search.
+		if improved || restart == 0 {
+			idle = 0
+		} else if idle++; idle == 2 {
 			break
 		}
+		// A restart that found nothing smaller starts again from the
+		// first, wide simplex, to leave the flat step it sits on;
+		// otherwise it narrows in.
 		for k := range step {
-			step[k] /= 2
+			if idle > 0 {
+				step[k] = wide[k]
+			} else {
+				step[k] /= 2
+			}
 		}
 	}
 	res := &Result{Params: paramsAt(x), Objective: best}
@@ -218,7 +238,8 @@ func simulate(ctx context.Context, o *Observation, p Params) (Figures, error) {
 	if err != nil {
 		return Figures{}, fmt.Errorf("%s: resolving %s on %s: %w", o.Name(), d.Model.Name, d.GPU.Name, err)
 	}
-	cfg := sim.Config{Engine: r.Engine, Model: p.WrapStepModel(r.StepModel), MaxConcurrency: o.MaxConcurrency, ReuseRecords: true}
+	cfg := sim.Config{Engine: r.Engine, Model: p.WrapStepModel(r.StepModel), MaxConcurrency: o.MaxConcurrency, ReuseRecords: true,
+		SchedulerSteps: r.SchedulerSteps, Ingest: r.Ingest, Delivery: r.Delivery}
 	ttft := make([]float64, 0, len(o.Requests))
 	tpot := make([]float64, 0, len(o.Requests))
 	_, err = sim.Run(ctx, cfg, o.Requests, func(rec *metrics.Record) error {

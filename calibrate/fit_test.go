@@ -52,7 +52,8 @@ func groundTruthRun(t testing.TB, d Deployment, rate float64, n int, noise float
 	}
 	var timings []report.RequestTiming
 	jitter := func() float64 { return math.Exp(noise * rng.NormFloat64()) }
-	_, err = sim.Run(context.Background(), sim.Config{Engine: r.Engine, Model: hidden.WrapStepModel(r.StepModel)}, reqs,
+	_, err = sim.Run(context.Background(), sim.Config{Engine: r.Engine, Model: hidden.WrapStepModel(r.StepModel),
+		SchedulerSteps: r.SchedulerSteps, Ingest: r.Ingest, Delivery: r.Delivery}, reqs,
 		func(rec *metrics.Record) error {
 			ttft := (ms(rec.TTFT) + ms(hidden.RequestOverhead())) * jitter()
 			timings = append(timings, report.RequestTiming{Start: rec.Start.Seconds(), TTFT: ttft,

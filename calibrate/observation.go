@@ -3,6 +3,14 @@
 // --save-result JSON) by running sim in the loop: it replays each run's
 // workload on the simulator and searches the parameters that make the
 // simulated TTFT and TPOT match the measured ones.
+//
+// The search is gonum's optimize.NelderMead, restarted with a smaller
+// simplex until a restart stops helping, and stopped by a converger of
+// ours that waits for the best point to settle (the simulator's
+// objective is piecewise flat, where gonum's function-value test stops
+// on a step). Uncertainties come from a bootstrap over requests (or over
+// runs), each resample's optimum found by one Gauss–Newton step on the
+// residuals linearised at the fit.
 package calibrate
 
 import (

@@ -55,7 +55,7 @@ func Marshal(first Observation, res *Result, holdout []RunFit) ([]byte, error) {
 		Kind: perf.CalibrationKind, Model: first.Deployment.Model.Name, GPU: first.Tags.GPU, VLLMVersion: first.Tags.VLLMVersion,
 		Parameters: res.Params,
 		Fit: fitReport{
-			Method:    "sim in the loop; Nelder–Mead on ln(predicted/observed)² of mean and median TTFT and TPOT",
+			Method:    "sim in the loop; Nelder–Mead (gonum) on ln(predicted/observed)² of mean and median TTFT and TPOT",
 			Objective: res.Objective, Simulations: res.Evaluations, Runs: reports(res.Runs), Holdout: reports(holdout),
 		},
 	}

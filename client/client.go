@@ -74,6 +74,10 @@ type Config struct {
 	InsecureSkipVerify bool
 	// Transport replaces the default tuned *http.Transport.
 	Transport http.RoundTripper
+	// DialContext, when set, opens the default transport's connections
+	// instead of a TCP dial, e.g. to a server in the same process reached
+	// in memory; ignored when Transport is set.
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Client sends requests to one endpoint. It is safe for concurrent use.
@@ -158,6 +162,9 @@ func New(cfg Config) (*Client, error) {
 	if transport == nil {
 		t := newTransport(cfg.InsecureSkipVerify)
 		t.DisableKeepAlives = cfg.DisableConnectionReuse
+		if cfg.DialContext != nil {
+			t.DialContext = cfg.DialContext
+		}
 		transport = t
 	}
 	modelsPath := prefix + "/v1/models"

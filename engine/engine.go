@@ -126,7 +126,19 @@ type Engine struct {
 	// passHook, when set (only by the differential oracle test), sees every
 	// scheduling pass, each of which is one schedule() call in vLLM.
 	passHook *passHook
+
+	// holdAdmissions: V0 schedules only what is running (HoldAdmissions).
+	holdAdmissions bool
 }
+
+// HoldAdmissions, while hold is true, makes V0's Schedule continue the
+// running batch only: no waiting request is admitted and nothing is
+// swapped in (running prefill chunks still advance). A driver that runs
+// vLLM's multi-step scheduling uses it for every step of a group but the
+// first: vLLM 0.6's LLMEngine.step skips the scheduler while the group's
+// steps remain (_has_remaining_steps), so nothing joins the batch until
+// the group ends. V1 has no multi-step scheduling and ignores it.
+func (e *Engine) HoldAdmissions(hold bool) { e.holdAdmissions = hold }
 
 // New validates cfg and builds an engine with all KV blocks free.
 func New(cfg Config) (*Engine, error) {

@@ -434,3 +434,35 @@ func TestDelayFactorEarliestArrival(t *testing.T) {
 		})
 	}
 }
+
+// HoldAdmissions continues the running batch and admits nothing until it
+// is lifted, with and without chunked prefill (vLLM's multi-step groups).
+func TestHoldAdmissions(t *testing.T) {
+	for _, chunked := range []bool{false, true} {
+		t.Run(map[bool]string{false: "default", true: "chunked"}[chunked], func(t *testing.T) {
+			cfg := validConfig(V0)
+			cfg.EnableChunkedPrefill = chunked
+			e, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustAdd(t, e, Request{ID: 1, PromptLen: 20, MaxTokens: 5})
+			e.Complete(e.Schedule(0)) // 1's prefill
+			mustAdd(t, e, Request{ID: 2, PromptLen: 30, MaxTokens: 5})
+			e.HoldAdmissions(true)
+			st := e.Schedule(time.Millisecond)
+			if want := (perf.StepShape{Decodes: 1, AttnPairs: 20, DecodeContext: 20, KVTokens: 21}); st.Shape != want {
+				t.Fatalf("held step %+v, want 1's decode alone %+v", st.Shape, want)
+			}
+			e.Complete(st)
+			if s := e.Stats(); s.Running != 1 || s.Waiting != 1 {
+				t.Fatalf("held: %d running, %d waiting; want 1 and 1", s.Running, s.Waiting)
+			}
+			e.HoldAdmissions(false)
+			st = e.Schedule(2 * time.Millisecond)
+			if st.Shape.Prefills != 1 || st.Shape.PrefillTokens != 30 {
+				t.Fatalf("after the hold %+v, want 2's 30-token prefill", st.Shape)
+			}
+		})
+	}
+}

@@ -37,7 +37,7 @@ func (e *Engine) scheduleV0Default() {
 	b := e.newBudget()
 	b.seqs = e.running.len() // running groups count toward max_num_seqs first
 	e.resetScratch()
-	if e.swapped.len() == 0 {
+	if e.swapped.len() == 0 && !e.holdAdmissions {
 		e.schedulePrefillsV0(&b, false)
 	}
 	if len(e.newPrefills) == 0 {
@@ -45,7 +45,7 @@ func (e *Engine) scheduleV0Default() {
 		if e.err != nil {
 			return
 		}
-		if len(e.preempted)+len(e.swappedOut) == 0 {
+		if len(e.preempted)+len(e.swappedOut) == 0 && !e.holdAdmissions {
 			e.scheduleSwappedV0(&b)
 		}
 	}
@@ -68,10 +68,12 @@ func (e *Engine) scheduleV0Chunked() {
 	if e.err != nil {
 		return
 	}
-	if len(e.preempted)+len(e.swappedOut) == 0 {
-		e.scheduleSwappedV0(&b)
+	if !e.holdAdmissions {
+		if len(e.preempted)+len(e.swappedOut) == 0 {
+			e.scheduleSwappedV0(&b)
+		}
+		e.schedulePrefillsV0(&b, true)
 	}
-	e.schedulePrefillsV0(&b, true)
 	e.waiting.prependAll(e.preempted)
 	if e.cfg.LegacyRequeueOrder {
 		// vLLM ≤0.5.4: new prefills land ahead of the older decodes, so

@@ -70,6 +70,8 @@ type JSONLWriter struct {
 	pending []byte
 	flushAt int // 0: write every line at once
 	err     error
+	// lines counts the whole lines the destination holds.
+	lines int
 }
 
 // NewJSONLWriter returns a writer of records to w, one Write per record.
@@ -117,14 +119,19 @@ func (j *JSONLWriter) flush() error {
 		if n > 0 && n < len(j.pending) {
 			// Keep the whole lines that made it; cut the partial one.
 			whole := bytes.LastIndexByte(j.pending[:n], '\n') + 1
+			j.lines += bytes.Count(j.pending[:whole], []byte{'\n'})
 			j.cutPartialLine(j.written + int64(whole))
 		}
 		return j.err
 	}
 	j.written += int64(n)
+	j.lines += bytes.Count(j.pending, []byte{'\n'})
 	j.pending = j.pending[:0]
 	return nil
 }
+
+// Lines is how many records the destination holds as whole lines.
+func (j *JSONLWriter) Lines() int { return j.lines }
 
 func (j *JSONLWriter) cutPartialLine(size int64) {
 	t, ok := j.w.(interface{ Truncate(size int64) error })
@@ -203,6 +210,15 @@ func (r *Recorder) Close() error {
 		return nil
 	}
 	return r.jsonl.Close()
+}
+
+// RecordsKept is how many records the JSONL destination holds; -1 when
+// there is none.
+func (r *Recorder) RecordsKept() int {
+	if r.jsonl == nil {
+		return -1
+	}
+	return r.jsonl.Lines()
 }
 
 // RecordsErr is the error that stopped the records file, if any.

@@ -81,6 +81,9 @@ func TestJSONLWriterCutsAPartialLineAndStops(t *testing.T) {
 		if want := append(first, '\n'); !bytes.Equal(b, want) {
 			t.Fatalf("buffer %d: file holds %q, want only the whole first line", bufSize, b)
 		}
+		if w.Lines() != 1 {
+			t.Errorf("buffer %d: Lines() = %d, want the 1 whole line kept", bufSize, w.Lines())
+		}
 	}
 }
 
@@ -95,8 +98,8 @@ func TestDevFullFailsTheRecorderButNotTheSummary(t *testing.T) {
 	if err := r.Add(&recs[0]); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("Add to /dev/full: %v, want ENOSPC", err)
 	}
-	if s := r.Summary(time.Second); s.Completed != 1 || !errors.Is(r.RecordsErr(), syscall.ENOSPC) {
-		t.Fatalf("completed %d, records err %v", s.Completed, r.RecordsErr())
+	if s := r.Summary(time.Second); s.Completed != 1 || !errors.Is(r.RecordsErr(), syscall.ENOSPC) || r.RecordsKept() != 0 {
+		t.Fatalf("completed %d, records err %v, kept %d", s.Completed, r.RecordsErr(), r.RecordsKept())
 	}
 }
 

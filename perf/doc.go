@@ -71,9 +71,17 @@
 //     "total_memory=22515MB, multi_processor_count=80"; PrunaAI's
 //     results.json files print the same 22515.75 MiB); 600 GB/s, the A10's
 //     384-bit GDDR6 [inferred: AWS lists 24 GB per GPU]; dense BF16/FP16
-//     138.9 TF and INT8 277.8 TOPS, the A10's 125 / 250 scaled by 80/72
-//     SMs at the A10's clock [inferred]; PCIe 4.0, no NVLink (g5.12xlarge
-//     joins its 4 GPUs over PCIe). Efficiencies as the A10.
+//     70 TF and INT8 140 TOPS: the A10G's tensor pipes run at half the
+//     A10's rate per SM and clock (80 SMs, but 70 TF against the A10's
+//     125 with 72; Baseten's "NVIDIA A10 vs A10G" compares the two data
+//     sheets: "the A10 prioritizes tensor compute"). Measured on an A10G
+//     (zzc0721/torch-performance-test-data issue #126, torch 2.7.0
+//     cu128): square BF16 matmuls reach 47.9, 60.6, 62.5, 66.6 and 69.5
+//     TF at 1024, 2048, 4096, 8192 and 10240, TF32 34.7 TF; the former
+//     138.9 TF (the A10's 125 scaled by 80/72 SMs) is twice what the part
+//     can do. INT8 is twice BF16, as on every Ampere part [inferred].
+//     PCIe 4.0, no NVLink (g5.12xlarge joins its 4 GPUs over PCIe).
+//     Efficiencies as the A10.
 //   - A40: 48 GB GDDR6 at 696 GB/s, 149.7 TF dense BF16, 299.3 TOPS
 //     INT8, no FP8, PCIe 4.0, NVLink bridge 112.5 GB/s for two GPUs
 //     (NVIDIA A40 data sheet, as reseller spec pages reproduce it; the
@@ -308,7 +316,7 @@
 //
 // Catalog GPUs time a step's GPU work from measured kernel latencies, not
 // from the roofline. tools/kernel-tables reduces two public databases to
-// the embedded tables in kerneltables/ (≈200 KB; each file's header names
+// the embedded tables in kerneltables/ (≈300 KB; each file's header names
 // its source commit, file, selection and cleaning; kerneltables/NOTICE
 // carries the licenses):
 //
@@ -324,7 +332,8 @@
 //     ratio; decode attention by context 2…131072, batch 1…2048 and KV
 //     heads 1…8 (4 query heads each); nccl-tests all_reduce and
 //     all_gather, and vLLM's custom all-reduce replayed from a CUDA graph,
-//     at 2, 4 and 8 ranks and 512 B…512 MiB.
+//     at 2, 4 and 8 ranks and 512 B…512 MiB; vLLM's fused MoE kernel
+//     (Fused MoE, below) on H100-SXM, H200 and B200.
 //   - Vidur (github.com/microsoft/vidur @7d475133, MIT): A40 linear-
 //     operator times of six models at every TP, reduced to a GEMM table by
 //     (M, N·K) (each sample scaled to its power-of-two N·K bin, time ∝ N·K
@@ -355,10 +364,8 @@
 //
 // What a step runs (Model.attentionGEMMs and kernelPlan): per layer QKV
 // and O (MLA: q_a/q_b or q, kv_a, kv_b, o), gate/up and down (MoE layers:
-// router, shared experts, and each touched routed expert's up and down at
-// its share of the tokens, T·k/E' for E' = E(1−(1−k/E)^T) touched
-// experts; with expert parallelism E'/t whole experts per GPU); the
-// lm_head over the sampled rows. The per-layer sums are built once per
+// router and shared experts as GEMMs, the routed experts as vLLM's fused
+// MoE kernel, below); the lm_head over the sampled rows. The per-layer sums are built once per
 // deployment as curves over the M grid, so a step reads each with one
 // log-log interpolation. Prefill attention: the step's prefill pairs as n
 // prompts of the length whose causal pairs average as many keys per query
@@ -366,12 +373,13 @@
 // the decodes at their mean context (StepShape.DecodeContext). Heads enter
 // in head-dim-128 units (prefill: FLOPs per pair / (4·128); decode: KV
 // elements per token / (2·128)), so MLA and other head dims scale.
-// Elementwise work (norms, activations, residual adds, KV writes) keeps
-// the roofline's bandwidth term. Weight-only kernels (W4A16 GPTQ/AWQ,
-// W8A16 FP8 Marlin) have no table: the bf16 time's compute share (the
-// roofline's share on the GPU) runs at the kernel's prefill factor, its
-// memory share reads the narrower weights at the kernel's attained
-// bandwidth (Efficiency tables, above). FP8 W8A8 uses the fp8 table.
+// The small kernels around them (RMSNorms, rotary embedding, SiLU-and-
+// mul) come from Vidur's measurements (Per-layer kernels, below); the new
+// tokens' KV writes keep the roofline's bandwidth term. Weight-only
+// kernels (W4A16 GPTQ/AWQ, W8A16 FP8 Marlin) have no table: the bf16
+// time's compute share (the roofline's share on the GPU) runs at the
+// kernel's prefill factor, its memory share reads the narrower weights at
+// the kernel's attained bandwidth (Efficiency tables, above). FP8 W8A8 uses the fp8 table.
 // EfficiencyScale (calibrate's fit) divides each kernel time's roofline
 // compute share by Compute and its memory share by Bandwidth.
 //
@@ -382,14 +390,87 @@
 // A100-80GB. Each time is scaled by deriveScale: its roofline compute
 // share by the ratio of dense peaks (SM count × boost clock × rate per
 // SM, the data sheets' figures in the catalog: A40 84 SMs at 1740 MHz,
-// 149.7 TF, 696 GB/s; A10 72 SMs at 1695 MHz, 125 TF; L4 58 SMs at 2040
-// MHz; L40S 142 SMs at 2520 MHz; RTX 4090 128 SMs at 2520 MHz at half
-// the L40S's rate per SM with FP32 accumulate; H20 78 SMs, 148 TF), its
+// 149.7 TF, 696 GB/s; A10 72 SMs at 1695 MHz, 125 TF; A10G 80 SMs at
+// half the A10's rate per SM, 70 TF; L4 58 SMs at 2040 MHz; L40S 142
+// SMs at 2520 MHz; RTX 4090 128 SMs at 2520 MHz at half the L40S's rate
+// per SM with FP32 accumulate; H20 78 SMs, 148 TF), its
 // memory share by the bandwidths. MI300X (and any GPU not in the map, or
 // a GPU YAML file) has no table and keeps the roofline. Roofline.
 // KernelSource says which ("measured: H100-SXM", "derived from A40
-// (attention: A100-80GB)", "roofline: no table"); sim's engine section
-// prints it.
+// (attention: A100-80GB)", "roofline: no table"; MoE models add the
+// fused-MoE table, "; fused MoE: H200 fp8-block 7168x2048x8x256"); sim's
+// engine section prints it.
+//
+// # Per-layer kernels (elementwise.go)
+//
+// Besides its GEMMs and attention, each layer runs small kernels whose
+// time the roofline's activation traffic (every tensor written once at
+// MBU) put near zero at decode sizes. Vidur profiled them as vLLM's own
+// ops (CUDA kernel time of each op, torch profiler, median of its
+// repetitions; data/profiling/compute/{h100,a100,a40}/*/mlp.csv, six
+// models, every TP size): input_layernorm and post_attention_layernorm
+// (rmsnorm), attn_rope and mlp_act (silu_and_mul). tools/kernel-tables
+// puts each op's samples on one axis, the elements the kernel touches
+// (tokens × its width on one GPU: hidden for a norm, (H/t + max(H_kv/t,
+// 1))·d_h for the rotary embedding of q and k, f/t for SiLU-and-mul),
+// each scaled to its power-of-two bin, a cell the median
+// (kerneltables/elementwise-*.txt). The floors on H100 are 4.7 µs
+// (rmsnorm), 2.3 µs (rope) and 2.3 µs (silu_and_mul) up to ~0.5 M
+// elements; from ~2 M elements they grow with the elements (rmsnorm 119
+// µs at 33.5 M elements, 1.1 TB/s of its reads and writes). A step pays,
+// per layer: two RMSNorms (vLLM fuses the residual add into them; MLA adds
+// its q_a and kv_a norms at q_lora_rank and kv_lora_rank), the rotary
+// embedding (MLA: (H/t + 1)·qk_rope_head_dim), and SiLU-and-mul of a dense
+// MLP or of the shared experts (a routed expert's is inside the fused MoE
+// kernel). Llama-3-8B on H100 pays 14 µs a layer at one token, 0.44 ms a
+// decode step. The reduction gives back Vidur's per-model measurements of
+// Llama-2-7B (TP 1) and Llama-2-70B (TP 4) on all three GPUs with a
+// median error of 11% (TestElementwiseTablesMatchVidur; the bins merge
+// models). Other GPUs read the profile closest in memory system, Hopper
+// and Blackwell H100's, the A100s A100's, GDDR parts (A10, A10G, L4, L40,
+// L40S, RTX 4090) A40's [assumption: these ops are bandwidth- or launch-
+// bound], on elements stretched by the ratio of bandwidths, so a kernel
+// at its launch floor keeps it and a bandwidth-bound one scales with the
+// bandwidth. Not counted: inter-kernel gaps inside CUDA graphs, the KV
+// cache write kernel's own floor, sampling kernels.
+//
+// # Fused MoE (fusedmoe.go)
+//
+// vLLM runs all routed experts of a MoE layer as one kernel: the Triton
+// fused_moe (16-bit, per-tensor FP8 and block-wise FP8 weights) or
+// Marlin's MoE kernel (4-bit GPTQ/AWQ), which groups the tokens by expert
+// and reads each touched expert once. Its time comes from aiconfigurator's
+// measurements of vLLM's own kernel (moe_perf.parquet, vLLM 0.14.0 on
+// H100-SXM and H200, 0.19.0 on B200; kerneltables/moe-*.txt) at the
+// expert shapes of published models (hidden × width × top-k × experts:
+// 2048×768×8×128 Qwen3-30B-A3B, 4096×1536×8×128 Qwen3-235B-A22B,
+// 4096×14336×2×8 Mixtral-8x7B, 6144×16384×2×8 Mixtral-8x22B,
+// 7168×2048×8×256 DeepSeek-V3/R1, 7168×2048×8×384 Kimi-K2 and others),
+// uniform ("balanced") routing, by tokens in the step (1…16384) and TP
+// size (1, 2, 4, 8; the sweep's unmeasured TP sizes of a shape take the
+// nearest measured one scaled by the ratio of sizes, since each rank
+// holds 1/t of every expert). Held back along tokens, each table
+// reproduces its interior points with a median error of 0.6–4.1% (the
+// sweep has a step near 32–48 tokens where Triton changes tile
+// configuration). The weight format picks the table: block-wise FP8
+// checkpoints (quantization_config.weight_block_size, DeepSeek-V3's 128)
+// fp8-block, other FP8 fp8, 4-bit GPTQ/AWQ int4, the rest bf16; a GPU
+// without FP8 units reads bf16. A model the sweep did not cover takes the
+// nearest shape (the same share of experts per token k/E first, then the
+// expert size h·f) scaled by the work per token, h·f·k, against the
+// measured shape's [approximation: it sets the FLOPs and, while tokens
+// reach experts of their own, the weights read]. Expert parallelism reads
+// the TP table at the same size [approximation: both give each GPU 1/t of
+// the expert work]. Above TP 8 the time shrinks as 8/t. GPUs other than
+// those three take H100-SXM's table through deriveScale, Hopper parts as
+// their own architecture, Ampere and Ada across it [assumption: the
+// Triton kernel reaches the same share of each GPU's roofline].
+//
+// Before these tables the routed experts were timed as one GEMM per
+// touched expert from the GEMM tables; each small GEMM's launch floor
+// (5–15 µs) times 256 experts and 58 layers made DeepSeek-R1's 64-sequence
+// decode on 8 × H200 cost 207 ms of GPU time, against 29 ms here (0.398
+// ms a layer measured at 64 tokens).
 //
 // # KV capacity (Deployment.Capacity)
 //

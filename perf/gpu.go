@@ -96,7 +96,7 @@ var gpuCatalog = []catalogGPU{
 	// The parts below are the ones the published-runs corpus
 	// (validate/corpus) was measured on; doc.go cites each number.
 	{GPU{Name: "A10G", MemoryBytes: 22515 * mib, MemoryBandwidth: 600 * gb,
-		BF16FLOPS: 138.9 * tf, INT8FLOPS: 277.8 * tf,
+		BF16FLOPS: 70 * tf, INT8FLOPS: 140 * tf,
 		MFUPrefill: 0.50, MFUDecode: 0.45, MBU: 0.75, PCIeBandwidth: 25 * gb},
 		[]string{"a10g-24gb", "aws-a10g"}},
 	{GPU{Name: "A40", MemoryBytes: gibf(44.52), MemoryBandwidth: 696 * gb,

@@ -19,19 +19,27 @@ type KernelSource struct {
 	GEMM, Attention string
 	// Reason says why the roofline stands in ("no table").
 	Reason string
+	// MoE names the fused-MoE table a MoE model's routed experts are
+	// timed from ("H200 fp8-block 7168x2048x8x256": GPU, weight format and
+	// the measured expert shape); empty for dense models.
+	MoE string
 }
 
 // String is what sim's engine section prints: "measured: H100-SXM",
 // "derived from A40 (attention: A100-80GB)", "roofline: no table".
 func (s KernelSource) String() string {
+	moe := ""
+	if s.MoE != "" {
+		moe = "; fused MoE: " + s.MoE
+	}
 	switch s.Mode {
 	case "measured":
-		return "measured: " + s.GEMM
+		return "measured: " + s.GEMM + moe
 	case "derived":
 		if s.Attention != "" && s.Attention != s.GEMM {
-			return fmt.Sprintf("derived from %s (attention: %s)", s.GEMM, s.Attention)
+			return fmt.Sprintf("derived from %s (attention: %s)%s", s.GEMM, s.Attention, moe)
 		}
-		return "derived from " + s.GEMM
+		return "derived from " + s.GEMM + moe
 	}
 	return "roofline: " + s.Reason
 }
@@ -178,8 +186,12 @@ type stepKernels struct {
 	// linear is every GEMM of the stage's layers but the routed experts,
 	// by tokens in the step; head is the lm_head by sampled rows.
 	linear, head *curve
+	// moe is the stage's MoE layers' routed experts, run as vLLM's fused
+	// MoE kernel, by tokens in the step (fusedmoe.go).
+	moe *curve
 	// expert is one routed expert's up and down GEMMs by its tokens, in
-	// every MoE layer of the stage; experts and perToken as in Roofline.
+	// every MoE layer of the stage, for MoE models no fused-MoE table
+	// covers; experts and perToken as in Roofline.
 	expert             *curve
 	experts, perToken  float64
 	expertParallelDivs float64 // ranks sharing the touched experts (EP), else 1
@@ -188,9 +200,14 @@ type stepKernels struct {
 	// context, decodes). Both at the deployment's heads per GPU.
 	prefill, decode *kernelTable
 	maxISL          float64 // the prefill table's longest prompt
-	// perToken memory traffic outside GEMMs and attention kernels:
-	// norms, activations, residual adds and the new tokens' KV writes.
-	elementwise float64
+	// smallKernels is the stage's per-layer kernels outside GEMMs and
+	// attention (norms, rotary embedding, activation) by tokens in the
+	// step, from Vidur's measurements (elementwise.go); tokenTraffic is
+	// the memory time per token the tables do not cover: the new tokens'
+	// KV writes, and without smallKernels the roofline's activation
+	// traffic.
+	smallKernels *curve
+	tokenTraffic float64
 }
 
 // kernelPlan finds the tables for a deployment; nil (and the reason) when
@@ -225,9 +242,13 @@ func kernelPlan(d Deployment, r *Roofline) (*stepKernels, KernelSource) {
 	t := float64(d.TensorParallel)
 	hidden := float64(m.Hidden)
 	k := &stepKernels{source: src, layers: float64(d.stageLayers()), expertParallelDivs: 1}
-	k.elementwise = (r.actTokenMemory + r.kvTokenMemory)
 	layers := k.layers
 	moeLayers := float64(m.moeLayers()) * d.stageFraction()
+	k.smallKernels = newElementwiseCurve(d, cat, layers, moeLayers)
+	k.tokenTraffic = r.kvTokenMemory
+	if k.smallKernels == nil {
+		k.tokenTraffic += r.actTokenMemory
+	}
 	denseLayers := layers - moeLayers
 	attnGEMMs := m.attentionGEMMs(d.TensorParallel)
 	dense := []gemmShape{{2 * float64(m.Intermediate) / t, hidden}, {hidden, float64(m.Intermediate) / t}}
@@ -255,6 +276,10 @@ func kernelPlan(d Deployment, r *Roofline) (*stepKernels, KernelSource) {
 	vocab := float64(m.Vocab) / t
 	k.head = newCurve(kernelGridM, func(rows float64) float64 { return gemm.at(rows, vocab, hidden) }).densify(d.MaxNumSeqs)
 	if m.IsMoE() {
+		k.moe, src.MoE = newMoECurve(d, cat, moeLayers)
+		k.source = src
+	}
+	if m.IsMoE() && k.moe == nil {
 		k.experts, k.perToken = float64(m.MoE.Experts), float64(m.MoE.ExpertsPerToken)
 		width := float64(m.MoE.ExpertIntermediate) / t
 		if d.ExpertParallel {
@@ -411,7 +436,9 @@ func (t *kernelTable) fp8KVRatio() float64 {
 // lm_head), from the tables.
 func (k *stepKernels) layerSeconds(s StepShape, prefill, decode, tokens float64) float64 {
 	t := k.linear.at(tokens)
-	if k.expert != nil {
+	if k.moe != nil {
+		t += k.moe.at(tokens)
+	} else if k.expert != nil {
 		touched := k.experts * (1 - math.Pow(1-k.perToken/k.experts, tokens))
 		perExpert := tokens * k.perToken / touched
 		t += touched / k.expertParallelDivs * k.expert.at(perExpert)
@@ -437,7 +464,10 @@ func (k *stepKernels) layerSeconds(s StepShape, prefill, decode, tokens float64)
 	if decode > 0 {
 		t += k.layers * k.decode.at2(math.Max(decodeCtx/decode, 1), decode)
 	}
-	return t + tokens*k.elementwise
+	if k.smallKernels != nil {
+		t += k.smallKernels.at(tokens)
+	}
+	return t + tokens*k.tokenTraffic
 }
 
 // customAllReduceMaxBytes is the largest message vLLM's custom all-reduce

@@ -48,6 +48,7 @@ type tableAxis struct {
 // measured range; every other axis holds its last value.
 var proportionalAxes = map[string]bool{
 	"m": true, "n": true, "k": true, "nk": true, "batch": true, "bytes": true, "context": true, "heads": true, "kv_heads": true,
+	"tokens": true, "elements": true,
 }
 
 // fillAxes are the axes along which an unmeasured cell is filled from its
@@ -59,7 +60,18 @@ var fillAxes = map[string][]string{
 	"gemm": {"k", "n"}, "gemm-nk": {"nk"}, "attention-prefill": {"batch", "heads"},
 	"attention-decode": {"batch", "kv_heads", "context"},
 	"nccl-all_reduce":  {"bytes"}, "nccl-all_gather": {"bytes"}, "custom-allreduce": {"bytes"},
+	"moe": {"tp"},
 }
+
+// categoricalAxes index measured cases rather than measure a quantity (a
+// fused-MoE table's expert shapes): read at their grid values only, never
+// between them.
+var categoricalAxes = map[string]bool{"shape": true}
+
+// sharedAxes are axes along which work is divided rather than grown: a
+// cell filled from a neighbour on one scales by the inverse ratio (the
+// fused MoE kernel at twice the TP size has half of each expert per GPU).
+var sharedAxes = map[string]bool{"tp": true}
 
 // kernelCatalog is every embedded table, parsed once.
 type kernelCatalog struct {
@@ -219,7 +231,11 @@ func (t *kernelTable) fill() error {
 			}
 			if best >= 0 {
 				idx[d] = best
-				t.values[o] = src[t.offset(idx)] * t.axes[d].values[at] / t.axes[d].values[best]
+				ratio := t.axes[d].values[at] / t.axes[d].values[best]
+				if sharedAxes[t.axes[d].name] {
+					ratio = 1 / ratio
+				}
+				t.values[o] = src[t.offset(idx)] * ratio
 				filled = true
 				break
 			}

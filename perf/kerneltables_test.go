@@ -105,7 +105,7 @@ func heldBackErrors(kt *kernelTable, measured []bool) []float64 {
 			i := idx[d]
 			// Axes of a few points (ranks 2, 4, 8; KV heads 1 to 8) are
 			// not thinned: holding back one is a third of the axis.
-			if i == 0 || i == len(a.values)-1 || len(a.values) < 5 {
+			if i == 0 || i == len(a.values)-1 || len(a.values) < 5 || categoricalAxes[a.name] {
 				continue
 			}
 			idx[d] = i - 1

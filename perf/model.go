@@ -20,6 +20,12 @@ type Quantization struct {
 	// GroupSize is the number of input rows sharing one scale (and zero
 	// point) for gptq/awq; -1 means one group per column (per-channel).
 	GroupSize int
+	// WeightBlockSize is the side of the square weight blocks sharing one
+	// scale in block-wise FP8 checkpoints (DeepSeek-V3's 128, its
+	// quantization_config.weight_block_size); 0 for per-tensor or
+	// per-channel scales. vLLM runs such MoE layers with block-scaled
+	// kernels.
+	WeightBlockSize int
 }
 
 // Model is the architecture of a dense decoder-only transformer with
@@ -485,7 +491,7 @@ var modelCatalog = func() []catalogModel {
 		MLA{KVLoraRank: 512, QLoraRank: 1536, QKNopeHeadDim: 128, QKRopeHeadDim: 64, VHeadDim: 128},
 		"DeepSeek-V3-0324", "DeepSeek-R1", "DeepSeek-R1-0528")
 	// Shipped as block-wise FP8 (128×128 fp32 scales, < 0.03% extra).
-	deepseekV3.model.Quantization = Quantization{Method: "fp8"}
+	deepseekV3.model.Quantization = Quantization{Method: "fp8", WeightBlockSize: 128}
 	qwen3 := func(name string, layers, hidden, heads, inter int, tied bool) catalogModel {
 		return dense(name, arch{layers: layers, hidden: hidden, heads: heads, kvHeads: 8, headDim: 128,
 			intermediate: inter, vocab: 151936, maxPos: 40960, tied: tied})
@@ -762,6 +768,8 @@ type hfQuantization struct {
 	WBit        *int   `json:"w_bit"` // AutoAWQ spelling
 	GroupSize   *int   `json:"group_size"`
 	QGroupSize  *int   `json:"q_group_size"` // AutoAWQ spelling
+	// WeightBlockSize is [rows, columns] of one scale's block (FP8).
+	WeightBlockSize []int `json:"weight_block_size"`
 }
 
 // ParseModelConfig parses the bytes of a Hugging Face config.json; name
@@ -915,6 +923,9 @@ func ParseModelConfig(data []byte, name string) (Model, error) {
 			m.Quantization.GroupSize = *q.GroupSize
 		case q.QGroupSize != nil:
 			m.Quantization.GroupSize = *q.QGroupSize
+		}
+		if len(q.WeightBlockSize) > 0 && q.WeightBlockSize[0] > 0 {
+			m.Quantization.WeightBlockSize = q.WeightBlockSize[0]
 		}
 		if m.Quantization.Method == "gptq_marlin" || m.Quantization.Method == "awq_marlin" {
 			m.Quantization.Method = strings.TrimSuffix(m.Quantization.Method, "_marlin")

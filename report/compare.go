@@ -135,6 +135,9 @@ func NewCompareTable(results []LoadedResult, opts CompareOptions) *CompareTable 
 		if row.Label == r.Label && opts.GroupBy != "" {
 			row.setup = setupLabel(r, append([]string{canonicalKey(opts.GroupBy)}, canonicals(keys)...))
 		}
+		if r.Recovered {
+			row.Label += " (" + RecoveredNote + ")"
+		}
 		row.Cells = make([]CompareCell, len(t.Columns))
 		for j, c := range t.Columns {
 			if v, ok := r.Number(c.Key); ok {

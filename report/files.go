@@ -104,20 +104,22 @@ func CheckOutputDirs(o OutputOptions) error {
 	return nil
 }
 
-// claim settles the result path and creates the records file. A default
-// result name already used by another run gets a -2, -3... disambiguator
-// (with its records beside it), so two runs started in the same second
-// never share files. A records file beside an explicit result name that is
-// taken (another run's, or one left by an interrupted run that --append-result
-// or a sweep's rerun reuses the name of) gets the disambiguator alone; an
-// explicit --records path that exists is an error.
+// claim settles the result path and creates the records file. A result
+// name already used by another run, or whose records file another run
+// left (one killed before it wrote its result), gets a -2, -3...
+// disambiguator with its records beside it under the same one, so two
+// runs never share files and a result is always read with its own
+// records. With --append-result the result keeps its name and the
+// records alone get the disambiguator; an explicit --records path that
+// exists is an error.
 func (out *Files) claim(full string, wantRecords bool) error {
 	o := &out.opts
 	out.baseResultPath = full
+	paired := wantRecords && o.Records == ""
 	for attempt := 1; attempt <= MaxNameAttempts; attempt++ {
 		candidate := numberedName(full, attempt)
 		resultPath := full
-		if out.defaultName && !o.AppendResult {
+		if (out.defaultName || paired) && !o.AppendResult {
 			resultPath = candidate
 			if o.SaveResult && exists(candidate) {
 				continue
@@ -299,19 +301,37 @@ func (out *Files) saveResult(r *Result) (string, error) {
 		return path, fh.Close()
 	}
 	err = WriteAtomic(path, js, false)
+	paired := out.RecordsPath != "" && out.RecordsPath == RecordsFilename(path)
 	for attempt := 2; errors.Is(err, fs.ErrExist) && attempt <= MaxNameAttempts; attempt++ {
 		// Another run took the name during this one: keep the result under
 		// the next free name rather than lose it (the message says where).
-		// A name whose records file exists belongs to another run too.
-		if candidate := numberedName(out.baseResultPath, attempt); !exists(candidate) && !exists(RecordsFilename(candidate)) {
-			path = candidate
-			err = WriteAtomic(path, js, false)
+		// A name whose records file exists belongs to another run too; this
+		// run's records move along, so result and records stay a pair.
+		candidate := numberedName(out.baseResultPath, attempt)
+		if exists(candidate) || exists(RecordsFilename(candidate)) {
+			continue
 		}
+		if paired {
+			if moveErr := moveExclusive(out.RecordsPath, RecordsFilename(candidate)); moveErr != nil {
+				continue
+			}
+			out.RecordsPath = RecordsFilename(candidate)
+		}
+		path = candidate
+		err = WriteAtomic(path, js, false)
 	}
 	if err != nil {
 		return "", fmt.Errorf("save result: %w", err)
 	}
 	return path, nil
+}
+
+// moveExclusive renames from to to, failing if to exists.
+func moveExclusive(from, to string) error {
+	if err := os.Link(from, to); err != nil {
+		return err
+	}
+	return os.Remove(from)
 }
 
 // WriteAtomic writes data to a temporary file beside path and moves it into

@@ -130,4 +130,11 @@ func TestDefaultNamesNeverCollide(t *testing.T) {
 	if !strings.Contains(stderr.String(), "Saved result to "+filepath.Join(dir, "openai-1.0qps-m-20260102-030405-5.json")) {
 		t.Fatalf("saved where? %s", stderr.String())
 	}
+	// Its records went along: result and records stay a pair.
+	if outs.RecordsPath != filepath.Join(dir, "openai-1.0qps-m-20260102-030405-5.records.jsonl") {
+		t.Fatalf("records at %s, want beside the result", outs.RecordsPath)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "openai-1.0qps-m-20260102-030405-4.records.jsonl")); err == nil {
+		t.Fatal("records left under the name the other run's result took")
+	}
 }

@@ -160,6 +160,11 @@ func BuildHTMLReport(results []LoadedResult, opts HTMLOptions) (*HTMLReport, err
 	layout := newChartLayout(results, opts.GroupBy)
 	rep.Charts = append(rep.Charts, loadCharts(results, layout)...)
 	rep.Notes = append(rep.Notes, layout.notes()...)
+	for _, r := range results {
+		if r.Recovered {
+			rep.Notes = append(rep.Notes, r.Label+": "+RecoveredNote+"; its numbers cover the requests it recorded.")
+		}
+	}
 
 	// Every run gets its distribution lines, timeline and server metrics,
 	// in the order of its facet, setup and load.

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/servebench/servebench/internal/golden"
+	"github.com/servebench/servebench/internal/tooltest"
 )
 
 // htmlFixture is two setups swept over request rate, one with per-request
@@ -260,7 +261,7 @@ func chromium(t *testing.T) string {
 			return p
 		}
 	}
-	t.Skip("Chromium not found (install the Debian package `chromium`, or set CHROMIUM=/path): skipping the rendered-report check")
+	tooltest.Missing(t, "Chromium not found (install the Debian package `chromium`, or set CHROMIUM=/path): skipping the rendered-report check")
 	return ""
 }
 

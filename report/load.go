@@ -47,6 +47,9 @@ type LoadedResult struct {
 	// RecordsPath is the per-request records file beside the result
 	// (<name>.records.jsonl) when it exists.
 	RecordsPath string
+	// Recovered marks a run summarised from its records alone: it died
+	// before writing its result (RecoveredNote).
+	Recovered bool
 	// Fields holds every top-level key as decoded.
 	Fields map[string]any
 }
@@ -102,6 +105,11 @@ func LoadResultsWith(opts LoadOptions, paths ...string) ([]LoadedResult, []LoadW
 	}
 	l := &loader{strict: opts.Strict}
 	var results []LoadedResult
+	type loaded struct {
+		path  string
+		index int
+	}
+	seen := map[loaded]bool{}
 	for _, p := range paths {
 		info, err := os.Stat(p)
 		if err != nil {
@@ -116,7 +124,15 @@ func LoadResultsWith(opts LoadOptions, paths ...string) ([]LoadedResult, []LoadW
 		if err != nil {
 			return nil, l.warnings, err
 		}
-		results = append(results, got...)
+		for _, r := range got {
+			// A result given twice (its records file and itself, by a
+			// glob) is one run.
+			key := loaded{path: r.Path, index: r.Index}
+			if !seen[key] {
+				seen[key] = true
+				results = append(results, r)
+			}
+		}
 	}
 	disambiguateFileLabels(results)
 	disambiguateSeries(results)
@@ -213,6 +229,20 @@ func (l *loader) loadExplicitFile(path string) ([]LoadedResult, error) {
 			return l.loadManifest(path, m)
 		}
 	}
+	if records, err := isRecordsFile(path); err != nil {
+		return nil, l.skip(path, err)
+	} else if records {
+		// A records file given by name: its result when there is one,
+		// else what it recorded.
+		if result, ok := resultBeside(path); ok && IsRecordsFileName(path) {
+			return l.loadExplicitFile(result)
+		}
+		r, err := loadRecovered(path)
+		if err != nil {
+			return nil, l.skip(path, err)
+		}
+		return []LoadedResult{r}, nil
+	}
 	got, err := ReadResultFile(path)
 	if err != nil {
 		return nil, l.skip(path, err)
@@ -245,6 +275,15 @@ func (l *loader) loadDir(root string) ([]LoadedResult, error) {
 			}
 			results = append(results, got...)
 			return fs.SkipDir
+		}
+		if IsRecordsFileName(path) && orphanRecords(path) {
+			// A run killed before it wrote its result left only these.
+			r, err := loadRecovered(path)
+			if err != nil {
+				return l.skip(path, err)
+			}
+			results = append(results, r)
+			return nil
 		}
 		if !isResultFileName(path) {
 			return nil
@@ -319,7 +358,8 @@ func decodeResultFile(path string, data []byte, exists func(string) bool) ([]Loa
 	base := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(path), ".jsonl"), ".json")
 	results := make([]LoadedResult, len(objects))
 	for i, fields := range objects {
-		r := LoadedResult{Path: path, Index: i, Fields: fields, Tool: detectTool(fields)}
+		_, recovered := fields[recoveredKey].(string)
+		r := LoadedResult{Path: path, Index: i, Fields: fields, Tool: detectTool(fields), Recovered: recovered}
 		if len(objects) == 1 {
 			r.RecordsPath = records
 		}

@@ -184,7 +184,8 @@ func TestLoadDirectoryWalksResultsAndManifests(t *testing.T) {
 	writeResultFixture(t, dir, "loose/vllm.json", `{"completed": 5, "request_rate": 1, "metadata": {"label": "meta"}}`)
 	writeResultFixture(t, dir, "loose/vllm.pytorch.json", `{"traceEvents": []}`)
 	writeResultFixture(t, dir, "loose/package.json", `{"name": "not a result"}`)
-	writeResultFixture(t, dir, "loose/run.records.jsonl", `{"index": 0}`)
+	// Records beside their result are that run's, not a run of their own.
+	writeResultFixture(t, dir, "loose/vllm.records.jsonl", `{"index": 0, "start_ns": 0, "latency_ns": 5}`)
 	// A point that never finished must not show up.
 	manifest := filepath.Join(dir, "sweepA", "manifest.json")
 	data, err := os.ReadFile(manifest)

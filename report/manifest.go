@@ -40,8 +40,9 @@ func readManifest(path string) (sweepManifest, bool, error) {
 	return m, m.Kind == manifestKind, nil
 }
 
-// loadManifest returns the completed points of a sweep in point order.
-// Points still pending or failed have no result to show and are skipped.
+// loadManifest returns the completed points of a sweep in point order,
+// and the points killed mid-run that left records (recovered). Points
+// still pending or failed have no result to show and are skipped.
 // A manifest is data, not trust: result paths that leave the run directory
 // (absolute, "..", or a symlink pointing out) are refused, so a crafted
 // manifest cannot make report read or publish files elsewhere.
@@ -66,10 +67,16 @@ func (l *loader) loadManifest(path string, m sweepManifest) ([]LoadedResult, err
 	}
 	var results []LoadedResult
 	for _, p := range m.Points {
-		if p.Status != "done" || p.Result == "" {
-			continue
+		var got []LoadedResult
+		var err error
+		switch {
+		case p.Status == "done" && p.Result != "":
+			got, err = readPointResult(root, dir, p.Result, exists)
+		case p.Result != "":
+			// A point killed mid-run (the sweep with it) may have left
+			// its records and no result.
+			got, err = recoverPoint(root, dir, p.Result)
 		}
-		got, err := readPointResult(root, dir, p.Result, exists)
 		if err != nil {
 			if err := l.skip(path, fmt.Errorf("sweep %s, point %s: %w", dir, p.Name, err)); err != nil {
 				return nil, err
@@ -92,6 +99,27 @@ func (l *loader) loadManifest(path string, m sweepManifest) ([]LoadedResult, err
 		results = append(results, got...)
 	}
 	return results, nil
+}
+
+// recoverPoint reads the records of a point that has no result, through
+// root as readPointResult does; none when it left no records either.
+func recoverPoint(root *os.Root, dir, result string) ([]LoadedResult, error) {
+	rel := filepath.FromSlash(result)
+	if !filepath.IsLocal(rel) {
+		return nil, fmt.Errorf("result path %q leaves the run directory; report only reads files inside it", result)
+	}
+	records := RecordsFilename(rel)
+	if _, err := root.Stat(rel); err == nil {
+		return nil, nil // a result of a point not marked done: not ours to judge
+	}
+	if _, err := root.Stat(records); err != nil {
+		return nil, nil
+	}
+	r, err := loadRecovered(filepath.Join(dir, records))
+	if err != nil {
+		return nil, err
+	}
+	return []LoadedResult{r}, nil
 }
 
 // readPointResult reads a point's result through root, which refuses

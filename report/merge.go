@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -75,6 +78,10 @@ type ShardReport struct {
 	Shift   time.Duration
 	SendLag metrics.Distribution
 	Clock   ClockSync
+	// Recovered marks a shard read from its records alone; Path is its
+	// records file.
+	Recovered bool
+	Path      string
 }
 
 // Merged is the result of merging shards: one Result computed from every
@@ -95,8 +102,22 @@ func MergeShards(shards []LoadedShard) (*Merged, error) {
 	if len(shards) == 0 {
 		return nil, errors.New("no shards to merge")
 	}
-	first := &shards[0]
-	for i := 1; i < len(shards); i++ {
+	firstManifest := slices.IndexFunc(shards, func(s LoadedShard) bool { return !s.Recovered })
+	if firstManifest < 0 {
+		return mergeRecovered(shards)
+	}
+	shards = slices.Clone(shards)
+	first := &shards[firstManifest]
+	anyRecovered := false
+	for i := range shards {
+		if shards[i].Recovered {
+			if err := fillRecoveredManifest(&shards[i], first); err != nil {
+				return nil, err
+			}
+			anyRecovered = true
+		}
+	}
+	for i := 0; i < len(shards); i++ {
 		if err := sameRun(first, &shards[i]); err != nil {
 			return nil, err
 		}
@@ -173,10 +194,12 @@ func MergeShards(shards []LoadedShard) (*Merged, error) {
 		interrupted = interrupted || m.Interrupted
 		merged.Shards = append(merged.Shards, ShardReport{
 			Shard: idx, Shards: count, Host: m.Host, Requests: len(s.Records), StartLate: m.StartLate, Shift: shift,
-			SendLag: shardAcc.Summary(0).SendLag, Clock: m.Clock,
+			SendLag: shardAcc.Summary(0).SendLag, Clock: m.Clock, Recovered: s.Recovered,
 		})
 	}
-	if err := checkComplete(total, recorded, perShard, byIndex); err != nil {
+	// A shard that died before it finished lost what it never sent: the
+	// result covers what was recorded, and says so.
+	if err := checkComplete(total, recorded, perShard, byIndex); err != nil && !anyRecovered {
 		return nil, err
 	}
 
@@ -197,7 +220,8 @@ func MergeShards(shards []LoadedShard) (*Merged, error) {
 			}
 		}
 	}
-	info.Interrupted = interrupted
+	info.Interrupted = interrupted || anyRecovered
+	info.Recovered = anyRecovered
 	merged.Result = &Result{Info: info, Summary: acc.Summary(duration), Records: all}
 	merged.Result.Extra = []Section{{Key: "shards", Value: shardsJSON(merged)}}
 	return merged, nil
@@ -295,10 +319,80 @@ func (m *Merged) ShardRows() [][2]string {
 				clock = "clock not synchronized"
 			}
 		}
+		if s.Recovered {
+			clock = RecoveredNote
+		}
+		if m.ScheduleHash == "" {
+			// Records files alone: no schedule, start or send lag to show.
+			rows = append(rows, [2]string{fmt.Sprintf("File %d/%d:", s.Shard+1, s.Shards), fmt.Sprintf("%d req, %s (%s)", s.Requests, RecoveredNote, s.Path)})
+			continue
+		}
 		rows = append(rows, [2]string{
 			fmt.Sprintf("Shard %d/%d:", s.Shard, s.Shards),
 			fmt.Sprintf("%d req, start late %s ms, send lag p99 %s ms max %s ms, %s", s.Requests, f2(durationMS(s.StartLate+s.Shift)), f2(p99), f2(s.SendLag.Max), clock),
 		})
 	}
 	return rows
+}
+
+// shardName matches the records file bench names a shard's by default.
+var shardName = regexp.MustCompile(`shard-(\d+)-of-(\d+)\.records\.jsonl$`)
+
+// fillRecoveredManifest gives a shard that died without its manifest the
+// run's (from first), its index from its file name, and the time its
+// records span. With a shared --start-at the shard's zero is that
+// instant; without, it is taken as first's.
+func fillRecoveredManifest(s *LoadedShard, first *LoadedShard) error {
+	match := shardName.FindStringSubmatch(filepath.Base(s.RecordsPath))
+	if match == nil {
+		return option.Errorf("records %q have no shard manifest, and the name does not say which shard they are (shard-I-of-N.records.jsonl, as {shard} writes): merge it alone, or rename it", s.RecordsPath)
+	}
+	idx, _ := strconv.Atoi(match[1])
+	count, _ := strconv.Atoi(match[2])
+	if count != first.Manifest.Shards {
+		return fmt.Errorf("records %q are shard %d of %d, but %s is of %d shards: not shards of one run", s.RecordsPath, idx, count, first.ManifestPath, first.Manifest.Shards)
+	}
+	m := first.Manifest
+	m.Shard, m.ShardRequests, m.Records, m.Host, m.Clock = idx, len(s.Records), filepath.Base(s.RecordsPath), "", ClockSync{}
+	if m.StartAt != nil {
+		m.Started = *m.StartAt
+	}
+	m.StartLate, m.Interrupted, m.NotSent, m.Duration = 0, true, 0, 0
+	for _, r := range s.Records {
+		m.Duration = max(m.Duration, r.End())
+	}
+	s.Manifest, s.ManifestPath = m, s.RecordsPath
+	return nil
+}
+
+// mergeRecovered is a run of records files alone (a bench or its shards
+// killed before any manifest or result was written): every record once,
+// summarised as RecoveredResult does.
+func mergeRecovered(shards []LoadedShard) (*Merged, error) {
+	seen := map[int]string{}
+	var all []metrics.Record
+	var date time.Time
+	merged := &Merged{}
+	for i, s := range shards {
+		for _, rec := range s.Records {
+			if rec.Warmup {
+				continue
+			}
+			if prev, dup := seen[rec.Index]; dup {
+				return nil, fmt.Errorf("request %d recorded in %s and %s: records of two runs? merge each run alone", rec.Index, prev, s.RecordsPath)
+			}
+			seen[rec.Index] = s.RecordsPath
+			all = append(all, rec)
+		}
+		if st, err := os.Stat(s.RecordsPath); err == nil && (date.IsZero() || st.ModTime().Before(date)) {
+			date = st.ModTime()
+		}
+		merged.Shards = append(merged.Shards, ShardReport{Shard: i, Shards: len(shards), Requests: len(s.Records), Recovered: true, Path: s.RecordsPath})
+	}
+	if len(all) == 0 {
+		return nil, errors.New("the records hold no measured request: the run stopped before any finished")
+	}
+	slices.SortFunc(all, func(a, b metrics.Record) int { return a.Index - b.Index })
+	merged.Result = RecoveredResult("", date, all)
+	return merged, nil
 }

@@ -312,12 +312,12 @@ func TestMergeRefusesMismatchedShards(t *testing.T) {
 			wantErr: "holds no *.shard.json manifests",
 		},
 		{
-			name: "records without a manifest",
+			name: "empty records without a manifest",
 			setup: func(t *testing.T, dir string) []string {
 				mustWrite(t, filepath.Join(dir, "run.records.jsonl"), nil)
 				return []string{filepath.Join(dir, "run.records.jsonl")}
 			},
-			wantErr: "has no shard manifest beside it",
+			wantErr: "hold no measured request",
 		},
 		{
 			name: "unknown manifest format",

@@ -113,7 +113,11 @@ func WriteMerged(out, errw io.Writer, o OutputOptions, label string, metadata []
 	if err := WriteErrorSection(out, &result.Summary); err != nil {
 		return err
 	}
-	if err := WriteSection(out, fmt.Sprintf("Shards (%d, schedule %.19s…)", len(merged.Shards), merged.ScheduleHash), merged.ShardRows()); err != nil {
+	title := fmt.Sprintf("Shards (%d, schedule %.19s…)", len(merged.Shards), merged.ScheduleHash)
+	if merged.ScheduleHash == "" {
+		title = fmt.Sprintf("Records files (%d)", len(merged.Shards))
+	}
+	if err := WriteSection(out, title, merged.ShardRows()); err != nil {
 		return err
 	}
 	var recordsErr error

@@ -44,6 +44,9 @@ type RunInfo struct {
 	// Interrupted marks a run stopped early (Ctrl-C): the numbers cover what
 	// was measured until then.
 	Interrupted bool
+	// Recovered marks a run summarised from its records alone, after it
+	// died without writing its result (RecoveredNote).
+	Recovered bool
 }
 
 // RampUp is vLLM's --ramp-up-strategy with its start and end rates.
@@ -173,9 +176,16 @@ func WriteText(w io.Writer, r *Result) error {
 		b.WriteString(row("Send lag P50/P99/max (ms):", fmt.Sprintf("%.3f / %.3f / %.3f", lagP50, lagP99, s.SendLag.Max)))
 	}
 	if s.Retries > 0 {
-		b.WriteString(row("Resent after a closed reused connection:", fmt.Sprintf("%d (%d requests on reused connections)", s.Retries, s.ConnReused)))
+		// Two rows, each naming what it counts: a request can be resent
+		// more than once, and one resent may be answered on a new
+		// connection, so neither number is part of the other.
+		b.WriteString(row("Resends (reused connection had closed):", strconv.Itoa(s.Retries)))
+		b.WriteString(row("Requests answered on reused connections:", strconv.Itoa(s.ConnReused)))
 	}
-	if in.Interrupted {
+	switch {
+	case in.Recovered:
+		b.WriteString("Run " + RecoveredNote + "; the numbers above cover the requests it recorded.\n")
+	case in.Interrupted:
 		b.WriteString("Run interrupted: the numbers above cover the requests measured before the stop.\n")
 	}
 	_, err := w.Write(b.Bytes())
@@ -323,6 +333,9 @@ func JSON(r *Result, detailed bool) ([]byte, error) {
 		o.add("retries", s.Retries)
 	}
 	o.add("interrupted", in.Interrupted)
+	if in.Recovered {
+		o.add(recoveredKey, RecoveredNote)
+	}
 	for _, sec := range r.Extra {
 		o.add(sec.Key, sec.Value)
 	}

@@ -264,7 +264,7 @@ func TestRetriesReportedOnlyWhenNonzero(t *testing.T) {
 	}{
 		{0, 0, ""},
 		{0, 40, ""},
-		{7, 40, "Resent after a closed reused connection: 7 (40 requests on reused connections)\n"},
+		{7, 40, "Resends (reused connection had closed):  7         \nRequests answered on reused connections: 40        \n"},
 	} {
 		r := vllmCaptured()
 		r.Summary.Retries, r.Summary.ConnReused = tc.retries, tc.reused
@@ -272,7 +272,7 @@ func TestRetriesReportedOnlyWhenNonzero(t *testing.T) {
 		if err := WriteText(&text, r); err != nil {
 			t.Fatal(err)
 		}
-		hasLine := strings.Contains(text.String(), "Resent after")
+		hasLine := strings.Contains(text.String(), "Resends (")
 		if hasLine != (tc.wantLine != "") || (hasLine && !strings.Contains(text.String(), tc.wantLine)) {
 			t.Errorf("retries %d: text block\n%s\nwant line %q", tc.retries, text.String(), tc.wantLine)
 		}

@@ -139,16 +139,22 @@ type LoadedShard struct {
 	RecordsPath  string
 	Manifest     ShardManifest
 	Records      []metrics.Record
+	// Recovered marks records without a manifest: a shard (or a whole
+	// run) killed before it finished. Its Manifest is empty until
+	// MergeShards fills it from the others.
+	Recovered bool
 }
 
 // LoadShards reads shards from paths: directories (every *.shard.json in
-// them, not recursing), manifest files, or records files whose manifest
-// sits beside them.
+// them, not recursing, and every *.records.jsonl with no manifest or
+// result beside it), manifest files, or records files. Records without a
+// manifest are a run or shard killed before it finished, read as
+// recovered (RecoveredNote).
 func LoadShards(paths ...string) ([]LoadedShard, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no shards given: pass the directory holding the *.shard.json manifests, or the manifest files")
 	}
-	var manifests []string
+	var manifests, orphans []string
 	for _, p := range paths {
 		st, err := os.Stat(p)
 		if err != nil {
@@ -160,16 +166,25 @@ func LoadShards(paths ...string) ([]LoadedShard, error) {
 			if err != nil {
 				return nil, fmt.Errorf("shard directory %q: %w", p, err)
 			}
-			if len(found) == 0 {
-				return nil, option.Errorf("shard directory %q holds no *%s manifests; pass the directory the shards wrote to (their {result_dir})", p, ShardManifestSuffix)
+			records, _ := filepath.Glob(filepath.Join(p, "*"+recordsSuffix))
+			var left []string
+			for _, r := range records {
+				if orphanRecords(r) {
+					left = append(left, r)
+				}
+			}
+			if len(found) == 0 && len(left) == 0 {
+				return nil, option.Errorf("shard directory %q holds no *%s manifests and no records; pass the directory the shards wrote to (their {result_dir})", p, ShardManifestSuffix)
 			}
 			manifests = append(manifests, found...)
+			orphans = append(orphans, left...)
 		case strings.HasSuffix(p, ShardManifestSuffix):
 			manifests = append(manifests, p)
 		case strings.HasSuffix(p, ".jsonl"):
 			m := ShardManifestPath(p)
 			if _, err := os.Stat(m); err != nil {
-				return nil, option.Errorf("records file %q has no shard manifest beside it (%s): was it written with {shard}?", p, m)
+				orphans = append(orphans, p)
+				continue
 			}
 			manifests = append(manifests, m)
 		default:
@@ -178,13 +193,22 @@ func LoadShards(paths ...string) ([]LoadedShard, error) {
 	}
 	slices.Sort(manifests)
 	manifests = slices.Compact(manifests)
-	shards := make([]LoadedShard, 0, len(manifests))
+	slices.Sort(orphans)
+	orphans = slices.Compact(orphans)
+	shards := make([]LoadedShard, 0, len(manifests)+len(orphans))
 	for _, m := range manifests {
 		s, err := loadShard(m)
 		if err != nil {
 			return nil, err
 		}
 		shards = append(shards, s)
+	}
+	for _, path := range orphans {
+		recs, _, err := ReadRecordsLenient(path)
+		if err != nil {
+			return nil, err
+		}
+		shards = append(shards, LoadedShard{RecordsPath: path, Records: recs, Recovered: true})
 	}
 	return shards, nil
 }

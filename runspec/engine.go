@@ -59,6 +59,10 @@ type Engine struct {
 	DisableAsyncOutputProc bool
 	// Calibration is --calibration: a file written by servebench calibrate.
 	Calibration string
+	// Offline is no flag: sim --throughput sets it, as vLLM's throughput
+	// benchmark runs the LLM class without the OpenAI server
+	// (vllm.Options.Offline).
+	Offline bool
 }
 
 // Register adds the engine flags to fs.
@@ -171,6 +175,7 @@ func (e *Engine) options(changed func(string) bool, allowLong bool) (vllm.Option
 		HostSpeed:              e.HostSpeed,
 		DisableAsyncOutputProc: e.DisableAsyncOutputProc,
 		Nodes:                  e.Nodes, DistributedExecutorBackend: e.Executor,
+		Offline: e.Offline,
 	}
 	if changed("swap-space") {
 		v := e.SwapSpace

@@ -99,6 +99,9 @@ type IO struct {
 	// Progress, when set, hears of every measured request and of the
 	// run's end, before the result is printed.
 	Progress Progress
+	// Setup, when set, hears of every prompt made before the run, where
+	// each costs round trips to a server's tokenizer.
+	Setup Progress
 }
 
 // Progress follows a run: a progress bar, a log line every N requests.

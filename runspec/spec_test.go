@@ -310,7 +310,8 @@ func TestRedactedArgsMaskCredentials(t *testing.T) {
 		{"harmless header kept", []string{"--header", "X-Request-Source=ci"}, []string{"--header=X-Request-Source: ci"}},
 		{"unparsable header masked whole", []string{"--header", "Bearer sk-123456"}, []string{"--header=[REDACTED]"}},
 		{"credential metadata", []string{"--metadata", "api_key=abcd", "--metadata", "gpu=h100"}, []string{"--metadata=api_key=[REDACTED]", "--metadata=gpu=h100"}},
-		{"URL password", []string{"--base-url", "http://user:hunter22@127.0.0.1:8000"}, []string{"--base-url=http://user:xxxxx@127.0.0.1:8000"}},
+		{"URL password", []string{"--base-url", "http://user:hunter22@127.0.0.1:8000"}, []string{"--base-url=http://user:[REDACTED]@127.0.0.1:8000"}},
+		{"URL query password", []string{"--base-url", "http://127.0.0.1:8000/?api_key=hunter22&x=1"}, []string{"--base-url=http://127.0.0.1:8000/?api_key=[REDACTED]&x=1"}},
 		{"other flags untouched", []string{"--num-prompts", "10", "--model", "m"}, []string{"--model=m", "--num-prompts=10"}},
 	}
 	for _, tt := range tests {

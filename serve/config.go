@@ -33,6 +33,12 @@ type Config struct {
 	// single tokens (generated text is built from them). nil → the
 	// built-in cl100k_base encoding.
 	Tokenizer tokenizer.Tokenizer
+	// PromptVocab is how many token IDs a token-ID prompt may use: the
+	// emulated model's vocab_size, as vLLM takes any ID its model has, so
+	// a client drawing random IDs from the model's vocabulary is served
+	// although Tokenizer (which counts text here) is smaller. 0 or less
+	// than Tokenizer's vocabulary → Tokenizer's.
+	PromptVocab int
 
 	// Seed makes generated text, output lengths and injected faults
 	// reproducible.
@@ -144,6 +150,9 @@ func (c *Config) validate() error {
 		if n == "" {
 			return option.New("serve: an empty served model name; pass non-empty {served_model_name} values")
 		}
+	}
+	if c.PromptVocab < 0 {
+		return fmt.Errorf("serve: prompt vocabulary %d is negative; use 0 for the tokenizer's", c.PromptVocab)
 	}
 	if c.MaxConnections < 0 {
 		return fmt.Errorf("serve: max connections %d is negative; use 0 for no cap", c.MaxConnections)

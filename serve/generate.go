@@ -52,7 +52,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	}
 	ids := g.promptIDs
 	if g.hasPromptIDs {
-		if e := s.checkTokenIDs(ids); e != nil {
+		if e := checkTokenIDs(ids, s.promptVocab()); e != nil {
 			writeAPIError(w, e, style)
 			return
 		}

@@ -567,7 +567,7 @@ func (s *Server) detokenize(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, badParam("tokens", "Field required: 'tokens' (an array of token IDs)."), s.cfg.ErrorStyle)
 		return
 	}
-	if e := s.checkTokenIDs(*req.Tokens); e != nil {
+	if e := checkTokenIDs(*req.Tokens, s.tok.VocabSize()); e != nil {
 		writeAPIError(w, e, s.cfg.ErrorStyle)
 		return
 	}
@@ -579,9 +579,16 @@ func (s *Server) detokenize(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"prompt": text})
 }
 
-// checkTokenIDs rejects IDs outside the vocabulary with vLLM's V1 message.
-func (s *Server) checkTokenIDs(ids []int) *apiError {
-	vocab := s.tok.VocabSize()
+// promptVocab is how many IDs a token-ID prompt may use: the model's
+// (Config.PromptVocab) where it is larger than the tokenizer's.
+func (s *Server) promptVocab() int {
+	return max(s.tok.VocabSize(), s.cfg.PromptVocab)
+}
+
+// checkTokenIDs rejects IDs outside a vocabulary of vocab IDs (0: any)
+// with vLLM's V1 message. /detokenize needs IDs the tokenizer can turn
+// into text; a prompt needs IDs of the model (promptVocab).
+func checkTokenIDs(ids []int, vocab int) *apiError {
 	for _, id := range ids {
 		if id < 0 || id > math.MaxInt32 || (vocab > 0 && id >= vocab) {
 			return badParam("prompt", "Token id %d is out of vocabulary", id)

@@ -131,6 +131,7 @@ func configOf(ctx context.Context, s *runspec.Spec, r *runspec.ResolvedEngine) (
 		Model:                     s.Engine.Model,
 		ServedModelNames:          srv.ServedModelNames,
 		Tokenizer:                 tok,
+		PromptVocab:               r.Deployment.Model.Vocab,
 		Seed:                      uint64(srv.Seed),
 		OutputLen:                 outputLen,
 		Faults:                    Faults{Rate: srv.FailureRate, Types: failureTypes, SlowFirstByte: srv.SlowFirstByte},
@@ -263,7 +264,7 @@ func StartEmulated(ctx context.Context, r *runspec.ResolvedEngine, model string)
 		return nil, err
 	}
 	running, err := Start(ctx, Config{
-		Engine: r.Engine, StepModel: r.StepModel, Model: model, Tokenizer: tok,
+		Engine: r.Engine, StepModel: r.StepModel, Model: model, Tokenizer: tok, PromptVocab: r.Deployment.Model.Vocab,
 		Logger: slog.New(slog.DiscardHandler), Version: r.Profile.Release.String(),
 	}, "127.0.0.1:0")
 	if err != nil {

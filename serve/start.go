@@ -20,6 +20,12 @@ type Running struct {
 	runDone   chan struct{}
 	serveDone chan error
 	stopCtx   func() bool
+	// mem serves DialInMemory's connections, from its first call on.
+	mem        *memListener
+	memMu      sync.Mutex // orders memServing and memClosed with memWG
+	memServing bool
+	memClosed  bool
+	memWG      sync.WaitGroup
 
 	closeOnce sync.Once
 	closeErr  error
@@ -50,6 +56,7 @@ func Start(ctx context.Context, cfg Config, addr string) (*Running, error) {
 		addr:      ln.Addr(),
 		url:       "http://" + ln.Addr().String(),
 		stopLoop:  stopLoop,
+		mem:       newMemListener(ln.Addr()),
 		runDone:   make(chan struct{}),
 		serveDone: make(chan error, 1),
 		hs: &http.Server{
@@ -112,6 +119,11 @@ func (r *Running) Close() error {
 		waitHandlers(time.Second)
 		cancelShutdown()
 		_ = r.hs.Close() // connections a client keeps open or never used
+		r.memMu.Lock()
+		r.memClosed = true
+		r.memMu.Unlock()
+		_ = r.mem.Close()
+		r.memWG.Wait()
 		<-shutdownDone
 		if err := <-r.serveDone; err != nil && !errors.Is(err, http.ErrServerClosed) {
 			r.closeErr = fmt.Errorf("serve: %w", err)

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -35,6 +36,25 @@ type Config struct {
 	// does (0: no cap): a request arriving while the cap is full waits in
 	// the client queue until one finishes, and the wait is its queue time.
 	MaxConcurrency int
+	// SchedulerSteps is V0's --num-scheduler-steps (multi-step scheduling,
+	// vLLM 0.5.5+; 0 or 1: off). Above 1, a step that schedules no
+	// prefill opens a group of that many steps run on its schedule: no
+	// request joins the batch until the group ends (vLLM 0.6's
+	// LLMEngine.step skips the scheduler while _has_remaining_steps), and
+	// the group's tokens reach the client together at its end, one chunk
+	// per request (its outputs are processed at the last step). A step
+	// with prefills runs alone, as vLLM runs prefills single-step. Not
+	// with pipeline parallelism.
+	SchedulerSteps int
+	// Ingest and Delivery are the server's per-request latencies outside
+	// the engine (vllm.Resolved.Ingest, Delivery): a request reaches the
+	// engine's queue Ingest after the client sends it (HTTP, parsing,
+	// tokenization, the hand-off to the engine), and each token reaches
+	// the client Delivery after its step ends (detokenization, the
+	// response chunk). The engine is not delayed by them, but TTFT and
+	// latency count them, a request holds its MaxConcurrency slot until
+	// its last token is received, and the run ends when the last one is.
+	Ingest, Delivery time.Duration
 }
 
 // StatsSample is the engine's state at one instant of virtual time, with
@@ -148,11 +168,18 @@ func RunStream(ctx context.Context, cfg Config, reqs *workload.Stream, emit func
 	// (flights.lasts catches up from the next output's TokenGap), except
 	// with V0's virtual engines, which number their steps apart.
 	cfg.Engine.OmitRunTokens = cfg.Engine.Version != engine.V0 || cfg.Engine.PipelineParallel <= 1
+	if cfg.SchedulerSteps > 1 && cfg.Engine.Version == engine.V0 && cfg.Engine.PipelineParallel <= 1 {
+		// A group's steps share one completion (its chunk), which the
+		// engine's TokenGap, counted in Completes, cannot express.
+		r.steps = cfg.SchedulerSteps
+		cfg.Engine.OmitRunTokens = false
+	}
 	eng, err := engine.New(cfg.Engine)
 	if err != nil {
 		return nil, fmt.Errorf("sim: engine config: %w", err)
 	}
 	r.cfg, r.eng = cfg, eng
+	r.lat = cfg.Ingest > 0 || cfg.Delivery > 0
 	r.host, _ = cfg.Model.(HostAwareModel)
 	r.depth = eng.MaxBatches()
 	r.virtualEngines = r.depth > 1 && cfg.Engine.Version == engine.V0
@@ -222,6 +249,27 @@ type runner struct {
 	pipe           perf.Pipeline
 	virtualEngines bool // V0: a free virtual engine takes arrivals at once
 
+	// Multi-step scheduling (Config.SchedulerSteps > 1): steps is the
+	// group size; groupLeft counts the group's steps still to schedule;
+	// held keeps the outputs of the group's steps so far, applied when
+	// the group ends, at its end.
+	steps     int
+	groupLeft int
+	held      []engine.Output
+
+	// Request latencies (Config.Ingest, Delivery; lat says either is
+	// set). sent holds the requests the client has sent that have not
+	// reached the engine, oldest first (from sentHead); clientInFlight
+	// counts requests the client has sent and not received in full;
+	// releases holds the instants the client receives the last token of
+	// finished requests, oldest first (from relHead).
+	lat            bool
+	sent           []sentRequest
+	sentHead       int
+	clientInFlight int
+	releases       []time.Duration
+	relHead        int
+
 	// Recycled records and ITL slices (Config.ReuseRecords).
 	freeRecs []*metrics.Record
 	freeITL  [][]time.Duration
@@ -258,8 +306,14 @@ func (r *runner) run(ctx context.Context) error {
 				return fmt.Errorf("sim: stopped at virtual time %v with %d requests in flight: %w", r.now-r.start, r.inFlight, err)
 			}
 		}
-		for next != nil && next.Arrival <= r.now && !r.full() {
-			if err := r.add(id, r.reqs.Next()); err != nil {
+		if r.lat {
+			if err := r.clientEvents(&next, &id); err != nil {
+				return err
+			}
+		}
+		for !r.lat && next != nil && next.Arrival <= r.now && !r.full() && r.groupLeft == 0 {
+			w := r.reqs.Next()
+			if err := r.add(id, w, max(w.Arrival, r.slotFreedAt), r.reqs.PromptRef()); err != nil {
 				return err
 			}
 			id++
@@ -268,6 +322,9 @@ func (r *runner) run(ctx context.Context) error {
 		// Fill the pipeline: one step without PP; with PP up to one batch
 		// per stage, each scheduled while the others are in flight.
 		for len(r.inPipe) < r.depth {
+			if r.steps > 1 {
+				r.eng.HoldAdmissions(r.groupLeft > 0)
+			}
 			st := r.eng.Schedule(r.now)
 			r.noteMaxima()
 			for i := range st.Rejected {
@@ -277,12 +334,29 @@ func (r *runner) run(ctx context.Context) error {
 				}
 			}
 			if st.Empty() {
+				if r.groupLeft > 0 {
+					// Every request of the group finished before its end.
+					r.groupLeft = 0
+					if err := r.deliverHeld(); err != nil {
+						return err
+					}
+					continue
+				}
 				break
 			}
-			r.inPipe = append(r.inPipe, batch{st, r.batchOut(st.Shape)})
+			b := batch{st: st, out: r.batchOut(st.Shape)}
+			if r.steps > 1 {
+				b.cont, b.open = r.groupStep(st.Shape)
+			}
+			r.inPipe = append(r.inPipe, b)
 		}
 		if len(r.inPipe) == 0 {
-			if next != nil && !r.full() {
+			if r.lat {
+				if t, ok := r.nextClientEvent(next); ok {
+					r.advance(max(r.now, t))
+					continue
+				}
+			} else if next != nil && !r.full() {
 				r.advance(max(r.now, next.Arrival))
 				continue
 			}
@@ -294,29 +368,78 @@ func (r *runner) run(ctx context.Context) error {
 				r.now-r.start, s.Running, s.Waiting, s.Swapped)
 		}
 		head := r.inPipe[0]
-		if r.virtualEngines && len(r.inPipe) < r.depth && next != nil && !r.full() && next.Arrival < head.out {
+		if r.virtualEngines && len(r.inPipe) < r.depth {
 			// A V0 virtual engine with no batch in flight takes a new
 			// request at once; V1's engine core waits for its oldest batch.
-			r.advance(next.Arrival)
-			continue
+			if r.lat {
+				if t, ok := r.nextClientEvent(next); ok && t < head.out {
+					r.advance(max(r.now, t))
+					continue
+				}
+			} else if next != nil && !r.full() && next.Arrival < head.out {
+				r.advance(next.Arrival)
+				continue
+			}
 		}
 		r.inPipe = append(r.inPipe[:0], r.inPipe[1:]...)
 		r.advance(head.out)
-		r.logCompletion()
+		if head.cont {
+			// The group's chunk goes out when its last step ends.
+			r.outTimes[len(r.outTimes)-1] = r.now
+		} else {
+			r.logCompletion()
+		}
 		outs := r.eng.Complete(head.st)
-		for i := range outs {
-			o := &outs[i]
-			if last := r.flights.lastAt(o.ID); last != nil && r.extendsRun(o, *last) {
-				*last = r.outN
+		if r.steps > 1 {
+			r.held = append(r.held, outs...)
+			if head.open {
 				continue
 			}
-			if err := r.output(o); err != nil {
-				return err
-			}
+			outs = r.held
 		}
+		if err := r.apply(outs); err != nil {
+			return err
+		}
+		r.held = r.held[:0]
 	}
 	r.runErr = r.eng.Err()
 	return nil
+}
+
+// apply hands the outputs of a completion to the requests' records.
+func (r *runner) apply(outs []engine.Output) error {
+	for i := range outs {
+		o := &outs[i]
+		if last := r.flights.lastAt(o.ID); last != nil && r.extendsRun(o, *last) {
+			*last = r.outN
+			continue
+		}
+		if err := r.output(o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// groupStep places a step just scheduled in its multi-step group: cont,
+// it continues the open group (its tokens join the group's chunk); open,
+// the group has steps left after it.
+func (r *runner) groupStep(s perf.StepShape) (cont, open bool) {
+	switch {
+	case r.groupLeft > 0:
+		r.groupLeft--
+		cont = true
+	case s.Prefills == 0:
+		r.groupLeft = r.steps - 1
+	}
+	return cont, r.groupLeft > 0
+}
+
+// deliverHeld applies the outputs of a multi-step group that ends early.
+func (r *runner) deliverHeld() error {
+	err := r.apply(r.held)
+	r.held = r.held[:0]
+	return err
 }
 
 // advance moves the clock to t, taking the samples due strictly before t
@@ -331,10 +454,13 @@ func (r *runner) advance(t time.Duration) {
 	r.now = t
 }
 
-// batch is a step in flight and the instant its output is out.
+// batch is a step in flight and the instant its output is out. With
+// multi-step scheduling, cont says the step continues an open group and
+// open that the group goes on after it (runner.groupStep).
 type batch struct {
-	st  *engine.Step
-	out time.Duration
+	st         *engine.Step
+	out        time.Duration
+	cont, open bool
 }
 
 // batchOut is when a step scheduled now comes out: after its step time,
@@ -368,9 +494,86 @@ func (r *runner) full() bool {
 	return r.cfg.MaxConcurrency > 0 && r.inFlight >= r.cfg.MaxConcurrency
 }
 
-func (r *runner) add(id int, w *workload.Request) error {
-	start := max(w.Arrival, r.slotFreedAt)
-	er := engine.Request{ID: uint64(id), MaxTokens: w.MaxTokens, Arrival: start, DeferredPrompt: r.deferred}
+// sentRequest is a request the client has sent (at start) that has not
+// reached the engine yet (Config.Ingest).
+type sentRequest struct {
+	w     workload.Request
+	ref   workload.PromptRef
+	id    int
+	start time.Duration
+}
+
+// clientEvents applies, in time order, what the client did up to now
+// with request latencies: releases (the last token of a request
+// received, freeing its concurrency slot) and sends (a request whose
+// arrival is due and that has a slot); then it hands the engine the sent
+// requests whose Ingest has passed (at a multi-step group's end only).
+func (r *runner) clientEvents(next **workload.Request, id *int) error {
+	for {
+		n := *next
+		relDue := r.relHead < len(r.releases) && r.releases[r.relHead] <= r.now
+		arrDue := n != nil && n.Arrival <= r.now
+		switch {
+		case relDue && (!arrDue || r.clientFull() || r.releases[r.relHead] <= n.Arrival):
+			if r.clientFull() {
+				r.slotFreedAt = r.releases[r.relHead]
+			}
+			r.relHead++
+			r.clientInFlight--
+			continue
+		case arrDue && !r.clientFull():
+			w := r.reqs.Next()
+			r.sent = append(r.sent, sentRequest{w: *w, ref: r.reqs.PromptRef(), id: *id, start: max(w.Arrival, r.slotFreedAt)})
+			*id++
+			r.clientInFlight++
+			*next = r.reqs.Peek()
+			continue
+		}
+		break
+	}
+	if r.relHead > 1024 && r.relHead*2 > len(r.releases) {
+		r.releases = r.releases[:copy(r.releases, r.releases[r.relHead:])]
+		r.relHead = 0
+	}
+	for r.sentHead < len(r.sent) && r.sent[r.sentHead].start+r.cfg.Ingest <= r.now && r.groupLeft == 0 {
+		s := &r.sent[r.sentHead]
+		r.sentHead++
+		if err := r.add(s.id, &s.w, s.start, s.ref); err != nil {
+			return err
+		}
+		*s = sentRequest{}
+	}
+	if r.sentHead == len(r.sent) {
+		r.sent, r.sentHead = r.sent[:0], 0
+	}
+	return nil
+}
+
+// nextClientEvent is the instant of the client's next event with request
+// latencies: a release, a send, or a sent request reaching the engine.
+func (r *runner) nextClientEvent(next *workload.Request) (time.Duration, bool) {
+	t, ok := time.Duration(math.MaxInt64), false
+	if r.relHead < len(r.releases) {
+		t, ok = r.releases[r.relHead], true
+	}
+	if next != nil && !r.clientFull() {
+		t, ok = min(t, next.Arrival), true
+	}
+	if r.sentHead < len(r.sent) && r.groupLeft == 0 {
+		t, ok = min(t, r.sent[r.sentHead].start+r.cfg.Ingest), true
+	}
+	return t, ok
+}
+
+func (r *runner) clientFull() bool {
+	return r.cfg.MaxConcurrency > 0 && r.clientInFlight >= r.cfg.MaxConcurrency
+}
+
+// add hands the engine request w, sent by the client at start; ref names
+// its prompt when prompts are deferred.
+func (r *runner) add(id int, w *workload.Request, start time.Duration, ref workload.PromptRef) error {
+	// The engine's queue sees the request when it arrives there.
+	er := engine.Request{ID: uint64(id), MaxTokens: w.MaxTokens, Arrival: start + r.cfg.Ingest, DeferredPrompt: r.deferred}
 	ids := w.PromptIDs
 	switch {
 	case ids != nil:
@@ -395,11 +598,14 @@ func (r *runner) add(id int, w *workload.Request) error {
 		r.reqs.Recycle(w.PromptIDs) // the engine refused it before keeping it
 		rec := r.record(&fl)
 		rec.Error = err.Error()
-		r.end = max(r.end, r.now)
+		r.end = max(r.end, r.now+r.cfg.Delivery)
+		if r.lat {
+			r.releases = append(r.releases, r.now+r.cfg.Delivery)
+		}
 		return r.emitRecord(rec)
 	}
 	if r.deferred {
-		fl.ref = r.reqs.PromptRef()
+		fl.ref = ref
 	}
 	r.flights.put(uint64(id), fl)
 	r.inFlight++
@@ -416,11 +622,13 @@ func (r *runner) output(o *engine.Output) error {
 	if o.NewTokens > 0 {
 		k := r.outN
 		switch {
+		case *last == k:
+			// Another token of a multi-step group's chunk.
 		case *last == k-1 && *last != 0:
 			*last = k
 		case *last == 0:
 			rec := fl.rec
-			rec.TTFT = r.now - rec.Start
+			rec.TTFT = r.now + r.cfg.Delivery - rec.Start
 			rec.CachedTokens = o.CachedTokens
 			if rec.MaxTokens > 1 {
 				rec.ITL = r.newITL(rec.MaxTokens - 1)
@@ -520,18 +728,21 @@ func (r *runner) finish(o *engine.Output, now time.Duration) error {
 	rec := r.record(fl)
 	if last := *r.flights.lastAt(o.ID); last != 0 {
 		r.flushRun(fl, last)
-		rec.Latency = r.outTime(last) - rec.Start
+		rec.Latency = r.outTime(last) + r.cfg.Delivery - rec.Start
 		// Only the output that finishes a request successfully gets
 		// here with its last token; a failure overwrites this below.
 		rec.OutputLen = o.NumGenerated
 	}
 	// The engine has released the request, and with it the prompt.
 	r.reqs.Recycle(r.flights.drop(o.ID))
-	if r.full() {
+	if !r.lat && r.full() {
 		r.slotFreedAt = now
 	}
 	r.inFlight--
-	r.end = max(r.end, now)
+	r.end = max(r.end, now+r.cfg.Delivery)
+	if r.lat {
+		r.releases = append(r.releases, now+r.cfg.Delivery)
+	}
 	if o.Err != nil {
 		rec.Error = o.Err.Error()
 		rec.Latency = now - rec.Start

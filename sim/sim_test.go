@@ -146,10 +146,15 @@ func TestRunGolden(t *testing.T) {
 // Every record is consistent with itself and the workload, and records are
 // emitted as requests finish (in completion order), not at the end.
 func TestRunRecordInvariants(t *testing.T) {
-	for _, v := range []engine.Version{engine.V0, engine.V1} {
-		t.Run(string(v), func(t *testing.T) {
+	for _, c := range []struct {
+		v                engine.Version
+		ingest, delivery time.Duration
+		name             string
+	}{{engine.V0, 0, 0, "v0"}, {engine.V1, 0, 0, "v1"}, {engine.V0, 9 * time.Millisecond, 2 * time.Millisecond, "v0-latencies"}, {engine.V1, 9 * time.Millisecond, 2 * time.Millisecond, "v1-latencies"}} {
+		v := c.v
+		t.Run(c.name, func(t *testing.T) {
 			reqs := randomWorkload(9, 400, 40)
-			cfg := Config{Engine: engineConfig(v), Model: simpleModel}
+			cfg := Config{Engine: engineConfig(v), Model: simpleModel, Ingest: c.ingest, Delivery: c.delivery}
 			cfg.Engine.NumGPUBlocks = 400 // force preemptions
 			res, recs := collect(t, cfg, reqs)
 			if len(recs) != len(reqs) {
@@ -501,5 +506,151 @@ func TestMaximaAreExactOnShortRuns(t *testing.T) {
 	}
 	if sampled.Running > res.Max.Running || sampled.Waiting > res.Max.Waiting || sampled.KVUsage > res.Max.KVUsage {
 		t.Fatalf("a 1 ms sample saw %+v, above the exact maxima %+v", sampled, res.Max)
+	}
+}
+
+// Multi-step scheduling, worked by hand with 10 ms steps and groups of 4:
+// a request arriving mid-group waits for the group's end, each group's
+// tokens reach the client as one chunk at its end (one ITL entry), a
+// request finishing mid-group finishes at the group's end, and a group
+// whose requests all finish early ends then.
+func TestMultiStepGroups(t *testing.T) {
+	ms := time.Millisecond
+	tests := []struct {
+		name  string
+		steps int
+		reqs  []workload.Request
+		// want per request: TTFT, latency, ITL.
+		want [][3]any
+	}{
+		{
+			name:  "arrival waits for the group",
+			steps: 4,
+			reqs: []workload.Request{
+				{Index: 0, PromptLen: 16, MaxTokens: 9},
+				{Index: 1, PromptLen: 16, MaxTokens: 3, Arrival: 15 * ms},
+			},
+			// A: prefill 0–10; group 10–50 (tokens 2–5); B's prefill
+			// 50–60; group 60–100 (A's 6–9, B's 2–3).
+			want: [][3]any{
+				{10 * ms, 100 * ms, []time.Duration{40 * ms, 50 * ms}},
+				{45 * ms, 85 * ms, []time.Duration{40 * ms}},
+			},
+		},
+		{
+			name:  "group ends when its requests do",
+			steps: 4,
+			reqs: []workload.Request{
+				{Index: 0, PromptLen: 16, MaxTokens: 3},
+				{Index: 1, PromptLen: 16, MaxTokens: 2, Arrival: 25 * ms},
+			},
+			// A: prefill 0–10, tokens 2–3 at 20 and 30, the group ends
+			// there; B's prefill 30–40, its group 40–50.
+			want: [][3]any{
+				{10 * ms, 30 * ms, []time.Duration{20 * ms}},
+				{15 * ms, 25 * ms, []time.Duration{10 * ms}},
+			},
+		},
+		{
+			name:  "single step",
+			steps: 1,
+			reqs: []workload.Request{
+				{Index: 0, PromptLen: 16, MaxTokens: 9},
+				{Index: 1, PromptLen: 16, MaxTokens: 3, Arrival: 15 * ms},
+			},
+			// B joins after A's decode 10–20: prefill 20–30, decodes to 50.
+			want: [][3]any{
+				{10 * ms, 100 * ms, []time.Duration{10 * ms, 20 * ms, 10 * ms, 10 * ms, 10 * ms, 10 * ms, 10 * ms, 10 * ms}},
+				{15 * ms, 35 * ms, []time.Duration{10 * ms, 10 * ms}},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := Config{Engine: engineConfig(engine.V0), Model: linearModel{fixed: 10 * ms}, SchedulerSteps: tt.steps}
+			_, recs := collect(t, cfg, tt.reqs)
+			slices.SortFunc(recs, func(a, b *metrics.Record) int { return a.Index - b.Index })
+			if len(recs) != len(tt.want) {
+				t.Fatalf("%d records, want %d", len(recs), len(tt.want))
+			}
+			for i, w := range tt.want {
+				r := recs[i]
+				if !r.Success || r.OutputLen != tt.reqs[i].MaxTokens {
+					t.Errorf("request %d: success %v, %d tokens; want %d", i, r.Success, r.OutputLen, tt.reqs[i].MaxTokens)
+				}
+				if r.TTFT != w[0] || r.Latency != w[1] || !slices.Equal(r.ITL, w[2].([]time.Duration)) {
+					t.Errorf("request %d: TTFT %v, latency %v, ITL %v; want %v, %v, %v", i, r.TTFT, r.Latency, r.ITL, w[0], w[1], w[2])
+				}
+			}
+		})
+	}
+}
+
+// Request latencies, worked by hand with 10 ms steps, Ingest 5 ms and
+// Delivery 2 ms: a request reaches the engine 5 ms after it is sent, its
+// tokens the client 2 ms after their step, and under a concurrency cap
+// the next request is sent only when the last token is received.
+func TestRequestLatencies(t *testing.T) {
+	ms := time.Millisecond
+	type want struct {
+		start, ttft, latency time.Duration
+		itl                  []time.Duration
+	}
+	tests := []struct {
+		name         string
+		cap          int
+		reqs         []workload.Request
+		want         []want
+		wantDuration time.Duration
+	}{
+		{
+			name: "one request",
+			reqs: []workload.Request{{Index: 0, PromptLen: 16, MaxTokens: 3}},
+			// In the engine at 5: prefill 5–15, decodes to 35.
+			want:         []want{{0, 17 * ms, 37 * ms, []time.Duration{10 * ms, 10 * ms}}},
+			wantDuration: 37 * ms,
+		},
+		{
+			name: "cap of one",
+			cap:  1,
+			reqs: []workload.Request{{Index: 0, PromptLen: 16, MaxTokens: 3}, {Index: 1, PromptLen: 16, MaxTokens: 3}},
+			// B is sent when A's last token arrives (37), in the engine at 42.
+			want: []want{
+				{0, 17 * ms, 37 * ms, []time.Duration{10 * ms, 10 * ms}},
+				{37 * ms, 17 * ms, 37 * ms, []time.Duration{10 * ms, 10 * ms}},
+			},
+			wantDuration: 74 * ms,
+		},
+		{
+			name: "overlapping",
+			reqs: []workload.Request{{Index: 0, PromptLen: 16, MaxTokens: 3}, {Index: 1, PromptLen: 16, MaxTokens: 3, Arrival: 3 * ms}},
+			// A in at 5, B at 8: prefills 5–15 and 15–25, decodes to 45.
+			want: []want{
+				{0, 17 * ms, 47 * ms, []time.Duration{20 * ms, 10 * ms}},
+				{3 * ms, 24 * ms, 44 * ms, []time.Duration{10 * ms, 10 * ms}},
+			},
+			wantDuration: 47 * ms,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := Config{Engine: engineConfig(engine.V0), Model: linearModel{fixed: 10 * ms},
+				MaxConcurrency: tt.cap, Ingest: 5 * ms, Delivery: 2 * ms}
+			res, recs := collect(t, cfg, tt.reqs)
+			slices.SortFunc(recs, func(a, b *metrics.Record) int { return a.Index - b.Index })
+			if len(recs) != len(tt.want) {
+				t.Fatalf("%d records, want %d", len(recs), len(tt.want))
+			}
+			for i, w := range tt.want {
+				r := recs[i]
+				got := want{r.Start, r.TTFT, r.Latency, r.ITL}
+				if !r.Success || !reflect.DeepEqual(got, w) {
+					t.Errorf("request %d: success %v, %+v; want %+v", i, r.Success, got, w)
+				}
+			}
+			if res.Duration != tt.wantDuration {
+				t.Errorf("duration %v, want %v", res.Duration, tt.wantDuration)
+			}
+		})
 	}
 }

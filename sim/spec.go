@@ -87,6 +87,7 @@ func (r *specRun) run(ctx context.Context) error {
 	if err := report.CheckOutputDirs(files); err != nil {
 		return err
 	}
+	s.Engine.Offline = s.Simulation.Throughput
 	if r.eng, err = s.Engine.Resolve(ctx, s.ChangedFunc(), s.Env); err != nil {
 		return err
 	}
@@ -159,7 +160,8 @@ func (r *specRun) simulate(ctx context.Context, stream *workload.Stream, info re
 	// The recorder copies what it keeps, so the simulator may recycle
 	// records. A records write error does not stop the simulation (it costs
 	// no server time); it is reported after the result.
-	cfg := Config{Engine: ec, Model: r.eng.StepModel, StatsInterval: interval, MaxConcurrency: s.Workload.MaxConcurrency, ReuseRecords: true}
+	cfg := Config{Engine: ec, Model: r.eng.StepModel, StatsInterval: interval, MaxConcurrency: s.Workload.MaxConcurrency, ReuseRecords: true,
+		SchedulerSteps: r.eng.SchedulerSteps, Ingest: r.eng.Ingest, Delivery: r.eng.Delivery}
 	if s.Simulation.LogStats {
 		cfg.OnStats = func(st StatsSample) { writeStatsLine(r.errw, ec, "", st) }
 		if r.topo != nil {

@@ -6,11 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/servebench/servebench/internal/textline"
 )
@@ -41,6 +44,11 @@ type Server struct {
 	tokenizeURL   string
 	detokenizeURL string
 	displayedName string
+
+	// specialAdded is SpecialTokensAdded's answer once the server gave one.
+	specialMu    sync.Mutex
+	specialAdded int
+	specialKnown bool
 }
 
 // ServerInfo is what a server says about its tokenizer; zero means unknown.
@@ -81,10 +89,7 @@ func NewServer(baseURL string, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("tokenizer server %q: Options.VocabSize %d is negative", baseURL, opts.VocabSize)
 	}
 	base := strings.TrimRight(baseURL, "/")
-	client := opts.HTTPClient
-	if client == nil {
-		client = &http.Client{}
-	}
+	client := stallFreeClient(opts.HTTPClient)
 	name := opts.Model
 	if name == "" {
 		name = base
@@ -102,6 +107,45 @@ func NewServer(baseURL string, opts Options) (*Server, error) {
 		detokenizeURL: base + "/detokenize",
 		displayedName: name,
 	}, nil
+}
+
+// maxIdleTokenizerConns keeps one idle connection for each of the calls
+// that prompt building makes at once (workload.DefaultBuildWorkers), where
+// net/http keeps two and closes the rest after every call.
+const maxIdleTokenizerConns = 64
+
+// stallFreeClient is c (nil: a plain client) with connections that never
+// wait on a delayed ACK (see quickAck). A custom RoundTripper is kept as it
+// is: its connections are not ours to set.
+func stallFreeClient(c *http.Client) *http.Client {
+	var out http.Client
+	if c != nil {
+		out = *c
+	}
+	var t *http.Transport
+	switch rt := out.Transport.(type) {
+	case nil:
+		t = http.DefaultTransport.(*http.Transport).Clone()
+	case *http.Transport:
+		t = rt.Clone()
+	default:
+		return &out
+	}
+	dial := t.DialContext
+	if dial == nil {
+		dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	}
+	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return quickAck(conn), nil
+	}
+	t.DisableKeepAlives = t.DisableKeepAlives || !keepAlive
+	t.MaxIdleConnsPerHost = max(t.MaxIdleConnsPerHost, maxIdleTokenizerConns)
+	out.Transport = t
+	return &out
 }
 
 // Name is the model name when one was given (vLLM's tokenizer_id
@@ -169,8 +213,41 @@ func (s *Server) Encode(ctx context.Context, text string) ([]int, error) {
 		}
 		return []int{}, nil
 	}
+	return s.encode(ctx, text, false)
+}
+
+// specialProbeText is tokenized with and without special tokens to count
+// the ones the server adds.
+const specialProbeText = "Hello"
+
+// SpecialTokensAdded is how many special tokens (BOS, and EOS where the
+// model adds one) the server puts around a text prompt: the difference
+// between /tokenize with and without them ("add_special" for llama.cpp,
+// "add_special_tokens" for vLLM, which adds them by default). Encode counts
+// without them, as vLLM's benchmark does, so a prompt of Encode length n
+// reaches the model as n plus this; llama.cpp adds BOS to every text
+// prompt. Asked once; a failed ask is retried on the next call.
+func (s *Server) SpecialTokensAdded(ctx context.Context) (int, error) {
+	s.specialMu.Lock()
+	defer s.specialMu.Unlock()
+	if s.specialKnown {
+		return s.specialAdded, nil
+	}
+	with, err := s.encode(ctx, specialProbeText, true)
+	if err != nil {
+		return 0, err
+	}
+	without, err := s.encode(ctx, specialProbeText, false)
+	if err != nil {
+		return 0, err
+	}
+	s.specialAdded, s.specialKnown = max(0, len(with)-len(without)), true
+	return s.specialAdded, nil
+}
+
+func (s *Server) encode(ctx context.Context, text string, special bool) ([]int, error) {
 	var resp tokenizeResponse
-	req := tokenizeRequest{Model: s.model, Prompt: text, Content: text}
+	req := tokenizeRequest{Model: s.model, Prompt: text, Content: text, AddSpecialTokens: special, AddSpecial: special}
 	if err := s.post(ctx, s.tokenizeURL, req, &resp); err != nil {
 		return nil, err
 	}

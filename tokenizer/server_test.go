@@ -21,7 +21,11 @@ import (
 // or llama.cpp ("llamacpp"), with one token per rune so results are easy
 // to predict. It records what it was sent.
 type fakeServer struct {
-	dialect  string
+	dialect string
+	// bos is the ID put first when special tokens are asked for: by
+	// "add_special" (llama.cpp, default false) or "add_special_tokens"
+	// (vLLM, default true). 0 means the model adds none (Qwen2).
+	bos      int
 	requests atomic.Int64
 	mu       sync.Mutex
 	bodies   []map[string]any
@@ -45,6 +49,11 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		key := map[string]string{"vllm": "prompt", "llamacpp": "content"}[f.dialect]
 		text, _ := body[key].(string)
 		ids := []int{}
+		special := map[string]string{"vllm": "add_special_tokens", "llamacpp": "add_special"}[f.dialect]
+		add, given := body[special].(bool)
+		if f.bos != 0 && (add || (!given && f.dialect == "vllm")) {
+			ids = append(ids, f.bos)
+		}
 		for _, r := range text {
 			ids = append(ids, int(r))
 		}
@@ -127,6 +136,71 @@ func TestServerProbe(t *testing.T) {
 	if s.Name() != srv.URL {
 		t.Errorf("Name() = %q, want the URL when no model is set", s.Name())
 	}
+}
+
+// TestServerSpecialTokensAdded: Encode counts without special tokens, as
+// vLLM's benchmark does, but a text prompt reaches the model with them
+// (llama.cpp adds BOS to every one, vLLM by default), so random prompts
+// must be shortened by what the server adds: asked once, then remembered.
+func TestServerSpecialTokensAdded(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		fake    *fakeServer
+		want    int
+		wantErr string
+	}{
+		{"llama.cpp adds BOS when asked", &fakeServer{dialect: "llamacpp", bos: 1}, 1, ""},
+		{"vLLM with a BOS model (Llama)", &fakeServer{dialect: "vllm", bos: 128000}, 1, ""},
+		{"vLLM with a model without BOS (Qwen2)", &fakeServer{dialect: "vllm"}, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(tc.fake)
+			defer srv.Close()
+			s, err := NewServer(srv.URL, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				if got, err := s.SpecialTokensAdded(context.Background()); got != tc.want || err != nil {
+					t.Fatalf("SpecialTokensAdded = %d, %v; want %d", got, err, tc.want)
+				}
+			}
+			if n := tc.fake.requests.Load(); n != 2 {
+				t.Errorf("%d requests for two calls; want 2 (with and without special tokens, once)", n)
+			}
+			ids, err := s.Encode(context.Background(), "abc")
+			if err != nil || len(ids) != 3 {
+				t.Errorf("Encode(abc) = %v, %v; want 3 IDs without special tokens", ids, err)
+			}
+		})
+	}
+	t.Run("a failed ask is retried", func(t *testing.T) {
+		t.Parallel()
+		var fail atomic.Bool
+		fail.Store(true)
+		fake := &fakeServer{dialect: "llamacpp", bos: 1}
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if fail.Load() {
+				http.Error(w, "loading model", http.StatusServiceUnavailable)
+				return
+			}
+			fake.ServeHTTP(w, r)
+		}))
+		defer srv.Close()
+		s, err := NewServer(srv.URL, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.SpecialTokensAdded(context.Background()); err == nil || !strings.Contains(err.Error(), "503") {
+			t.Fatalf("SpecialTokensAdded against a 503 = %v; want the server's error", err)
+		}
+		fail.Store(false)
+		if got, err := s.SpecialTokensAdded(context.Background()); got != 1 || err != nil {
+			t.Fatalf("SpecialTokensAdded after the server recovered = %d, %v; want 1", got, err)
+		}
+	})
 }
 
 // cannedServer answers every request with one status and body.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/servebench/servebench/internal/tooltest"
 	"github.com/servebench/servebench/tune/launch"
 )
 
@@ -24,14 +25,14 @@ func startPostgres(t *testing.T) string {
 		}
 	}
 	if len(matches) == 0 {
-		t.Skip("PostgreSQL binaries not found (no /usr/lib/postgresql/*/bin/initdb or initdb on PATH); install them with apt-get install -y postgresql")
+		tooltest.Missing(t, "PostgreSQL binaries not found (no /usr/lib/postgresql/*/bin/initdb or initdb on PATH); install them with apt-get install -y postgresql")
 	}
 	bin := filepath.Dir(matches[len(matches)-1])
 	// initdb refuses to run as root: run the cluster as the postgres user.
 	var asUser []string
 	if os.Geteuid() == 0 {
 		if _, err := exec.LookPath("runuser"); err != nil {
-			t.Skip("running as root without runuser: cannot start PostgreSQL as an unprivileged user")
+			tooltest.Missing(t, "running as root without runuser: cannot start PostgreSQL as an unprivileged user")
 		}
 		asUser = []string{"runuser", "-u", "postgres", "--"}
 	}

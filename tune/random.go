@@ -13,7 +13,8 @@ import (
 // categorical values from the unseeded global source (so a seeded study
 // is not reproducible) and IntUniform values with rng.Intn(high-low) +
 // low (so the upper bound is never drawn: an ordinal choice's last value
-// was unreachable). It is the random sampler, and TPE's startup sampler.
+// was unreachable). It is the random sampler, and CMA-ES's during its
+// startup trials.
 type uniformSampler struct {
 	mu  sync.Mutex
 	rng *rand.Rand
@@ -38,29 +39,4 @@ func (s *uniformSampler) Sample(_ *goptuna.Study, _ goptuna.FrozenTrial, _ strin
 		return float64(s.rng.IntN(len(d.Choices))), nil
 	}
 	return 0, errors.New("tune: unsupported distribution")
-}
-
-// startupSampler samples uniformly until the study holds startup
-// finished trials, then hands over to model (TPE).
-type startupSampler struct {
-	uniform *uniformSampler
-	model   goptuna.Sampler
-	startup int
-}
-
-func (s *startupSampler) Sample(study *goptuna.Study, trial goptuna.FrozenTrial, name string, distribution any) (float64, error) {
-	trials, err := study.GetTrials()
-	if err != nil {
-		return 0, err
-	}
-	complete := 0
-	for _, t := range trials {
-		if t.State == goptuna.TrialStateComplete {
-			complete++
-		}
-	}
-	if complete < s.startup {
-		return s.uniform.Sample(study, trial, name, distribution)
-	}
-	return s.model.Sample(study, trial, name, distribution)
 }

@@ -70,6 +70,12 @@ type Study struct {
 	Worker                         bool
 	ConcurrentTrials, GPUsPerTrial int
 
+	// NewStudy allows a study to start in a storage that exists but
+	// holds none (a zero-byte SQLite file); without it that is an error,
+	// so a study never starts over unasked. It is refused when the study
+	// exists.
+	NewStudy bool
+
 	PrescreenSim, PrescreenCandidates int
 	// HTML, when set, is where the study page is written at the end.
 	HTML string
@@ -134,7 +140,7 @@ func (st *Study) check() error {
 		return fmt.Errorf("--sampler %q: use one of %s", st.Sampler, strings.Join(Samplers, ", "))
 	}
 	if st.Storage != "" {
-		if _, _, _, err := storageDSN(st.Storage); err != nil {
+		if _, err := parseStorage(st.Storage); err != nil {
 			return err
 		}
 	}
@@ -232,12 +238,15 @@ func (st *Study) Run(ctx context.Context, rio runspec.IO) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(st.Dir, 0o755); err != nil {
-		return fmt.Errorf("--dir: %w", err)
-	}
 	storagePath := st.Storage
 	if storagePath == "" {
 		storagePath = filepath.Join(st.Dir, "study.db")
+	}
+	if err := CheckStudyStorage(ctx, storagePath, st.Name, st.NewStudy); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(st.Dir, 0o755); err != nil {
+		return fmt.Errorf("--dir: %w", err)
 	}
 	store, err := OpenStorage(ctx, storagePath)
 	if err != nil {
@@ -451,6 +460,16 @@ func ReportStored(ctx context.Context, out io.Writer, name, dir, storage, html, 
 		if _, err := os.Stat(storage); err != nil {
 			return fmt.Errorf("--report-only: no study at %s; give --storage", storage)
 		}
+	}
+	if ss, err := parseStorage(storage); err != nil {
+		return err
+	} else if ss.path != "" {
+		if _, err := os.Stat(ss.path); err != nil {
+			return fmt.Errorf("--report-only: no study at %s; give the study's --storage", ss.shown)
+		}
+	}
+	if err := CheckStudyStorage(ctx, storage, name, false); err != nil {
+		return err
 	}
 	store, err := OpenStorage(ctx, storage)
 	if err != nil {

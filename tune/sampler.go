@@ -23,12 +23,13 @@ const (
 // Samplers lists the sampler names for help texts.
 var Samplers = []string{SamplerRandom, SamplerTPE, SamplerCMAES}
 
-// sampler asks goptuna for points. The study's storage (SQLite or
-// PostgreSQL) is the record of truth; goptuna sees a mirror of it in an
-// in-memory study, refreshed before every ask, so every worker's finished
-// trials inform every other worker's sampler. Failed and invalid trials
-// enter the mirror as COMPLETE with their penalised score, because TPE
-// learns only from COMPLETE trials (goptuna's tpe/sampler.go).
+// sampler asks for points through goptuna's study API. The study's
+// storage (SQLite or PostgreSQL) is the record of truth; the samplers see
+// a mirror of it in an in-memory goptuna study, refreshed before every
+// ask, so every worker's finished trials inform every other worker's
+// sampler. Failed and invalid trials enter the mirror as COMPLETE with
+// their penalised score, because the models learn only from COMPLETE
+// trials.
 type sampler struct {
 	space *Space
 	study *goptuna.Study
@@ -36,6 +37,9 @@ type sampler struct {
 	// told marks the ones whose score the mirror already holds.
 	mirror map[int]int
 	told   map[int]bool
+	// held are the points proposed during the current ask that the
+	// study already holds (see askNew and tpeSampler).
+	held []Point
 }
 
 type discardLogger struct{}
@@ -54,12 +58,18 @@ func newSampler(kind string, space *Space, seed int64, startupTrials int) (*samp
 		startupTrials = 3
 	}
 	uniform := newUniformSampler(seed)
+	smp := &sampler{space: space, mirror: map[int]int{}, told: map[int]bool{}}
 	switch kind {
 	case SamplerRandom, "":
 		opts = append(opts, goptuna.StudyOptionSampler(uniform))
 	case SamplerTPE:
-		model := tpe.NewSampler(tpe.SamplerOptionSeed(seed), tpe.SamplerOptionNumberOfStartupTrials(0))
-		opts = append(opts, goptuna.StudyOptionSampler(&startupSampler{uniform: uniform, model: model, startup: startupTrials}))
+		settings := tpe.DefaultSettings()
+		settings.StartupTrials = startupTrials
+		model, err := tpe.New(seed, settings)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, goptuna.StudyOptionSampler(&tpeSampler{smp: smp, model: model}))
 	case SamplerCMAES:
 		if !space.AllNumeric() || len(space.Sampled()) < 2 {
 			return nil, errors.New("--sampler cmaes needs at least two int or float parameters and no choices or booleans; pin those, or use tpe")
@@ -75,7 +85,8 @@ func newSampler(kind string, space *Space, seed int64, startupTrials int) (*samp
 	if err != nil {
 		return nil, fmt.Errorf("creating the sampler: %w", err)
 	}
-	return &sampler{space: space, study: study, mirror: map[int]int{}, told: map[int]bool{}}, nil
+	smp.study = study
+	return smp, nil
 }
 
 // distribution is the goptuna distribution of a sampled parameter.
@@ -94,16 +105,16 @@ func distribution(p Param) any {
 	case KindBool:
 		return goptuna.IntUniformDistribution{Low: 0, High: 1}
 	}
-	// Every choice is sampled as its index: goptuna v0.9.0's TPE draws
-	// categorical candidates from the unseeded global source
-	// (internal/random.Multinomial), which would make a seeded study
-	// irreproducible.
+	// Every choice is sampled as its index: the mirror stores numbers,
+	// CMA-ES needs them, and tpeSampler reads the choice's kind from the
+	// space, not from this distribution.
 	return goptuna.IntUniformDistribution{Low: 0, High: len(p.Choices) - 1}
 }
 
 // ordinal reports whether p's choices are ascending numbers, so their
 // index order is their value order: TPE's Parzen estimators (and CMA-ES)
-// then exploit that 48 lies between 32 and 64.
+// then exploit that 48 lies between 32 and 64. Other choices are
+// unordered categories to TPE.
 func (p Param) ordinal() bool {
 	if p.Kind != KindChoice || len(p.Choices) < 2 {
 		return false
@@ -117,6 +128,75 @@ func (p Param) ordinal() bool {
 		prev = f
 	}
 	return true
+}
+
+// domain is p as TPE sees it. Booleans and choices are their indices;
+// ascending numeric choices keep their order as an integer range.
+func domain(p Param) tpe.Domain {
+	switch {
+	case p.Kind == KindInt:
+		return tpe.Domain{Low: p.Low, High: p.High, Log: p.Log, Integer: true}
+	case p.Kind == KindFloat:
+		return tpe.Domain{Low: p.Low, High: p.High, Log: p.Log}
+	case p.Kind == KindBool:
+		return tpe.Domain{Choices: 2}
+	case p.ordinal():
+		return tpe.Domain{Low: 0, High: float64(len(p.Choices) - 1), Integer: true}
+	}
+	return tpe.Domain{Choices: len(p.Choices)}
+}
+
+// tpeSampler is goptuna's sampler interface over our TPE: it reads the
+// mirror's finished trials, in study order (the order of their study
+// trial numbers, which several workers' trials reach the mirror out of).
+type tpeSampler struct {
+	smp   *sampler
+	model *tpe.Sampler
+}
+
+func (s *tpeSampler) Sample(study *goptuna.Study, _ goptuna.FrozenTrial, name string, _ any) (float64, error) {
+	p, ok := s.smp.space.Lookup(name)
+	if !ok {
+		return 0, fmt.Errorf("tpe: %s is not in the search space", name)
+	}
+	trials, err := study.GetTrials()
+	if err != nil {
+		return 0, err
+	}
+	number := make(map[int]int, len(s.smp.mirror))
+	for n, id := range s.smp.mirror {
+		number[id] = n
+	}
+	type numbered struct {
+		number int
+		tpe.Observation
+	}
+	var finished []numbered
+	for _, t := range trials {
+		v, ok := t.InternalParams[name]
+		if t.State != goptuna.TrialStateComplete || !ok {
+			continue
+		}
+		finished = append(finished, numbered{number[t.ID], tpe.Observation{Value: v, Score: t.Value}})
+	}
+	slices.SortStableFunc(finished, func(a, b numbered) int { return a.number - b.number })
+	history := make([]tpe.Observation, len(finished))
+	worst := math.Inf(1)
+	for i, f := range finished {
+		history[i] = f.Observation
+		worst = math.Min(worst, f.Score)
+	}
+	// A proposal the study already holds comes back as a trial with the
+	// worst score so far (Optuna's "constant liar", here for repeats):
+	// in a discrete space the ratio's maximum is often the incumbent
+	// itself, and the lie moves the next proposal to its neighbourhood
+	// instead of to the same point again.
+	for _, held := range s.smp.held {
+		if v, ok := internal(p, held[name]); ok && len(finished) > 0 {
+			history = append(history, tpe.Observation{Value: v, Score: worst})
+		}
+	}
+	return s.model.Suggest(domain(p), history)
 }
 
 // internal is v's goptuna internal representation under p.

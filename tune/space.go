@@ -1,7 +1,8 @@
 // Package tune searches `vllm serve` flags for the best throughput under
 // an SLO: a search space, validation of every point through the vllm
-// resolver before anything runs, goptuna samplers (random, TPE, CMA-ES)
-// fed with penalised failures, and studies kept in SQLite or PostgreSQL
+// resolver before anything runs, samplers fed with penalised failures
+// (random and CMA-ES from goptuna, TPE our own in internal/tpe, all
+// behind goptuna's study API), and studies kept in SQLite or PostgreSQL
 // so they resume after a crash and several workers can share one.
 package tune
 

@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
+	"io/fs"
+	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/servebench/servebench/internal/redact"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // "pgx": pure-Go PostgreSQL
 	_ "modernc.org/sqlite"             // "sqlite": pure-Go SQLite, so CGO_ENABLED=0 builds work
@@ -96,48 +99,110 @@ type Storage struct {
 	URL string
 }
 
-// OpenStorage opens "FILE.db", "sqlite:///FILE", "sqlite://FILE" or a
-// "postgresql://" / "postgres://" URL, creating the schema if needed.
+// OpenStorage opens "FILE.db", "sqlite:///FILE", "sqlite://FILE", a
+// "postgresql://" / "postgres://" URL or a PostgreSQL key=value
+// connection string, creating the schema if needed.
 func OpenStorage(ctx context.Context, spec string) (*Storage, error) {
-	driver, dsn, shown, err := storageDSN(spec)
+	ss, err := parseStorage(spec)
 	if err != nil {
 		return nil, err
 	}
-	s := &Storage{URL: shown, postgres: driver == "pgx"}
-	s.db, err = sql.Open(driver, dsn)
+	s := &Storage{URL: ss.shown, postgres: ss.driver == "pgx"}
+	s.db, err = sql.Open(ss.driver, ss.dsn)
 	if err != nil {
-		return nil, fmt.Errorf("--storage %s: %w", s.URL, err)
+		return nil, fmt.Errorf("--storage %s: %w", s.URL, redact.Error(err, ss.secrets))
 	}
 	if err := s.migrate(ctx); err != nil {
 		s.db.Close()
-		return nil, fmt.Errorf("--storage %s: %w", s.URL, err)
+		return nil, fmt.Errorf("--storage %s: %w", s.URL, redact.Error(err, ss.secrets))
 	}
 	return s, nil
 }
 
-// storageDSN reads a --storage spec: the database driver, its data
-// source name, and the spec as messages may show it (password masked).
-func storageDSN(spec string) (driver, dsn, shown string, err error) {
-	if strings.HasPrefix(spec, "postgres://") || strings.HasPrefix(spec, "postgresql://") {
-		shown = spec
-		if u, perr := url.Parse(spec); perr == nil {
-			shown = u.Redacted()
+// CheckStudyStorage is what a run checks of its storage before it opens
+// it for writing, so a study never starts over without being asked:
+//   - a storage that exists but holds no tune study (a zero-byte SQLite
+//     file, or a database of another program) is refused unless
+//     newStudy: its trials, if it had any, are gone, and starting afresh
+//     in it would hide that;
+//   - newStudy is refused when the study is already there, since it
+//     would resume rather than start anew.
+//
+// A SQLite file that does not exist yet is a new study without asking.
+// A PostgreSQL database is the user's to create, so one without tune's
+// tables is a first run. It writes nothing.
+func CheckStudyStorage(ctx context.Context, spec, study string, newStudy bool) error {
+	ss, err := parseStorage(spec)
+	if err != nil {
+		return err
+	}
+	var size int64 = -1
+	dsn := ss.dsn
+	if ss.driver == "sqlite" {
+		st, err := os.Stat(ss.path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil
+		case err != nil:
+			return fmt.Errorf("--storage %s: %w", ss.shown, err)
+		case !st.Mode().IsRegular():
+			return fmt.Errorf("--storage %s: not a file; give the study's SQLite file", ss.shown)
 		}
-		return "pgx", spec, shown, nil
+		size = st.Size()
+		// Read-only and without the WAL pragma: looking writes nothing.
+		dsn = "file:" + ss.path + "?mode=ro&_pragma=busy_timeout(30000)"
 	}
-	if strings.Contains(spec, "://") && !strings.HasPrefix(spec, "sqlite://") {
-		return "", "", "", fmt.Errorf("--storage %q: use FILE.db, sqlite:///FILE or postgresql://USER@HOST/DB", spec)
+	db, err := sql.Open(ss.driver, dsn)
+	if err != nil {
+		return fmt.Errorf("--storage %s: %w", ss.shown, redact.Error(err, ss.secrets))
 	}
-	// SQLAlchemy's spelling, as Optuna users type it: sqlite:///rel.db
-	// is relative, sqlite:////abs.db absolute.
-	path := strings.TrimPrefix(strings.TrimPrefix(spec, "sqlite:///"), "sqlite://")
-	if path == "" {
-		return "", "", "", fmt.Errorf("--storage %q names no file", spec)
+	defer db.Close()
+	trials, exists, schema, err := studyPresence(ctx, db, ss.driver, study)
+	if err != nil {
+		if ss.driver == "sqlite" {
+			return fmt.Errorf("--storage %s: not a study file (%w); give the study's SQLite file, or a new file name", ss.shown, err)
+		}
+		return fmt.Errorf("--storage %s: %w", ss.shown, redact.Error(err, ss.secrets))
 	}
-	// WAL lets readers see a consistent study while another worker
-	// writes; busy_timeout makes two workers wait for each other
-	// instead of failing with SQLITE_BUSY.
-	return "sqlite", "file:" + path + "?_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)&_txlock=immediate", spec, nil
+	switch {
+	case newStudy && exists:
+		return fmt.Errorf("--new-study: study %q already exists in %s with %d trials; drop --new-study to resume it, or choose another --study", study, ss.shown, trials)
+	case !newStudy && ss.driver == "sqlite" && !schema:
+		what := "is a SQLite database without tune's tables"
+		if size == 0 {
+			what = "is empty (0 bytes)"
+		}
+		return fmt.Errorf("--storage %s %s: it holds no study, so any trials it had are gone; pass --new-study to start a new study in it, or point --storage at the study's file", ss.shown, what)
+	}
+	return nil
+}
+
+// studyPresence says whether db holds tune's tables, the study, and how
+// many trials the study has.
+func studyPresence(ctx context.Context, db *sql.DB, driver, study string) (trials int, exists, schema bool, err error) {
+	probe := `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'tune_studies'`
+	arg := func(q string) string { return strings.ReplaceAll(q, "$", "?") }
+	if driver == "pgx" {
+		probe = `SELECT COUNT(*) FROM pg_catalog.pg_tables WHERE tablename = 'tune_studies' AND schemaname = ANY(current_schemas(false))`
+		arg = func(q string) string { return q }
+	}
+	var n int
+	if err := db.QueryRowContext(ctx, probe).Scan(&n); err != nil {
+		return 0, false, false, err
+	}
+	if n == 0 {
+		return 0, false, false, nil
+	}
+	if err := db.QueryRowContext(ctx, arg(`SELECT COUNT(*) FROM tune_studies WHERE name = $1`), study).Scan(&n); err != nil {
+		return 0, false, true, err
+	}
+	if n == 0 {
+		return 0, false, true, nil
+	}
+	if err := db.QueryRowContext(ctx, arg(`SELECT COUNT(*) FROM tune_trials WHERE study = $1`), study).Scan(&trials); err != nil {
+		return 0, true, true, err
+	}
+	return trials, true, true, nil
 }
 
 // Close closes the database.

@@ -174,11 +174,13 @@ const maxReasks = 50
 // askNew samples a point the study has not tried yet: in a discrete
 // space TPE keeps proposing its incumbent, and a repeated trial (minutes
 // of GPU time on a real target) teaches nothing a stored one did not.
+// Each repeat is held against the next ask (see tpeSampler).
 func askNew(smp *sampler, cfg Config, trials []Trial) (Point, int, error) {
 	seen := make(map[string]bool, len(trials))
 	for _, t := range trials {
 		seen[t.Params.String(cfg.Space)] = true
 	}
+	defer func() { smp.held = nil }()
 	for attempt := 0; ; attempt++ {
 		p, id, err := smp.ask()
 		if err != nil {
@@ -190,6 +192,7 @@ func askNew(smp *sampler, cfg Config, trials []Trial) (Point, int, error) {
 		if !seen[probe.String(cfg.Space)] && !seen[p.String(cfg.Space)] || attempt >= maxReasks {
 			return p, id, nil
 		}
+		smp.held = append(smp.held, p)
 	}
 }
 

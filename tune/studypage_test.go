@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/servebench/servebench/internal/tooltest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -120,7 +122,7 @@ func TestStudyPageRendersInChromium(t *testing.T) {
 	if browser == "" {
 		var err error
 		if browser, err = exec.LookPath("chromium"); err != nil {
-			t.Skip("Chromium not found (install the Debian package `chromium`, or set CHROMIUM=/path)")
+			tooltest.Missing(t, "Chromium not found (install the Debian package `chromium`, or set CHROMIUM=/path)")
 		}
 	}
 	dir := t.TempDir()

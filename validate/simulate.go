@@ -236,8 +236,10 @@ func (p *plan) planWorkload(r *Run) {
 		spec.NumPrompts = w.BatchSize
 		p.batchLatency = true
 		rate = math.Inf(1)
+		p.options.Offline = true // benchmark_latency runs the LLM class
 	case BenchmarkThroughput:
 		rate = math.Inf(1)
+		p.options.Offline = true // so does benchmark_throughput
 	}
 	p.spec = spec
 	p.arrivals = workload.Arrivals{Rate: rate, Burstiness: w.Burstiness, Seed: spec.Seed}
@@ -314,7 +316,8 @@ func (p *plan) simulate(ctx context.Context) (metrics.Summary, error) {
 	}
 	recorder := metrics.NewRecorder(p.summary, nil, metrics.KeepNone)
 	cfg := sim.Config{Engine: r.Engine, Model: r.StepModel, StatsInterval: r.StatsInterval,
-		MaxConcurrency: p.maxConcurrency, ReuseRecords: true}
+		MaxConcurrency: p.maxConcurrency, ReuseRecords: true, SchedulerSteps: r.SchedulerSteps,
+		Ingest: r.Ingest, Delivery: r.Delivery}
 	res, err := sim.RunStream(ctx, cfg, stream, func(rec *metrics.Record) error {
 		_ = recorder.Add(rec)
 		return nil

@@ -44,10 +44,13 @@
 //	           (+ V1: measured update_from_output(tokens)); ÷ num_scheduler_steps
 //	output   = measured output(tokens) + OutputPerToken·tokens
 //	           (V1: the API server's measured OutputProcessor(tokens))
-//	api      = APIPerChunk·tokens + APIPerRequest·prompts finished
+//	api      = APIPerStep + APIPerChunk·tokens + APIPerRequest·prompts finished
 //
 // with seqs the scheduled sequences and tokens the sampled ones (one
-// streamed chunk each). 0.5 (one process, one GIL): step = GPU + schedule
+// streamed chunk each). Offline runs (Options.Offline: the LLM class, as
+// vLLM's throughput and latency benchmarks run it, and sim --throughput)
+// have no OpenAI server, so api is zero; the engine's work, and on V1 the
+// output processor in the LLM's own process, stay. 0.5 (one process, one GIL): step = GPU + schedule
 // + output + api. 0.6–0.10 V0 (async output processing, PR #7049; the
 // OpenAI server in its own process, PR #6883): the engine thread
 // schedules step i+1, launches it and processes step i's outputs while
@@ -96,13 +99,27 @@
 //   - V0 SchedFixed 1 ms and SchedPerSeq 58 µs: model-input preparation,
 //     sampling metadata, the sampled tokens' GPU-to-CPU sync and
 //     pythonisation. They keep the former fit's totals (1 ms + 70 µs per
-//     sequence, fitted [inferred] so that Llama-3-8B/H100 under 0.5.3
-//     splits as vLLM's v0.6.0 post profiled it: API server 33%,
-//     scheduling 29%, GPU 38%) less the measured scheduler (7–11 µs per
-//     sequence on the default host from 64 to 256 sequences). The RFC for
-//     multi-step scheduling (issue #6854) saw 4 ms of GPU idle per decode
-//     step (5–13 ms by batch) on Llama-3-8B/H100 from this work; at 64
-//     sequences the engine-side terms here sum to ≈ 6.1 ms.
+//     sequence) less the measured scheduler (7–11 µs per sequence on the
+//     default host from 64 to 256 sequences). The RFC for multi-step
+//     scheduling (issue #6854) saw 4 ms of GPU idle per decode step (5–13
+//     ms by batch) on Llama-3-8B/H100 from this work; at 64 sequences the
+//     engine-side terms here sum to ≈ 6.1 ms.
+//   - 0.5 SchedFixed 2.85 ms and APIPerStep 3.3 ms: one process serves
+//     HTTP and runs the engine (PR #6883 split them in 0.6), and a step
+//     at light load costs far more host time than the per-sequence terms
+//     give. Neural Magic's nightly benchmark (nm-vllm gh-pages data.js,
+//     vLLM 0.5.1, api_server /generate, 300 ShareGPT requests at 1 QPS)
+//     served facebook/opt-350m, whose GPU step is about 0.9 ms here, at
+//     a mean TPOT of 7.41 ms on its H100 host (median of 23 nightly runs,
+//     2024-07-09 to 08-01; 6.17 ms on its L4 host): 5.15 ms a step more
+//     than the former terms gave (2.08 ms). vLLM's v0.6.0 post (blog,
+//     2024-09-05) profiled v0.5.3 serving Llama-3-8B on an H100, which
+//     "can generate 1 token every 13 ms under light load", as 38% GPU,
+//     29% scheduling and 33% API server [inferred: at that light load,
+//     38% of 13 ms being the 8B's decode step]; the 5.15 ms is split in
+//     that proportion, scheduling 1.85 ms (SchedFixed 1 → 2.85 ms) and the
+//     API server's event loop 3.3 ms a step. Sim then gives opt-350m 7.42
+//     ms TPOT, and TestBlogRatios lands within 10% of the post's ratios.
 //   - V0 OutputPerToken 2 µs: the measured output path (12–18 µs per
 //     sequence on the default host from 64 to 256 sequences) covers what
 //     the former fit's 15 µs did; the rest is the tokenizer's Rust
@@ -122,12 +139,18 @@
 //     128-in/4-out runs top out at 37–45 req/s on A100, H100 and H200
 //     alike. PR #12287's run above rules that out for vLLM's own API
 //     server (63.6 req/s with 12,850 chunks/s leaves at most ≈ 1.6 ms per
-//     request), so that ceiling belongs to those runs' setup (their
-//     gateway or client), not to the release profile, and is not fitted.
+//     request), and so does GPUStack's own gpt-oss-20b page (performance
+//     lab, gpt-oss-20b/h100.md): the same H100, vLLM 0.11.0, client and
+//     128/4 chat case reached 212.76 req/s (247.52 with
+//     --async-scheduling). The Qwen3-14B ceiling is not the API server's:
+//     its pages' 2000- and 4000-token runs on that H100 prefill about
+//     10,000 tokens/s (total_token_throughput 10,597 and 9,218), and 1000
+//     prompts of ~128 tokens at that rate take ~13 s of the run's 22.7 s.
+//     It is not fitted here; it is the GPU's (perf).
 //
-// Checks: TestBlogRatios measures 2.61× throughput (500 ShareGPT-like
-// prompts at once) and 4.17× lower TPOT (at 32 QPS) for v0.6.0 over
-// v0.5.3 (blog: 2.7× and 5×, within 25%), and 1.71× and 1.86× for
+// Checks: TestBlogRatios measures 2.96× throughput (500 ShareGPT-like
+// prompts at once) and 5.50× lower TPOT (at 32 QPS) for v0.6.0 over
+// v0.5.3 (blog: 2.7× and 5×, within 25%), and 1.85× and 2.05× for
 // Llama-3-70B on 4×H100 (blog 1.8× and 2×). The prompts are uniform in
 // [20, 384] input and [20, 382] output tokens, the means of the blog's
 // ShareGPT sample (PR #8050's 500 prompts: 100,895 in, 100,377 out).
@@ -138,10 +161,57 @@
 // Qwen2-0.5B on an H100 at 100 concurrent streams is host-bound in every
 // V0 step (TestSmallModelHostBound).
 //
-// Deviations: multi-step scheduling only divides the scheduling cost; the
-// engine still schedules every step. Output processing of the last step
-// is not carried over to the next. The measured curves are per running
-// sequence in decode; a prefill is charged as one.
+// Multi-step scheduling (--num-scheduler-steps N, V0 from 0.5.5) divides
+// the scheduling cost by N and, in sim (Resolved.SchedulerSteps,
+// sim.Config.SchedulerSteps), runs decode steps in groups of N as vLLM
+// 0.6's LLMEngine.step does (read at v0.6.1.post2): while the group's
+// steps remain (_has_remaining_steps) the scheduler is skipped, so a
+// request that arrives waits for the group's end; the group's outputs are
+// processed at its last step, so each request's N tokens reach the client
+// as one chunk (the published ITL of such runs is about N·TPOT: SGLang's
+// vLLM 0.6.0 runs, median ITL 129 ms at TPOT 14 ms with N = 10); a step
+// with prefills runs alone (the scheduler allocates no lookahead slots
+// for prefills).
+//
+// Deviations: output processing of the last step is not carried over to
+// the next. A request that finishes inside a group leaves the batch at
+// once rather than running to the group's end, and KV blocks are not
+// reserved for the group's lookahead slots. The measured curves are per
+// running sequence in decode; a prefill is charged as one.
+//
+// # Request latencies
+//
+// The OpenAI server adds latency to each request outside the engine's
+// steps (HostOverhead.Ingest and Delivery, on the default host; sim
+// applies them per request through Resolved and sim.Config): Ingest from
+// the request's arrival to its entry into the engine's queue (HTTP
+// parsing, validation, chat template and tokenization, the hand-off to
+// the engine), Delivery from a step's end to the client's receipt of its
+// chunk (detokenization, the response object, SSE). They add to TTFT and
+// E2E, not ITL, and under a concurrency cap a request holds its slot
+// until its last chunk is received. Offline runs have neither.
+//
+//   - Ingest 9.3 ms, Delivery 1.85 ms: vLLM's own request tracing
+//     (OpenTelemetry journey events) on 13 serving experiments on H100s
+//     (Llama-2-7B and 70B, Mixtral-8x7B, CodeLlama-34B; inference-perf
+//     against the completions API), reduced by inference-sim's training
+//     pipeline (github.com/inference-sim/training, commit ed5c1d2,
+//     output/fit/coefficients.json): alpha_0_us 9315, the mean of
+//     api.ARRIVED → journey.QUEUED over the training requests, and
+//     alpha_1_us 1850, the fixed part of journey.FINISHED →
+//     api.DEPARTED. Measured on V1; V0 does the same work (in the API
+//     process from 0.6, PR #6883; in the engine's own process in 0.5)
+//     and takes the same values [approximate].
+//   - Against the published low-load runs: nm-vllm's opt-350m (0.5.1, 1
+//     QPS ShareGPT) has a mean TTFT of 41.3 ms on its H100 host and 23.9
+//     ms on its L4 host where sim's steps alone give 10.8 and 16.4 ms, so
+//     30.5 and 7.5 ms lie outside the engine, client included, around the
+//     11.15 ms here. GPUStack's Qwen3-8B chat runs (vLLM 0.11, one H100,
+//     one to eight streams, performance lab qwen3-8b/h100-latency.md) keep
+//     a median TTFT of 60 ms whatever the concurrency, where SGLang on the
+//     same host and client has 27 ms; about 35 ms of it is explained by
+//     nothing measured here [open: the chat path of vLLM 0.11's API server
+//     is not timed].
 //
 // # Distributed executor
 //

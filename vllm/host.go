@@ -81,7 +81,7 @@ func (m *HostStepModel) Parts(s perf.StepShape) HostParts {
 	p := HostParts{
 		Schedule: scale(h.SchedFixed+time.Duration(seqs)*h.SchedPerSeq) + m.schedule.at(seqs),
 		Output:   scale(time.Duration(tokens)*h.OutputPerToken) + m.frontend.at(tokens),
-		API:      scale(time.Duration(tokens)*h.APIPerChunk + time.Duration(s.PrefillsDone)*h.APIPerRequest),
+		API:      scale(h.APIPerStep + time.Duration(tokens)*h.APIPerChunk + time.Duration(s.PrefillsDone)*h.APIPerRequest),
 	}
 	if h.Overlap == OverlapEngineCore {
 		p.Schedule += m.output.at(tokens) // update_from_output runs in the engine core

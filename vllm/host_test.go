@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"os"
 	"testing"
 	"time"
 
@@ -187,11 +188,82 @@ func TestAsyncOutputGain(t *testing.T) {
 	for i := range reqs {
 		reqs[i] = workload.Request{Index: i, PromptLen: 128, MaxTokens: 256}
 	}
-	async := simulate(t, "0.6.0", "Llama-3.1-8B", "H100", vllm.Options{}, reqs, 0)
-	serial := simulate(t, "0.6.0", "Llama-3.1-8B", "H100", vllm.Options{DisableAsyncOutputProc: true}, reqs, 0)
+	// PR #7049 ran the throughput benchmark: the LLM class, no server.
+	async := simulate(t, "0.6.0", "Llama-3.1-8B", "H100", vllm.Options{Offline: true}, reqs, 0)
+	serial := simulate(t, "0.6.0", "Llama-3.1-8B", "H100", vllm.Options{Offline: true, DisableAsyncOutputProc: true}, reqs, 0)
 	gain := async.outputThroughput / serial.outputThroughput
 	t.Logf("async output processing: %.0f → %.0f tok/s (%.2f×; PR #7049: 1.11×)", serial.outputThroughput, async.outputThroughput, gain)
 	if gain <= 1 || gain > 1.11*1.25 {
 		t.Errorf("gain %.2f×, want above 1 and at most %.2f×", gain, 1.11*1.25)
+	}
+}
+
+// TestOfflineDropsAPIWork: the LLM class (Options.Offline, vLLM's
+// throughput and latency benchmarks) runs no OpenAI server, so no step
+// pays API work; the engine's own work is unchanged.
+func TestOfflineDropsAPIWork(t *testing.T) {
+	shape := perf.StepShape{Decodes: 100, Prefills: 1, PrefillsDone: 1, PrefillTokens: 200}
+	for _, version := range []string{"0.5.4", "0.6.6", "0.8.5"} {
+		t.Run(version, func(t *testing.T) {
+			parts := func(offline bool) vllm.HostParts {
+				r, err := resolve(t, version, "", "Llama-3-8B", "H100", vllm.Options{Offline: offline})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r.StepModel.(*vllm.HostStepModel).Parts(shape)
+			}
+			serving, offline := parts(false), parts(true)
+			if serving.API <= 0 || offline.API != 0 {
+				t.Errorf("API work %v serving, %v offline; want some, then none", serving.API, offline.API)
+			}
+			if offline.Schedule != serving.Schedule || offline.Output != serving.Output {
+				t.Errorf("engine work differs: serving %+v, offline %+v", serving, offline)
+			}
+		})
+	}
+}
+
+// TestLightLoadHostFloor: at light load a 0.5 step is mostly host work.
+// Neural Magic's nightly benchmark served facebook/opt-350m with vLLM
+// 0.5.1 on an H100 at 1 QPS of ShareGPT at a mean TPOT of 7.41 ms
+// (doc.go, "Host overhead"). testdata/opt-350m-dims is opt-350m's size
+// in Llama's config form (hidden 1024, 24 layers, 16 heads, vocabulary
+// 50272; a gated MLP of 2730 has the FLOPs and weights of OPT's 4096).
+func TestLightLoadHostFloor(t *testing.T) {
+	data, err := os.ReadFile("testdata/opt-350m-dims/config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := perf.ParseModelConfig(data, "opt-350m-dims")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := perf.LookupGPU("H100")
+	p, _ := vllm.Lookup("0.5.1", "")
+	r, err := vllm.Resolve(context.Background(), p, m, g, vllm.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := make([]workload.Request, 300)
+	for i := range reqs {
+		reqs[i] = workload.Request{Index: i, PromptLen: 292, MaxTokens: 202}
+	}
+	offsets, err := workload.Schedule(len(reqs), workload.Arrivals{Rate: 1, Burstiness: 1, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	workload.Assign(reqs, offsets)
+	var tpot time.Duration
+	_, err = sim.Run(context.Background(), sim.Config{Engine: r.Engine, Model: r.StepModel}, reqs, func(rec *metrics.Record) error {
+		tpot += (rec.Latency - rec.TTFT) / time.Duration(rec.OutputLen-1)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpot /= time.Duration(len(reqs))
+	t.Logf("opt-350m on an H100, 0.5.1, 1 QPS: mean TPOT %v (nm-vllm nightly: 7.41 ms)", tpot)
+	if got := float64(tpot) / float64(7410*time.Microsecond); got < 0.9 || got > 1.1 {
+		t.Errorf("mean TPOT %v, want 7.41 ms within 10%%", tpot)
 	}
 }

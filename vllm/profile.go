@@ -71,11 +71,29 @@ type HostOverhead struct {
 	// APIPerChunk: the OpenAI server's work per streamed chunk (one per
 	// output token); APIPerRequest: per request (HTTP, parsing, chat
 	// template, tokenizing, response set-up), charged on the step that
-	// finishes its prompt.
-	APIPerChunk, APIPerRequest time.Duration
+	// finishes its prompt; APIPerStep: per engine step whatever it
+	// streams (the server's event loop taking a step's outputs).
+	APIPerChunk, APIPerRequest, APIPerStep time.Duration
+	// Ingest and Delivery are the OpenAI server's latency per request
+	// outside the engine's steps: from the request's arrival to its entry
+	// into the engine's queue, and from a step's end to the client's
+	// receipt of its chunk (sim.Config.Ingest, Delivery).
+	Ingest, Delivery time.Duration
 	// Speed is the host CPU's speed relative to the default host machine
 	// (--host-speed; 0 means 1): every host term is divided by it.
 	Speed float64
+}
+
+// offline is h without the OpenAI server's work, for the LLM class.
+func (h HostOverhead) offline() HostOverhead {
+	h.APIPerChunk, h.APIPerRequest, h.APIPerStep = 0, 0, 0
+	h.Ingest, h.Delivery = 0, 0
+	return h
+}
+
+// scaled is d on this host (Speed applied).
+func (h HostOverhead) scaled(d time.Duration) time.Duration {
+	return time.Duration(float64(d) / h.speed())
 }
 
 func (h HostOverhead) speed() float64 {
@@ -105,7 +123,10 @@ type Defaults struct {
 	// (the API server's values); V0 takes max(max_model_len, 2048), or
 	// ChunkedBudget once chunked prefill is on.
 	MaxNumBatchedTokens, MaxNumBatchedTokensLargeGPU int
-	ChunkedBudget                                    int
+	// LargeGPUExcludesA100: the large-GPU values skip A100s whatever their
+	// memory (vLLM 0.9.0+, PR #17885).
+	LargeGPUExcludesA100 bool
+	ChunkedBudget        int
 	// AutoChunkAbove: V0 turns chunked prefill on by itself when
 	// max_model_len exceeds this (0: never); V1 always chunks.
 	AutoChunkAbove int

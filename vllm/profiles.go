@@ -44,27 +44,38 @@ var v1Defaults = Defaults{
 // the CPU they were measured on (doc.go, "Host speed").
 const measuredCPUSlowdown = 1.25
 
+// ingest and delivery: the OpenAI server's per-request latencies (doc.go,
+// "Request latencies").
+const (
+	ingest   = 9300 * us
+	delivery = 1850 * us
+)
+
 // Host overhead (doc.go, "Host overhead"): vLLM's own scheduler and output
 // path as measured (hosttime_measured.go), plus what the measurement
 // leaves out, on the default host machine.
 var (
 	v05Host = HostOverhead{Overlap: OverlapNone, Measured: &measuredV0_054,
-		SchedFixed: 1000 * us, SchedPerSeq: 58 * us,
-		OutputPerToken: 2 * us, APIPerChunk: 45 * us, APIPerRequest: 400 * us}
+		SchedFixed: 2850 * us, SchedPerSeq: 58 * us,
+		OutputPerToken: 2 * us, APIPerChunk: 45 * us, APIPerRequest: 400 * us, APIPerStep: 3300 * us,
+		Ingest: ingest, Delivery: delivery}
 	// 0.6 V0: the same Python work, arranged to overlap the GPU.
 	v06Host = HostOverhead{Overlap: OverlapAsyncOutput, Measured: &measuredV0_061p2,
 		SchedFixed: 1000 * us, SchedPerSeq: 58 * us,
-		OutputPerToken: 2 * us, APIPerChunk: 45 * us, APIPerRequest: 400 * us}
+		OutputPerToken: 2 * us, APIPerChunk: 45 * us, APIPerRequest: 400 * us,
+		Ingest: ingest, Delivery: delivery}
 	// 0.7–0.10 V0: 0.6's arrangement, the scheduler and output path of the
 	// 0.8.5-era tree.
 	v07V0Host = HostOverhead{Overlap: OverlapAsyncOutput, Measured: &measuredV0_98c89e16,
 		SchedFixed: 1000 * us, SchedPerSeq: 58 * us,
-		OutputPerToken: 2 * us, APIPerChunk: 45 * us, APIPerRequest: 400 * us}
+		OutputPerToken: 2 * us, APIPerChunk: 45 * us, APIPerRequest: 400 * us,
+		Ingest: ingest, Delivery: delivery}
 	// V1: engine core (scheduler, update_from_output) and the API server's
 	// OutputProcessor measured; APIPerChunk from PR #12287's A100 run.
 	v1Host = HostOverhead{Overlap: OverlapEngineCore, Measured: &measuredV1_98c89e16,
 		SchedFixed: 400 * us, SchedPerSeq: 1 * us,
-		OutputPerToken: 1 * us, APIPerChunk: 70 * us, APIPerRequest: 400 * us}
+		OutputPerToken: 1 * us, APIPerChunk: 70 * us, APIPerRequest: 400 * us,
+		Ingest: ingest, Delivery: delivery}
 )
 
 var (
@@ -87,14 +98,24 @@ var (
 //     scheduler", 0.5.4) re-queued new prefills ahead of running decodes
 //     under chunked prefill (issue #7592 bisected the slowdown to it);
 //     PR #7874 (0.6.0) sorted decodes first again.
+//   - largeDefaultsSkipA100Since: PR #17885 ("[Perf] Use small
+//     max_num_batched_tokens for A100", merged 2025-05-09, after
+//     0.8.5.post1, so from 0.9.0) keeps A100s at the small V1 defaults
+//     (256 sequences, 2048 tokens): "a100" not in the device name is part
+//     of the large-GPU test in EngineArgs.
 var (
-	multiStepSince      = Release{0, 5, 5}
-	legacyRequeueSince  = Release{0, 5, 4}
-	legacyRequeueBefore = Release{0, 6, 0}
+	multiStepSince             = Release{0, 5, 5}
+	legacyRequeueSince         = Release{0, 5, 4}
+	legacyRequeueBefore        = Release{0, 6, 0}
+	largeDefaultsSkipA100Since = Release{0, 9, 0}
 )
 
-// patchSwitches applies the within-line switches to a V0 profile.
+// patchSwitches applies the within-line switches to a profile.
 func patchSwitches(rel Release, ep *EngineProfile) {
+	if ep.Engine == engine.V1 {
+		ep.Defaults.LargeGPUExcludesA100 = !rel.less(largeDefaultsSkipA100Since)
+		return
+	}
 	if ep.Engine != engine.V0 {
 		return
 	}

@@ -50,6 +50,11 @@ type Options struct {
 	// NoKernelTables times the GPU by the roofline alone, as servebench
 	// did before measured kernel tables (perf.Deployment.NoKernelTables).
 	NoKernelTables bool
+	// Offline runs the engine as vLLM's LLM class does (the throughput
+	// and latency benchmarks): no OpenAI server, so no HTTP, SSE or
+	// per-request API work (HostOverhead's API terms are dropped); the
+	// engine and, on V1, the output processor run as in serving.
+	Offline bool
 	// HostSpeed is the server CPU's single-thread speed relative to the
 	// default host machine (doc.go, "Host speed"): 2 halves every host
 	// term. 0 means 1.
@@ -67,6 +72,14 @@ type Resolved struct {
 	StepModel perf.StepModel
 	// StatsInterval is the release's stats-line cadence.
 	StatsInterval time.Duration
+	// SchedulerSteps is --num-scheduler-steps (1 when unset): V0's
+	// multi-step scheduling runs that many decode steps per schedule and
+	// streams their tokens together (sim.Config.SchedulerSteps).
+	SchedulerSteps int
+	// Ingest and Delivery are the OpenAI server's per-request latencies
+	// on this host (HostOverhead.Ingest, Delivery; zero offline or
+	// without host overhead), for sim.Config.
+	Ingest, Delivery time.Duration
 	// Executor is the distributed executor backend; ExecutorDefaulted
 	// says vLLM chose it (DistributedLines).
 	Executor          ExecutorBackend
@@ -116,7 +129,8 @@ func Resolve(ctx context.Context, p Profile, model perf.Model, gpu perf.GPU, o O
 	if err != nil {
 		return nil, err
 	}
-	large := gpu.MemoryBytes >= 70<<30
+	large := gpu.MemoryBytes >= 70<<30 &&
+		!(p.Defaults.LargeGPUExcludesA100 && strings.Contains(strings.ToLower(gpu.Name), "a100"))
 	chunked := true // V1 always chunks, whatever the flag says
 	if p.Engine == engine.V0 {
 		chunked = p.Defaults.AutoChunkAbove > 0 && probe.MaxModelLen > p.Defaults.AutoChunkAbove
@@ -195,6 +209,7 @@ func Resolve(ctx context.Context, p Profile, model perf.Model, gpu perf.GPU, o O
 		return nil, err
 	}
 	var step perf.StepModel = roof
+	var ingest, delivery time.Duration
 	if !o.NoHostOverhead {
 		host := p.Host
 		if o.DisableAsyncOutputProc {
@@ -202,10 +217,15 @@ func Resolve(ctx context.Context, p Profile, model perf.Model, gpu perf.GPU, o O
 		}
 		host.SchedFixed += executorStepCost(p, executor)
 		host.Speed = o.HostSpeed
+		if o.Offline {
+			host = host.offline()
+		}
 		step = NewHostStepModel(roof, host, o.NumSchedulerSteps)
+		ingest, delivery = host.scaled(host.Ingest), host.scaled(host.Delivery)
 	}
 	return &Resolved{Profile: p, Deployment: resolved, Capacity: capacity, Engine: ec,
-		StepModel: step, StatsInterval: p.Defaults.StatsInterval,
+		StepModel: step, StatsInterval: p.Defaults.StatsInterval, SchedulerSteps: max(o.NumSchedulerSteps, 1),
+		Ingest: ingest, Delivery: delivery,
 		Executor: executor, ExecutorDefaulted: executorDefaulted}, nil
 }
 

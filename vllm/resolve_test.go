@@ -45,6 +45,11 @@ func TestResolveDefaults(t *testing.T) {
 		{"0.6.3 chunked on request", "0.6.3", "Qwen2-7B", "H100", vllm.Options{EnableChunkedPrefill: &on}, true, false, 256, 512, false},
 		{"0.8.5 V1 on a large GPU", "0.8.5", "Qwen2-7B", "H100", vllm.Options{}, true, true, 1024, 8192, false},
 		{"0.8.5 V1 on a 24 GiB GPU", "0.8.5", "Qwen2-0.5B", "RTX-4090", vllm.Options{}, true, true, 256, 2048, false},
+		// PR #17885 (0.9.0): A100s keep the small values whatever their memory.
+		{"0.8.5 V1 on an 80 GB A100", "0.8.5", "Qwen2-7B", "A100-80GB", vllm.Options{}, true, true, 1024, 8192, false},
+		{"0.9.2 V1 on an 80 GB A100", "0.9.2", "Qwen2-7B", "A100-80GB", vllm.Options{}, true, true, 256, 2048, false},
+		{"0.11.0 V1 on an 80 GB A100 PCIe", "0.11.0", "Qwen2-7B", "A100-80GB-PCIe", vllm.Options{}, true, true, 256, 2048, false},
+		{"0.11.0 V1 on an H100", "0.11.0", "Qwen2-7B", "H100", vllm.Options{}, true, true, 1024, 8192, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

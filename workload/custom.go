@@ -65,6 +65,7 @@ func (b *builder) customDistinct() ([]Request, error) {
 			outputLen = p.outputLen
 		}
 		reqs = append(reqs, Request{Prompt: p.prompt, PromptLen: n, PromptLenEstimated: estimated, MaxTokens: outputLen})
+		b.report(len(reqs), len(prompts))
 	}
 	return reqs, nil
 }

@@ -28,7 +28,7 @@ func (b *builder) prefixRepetition() ([]Request, error) {
 		if b.tok != nil && o.PrefixLen > 0 {
 			// A prefix that already round-trips keeps the shared text stable
 			// across all its prompts.
-			if _, prefix, err = b.converge(prefix, o.PrefixLen, allowed); err != nil {
+			if _, prefix, err = b.converge(b.rng, prefix, o.PrefixLen, allowed); err != nil {
 				return nil, err
 			}
 		}
@@ -47,7 +47,7 @@ func (b *builder) prefixRepetition() ([]Request, error) {
 			seq = append(seq[:0], prefix...)
 			seq = append(seq, make([]int, o.SuffixLen)...)
 			b.randomIDs(seq[len(prefix):], allowed)
-			text, ids, err := b.converge(seq, size, allowed)
+			text, ids, err := b.converge(b.rng, seq, size, allowed)
 			if err != nil {
 				return nil, err
 			}

@@ -1,6 +1,9 @@
 package workload
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 // random is vLLM's RandomDataset: lengths uniform around the wanted ones, one
 // shared random prefix, and a body of consecutive allowed IDs starting at a
@@ -56,20 +59,23 @@ func (b *builder) random() ([]Request, error) {
 		return reqs, nil
 	}
 
-	var seq []int
-	for i := range reqs {
-		if err := b.canceled(); err != nil {
-			return nil, err
-		}
+	// Each prompt is a few tokenizer round trips in a row (decode, encode,
+	// and again after padding or truncating): made several at once, with
+	// padding from the prompt's own random stream.
+	err = b.eachPrompt(n, func(i int) error {
 		target := o.PrefixLen + inputLens[i]
-		seq = append(seq[:0], prefix...)
-		seq = append(seq, make([]int, inputLens[i])...)
+		seq := make([]int, target)
+		copy(seq, prefix)
 		fillSequential(seq[o.PrefixLen:], allowed, offsets[i]+i)
-		text, ids, err := b.converge(seq, target, allowed)
+		text, ids, err := b.converge(paddingRand(b.spec.Seed, i), seq, target, allowed)
 		if err != nil {
-			return nil, err
+			return fmt.Errorf("workload: random prompt %d: %w", i, err)
 		}
 		reqs[i] = Request{Prompt: text, PromptLen: len(ids), MaxTokens: outputLens[i]}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return reqs, nil
 }

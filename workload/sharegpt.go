@@ -86,6 +86,7 @@ func (b *builder) shareGPTDistinct() ([]Request, error) {
 			continue
 		}
 		reqs = append(reqs, Request{Prompt: c.prompt, PromptLen: promptLen, PromptLenEstimated: estimated, MaxTokens: outputLen})
+		b.report(len(reqs), b.spec.NumPrompts)
 	}
 	if len(reqs) == 0 {
 		how := "counted with tokenizer " + b.tokenizerName()

@@ -113,6 +113,7 @@ func (b *builder) sonnetPrompts() (func() (Request, error), error) {
 			if promptLen <= o.InputLen {
 				draws++
 				made++
+				b.report(made, n)
 				return Request{Prompt: prompt, PromptLen: promptLen, PromptLenEstimated: estimated, MaxTokens: o.OutputLen}, nil
 			}
 		}

@@ -266,11 +266,11 @@ func NewTokenizedStream(ctx context.Context, s Spec, a Arrivals, tok tokenizer.T
 		return nil, err
 	}
 	b := &builder{ctx: ctx, spec: s, tok: tok, rng: newRand(s.Seed, datasetStream)}
-	if c, ok := tok.(SpecialTokenCounter); ok {
-		b.numSpecial = max(0, c.NumSpecialTokensToAdd())
+	var err error
+	if b.numSpecial, err = numSpecialTokens(ctx, tok); err != nil {
+		return nil, err
 	}
 	st := &Stream{free: &promptBuffers{}}
-	var err error
 	switch s.dataset() {
 	case DatasetRandom:
 		err = st.random(b, a, promptIDs)
@@ -367,10 +367,10 @@ func (s *Stream) filePrompts(b *builder, a Arrivals, promptIDs bool) error {
 }
 
 // random streams the random dataset. It draws all input lengths, then all
-// output lengths, then all body offsets, then the shared prefix and, with
-// a tokenizer, each prompt's padding in index order, from one random
-// stream (vLLM's order). The stream is walked once to find where each pass
-// starts, then the passes are read side by side.
+// output lengths, then all body offsets, then the shared prefix from one
+// random stream (vLLM's order), and with a tokenizer each prompt's padding
+// from that prompt's own stream, as Build does. The stream is walked once
+// to find where each pass starts, then the passes are read side by side.
 func (s *Stream) random(b *builder, a Arrivals, promptIDs bool) error {
 	o := b.spec.Random
 	if err := o.checkMinInput(b.numSpecial); err != nil {
@@ -399,8 +399,6 @@ func (s *Stream) random(b *builder, a Arrivals, promptIDs bool) error {
 	}
 	prefix := make([]int, o.PrefixLen)
 	fillRandom(walker, prefix, allowed)
-	// What is left of the walk is the tokenizer's padding draws.
-	b.rng = walker
 	inRng, outRng, offRng := rand.New(inputs), rand.New(&outputs), rand.New(&offsets)
 	var src *randomPrompts
 	if b.tok == nil {
@@ -425,7 +423,7 @@ func (s *Stream) random(b *builder, a Arrivals, promptIDs bool) error {
 		seq = append(seq[:0], prefix...)
 		seq = append(seq, make([]int, in)...)
 		fillSequential(seq[o.PrefixLen:], allowed, off+i)
-		prompt, ids, err := b.converge(seq, o.PrefixLen+in, allowed)
+		prompt, ids, err := b.converge(paddingRand(b.spec.Seed, i), seq, o.PrefixLen+in, allowed)
 		if err != nil {
 			return streamItem{}, fmt.Errorf("workload: random prompt %d: %w", i, err)
 		}

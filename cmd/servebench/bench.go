@@ -25,6 +25,7 @@ benchmarks that. Files are written only with --save-result, --records or --resul
 			}
 			io := runIO(cmd)
 			io.Progress = newProgress(cmd.ErrOrStderr(), s.Client.DisableTqdm)
+			io.Setup = newProgressOf(cmd.ErrOrStderr(), s.Client.DisableTqdm, "prompts/s")
 			return bench.RunSpec(cmd.Context(), s, io)
 		},
 	}

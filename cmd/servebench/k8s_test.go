@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -138,5 +141,106 @@ func TestK8sBenchPodsRunTheirSpec(t *testing.T) {
 	}
 	if _, _, err := runCLI(t, "sim", "--spec", specFile); err == nil || !strings.Contains(err.Error(), "is a bench run; use servebench bench --spec") {
 		t.Errorf("a bench spec given to sim: %v", err)
+	}
+}
+
+// TestK8sCredentialsReachThePodsOnlyThroughTheSecret: k8s bench with a
+// bearer header prints manifests without it (every byte searched), writes
+// the Secret to --secret-file for its owner alone, and a pod given that
+// Secret's keys as its environment sends the real header.
+func TestK8sCredentialsReachThePodsOnlyThroughTheSecret(t *testing.T) {
+	const token = "Bearer tok-PLANTED-k8s"
+	var seen atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen.Store(r.Header.Get("Authorization"))
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte("data: {\"choices\":[{\"text\":\"x\"}]}\n\ndata: [DONE]\n\n"))
+	}))
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	secretFile := filepath.Join(dir, "creds.yaml")
+	startAt := time.Now().Add(2 * time.Second).UTC().Format(time.RFC3339Nano)
+	benchFlags := []string{"--", "--base-url", srv.URL, "--model", "m", "--num-prompts", "2", "--random-input-len", "4", "--random-output-len", "1",
+		"--skip-tokenizer-init", "--server-metrics-interval", "0", "--skip-test-request", "--header", "Authorization: " + token}
+
+	// Without a place for the Secret, nothing is printed.
+	out, _, err := runCLI(t, append([]string{"k8s", "bench", "--shards", "1", "--start-at", startAt}, benchFlags...)...)
+	if err == nil || !strings.Contains(err.Error(), "--secret-file") || out != "" || strings.Contains(err.Error(), "PLANTED") {
+		t.Fatalf("no --secret-file: err %v, printed %d bytes", err, len(out))
+	}
+	out, stderr, err := runCLI(t, append([]string{"k8s", "bench", "--shards", "1", "--start-at", startAt, "--secret-file", secretFile}, benchFlags...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out+stderr, "PLANTED") {
+		t.Fatalf("the printed manifests or messages hold the token:\n%s\n%s", out, stderr)
+	}
+	st, err := os.Stat(secretFile)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("--secret-file: %v, mode %v; want 0600", err, st.Mode())
+	}
+	raw, _ := os.ReadFile(secretFile)
+	var secret corev1.Secret
+	if err := yaml.UnmarshalStrict(raw, &secret); err != nil || secret.Kind != "Secret" {
+		t.Fatalf("secret file: %v %s", err, secret.Kind)
+	}
+	var cm corev1.ConfigMap
+	var job batchv1.Job
+	for _, doc := range bytes.Split([]byte(out), []byte("\n---\n")) {
+		switch {
+		case bytes.Contains(doc, []byte("kind: ConfigMap")):
+			if err := yaml.UnmarshalStrict(doc, &cm); err != nil {
+				t.Fatal(err)
+			}
+		case bytes.Contains(doc, []byte("completionMode: Indexed")):
+			if err := yaml.UnmarshalStrict(doc, &job); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// The pod: its environment from the Job, secretKeyRefs resolved.
+	for _, e := range job.Spec.Template.Spec.Containers[0].Env {
+		switch {
+		case e.ValueFrom == nil:
+			t.Setenv(e.Name, e.Value)
+		case e.ValueFrom.SecretKeyRef != nil && e.ValueFrom.SecretKeyRef.Name == secret.Name:
+			if v, ok := secret.StringData[e.ValueFrom.SecretKeyRef.Key]; ok {
+				t.Setenv(e.Name, v)
+			}
+		}
+	}
+	t.Setenv("JOB_COMPLETION_INDEX", "0")
+	specFile := filepath.Join(dir, "spec.yaml")
+	if err := os.WriteFile(specFile, []byte(cm.Data["spec.yaml"]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err = runCLI(t, "bench", "--spec", specFile, "--start-at", cm.Data["start-at"], "--result-dir", filepath.Join(dir, "records"), "--disable-tqdm")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if got, _ := seen.Load().(string); got != token {
+		t.Errorf("the pod sent Authorization %q, want the Secret's token", got)
+	}
+}
+
+// TestK8sTunePrintsNoStoragePassword: the PostgreSQL password, in any of
+// its spellings, stays out of the printed workers' manifests.
+func TestK8sTunePrintsNoStoragePassword(t *testing.T) {
+	for _, storage := range []string{
+		"postgresql://tune:pw-PLANTED@pg/tune",
+		"postgresql://tune@pg/tune?password=pw-PLANTED",
+		"host=pg user=tune password=pw-PLANTED dbname=tune",
+	} {
+		secretFile := filepath.Join(t.TempDir(), "creds.yaml")
+		out, stderr, err := runCLI(t, "k8s", "tune", "--workers", "2", "--storage", storage, "--secret-file", secretFile, "--", "--trials", "4")
+		if err != nil {
+			t.Fatalf("%s: %v", storage, err)
+		}
+		if strings.Contains(out+stderr, "PLANTED") || !strings.Contains(out, "PGPASSWORD") {
+			t.Errorf("%s: the manifests hold the password, or do not read it from the Secret:\n%s", storage, out)
+		}
+		if raw, _ := os.ReadFile(secretFile); !strings.Contains(string(raw), "pgpassword: pw-PLANTED") {
+			t.Errorf("%s: secret file %s", storage, raw)
+		}
 	}
 }

@@ -190,5 +190,8 @@ func given(cmd *cobra.Command, s *runspec.Spec) (*runspec.Spec, error) {
 		s.MarkChanged(cmd.Flags())
 	}
 	s.Env = readEnv()
+	// A spec file's masked secrets (a Kubernetes pod's) come from the
+	// environment the pod's Secret fills.
+	s.FillSecrets(os.LookupEnv)
 	return s, nil
 }

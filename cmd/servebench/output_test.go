@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
@@ -328,8 +329,17 @@ func TestFullDiskKeepsTheSummary(t *testing.T) {
 		t.Fatalf("no result block:\n%s", out)
 	}
 	res := readResultJSON(t, filepath.Join(dir, "r.json"))
-	if sent := calls.Load(); sent >= 200 || res["completed"].(float64) != float64(sent) {
+	sent := calls.Load()
+	if sent >= 200 || res["completed"].(float64) != float64(sent) {
 		t.Fatalf("%d of 200 sent, %v completed: want sending stopped and every sent request summarised", sent, res["completed"])
+	}
+	// The run did not finish: the saved result says so, and the message
+	// says how much of it the records file kept and how much was never sent.
+	if res["interrupted"] != true || !strings.Contains(out, "Run interrupted") {
+		t.Errorf("saved interrupted = %v: a run stopped early must say so", res["interrupted"])
+	}
+	if want := fmt.Sprintf("/dev/full kept 0 of the %d requests measured, and %d were never sent", sent, 200-sent); !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want %q", err, want)
 	}
 }
 
@@ -367,12 +377,18 @@ func TestDefaultTarget(t *testing.T) {
 }
 
 // Rerunning under an explicit result name whose records an earlier run
-// left (an interrupted sweep point, --append-result) keeps those records
-// and streams the new ones beside them under the next free name.
+// left (a run killed before its result, --append-result) keeps those
+// records and streams the new ones under the next free name; the result
+// takes the same name, so it is read with its own records, except with
+// --append-result, whose file collects every run.
 func TestExplicitNameKeepsEarlierRecords(t *testing.T) {
 	srv, _ := sseServer(t, 2, 0)
 	dir := t.TempDir()
-	for _, extra := range [][]string{nil, {"--append-result"}} {
+	for _, tc := range []struct {
+		extra  []string
+		result string
+	}{{nil, "x-2.json"}, {[]string{"--append-result"}, "x.json"}} {
+		extra := tc.extra
 		stale := filepath.Join(dir, "x.records.jsonl")
 		if err := os.WriteFile(stale, []byte("earlier\n"), 0o644); err != nil {
 			t.Fatal(err)
@@ -385,10 +401,11 @@ func TestExplicitNameKeepsEarlierRecords(t *testing.T) {
 		if b, _ := os.ReadFile(stale); string(b) != "earlier\n" {
 			t.Fatalf("earlier records overwritten: %q", b)
 		}
-		if !strings.Contains(stderr, "Per-request records: "+filepath.Join(dir, "x-2.records.jsonl")) || !strings.Contains(stderr, "Saved result to "+filepath.Join(dir, "x.json")) {
+		if !strings.Contains(stderr, "Per-request records: "+filepath.Join(dir, "x-2.records.jsonl")) || !strings.Contains(stderr, "Saved result to "+filepath.Join(dir, tc.result)) {
 			t.Fatalf("stderr:\n%s", stderr)
 		}
 		os.Remove(filepath.Join(dir, "x-2.records.jsonl"))
+		os.Remove(filepath.Join(dir, "x-2.json"))
 	}
 }
 

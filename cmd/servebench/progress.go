@@ -19,10 +19,15 @@ type progress struct {
 	start time.Time
 	last  time.Time
 	on    bool
+	unit  string // what the rate counts, e.g. "req/s"
 }
 
 func newProgress(w io.Writer, disabled bool) *progress {
-	p := &progress{w: w, start: time.Now()}
+	return newProgressOf(w, disabled, "req/s")
+}
+
+func newProgressOf(w io.Writer, disabled bool, unit string) *progress {
+	p := &progress{w: w, start: time.Now(), unit: unit}
 	if f, ok := w.(*os.File); ok && !disabled && term.IsTerminal(int(f.Fd())) {
 		p.on = true
 	}
@@ -54,8 +59,8 @@ func (p *progress) draw(done, total int, now time.Time) {
 	if rate > 0 {
 		eta = fmtClock(time.Duration(float64(total-done) / rate * float64(time.Second)))
 	}
-	fmt.Fprintf(p.w, "\r%3.0f%%|%s%s| %d/%d [%s<%s, %.2f req/s]", 100*frac,
-		strings.Repeat("█", filled), strings.Repeat(" ", width-filled), done, total, fmtClock(elapsed), eta, rate)
+	fmt.Fprintf(p.w, "\r%3.0f%%|%s%s| %d/%d [%s<%s, %.2f %s]", 100*frac,
+		strings.Repeat("█", filled), strings.Repeat(" ", width-filled), done, total, fmtClock(elapsed), eta, rate, p.unit)
 }
 
 // Finish ends the bar's line.

@@ -47,7 +47,7 @@ func TestBenchLosesNoRequestOnClosedReusedConnections(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s\n%s", err, out, stderr)
 	}
-	for _, want := range []string{"Successful requests:                     64", "Failed requests:                         0", "Resent after a closed reused connection:"} {
+	for _, want := range []string{"Successful requests:                     64", "Failed requests:                         0", "Resends (reused connection had closed):"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

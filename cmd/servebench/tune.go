@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -71,7 +72,9 @@ name max_model_len etc. even when it is not a parameter (the model's resolved va
 
 Studies persist in --storage (an SQLite file, or postgresql://USER@HOST/DB for workers on
 several machines): rerun the same command to resume after Ctrl-C or kill -9, with no trial
-lost or run twice; start it again in another terminal to add a worker. Trials of a dead
+lost or run twice; start it again in another terminal to add a worker. A --storage file that
+exists but holds no study (zero bytes, another program's database) is refused rather than
+silently started over; --new-study starts a study in it. Trials of a dead
 worker are given back after --stale-after (at once when it ran on this host). Samplers:
 random, tpe (default), cmaes (int/float parameters only).
 
@@ -119,8 +122,9 @@ func newTuneCmd() *cobra.Command {
 	fs.BoolVar(&st.SLASearch, "sla-search", false, "per trial, search the highest --request-rate meeting --sla (sweep's search) and score the trial there")
 	fs.IntVar(&st.SLAMaxRuns, "sla-max-runs", 8, "most load tests one trial's SLA search may take")
 	fs.StringVar(&st.ParetoTTFT, "pareto-ttft", "p99_ttft_ms", "TTFT key of the Pareto front (TTFT vs objective)")
-	fs.StringVar(&st.Storage, "storage", "", "study storage: FILE.db, sqlite:///FILE or postgresql://USER@HOST/DB (default: DIR/study.db)")
+	fs.StringVar(&st.Storage, "storage", "", "study storage: FILE.db, sqlite:///FILE, postgresql://USER@HOST/DB or 'host=HOST dbname=DB user=USER' (default: DIR/study.db)")
 	fs.StringVar(&st.Name, "study", "default", "study name inside the storage")
+	fs.BoolVar(&st.NewStudy, "new-study", false, "start the study in a --storage that exists but holds no study (e.g. a zero-byte file), which is otherwise an error; refused when the study exists")
 	fs.StringVar(&st.Dir, "dir", "", "directory for trial results, server logs, trials.json and trials.csv (default tune-STUDY)")
 	fs.DurationVar(&st.StaleAfter, "stale-after", time.Minute, "give back a running trial whose worker has been silent this long")
 	fs.BoolVar(&st.Worker, "worker", false, "run as one worker of a shared study (needs --storage): claim, run and store trials until the study's --trials are used")
@@ -163,6 +167,8 @@ func runTune(cmd *cobra.Command, f *tuneFlags, args []string) error {
 	st.Fixed.Env = env
 	if st.Load != nil {
 		st.Load.Env = env
+		// Headers masked in a worker pod's flags come from its Secret.
+		st.Load.FillSecrets(os.LookupEnv)
 	}
 	return st.Run(cmd.Context(), runIO(cmd))
 }

@@ -170,7 +170,7 @@ func TestTuneFlagErrors(t *testing.T) {
 		{[]string{"--sla-search"}, "--sla-search needs --sla"},
 		{[]string{"--sampler", "grid", "--param", "max_num_seqs=8,16"}, `--sampler "grid"`},
 		{[]string{"--target", "ftp://x"}, "--target"},
-		{[]string{"--storage", "mysql://x/y", "--param", "max_num_seqs=8,16"}, "use FILE.db, sqlite:///FILE or postgresql://"},
+		{[]string{"--storage", "mysql://x/y", "--param", "max_num_seqs=8,16"}, "use FILE.db, sqlite:///FILE, postgresql://"},
 		{[]string{"--launch", "vllm serve {modle}", "--trials", "1", "--param", "max_num_seqs=8,16"}, ""},
 	}
 	for _, tc := range tests {
@@ -207,5 +207,56 @@ func TestTuneRerunTrialReplacesItsPartialResult(t *testing.T) {
 	}
 	if len(trials) != 1 || trials[0].State != tune.StateComplete || *trials[0].Objective == 99 {
 		t.Fatalf("trials %+v", trials)
+	}
+}
+
+// TestTuneNeverStartsOverUnasked: a zero-byte study file (the study's
+// trials are gone) stops tune before it writes anything, unless
+// --new-study; then the study runs in it.
+func TestTuneNeverStartsOverUnasked(t *testing.T) {
+	dir := t.TempDir()
+	storage := filepath.Join(dir, "study.db")
+	if err := os.WriteFile(storage, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--trials", "1", "--param", "max_num_seqs=8,16", "--", "--model", "Qwen2.5-7B-Instruct", "--gpu", "L40S",
+		"--num-prompts", "10", "--random-input-len", "64", "--random-output-len", "8"}
+	_, _, trials, err := runTuneCmdIn(t, dir, args...)
+	if err == nil || !strings.Contains(err.Error(), "is empty (0 bytes)") || !strings.Contains(err.Error(), "--new-study") {
+		t.Fatalf("zero-byte study file: err %v, want a refusal naming --new-study", err)
+	}
+	if st, serr := os.Stat(storage); serr != nil || st.Size() != 0 || len(trials) != 0 {
+		t.Fatalf("refused, yet the study file or trials changed: %v %v, %d trials", st, serr, len(trials))
+	}
+	if _, _, trials, err = runTuneCmdIn(t, dir, append([]string{"--new-study"}, args...)...); err != nil || len(trials) != 1 {
+		t.Fatalf("--new-study: err %v, %d trials", err, len(trials))
+	}
+	// Resuming the study needs no flag; --new-study over it is refused.
+	if _, _, _, err = runTuneCmdIn(t, dir, args...); err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	if _, _, _, err = runTuneCmdIn(t, dir, append([]string{"--new-study"}, args...)...); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Fatalf("--new-study over the study: %v", err)
+	}
+}
+
+// TestTuneKeywordValueStorageIsPostgreSQL: a key=value connection string
+// is PostgreSQL, and its password never reaches a message.
+func TestTuneKeywordValueStorageIsPostgreSQL(t *testing.T) {
+	dir := t.TempDir()
+	spec := "host=127.0.0.1 port=1 user=tune password=pw-PLANTED dbname=tune connect_timeout=1 sslmode=disable"
+	_, errw, _, err := runTuneCmdIn(t, dir, "--storage", spec, "--trials", "1", "--param", "max_num_seqs=8,16", "--",
+		"--model", "Qwen2.5-7B-Instruct", "--gpu", "L40S", "--num-prompts", "10")
+	if err == nil {
+		t.Fatal("no error from a PostgreSQL server on a closed port")
+	}
+	if strings.Contains(err.Error()+errw, "PLANTED") || !strings.Contains(err.Error(), "password=[REDACTED]") {
+		t.Errorf("error %q, stderr %q: want the password masked", err, errw)
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.Contains(e.Name(), "host=") || strings.Contains(e.Name(), "PLANTED") {
+			t.Errorf("the connection string became a file: %s", e.Name())
+		}
 	}
 }

@@ -209,7 +209,7 @@ func TestValidateMaxMedianError(t *testing.T) {
 		wantErr string
 	}{
 		{"1000", ""},
-		{"1", "median absolute error over holdout runs above --max-median-error 1%: Throughput"},
+		{"1", "median absolute error over holdout runs above --max-median-error 1%: "},
 		{"-1", "--max-median-error -1: give a percentage"},
 	}
 	for _, tt := range tests {

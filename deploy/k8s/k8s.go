@@ -82,6 +82,10 @@ type Bench struct {
 	// MergeDeadline bounds how long the merge Job waits for the shards.
 	MergeDeadline time.Duration
 	CPU, Memory   string // per shard pod requests (and limits)
+	// Secret names an existing Secret holding the run's credentials under
+	// the keys SecretKeys lists; empty: the credentials go into the
+	// Secret that Credentials returns, NAME-credentials.
+	Secret string
 }
 
 // Tune is a tune worker Job: Workers pods claim trials of one study in
@@ -96,6 +100,9 @@ type Tune struct {
 	// StartupTimeout is how long a trial's server may take to become
 	// ready on its health path before the trial fails.
 	StartupTimeout time.Duration
+	// Secret names an existing Secret holding the credentials (see
+	// Bench.Secret).
+	Secret string
 }
 
 // Objects returns the bench run's objects in apply order.
@@ -146,7 +153,12 @@ func (b Bench) Objects() ([]runtime.Object, error) {
 		objs = append(objs, pvc)
 		claim = pvc.Name
 	}
-	spec, err := b.Spec.YAML(true)
+	// The spec masks its secrets; the pods read them from the Secret.
+	spec, err := b.Spec.YAML(false)
+	if err != nil {
+		return nil, err
+	}
+	creds, err := b.credentials()
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +201,7 @@ func (b Bench) Objects() ([]runtime.Object, error) {
 						// the environment.
 						Args: []string{fmt.Sprintf(`mkdir -p %s && exec servebench bench --spec %s/%s --start-at "$(cat %s/start-at)" --result-dir %s --disable-tqdm`,
 							runDir, flagsMount, specKey, flagsMount, runDir)},
-						Env:          []corev1.EnvVar{{Name: EnvShardCount, Value: strconv.Itoa(b.Shards)}},
+						Env:          append([]corev1.EnvVar{{Name: EnvShardCount, Value: strconv.Itoa(b.Shards)}}, creds.env(b.secretName(), b.Secret != "")...),
 						VolumeMounts: mounts,
 						Resources:    resources,
 					}},
@@ -244,8 +256,6 @@ func (t Tune) Objects() ([]runtime.Object, error) {
 		return nil, fmt.Errorf("--concurrent-trials %d: need at least 1", t.ConcurrentTrials)
 	case t.GPUsPerTrial < 0:
 		return nil, fmt.Errorf("--gpus-per-trial %d: must not be negative", t.GPUsPerTrial)
-	case !strings.HasPrefix(t.Storage, "postgres://") && !strings.HasPrefix(t.Storage, "postgresql://"):
-		return nil, fmt.Errorf("--storage %q: workers in several pods share a study only in PostgreSQL; give postgresql://USER@HOST/DB", t.Storage)
 	case t.StartupTimeout <= 0:
 		return nil, fmt.Errorf("--startup-timeout %s: must be positive", t.StartupTimeout)
 	}
@@ -256,10 +266,14 @@ func (t Tune) Objects() ([]runtime.Object, error) {
 			}
 		}
 	}
+	flags, creds, err := t.credentials()
+	if err != nil {
+		return nil, err
+	}
 	cm := &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: t.meta("-flags", "flags"),
-		Data:       map[string]string{flagsKey: ShellJoin(t.Flags) + "\n"},
+		Data:       map[string]string{flagsKey: ShellJoin(flags) + "\n"},
 	}
 	m := int32(t.Workers)
 	var resources corev1.ResourceRequirements
@@ -267,7 +281,7 @@ func (t Tune) Objects() ([]runtime.Object, error) {
 		q := *resource.NewQuantity(int64(gpus), resource.DecimalSI)
 		resources.Limits = corev1.ResourceList{GPUResource: q}
 	}
-	own := ShellJoin([]string{"--storage", t.Storage, "--study", t.Study, "--worker",
+	own := ShellJoin([]string{"--storage", creds.storage, "--study", t.Study, "--worker",
 		"--concurrent-trials", strconv.Itoa(t.ConcurrentTrials), "--gpus-per-trial", strconv.Itoa(t.GPUsPerTrial),
 		"--startup-timeout", t.StartupTimeout.String()})
 	job := &batchv1.Job{
@@ -290,6 +304,7 @@ func (t Tune) Objects() ([]runtime.Object, error) {
 						// The device plugin sets NVIDIA_VISIBLE_DEVICES to
 						// the pod's GPUs; the worker splits them per trial.
 						VolumeMounts: []corev1.VolumeMount{{Name: "flags", MountPath: flagsMount, ReadOnly: true}},
+						Env:          creds.env(t.secretName(), t.Secret != ""),
 						Resources:    resources,
 					}},
 				},

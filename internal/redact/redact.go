@@ -46,20 +46,76 @@ func SplitHeader(s string) (name, value string, err error) {
 	return name, strings.TrimSpace(s[i+1:]), nil
 }
 
-// URL masks the password of a URL (http://user:pass@host); anything else
-// is returned unchanged.
+// URL masks the credentials of a URL: the password of its user part
+// (http://user:pass@host) and the value of every credential-named query
+// parameter (?password=..., ?api_key=...), as libpq and many gateways
+// accept them. Anything else is returned unchanged.
 func URL(s string) string {
-	if !strings.Contains(s, "@") {
+	if !strings.ContainsAny(s, "@?") {
 		return s
 	}
 	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
+	if err != nil {
 		return s
 	}
-	if _, has := u.User.Password(); !has {
+	changed := false
+	if u.User != nil {
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), Mask)
+			changed = true
+		}
+	}
+	if u.RawQuery != "" {
+		q := u.Query()
+		for k, vs := range q {
+			if IsCredentialName(k) {
+				for i := range vs {
+					vs[i] = Mask
+				}
+				changed = true
+			}
+		}
+		if changed {
+			u.RawQuery = q.Encode()
+		}
+	}
+	if !changed {
 		return s
 	}
-	return u.Redacted()
+	// url.URL escapes the mask's brackets; a reader should see the mask.
+	out := u.String()
+	for _, esc := range []string{"%5BREDACTED%5D", "%5bREDACTED%5d"} {
+		out = strings.ReplaceAll(out, esc, Mask)
+	}
+	return out
+}
+
+// URLSecrets lists the credentials URL masks: the user part's password
+// and the values of credential-named query parameters.
+func URLSecrets(s string) []string {
+	if !strings.ContainsAny(s, "@?") {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	if u.User != nil {
+		if p, ok := u.User.Password(); ok && p != "" {
+			out = append(out, p)
+		}
+	}
+	for k, vs := range u.Query() {
+		if IsCredentialName(k) {
+			for _, v := range vs {
+				if v != "" {
+					out = append(out, v)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // Text replaces every secret in s with Mask.

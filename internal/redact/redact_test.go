@@ -63,3 +63,22 @@ func (w wrapped) Error() string { return w.msg }
 func (w wrapped) Unwrap() error { return w.err }
 
 func fmtErr(msg string, err error) error { return wrapped{msg, err} }
+
+func TestURLMasksUserAndQueryCredentials(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"postgresql://tune:pw-PLANTED@db:5432/tune", "postgresql://tune:[REDACTED]@db:5432/tune"},
+		{"postgresql://tune@db/tune?password=pw-PLANTED&sslmode=disable", "postgresql://tune@db/tune?password=[REDACTED]&sslmode=disable"},
+		{"http://h:8000/v1?api_key=pw-PLANTED", "http://h:8000/v1?api_key=[REDACTED]"},
+		{"postgresql://tune@db/tune?sslmode=disable", "postgresql://tune@db/tune?sslmode=disable"},
+		{"plain.db", "plain.db"},
+	}
+	for _, tt := range tests {
+		if got := URL(tt.in); got != tt.want {
+			t.Errorf("URL(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		secrets := URLSecrets(tt.in)
+		if strings.Contains(tt.in, "PLANTED") != (len(secrets) == 1 && secrets[0] == "pw-PLANTED") {
+			t.Errorf("URLSecrets(%q) = %q", tt.in, secrets)
+		}
+	}
+}

@@ -92,6 +92,9 @@ func (a aiconfigurator) writeAll(out string) error {
 		if err := a.writeComm(out, g); err != nil {
 			return err
 		}
+		if err := a.writeMoE(out, g); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -99,6 +99,35 @@ func (g *grid) envelope() int {
 	}
 }
 
+// envelopeAlong is envelope on the given axes only (where more of that
+// coordinate is more work); it returns how many cells changed.
+func (g *grid) envelopeAlong(dims ...int) int {
+	changed := 0
+	for {
+		pass := 0
+		idx := make([]int, len(g.axes))
+		for o := len(g.values) - 1; o >= 0; o-- {
+			g.unflatten(o, idx)
+			for _, d := range dims {
+				if idx[d]+1 >= len(g.axes[d].values) {
+					continue
+				}
+				idx[d]++
+				next := g.values[g.offset(idx)]
+				idx[d]--
+				if !math.IsNaN(next) && !math.IsNaN(g.values[o]) && next < g.values[o] {
+					g.values[o] = next
+					pass++
+				}
+			}
+		}
+		changed += pass
+		if pass == 0 {
+			return changed
+		}
+	}
+}
+
 func (g *grid) unflatten(o int, idx []int) {
 	for i := len(g.axes) - 1; i >= 0; i-- {
 		n := len(g.axes[i].values)

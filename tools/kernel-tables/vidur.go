@@ -81,7 +81,13 @@ func (v vidurSource) writeAll(out, figures string) error {
 	if err := v.writeA40(out); err != nil {
 		return err
 	}
+	if err := v.writeElementwise(out); err != nil {
+		return err
+	}
 	if err := v.writeGEMMFigures(figures); err != nil {
+		return err
+	}
+	if err := v.writeElementwiseFigures(figures); err != nil {
 		return err
 	}
 	return v.writeNetworkFigures(figures)
