@@ -389,7 +389,7 @@ func TestCompareRowsSortBySweptValuesNumerically(t *testing.T) {
 }
 
 // TestCompareTableNeverMergesRunsThatDiffer: grouped by request rate, the
-// README's P/D example keeps every run a row of its own, with the input
+// P/D example (docs/topologies.md) keeps every run a row of its own, with the input
 // length beside the rate, and each row holds its own run's numbers.
 func TestCompareTableNeverMergesRunsThatDiffer(t *testing.T) {
 	results := loadOrFail(t, twoKeyDirs...)

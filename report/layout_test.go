@@ -131,7 +131,7 @@ func TestLoadCurvesNeverAverageRunsThatDiffer(t *testing.T) {
 		// lines are names some line of the ITL chart must have.
 		lines []string
 	}{
-		{name: "two setups over two keys (the README's P/D example): input length is a facet",
+		{name: "two setups over two keys (the P/D example of docs/topologies.md): input length is a facet",
 			paths: func(*testing.T) []string { return twoKeyDirs }, groupBy: "request_rate", xKey: "request_rate",
 			charts: 2, itlSeries: 2 * 3},
 		{name: "one setup over two keys: input length is a colour",

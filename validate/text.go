@@ -11,7 +11,7 @@ import (
 // TextOptions shape the text report.
 type TextOptions struct {
 	// SummaryOnly leaves out the per-run lines: the tables alone (the
-	// README's fidelity section).
+	// fidelity page, docs/fidelity.md).
 	SummaryOnly bool
 }
 

@@ -17,7 +17,7 @@ import (
 // loads against serve emulating a profile with hidden parameters, real
 // sockets adding real noise; calibrate fits them and predicts three other
 // loads. It takes minutes, so it runs only with SERVEBENCH_LONG_TESTS=1,
-// and it logs the figures the README quotes.
+// and it logs the figures docs/calibrate.md quotes.
 func TestCalibrateOverLoopback(t *testing.T) {
 	if os.Getenv("SERVEBENCH_LONG_TESTS") != "1" {
 		t.Skip("set SERVEBENCH_LONG_TESTS=1 (runs ~3 minutes of loopback load)")

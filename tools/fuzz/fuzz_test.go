@@ -21,7 +21,11 @@ var fuzzFlag = regexp.MustCompile(`-fuzz[ =]`)
 // must carry -fuzzminimizetime.
 func TestScriptedFuzzRunsBoundMinimisation(t *testing.T) {
 	root := filepath.Join("..", "..")
-	files := []string{filepath.Join(root, "README.md")}
+	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := append([]string{filepath.Join(root, "README.md")}, pages...)
 	for _, dir := range []string{".ci", "tools"} {
 		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d os.DirEntry, err error) error {
 			if err != nil {
@@ -60,9 +64,9 @@ func TestScriptedFuzzRunsBoundMinimisation(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The README tells people how to fuzz, and the script does it: finding
-	// neither would mean this test checked nothing.
-	for _, want := range []string{filepath.Join(root, "README.md"), filepath.Join(root, "tools", "fuzz", "run")} {
+	// The development page tells people how to fuzz, and the script does
+	// it: finding neither would mean this test checked nothing.
+	for _, want := range []string{filepath.Join(root, "docs", "development.md"), filepath.Join(root, "tools", "fuzz", "run")} {
 		if commands[want] == 0 {
 			t.Errorf("%s has no go test -fuzz command; this test would check nothing there", want)
 		}
