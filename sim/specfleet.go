@@ -22,6 +22,9 @@ func TopologyOf(ctx context.Context, s *runspec.Spec, base *runspec.ResolvedEngi
 	f := &s.Topology
 	changed := s.ChangedFunc()
 	var cfg TopologyConfig
+	if base != nil && base.Resolved != nil {
+		cfg.Ingest, cfg.Delivery = base.Ingest, base.Delivery
+	}
 	router, err := ParseRouterPolicy(f.Router)
 	if err != nil {
 		return cfg, fmt.Errorf("--router: %w", err)

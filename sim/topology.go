@@ -107,6 +107,12 @@ type TopologyConfig struct {
 	// MaxConcurrency caps requests in flight in the whole fleet, as
 	// Config.MaxConcurrency does for one engine (0: no cap).
 	MaxConcurrency int
+	// Ingest and Delivery are the OpenAI server's per-request latencies,
+	// as Config's are for one engine: a request reaches the fleet's
+	// router Ingest after the client sends it, and every chunk reaches
+	// the client Delivery after the step that made it, so one engine and
+	// a colocated fleet of one time a request alike.
+	Ingest, Delivery time.Duration
 	// OnTransfer, if set, is called for each disaggregated request when it
 	// finishes, in completion order.
 	OnTransfer func(TransferTrace)
@@ -349,6 +355,9 @@ const (
 	evDispatch
 	evDecodeReady
 	evKick
+	// evRelease: the client receives a request's last chunk (Delivery
+	// after its step) and frees its concurrency slot.
+	evRelease
 )
 
 type event struct {
@@ -530,6 +539,8 @@ func (t *fleet) run(ctx context.Context) error {
 			err = t.admitBack(e.id)
 		case evKick:
 			err = t.kick(t.pool(e.back)[e.id])
+		case evRelease:
+			t.release()
 		}
 		if err != nil {
 			return err
@@ -623,8 +634,12 @@ func (t *fleet) arrive(w *workload.Request) error {
 	}
 	f.trace.Index = w.Index
 	t.flights.add(f)
-	if t.cfg.Kind == Disaggregated && t.cfg.Transfer.HopCost > 0 {
-		t.push(event{at: t.now + t.cfg.Transfer.HopCost, kind: evDispatch, id: i})
+	wait := t.cfg.Ingest
+	if t.cfg.Kind == Disaggregated {
+		wait += t.cfg.Transfer.HopCost
+	}
+	if wait > 0 {
+		t.push(event{at: t.now + wait, kind: evDispatch, id: i})
 		return nil
 	}
 	return t.dispatchFront(i)
@@ -760,15 +775,16 @@ func (t *fleet) output(in *instance, o *engine.Output) error {
 	}
 	rec := f.rec
 	if o.NewTokens > 0 {
+		received := t.now + t.cfg.Delivery
 		if rec.OutputLen == 0 {
-			rec.TTFT = t.now - rec.Start
+			rec.TTFT = received - rec.Start
 			if rec.MaxTokens > 1 {
 				rec.ITL = make([]time.Duration, 0, rec.MaxTokens-1)
 			}
 		} else {
-			rec.ITL = append(rec.ITL, t.now-(rec.Start+rec.Latency))
+			rec.ITL = append(rec.ITL, received-(rec.Start+rec.Latency))
 		}
-		rec.Latency = t.now - rec.Start
+		rec.Latency = received - rec.Start
 		rec.OutputLen = o.NumGenerated
 	}
 	if f.onBack && !f.firstDecoded && (o.NewTokens > 0 || o.Finished) {
@@ -807,15 +823,25 @@ func (t *fleet) done(i int) error {
 		t.reqs.Recycle(f.ids)
 	}
 	t.flights.remove(i)
-	if t.full() {
-		t.slotFreedAt = t.now
+	if t.cfg.Delivery > 0 {
+		t.push(event{at: t.now + t.cfg.Delivery, kind: evRelease})
+	} else {
+		t.release()
 	}
-	t.inFlight--
-	t.end = max(t.end, t.now)
+	t.end = max(t.end, t.now+t.cfg.Delivery)
 	if err := t.emit(rec); err != nil {
 		return fmt.Errorf("sim: emitting record %d: %w", rec.Index, err)
 	}
 	return nil
+}
+
+// release frees the concurrency slot of a request whose last chunk the
+// client has received.
+func (t *fleet) release() {
+	if t.full() {
+		t.slotFreedAt = t.now
+	}
+	t.inFlight--
 }
 
 func (t *fleet) fail(i int, msg string) error {
