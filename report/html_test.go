@@ -253,6 +253,10 @@ func TestHTMLNotesMissingPerRequestData(t *testing.T) {
 // chromium finds a headless-capable Chromium, or skips.
 func chromium(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		// CI's -race pass: the pages' JavaScript is not Go; the full pass renders them.
+		t.Skip("renders the pages in Chromium (tens of seconds); run without -short")
+	}
 	if p := os.Getenv("CHROMIUM"); p != "" {
 		return p
 	}
