@@ -11,6 +11,7 @@ import "time"
 // async_request_openai_completions, client process CPU time, minimum
 // over 5 passes per cell, least squares over these cells
 // (output tokens, concurrency, requests, token chunks, CPU s, wall s):
+//
 //	1, 16, 2048, 2048, 1.650, 1.667
 //	1, 64, 2048, 2048, 1.326, 1.341
 //	1, 256, 2048, 2048, 1.439, 1.473

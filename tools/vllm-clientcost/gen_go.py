@@ -19,7 +19,7 @@ def main():
     w(f"// {r['commit']}, {r['request_func']}'s\n")
     w("// async_request_openai_completions, client process CPU time, minimum\n")
     w(f"// over {r['passes']} passes per cell, least squares over these cells\n")
-    w("// (output tokens, concurrency, requests, token chunks, CPU s, wall s):\n")
+    w("// (output tokens, concurrency, requests, token chunks, CPU s, wall s):\n//\n")
     for row in r["rows"]:
         w(f"//\t{row['output_len']}, {row['concurrency']}, {row['requests']}, "
           f"{row['chunks']}, {row['cpu_s']:.3f}, {row['wall_s']:.3f}\n")
