@@ -36,8 +36,12 @@ type plan struct {
 	// batchLatency: the latency benchmark's figure is the whole batch's
 	// time, the simulated duration.
 	batchLatency bool
-	inputLen     int
-	outputLen    int
+	// vllmClient: the figures were measured by vLLM's own serving
+	// benchmark client (benchmark: serving), whose one thread the
+	// simulated records pass through.
+	vllmClient bool
+	inputLen   int
+	outputLen  int
 }
 
 // unsimulable is a run sim cannot simulate, with the reason.
@@ -253,6 +257,7 @@ func (p *plan) planWorkload(r *Run) {
 	if w.PrefixLen != 0 {
 		p.args = append(p.args, "--random-prefix-len", strconv.Itoa(w.PrefixLen))
 	}
+	p.vllmClient = r.Benchmark == BenchmarkServing
 	if r.Benchmark == BenchmarkServing {
 		if !math.IsInf(rate, 1) {
 			p.args = append(p.args, "--request-rate", strconv.FormatFloat(rate, 'g', -1, 64))
@@ -316,12 +321,23 @@ func (p *plan) simulate(ctx context.Context) (metrics.Summary, error) {
 	}
 	recorder := metrics.NewRecorder(p.summary, nil, metrics.KeepNone)
 	cfg := sim.Config{Engine: r.Engine, Model: r.StepModel, StatsInterval: r.StatsInterval,
-		MaxConcurrency: p.maxConcurrency, ReuseRecords: true, SchedulerSteps: r.SchedulerSteps,
+		MaxConcurrency: p.maxConcurrency, SchedulerSteps: r.SchedulerSteps,
 		Ingest: r.Ingest, Delivery: r.Delivery}
+	// The published figures are what vLLM's benchmark client observed: its
+	// one thread queues every send and chunk (vllm doc, "Benchmark client"),
+	// so the records are kept whole and passed through it before summing.
+	var recs []*metrics.Record
 	res, err := sim.RunStream(ctx, cfg, stream, func(rec *metrics.Record) error {
-		_ = recorder.Add(rec)
+		recs = append(recs, rec)
 		return nil
 	})
+	if p.vllmClient {
+		perRequest, perChunk := vllm.BenchClientCost(1)
+		sim.ApplyClient(recs, sim.ClientCost{PerRequest: perRequest, PerChunk: perChunk})
+	}
+	for _, rec := range recs {
+		_ = recorder.Add(rec)
+	}
 	if err == nil {
 		err = stream.Err()
 	}

@@ -179,6 +179,22 @@
 // reserved for the group's lookahead slots. The measured curves are per
 // running sequence in decode; a prefill is charged as one.
 //
+// # Benchmark client
+//
+// The published runs were mostly measured with vLLM's own client
+// (benchmarks/benchmark_serving.py, later `vllm bench serve`): one asyncio
+// thread that opens a new aiohttp session per request and parses every
+// SSE chunk with json.loads. tools/vllm-clientcost drives that client's
+// request function (commit 98c89e16, benchmarks/endpoint_request_func.py)
+// against a near-instant `servebench serve` on measuredCPU and fits its
+// process CPU time: measuredClientPerRequest ≈ 0.71 ms (session, connect,
+// send, usage chunk, [DONE]) and measuredClientPerChunk ≈ 21 µs per token
+// chunk (clientcost_measured.go). BenchClientCost scales them by
+// measuredCPUSlowdown to the default host; sim.ApplyClient queues a run's
+// sends and chunks through them. At 1 ms per request the client caps near
+// 1,000 requests/s, far above the 37–45 req/s request ceiling of the
+// 128-in/4-out runs, so the client is not what holds those runs back.
+//
 // # Request latencies
 //
 // The OpenAI server adds latency to each request outside the engine's

@@ -1,0 +1,85 @@
+package sim
+
+import (
+	"slices"
+	"time"
+
+	"github.com/servebench/servebench/metrics"
+)
+
+// ClientCost is the CPU a single-threaded benchmark client spends on each
+// request (creating it, sending it, its closing events) and on each token
+// chunk it receives. vllm.BenchClientCost gives vLLM's benchmark client's,
+// measured by tools/vllm-clientcost.
+type ClientCost struct {
+	PerRequest time.Duration
+	PerChunk   time.Duration
+}
+
+// clientEvent is one piece of work the client thread does: a request's
+// send (chunk -1) or the receipt of its chunk-th token chunk.
+type clientEvent struct {
+	at    time.Duration
+	rec   int
+	chunk int
+}
+
+// ApplyClient rewrites recs' TTFT, ITL and Latency as a client with one
+// thread would observe them: every send and every chunk the server
+// produced queues, first come first served, for cost's CPU time, and a
+// chunk is timed when the client has processed it. The server's timeline
+// stays as simulated: a client that falls behind delays what it observes,
+// not when the server streams. A zero cost leaves recs unchanged.
+func ApplyClient(recs []*metrics.Record, cost ClientCost) {
+	if cost.PerRequest <= 0 && cost.PerChunk <= 0 {
+		return
+	}
+	var events []clientEvent
+	for i, r := range recs {
+		if r == nil || r.TTFT <= 0 {
+			continue
+		}
+		events = append(events, clientEvent{at: r.Start, rec: i, chunk: -1})
+		at := r.Start + r.TTFT
+		events = append(events, clientEvent{at: at, rec: i, chunk: 0})
+		for k, gap := range r.ITL {
+			at += gap
+			events = append(events, clientEvent{at: at, rec: i, chunk: k + 1})
+		}
+	}
+	slices.SortStableFunc(events, func(a, b clientEvent) int {
+		if a.at != b.at {
+			return compareDuration(a.at, b.at)
+		}
+		return a.chunk - b.chunk
+	})
+	// last[i] is when the client finished processing recs[i]'s latest chunk.
+	last := make(map[int]time.Duration, len(recs))
+	var free time.Duration
+	for _, e := range events {
+		begin := max(e.at, free)
+		r := recs[e.rec]
+		if e.chunk < 0 {
+			free = begin + cost.PerRequest
+			continue
+		}
+		free = begin + cost.PerChunk
+		if e.chunk == 0 {
+			r.TTFT = free - r.Start
+		} else {
+			r.ITL[e.chunk-1] = free - last[e.rec]
+		}
+		last[e.rec] = free
+		r.Latency = free - r.Start
+	}
+}
+
+func compareDuration(a, b time.Duration) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,85 @@
+package sim
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/servebench/servebench/metrics"
+)
+
+func TestApplyClient(t *testing.T) {
+	ms := time.Millisecond
+	type obs struct {
+		ttft, latency time.Duration
+		itl           []time.Duration
+	}
+	tests := []struct {
+		name string
+		cost ClientCost
+		recs []metrics.Record
+		want []obs
+	}{{
+		name: "zero cost leaves the server's timeline",
+		recs: []metrics.Record{{Start: 0, TTFT: 10 * ms, Latency: 20 * ms, ITL: []time.Duration{5 * ms, 5 * ms}}},
+		want: []obs{{ttft: 10 * ms, latency: 20 * ms, itl: []time.Duration{5 * ms, 5 * ms}}},
+	}, {
+		// send 0→1; chunks at 10, 15, 20 each take 1 ms with the client idle.
+		name: "an idle client adds its own cost to each chunk",
+		cost: ClientCost{PerRequest: ms, PerChunk: ms},
+		recs: []metrics.Record{{Start: 0, TTFT: 10 * ms, Latency: 20 * ms, ITL: []time.Duration{5 * ms, 5 * ms}}},
+		want: []obs{{ttft: 11 * ms, latency: 21 * ms, itl: []time.Duration{5 * ms, 5 * ms}}},
+	}, {
+		// sends 0→2 and 2→4; first chunks (server at 1 ms) 4→5, 5→6;
+		// second chunks (server at 2 ms) 6→7, 7→8.
+		name: "a busy client queues chunks behind sends",
+		cost: ClientCost{PerRequest: 2 * ms, PerChunk: ms},
+		recs: []metrics.Record{
+			{Start: 0, TTFT: ms, Latency: 2 * ms, ITL: []time.Duration{ms}},
+			{Start: 0, TTFT: ms, Latency: 2 * ms, ITL: []time.Duration{ms}},
+		},
+		want: []obs{
+			{ttft: 5 * ms, latency: 7 * ms, itl: []time.Duration{2 * ms}},
+			{ttft: 6 * ms, latency: 8 * ms, itl: []time.Duration{2 * ms}},
+		},
+	}, {
+		// first request: send 0→1, chunk (server at 2 ms) 2→4; the second's
+		// send (at 3 ms) waits, runs 4→5; its chunk (server at 4 ms) 5→7.
+		name: "a later send waits for an earlier chunk",
+		cost: ClientCost{PerRequest: ms, PerChunk: 2 * ms},
+		recs: []metrics.Record{
+			{Start: 0, TTFT: 2 * ms, Latency: 2 * ms},
+			{Start: 3 * ms, TTFT: ms, Latency: ms},
+		},
+		want: []obs{
+			{ttft: 4 * ms, latency: 4 * ms},
+			{ttft: 4 * ms, latency: 4 * ms},
+		},
+	}, {
+		name: "a failed request (no first token) is left alone and costs nothing",
+		cost: ClientCost{PerRequest: ms, PerChunk: ms},
+		recs: []metrics.Record{
+			{Start: 0},
+			{Start: 0, TTFT: 3 * ms, Latency: 3 * ms},
+		},
+		want: []obs{{}, {ttft: 4 * ms, latency: 4 * ms}},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			recs := make([]*metrics.Record, len(tt.recs))
+			for i := range tt.recs {
+				r := tt.recs[i]
+				r.ITL = slices.Clone(r.ITL)
+				recs[i] = &r
+			}
+			ApplyClient(recs, tt.cost)
+			for i, w := range tt.want {
+				got := obs{ttft: recs[i].TTFT, latency: recs[i].Latency, itl: recs[i].ITL}
+				if got.ttft != w.ttft || got.latency != w.latency || !slices.Equal(got.itl, w.itl) {
+					t.Errorf("request %d: got TTFT %v latency %v ITL %v, want %v %v %v",
+						i, got.ttft, got.latency, got.itl, w.ttft, w.latency, w.itl)
+				}
+			}
+		})
+	}
+}
