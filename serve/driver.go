@@ -35,6 +35,10 @@ type driver struct {
 	inbox    []*stream
 	aborts   []*stream
 	commands []func(*driver)
+	// ingestNext is when the oldest request still in its Ingest
+	// (Config.Ingest) reaches the engine; ingestPending says there is one.
+	ingestNext    time.Duration
+	ingestPending bool
 
 	prev engineSample
 
@@ -194,13 +198,18 @@ func (d *driver) batchDue(pipe *perf.Pipeline, depth int, clock time.Duration, s
 // abort or command. ok is false when ctx ended.
 func (d *driver) waitOrWake(ctx context.Context, timer *time.Timer, sleeper *clock.Sleeper, until time.Duration) (poked, ok bool) {
 	s := d.s
+	// A request whose Ingest ends first wakes the loop as a new one does.
+	ingest := d.ingestPending && d.ingestNext < until
+	if ingest {
+		until = d.ingestNext
+	}
 	for {
 		delay := until - s.now()
 		if !s.coarseClock {
 			delay -= clock.PreciseWindow
 		}
 		if delay <= 0 {
-			return false, sleeper.Until(ctx, func() time.Duration { return until - s.now() })
+			return ingest, sleeper.Until(ctx, func() time.Duration { return until - s.now() })
 		}
 		timer.Reset(delay)
 		select {
@@ -226,6 +235,9 @@ func (d *driver) idleWait(ctx context.Context, timer *time.Timer) bool {
 	if !d.eng.Idle() && (wakeAt < 0 || s.now()+idleRetry < wakeAt) {
 		wakeAt = s.now() + idleRetry
 	}
+	if d.ingestPending && (wakeAt < 0 || d.ingestNext < wakeAt) {
+		wakeAt = d.ingestNext
+	}
 	if wakeAt >= 0 {
 		timer.Reset(max(wakeAt-s.now(), 0))
 		defer timer.Stop()
@@ -239,12 +251,29 @@ func (d *driver) idleWait(ctx context.Context, timer *time.Timer) bool {
 	return true
 }
 
-// drain takes what handlers queued: new requests join the engine, then
-// aborts leave it, then commands run.
+// drain takes what handlers queued: new requests whose Ingest has passed
+// by clock join the engine in the order they were sent, then aborts leave
+// it, then commands run.
 func (d *driver) drain(clock time.Duration) {
 	s := d.s
 	s.mu.Lock()
-	d.inbox, s.inbox = s.inbox, d.inbox[:0]
+	if s.cfg.Ingest > 0 {
+		// Arrivals are in inbox order: one Ingest after each submit.
+		k := 0
+		for k < len(s.inbox) && s.inbox[k].req.Arrival <= clock {
+			k++
+		}
+		d.inbox = append(d.inbox[:0], s.inbox[:k]...)
+		n := copy(s.inbox, s.inbox[k:])
+		clear(s.inbox[n:])
+		s.inbox = s.inbox[:n]
+		d.ingestPending = n > 0
+		if d.ingestPending {
+			d.ingestNext = s.inbox[0].req.Arrival
+		}
+	} else {
+		d.inbox, s.inbox = s.inbox, d.inbox[:0]
+	}
 	d.aborts, s.aborts = s.aborts, d.aborts[:0]
 	d.commands, s.commands = s.commands, d.commands[:0]
 	s.mu.Unlock()

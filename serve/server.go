@@ -173,7 +173,11 @@ func (s *Server) StartupLines() []string {
 
 var errServerClosed = errors.New("server is shutting down")
 
-// submit hands a new request to the step loop.
+// submit hands a new request to the step loop, whose engine takes it
+// Config.Ingest later (its Arrival then), as vLLM's API server spends that
+// long on a request before its engine queues it. The loop keeps requests
+// in their Ingest in the inbox, so neither it nor the handler waits, and
+// a client that leaves meanwhile is dropped before the engine sees it.
 func (s *Server) submit(st *stream) error {
 	s.mu.Lock()
 	switch {
@@ -183,6 +187,10 @@ func (s *Server) submit(st *stream) error {
 	case s.closed:
 		s.mu.Unlock()
 		return errServerClosed
+	}
+	if s.cfg.Ingest > 0 {
+		// Under the lock, so that arrivals follow the inbox's order.
+		st.req.Arrival = s.now() + s.cfg.Ingest
 	}
 	s.inbox = append(s.inbox, st)
 	s.mu.Unlock()

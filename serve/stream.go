@@ -43,6 +43,11 @@ type stream struct {
 	cached   int
 	done     bool
 	err      error
+	// doneDue is the step end that finished the request (doneTimed), which
+	// its client learns Delivery later; a request ended by finish (abort,
+	// shutdown) ends at once.
+	doneDue   time.Duration
+	doneTimed bool
 
 	// Step-loop-only bookkeeping (no lock).
 	scheduled                      bool
@@ -76,6 +81,9 @@ func (st *stream) push(due time.Duration, o *engine.Output) {
 		st.cached = o.CachedTokens
 	}
 	if o.Finished {
+		if !st.done {
+			st.doneDue, st.doneTimed = due, true
+		}
 		st.done = true
 		// A request the scheduler ignored ends like vLLM's
 		// FINISHED_IGNORED: finish_reason "length", no text, no error.
@@ -106,6 +114,34 @@ func (st *stream) take(buf []tokenBatch) (batches []tokenBatch, cached int, done
 	cached, done, err = st.cached, st.done, st.err
 	st.mu.Unlock()
 	return batches, cached, done, err
+}
+
+// takeReceived is take for a client that receives a step's tokens
+// delivery after the step's end: it moves into buf only the batches due
+// at or before now−delivery, and reports done once the end has been
+// received too. pending says more is queued, which the client receives
+// at next.
+func (st *stream) takeReceived(buf []tokenBatch, now, delivery time.Duration) (batches []tokenBatch, cached int, done bool, err error, next time.Duration, pending bool) {
+	cutoff := now - delivery
+	st.mu.Lock()
+	k := 0
+	for k < len(st.backlog) && st.backlog[k].due <= cutoff {
+		k++
+	}
+	batches = append(buf[:0], st.backlog[:k]...)
+	rest := copy(st.backlog, st.backlog[k:])
+	st.backlog = st.backlog[:rest]
+	cached, err = st.cached, st.err
+	switch {
+	case rest > 0:
+		next, pending = st.backlog[0].due+delivery, true
+	case st.done && st.doneTimed && st.doneDue > cutoff:
+		next, pending = st.doneDue+delivery, true
+	default:
+		done = st.done
+	}
+	st.mu.Unlock()
+	return batches, cached, done, err, next, pending
 }
 
 func (st *stream) finishReason() string {
