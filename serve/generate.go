@@ -35,6 +35,7 @@ type response struct {
 }
 
 func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
+	accepted := s.now()
 	style := s.cfg.ErrorStyle
 	var raw rawRequest
 	if e := decodeBody(w, r, s.cfg.MaxBodyBytes, &raw); e != nil {
@@ -91,6 +92,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	rs := s.newResponse(r, g, st, len(ids), outLen, fault, k)
 	st.req.Arrival = s.now()
 	st.remotePrefill = g.remotePrefill
+	st.accepted, st.acceptedAt = true, accepted
 	if e := s.awaitKV(r, &st.req); e != nil {
 		writeAPIError(w, e, style)
 		return

@@ -76,8 +76,10 @@ type Server struct {
 	commands []func(*driver)
 	closed   bool
 	deadErr  error // the engine died (swap space exhausted)
-	wake     chan struct{}
-	stopped  chan struct{} // closed when Run returns
+	// lastArrival is the latest engine arrival submit gave (with Ingest).
+	lastArrival time.Duration
+	wake        chan struct{}
+	stopped     chan struct{} // closed when Run returns
 }
 
 func newInstanceNonce() uint64 {
@@ -174,8 +176,9 @@ func (s *Server) StartupLines() []string {
 var errServerClosed = errors.New("server is shutting down")
 
 // submit hands a new request to the step loop, whose engine takes it
-// Config.Ingest later (its Arrival then), as vLLM's API server spends that
-// long on a request before its engine queues it. The loop keeps requests
+// Config.Ingest after its handler accepted it, or at once if the handler
+// took longer (its Arrival then), as vLLM's API server spends that long on
+// a request before its engine queues it. The loop keeps requests
 // in their Ingest in the inbox, so neither it nor the handler waits, and
 // a client that leaves meanwhile is dropped before the engine sees it.
 func (s *Server) submit(st *stream) error {
@@ -189,8 +192,15 @@ func (s *Server) submit(st *stream) error {
 		return errServerClosed
 	}
 	if s.cfg.Ingest > 0 {
-		// Under the lock, so that arrivals follow the inbox's order.
-		st.req.Arrival = s.now() + s.cfg.Ingest
+		// Under the lock, and never before the previous request's, so
+		// that arrivals follow the inbox's order.
+		now := s.now()
+		from := now
+		if st.accepted {
+			from = st.acceptedAt
+		}
+		st.req.Arrival = max(from+s.cfg.Ingest, now, s.lastArrival)
+		s.lastArrival = st.req.Arrival
 	}
 	s.inbox = append(s.inbox, st)
 	s.mu.Unlock()

@@ -29,7 +29,12 @@ type stream struct {
 	// a decode where the step model knows how (remotePrefillModel).
 	remotePrefill bool
 	textSeed      uint64
-	abortSent     atomic.Bool
+	// acceptedAt is when its handler began (engine clock), if accepted:
+	// the server's Ingest runs from then, so the handler's own parsing
+	// and tokenization count against it rather than on top of it.
+	acceptedAt time.Duration
+	accepted   bool
+	abortSent  atomic.Bool
 	// computed, if set, is called once on the step loop when the step that
 	// finished the prompt is due (a KV producer starts its transfer then);
 	// it must not block. Set before submit.
