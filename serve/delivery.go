@@ -2,21 +2,114 @@ package serve
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
-// receiver is a handler's side of its stream: it hands over each step's
-// tokens Config.Delivery after the step's end (vLLM's output processing
-// and the response's way to the client), so the step loop only appends to
-// the stream's backlog and never waits on a client. Without Delivery it
-// is the plain hand-off: one wake and one take per step, no timer.
+// deliverer wakes handlers Config.Delivery after the step that made their
+// tokens, as vLLM's output processing and the response's way to the
+// client take that long. The step loop only appends each step's streams
+// to its queue, which is in time order (steps end in order and the delay
+// is one constant), so one goroutine with one timer serves every stream:
+// a chunk costs the same one wake-up as without Delivery.
+type deliverer struct {
+	now   func() time.Duration
+	delay time.Duration
+	wake  chan struct{}
+
+	mu    sync.Mutex
+	queue []handOff
+}
+
+// handOff is the streams a step (or a rejection) made chunks for, which
+// their clients receive at at.
+type handOff struct {
+	at      time.Duration
+	streams []*stream
+}
+
+// add queues streams for their clients at at; the slice is the
+// deliverer's from then on.
+func (dl *deliverer) add(at time.Duration, streams []*stream) {
+	dl.mu.Lock()
+	dl.queue = append(dl.queue, handOff{at, streams})
+	dl.mu.Unlock()
+	select {
+	case dl.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run wakes each queued stream at its time, until stopped is closed and
+// the queue is empty (a request the loop finished before it stopped is
+// still received).
+func (dl *deliverer) run(stopped <-chan struct{}) {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		dl.mu.Lock()
+		var head handOff
+		ok := len(dl.queue) > 0
+		if ok {
+			head = dl.queue[0]
+		}
+		dl.mu.Unlock()
+		if !ok {
+			select {
+			case <-dl.wake:
+				continue
+			case <-stopped:
+				dl.mu.Lock()
+				empty := len(dl.queue) == 0
+				dl.mu.Unlock()
+				if empty {
+					return
+				}
+				continue
+			}
+		}
+		if wait := head.at - dl.now(); wait > 0 {
+			timer.Reset(wait)
+			<-timer.C
+		}
+		for _, st := range head.streams {
+			st.signal()
+		}
+		dl.mu.Lock()
+		dl.queue[0] = handOff{}
+		dl.queue = dl.queue[1:]
+		if len(dl.queue) == 0 {
+			dl.queue = dl.queue[:0:0] // let the backing array go
+		}
+		dl.mu.Unlock()
+	}
+}
+
+// handOff notes that st has new output from the current step.
+func (d *driver) handOff(st *stream) {
+	if d.quiet {
+		d.handOffs = append(d.handOffs, st)
+	}
+}
+
+// flushHandOffs passes the step's streams, whose step ended at end, to
+// the deliverer.
+func (d *driver) flushHandOffs(end time.Duration) {
+	if len(d.handOffs) == 0 {
+		return
+	}
+	d.s.deliverer.add(end+d.s.cfg.Delivery, d.handOffs)
+	d.handOffs = nil
+}
+
+// receiver is a handler's side of its stream: it takes what the client
+// has received by now, which with Config.Delivery is the tokens of steps
+// that ended Delivery ago (the deliverer wakes it then).
 type receiver struct {
 	s        *Server
 	st       *stream
 	delivery time.Duration
-	timer    *time.Timer
-	armed    bool          // timer runs for the first pending batch
-	armedAt  time.Duration // when it fires (engine clock)
 	buf      []tokenBatch
 }
 
@@ -24,35 +117,18 @@ func newReceiver(s *Server, st *stream) *receiver {
 	return &receiver{s: s, st: st, delivery: s.cfg.Delivery}
 }
 
-// wait blocks until the step loop signals the stream (new tokens, its end,
-// or the client gone, which handlers signal through the same channel) or
-// the first pending batch's delivery time comes.
-func (r *receiver) wait() {
-	if !r.armed {
-		<-r.st.notify
-		return
-	}
-	select {
-	case <-r.st.notify:
-	case <-r.timer.C:
-		r.armed = false
-	}
-}
+// wait blocks until the stream is woken: new chunks received, its end,
+// or the client gone (handlers signal that through the same channel).
+func (r *receiver) wait() { <-r.st.notify }
 
 // waitCtx is wait that also returns, with false, when ctx ends.
 func (r *receiver) waitCtx(ctx context.Context) bool {
-	var timerC <-chan time.Time
-	if r.armed {
-		timerC = r.timer.C
-	}
 	select {
 	case <-r.st.notify:
-	case <-timerC:
-		r.armed = false
+		return true
 	case <-ctx.Done():
 		return false
 	}
-	return true
 }
 
 // take returns the batches the client has received by now and the
@@ -61,32 +137,12 @@ func (r *receiver) waitCtx(ctx context.Context) bool {
 func (r *receiver) take() (batches []tokenBatch, cached int, done bool, err error) {
 	if r.delivery <= 0 {
 		batches, cached, done, err = r.st.take(r.buf)
-		r.buf = batches
-		return batches, cached, done, err
+	} else {
+		batches, cached, done, err = r.st.takeReceived(r.buf, r.s.now(), r.delivery)
 	}
-	var next time.Duration
-	var pending bool
-	now := r.s.now()
-	batches, cached, done, err, next, pending = r.st.takeReceived(r.buf, now, r.delivery)
 	r.buf = batches
-	if pending && !(r.armed && r.armedAt == next) {
-		r.armedAt = next
-		if r.timer == nil {
-			r.timer = time.NewTimer(next - now)
-		} else {
-			r.timer.Reset(next - now)
-		}
-		r.armed = true
-	} else if !pending && r.armed {
-		r.timer.Stop()
-		r.armed = false
-	}
 	return batches, cached, done, err
 }
 
-// stop releases the receiver's timer.
-func (r *receiver) stop() {
-	if r.timer != nil {
-		r.timer.Stop()
-	}
-}
+// stop is for symmetry with the handler's other deferred clean-ups.
+func (r *receiver) stop() {}

@@ -39,6 +39,10 @@ type driver struct {
 	// (Config.Ingest) reaches the engine; ingestPending says there is one.
 	ingestNext    time.Duration
 	ingestPending bool
+	// quiet: streams are woken by the deliverer, Config.Delivery after
+	// their step, not by the loop; handOffs collects a step's streams.
+	quiet    bool
+	handOffs []*stream
 
 	prev engineSample
 
@@ -66,6 +70,9 @@ func (s *Server) Run(ctx context.Context) error {
 		return errors.New("serve: Run called twice on one Server")
 	}
 	d := &driver{s: s, eng: s.eng, streams: make(map[uint64]*stream), statsEvery: s.cfg.StatsInterval, intervalLag: new(lagHistogram)}
+	if d.quiet = s.cfg.Delivery > 0; d.quiet {
+		go s.deliverer.run(s.stopped)
+	}
 	defer d.shutdown()
 	for _, line := range s.StartupLines() {
 		s.log.Info(line)
@@ -99,6 +106,7 @@ func (s *Server) Run(ctx context.Context) error {
 		for len(inPipe) < depth {
 			step := d.eng.Schedule(clock)
 			d.fail(step.Rejected, clock)
+			d.flushHandOffs(clock)
 			if step.Empty() {
 				break
 			}
@@ -165,6 +173,7 @@ func (d *driver) completeBatch(b servedBatch) time.Duration {
 		s.slowHost()
 	}
 	d.deliver(outs, b.start, due)
+	d.flushHandOffs(due)
 	d.observeLag(s.now() - due)
 	d.observe()
 	d.maybeLogStats(due)
@@ -340,7 +349,8 @@ func (d *driver) deliver(outs []engine.Output, start, due time.Duration) {
 			st.lastDue = due
 			st.generated += o.NewTokens
 		}
-		st.push(due, o)
+		st.push(due, o, d.quiet)
+		d.handOff(st)
 		if o.Finished {
 			delete(d.streams, o.ID)
 			if o.Err != nil {
@@ -359,7 +369,8 @@ func (d *driver) fail(rejected []engine.Output, clock time.Duration) {
 			continue
 		}
 		delete(d.streams, o.ID)
-		st.push(clock, &o)
+		st.push(clock, &o, d.quiet)
+		d.handOff(st)
 		d.noteEngineError(o.Err)
 		d.observeFinished(st, clock, finishLength)
 	}

@@ -80,6 +80,7 @@ type Server struct {
 	lastArrival time.Duration
 	wake        chan struct{}
 	stopped     chan struct{} // closed when Run returns
+	deliverer   deliverer
 }
 
 func newInstanceNonce() uint64 {
@@ -127,6 +128,7 @@ func New(cfg Config) (*Server, error) {
 		stopped:       make(chan struct{}),
 		logged:        make(chan struct{}),
 	}
+	s.deliverer = deliverer{now: s.now, delay: c.Delivery, wake: make(chan struct{}, 1)}
 	if c.KVTransfer != nil {
 		if c.KVTransfer.Role == KVConsumer && c.Engine.Version == engine.V0 {
 			// V0 schedules a transferred prompt as a prefill whose forward

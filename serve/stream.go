@@ -71,8 +71,9 @@ func (st *stream) signal() {
 	}
 }
 
-// push records one step's output for the request.
-func (st *stream) push(due time.Duration, o *engine.Output) {
+// push records one step's output for the request and wakes its handler,
+// or leaves that to the deliverer when quiet (Config.Delivery).
+func (st *stream) push(due time.Duration, o *engine.Output, quiet bool) {
 	st.mu.Lock()
 	if o.NewTokens > 0 {
 		if n := len(st.backlog); n > 0 && st.backlog[n-1].due == due {
@@ -97,7 +98,9 @@ func (st *stream) push(due time.Duration, o *engine.Output) {
 		}
 	}
 	st.mu.Unlock()
-	st.signal()
+	if !quiet {
+		st.signal()
+	}
 }
 
 // finish ends the request without further tokens.
@@ -124,9 +127,8 @@ func (st *stream) take(buf []tokenBatch) (batches []tokenBatch, cached int, done
 // takeReceived is take for a client that receives a step's tokens
 // delivery after the step's end: it moves into buf only the batches due
 // at or before now−delivery, and reports done once the end has been
-// received too. pending says more is queued, which the client receives
-// at next.
-func (st *stream) takeReceived(buf []tokenBatch, now, delivery time.Duration) (batches []tokenBatch, cached int, done bool, err error, next time.Duration, pending bool) {
+// received too.
+func (st *stream) takeReceived(buf []tokenBatch, now, delivery time.Duration) (batches []tokenBatch, cached int, done bool, err error) {
 	cutoff := now - delivery
 	st.mu.Lock()
 	k := 0
@@ -137,16 +139,9 @@ func (st *stream) takeReceived(buf []tokenBatch, now, delivery time.Duration) (b
 	rest := copy(st.backlog, st.backlog[k:])
 	st.backlog = st.backlog[:rest]
 	cached, err = st.cached, st.err
-	switch {
-	case rest > 0:
-		next, pending = st.backlog[0].due+delivery, true
-	case st.done && st.doneTimed && st.doneDue > cutoff:
-		next, pending = st.doneDue+delivery, true
-	default:
-		done = st.done
-	}
+	done = st.done && rest == 0 && (!st.doneTimed || st.doneDue <= cutoff)
 	st.mu.Unlock()
-	return batches, cached, done, err, next, pending
+	return batches, cached, done, err
 }
 
 func (st *stream) finishReason() string {
