@@ -82,6 +82,17 @@ type Config struct {
 	// KVTransfer, if set, makes the server a prefill (producer) or decode
 	// (consumer) instance of P/D disaggregation; see KVTransferConfig.
 	KVTransfer *KVTransferConfig
+	// Ingest and Delivery are the OpenAI server's per-request latencies
+	// outside the engine (vllm.Resolved.Ingest, Delivery; sim.Config's
+	// fields of the same names): a request reaches the engine's queue
+	// Ingest after its handler accepted it, and a client receives each
+	// chunk Delivery after the step that made it ended, so serve and sim
+	// time a request alike. The step loop never waits for either: the
+	// request's handler does. A P/D pair pays them once, as sim's fleet
+	// does: a KV consumer (the decode server, reached after the prefill)
+	// charges no Ingest, and a KV producer (whose one-token answer goes
+	// to the proxy, not the client) charges no Delivery. 0: none.
+	Ingest, Delivery time.Duration
 	// Version is what /version reports; "" → the vLLM release whose
 	// behaviour the engine version models (0.5.4 for V0, 0.8.5 for V1).
 	Version string
@@ -130,6 +141,7 @@ func (c *Config) withDefaults() Config {
 	if out.Faults.SlowFirstByte == 0 {
 		out.Faults.SlowFirstByte = 2 * time.Second
 	}
+	out.Ingest, out.Delivery = out.chargedLatencies()
 	if out.Version == "" {
 		out.Version = "0.8.5"
 		if out.Engine.Version == engine.V0 {
@@ -137,6 +149,21 @@ func (c *Config) withDefaults() Config {
 		}
 	}
 	return out
+}
+
+// chargedLatencies are the Ingest and Delivery this server pays: a P/D
+// pair pays each once (see Config.Ingest).
+func (c *Config) chargedLatencies() (ingest, delivery time.Duration) {
+	ingest, delivery = c.Ingest, c.Delivery
+	if c.KVTransfer != nil {
+		switch c.KVTransfer.Role {
+		case KVConsumer:
+			ingest = 0
+		case KVProducer:
+			delivery = 0
+		}
+	}
+	return ingest, delivery
 }
 
 func (c *Config) validate() error {
@@ -156,6 +183,9 @@ func (c *Config) validate() error {
 	}
 	if c.MaxConnections < 0 {
 		return fmt.Errorf("serve: max connections %d is negative; use 0 for no cap", c.MaxConnections)
+	}
+	if c.Ingest < 0 || c.Delivery < 0 {
+		return fmt.Errorf("serve: request latencies (ingest %v, delivery %v) must not be negative; use 0 for none", c.Ingest, c.Delivery)
 	}
 	if c.StatsInterval < 0 {
 		return fmt.Errorf("serve: stats interval %v is negative; use 0 to disable the stats line", c.StatsInterval)

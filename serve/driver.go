@@ -35,6 +35,14 @@ type driver struct {
 	inbox    []*stream
 	aborts   []*stream
 	commands []func(*driver)
+	// ingestNext is when the oldest request still in its Ingest
+	// (Config.Ingest) reaches the engine; ingestPending says there is one.
+	ingestNext    time.Duration
+	ingestPending bool
+	// quiet: streams are woken by the deliverer, Config.Delivery after
+	// their step, not by the loop; handOffs collects a step's streams.
+	quiet    bool
+	handOffs []*stream
 
 	prev engineSample
 
@@ -62,6 +70,9 @@ func (s *Server) Run(ctx context.Context) error {
 		return errors.New("serve: Run called twice on one Server")
 	}
 	d := &driver{s: s, eng: s.eng, streams: make(map[uint64]*stream), statsEvery: s.cfg.StatsInterval, intervalLag: new(lagHistogram)}
+	if d.quiet = s.cfg.Delivery > 0; d.quiet {
+		go s.deliverer.run(s.stopped)
+	}
 	defer d.shutdown()
 	for _, line := range s.StartupLines() {
 		s.log.Info(line)
@@ -95,6 +106,7 @@ func (s *Server) Run(ctx context.Context) error {
 		for len(inPipe) < depth {
 			step := d.eng.Schedule(clock)
 			d.fail(step.Rejected, clock)
+			d.flushHandOffs(clock)
 			if step.Empty() {
 				break
 			}
@@ -161,6 +173,7 @@ func (d *driver) completeBatch(b servedBatch) time.Duration {
 		s.slowHost()
 	}
 	d.deliver(outs, b.start, due)
+	d.flushHandOffs(due)
 	d.observeLag(s.now() - due)
 	d.observe()
 	d.maybeLogStats(due)
@@ -194,13 +207,18 @@ func (d *driver) batchDue(pipe *perf.Pipeline, depth int, clock time.Duration, s
 // abort or command. ok is false when ctx ended.
 func (d *driver) waitOrWake(ctx context.Context, timer *time.Timer, sleeper *clock.Sleeper, until time.Duration) (poked, ok bool) {
 	s := d.s
+	// A request whose Ingest ends first wakes the loop as a new one does.
+	ingest := d.ingestPending && d.ingestNext < until
+	if ingest {
+		until = d.ingestNext
+	}
 	for {
 		delay := until - s.now()
 		if !s.coarseClock {
 			delay -= clock.PreciseWindow
 		}
 		if delay <= 0 {
-			return false, sleeper.Until(ctx, func() time.Duration { return until - s.now() })
+			return ingest, sleeper.Until(ctx, func() time.Duration { return until - s.now() })
 		}
 		timer.Reset(delay)
 		select {
@@ -226,6 +244,9 @@ func (d *driver) idleWait(ctx context.Context, timer *time.Timer) bool {
 	if !d.eng.Idle() && (wakeAt < 0 || s.now()+idleRetry < wakeAt) {
 		wakeAt = s.now() + idleRetry
 	}
+	if d.ingestPending && (wakeAt < 0 || d.ingestNext < wakeAt) {
+		wakeAt = d.ingestNext
+	}
 	if wakeAt >= 0 {
 		timer.Reset(max(wakeAt-s.now(), 0))
 		defer timer.Stop()
@@ -239,12 +260,29 @@ func (d *driver) idleWait(ctx context.Context, timer *time.Timer) bool {
 	return true
 }
 
-// drain takes what handlers queued: new requests join the engine, then
-// aborts leave it, then commands run.
+// drain takes what handlers queued: new requests whose Ingest has passed
+// by clock join the engine in the order they were sent, then aborts leave
+// it, then commands run.
 func (d *driver) drain(clock time.Duration) {
 	s := d.s
 	s.mu.Lock()
-	d.inbox, s.inbox = s.inbox, d.inbox[:0]
+	if s.cfg.Ingest > 0 {
+		// Arrivals are in inbox order: one Ingest after each submit.
+		k := 0
+		for k < len(s.inbox) && s.inbox[k].req.Arrival <= clock {
+			k++
+		}
+		d.inbox = append(d.inbox[:0], s.inbox[:k]...)
+		n := copy(s.inbox, s.inbox[k:])
+		clear(s.inbox[n:])
+		s.inbox = s.inbox[:n]
+		d.ingestPending = n > 0
+		if d.ingestPending {
+			d.ingestNext = s.inbox[0].req.Arrival
+		}
+	} else {
+		d.inbox, s.inbox = s.inbox, d.inbox[:0]
+	}
 	d.aborts, s.aborts = s.aborts, d.aborts[:0]
 	d.commands, s.commands = s.commands, d.commands[:0]
 	s.mu.Unlock()
@@ -311,7 +349,8 @@ func (d *driver) deliver(outs []engine.Output, start, due time.Duration) {
 			st.lastDue = due
 			st.generated += o.NewTokens
 		}
-		st.push(due, o)
+		st.push(due, o, d.quiet)
+		d.handOff(st)
 		if o.Finished {
 			delete(d.streams, o.ID)
 			if o.Err != nil {
@@ -330,7 +369,8 @@ func (d *driver) fail(rejected []engine.Output, clock time.Duration) {
 			continue
 		}
 		delete(d.streams, o.ID)
-		st.push(clock, &o)
+		st.push(clock, &o, d.quiet)
+		d.handOff(st)
 		d.noteEngineError(o.Err)
 		d.observeFinished(st, clock, finishLength)
 	}

@@ -48,7 +48,9 @@ func timingWorkload(n int) []workload.Request {
 }
 
 type observed struct {
+	sent time.Duration // when the client sent it (later than its arrival under a concurrency cap)
 	ttft time.Duration
+	e2e  time.Duration
 	itl  []time.Duration
 	out  int
 	lag  time.Duration // the largest gap between a token's due instant and its hand-off
@@ -66,14 +68,26 @@ func TestDriverMatchesSim(t *testing.T) {
 		mode    engine.PreemptionMode
 		chunked bool
 		stages  int // pipeline_parallel_size: batches in flight
+		// lat adds the server's request latencies (Config.Ingest,
+		// Delivery), with odd nanoseconds so that no shifted event
+		// coincides with a step boundary.
+		lat bool
+		// maxConcurrency caps the requests in flight as bench does: a
+		// request holds its slot until its last chunk is received.
+		maxConcurrency int
 	}{
-		{"v1", engine.V1, "", true, 1},
-		{"v0", engine.V0, "", false, 1},
-		{"v0-chunked", engine.V0, "", true, 1},
-		{"v0-swap", engine.V0, engine.PreemptSwap, false, 1},
-		{"v1-pp2", engine.V1, "", true, 2},
-		{"v0-pp2", engine.V0, "", false, 2},
-		{"v0-chunked-pp3", engine.V0, "", true, 3},
+		{"v1", engine.V1, "", true, 1, false, 0},
+		{"v0", engine.V0, "", false, 1, false, 0},
+		{"v0-chunked", engine.V0, "", true, 1, false, 0},
+		{"v0-swap", engine.V0, engine.PreemptSwap, false, 1, false, 0},
+		{"v1-pp2", engine.V1, "", true, 2, false, 0},
+		{"v0-pp2", engine.V0, "", false, 2, false, 0},
+		{"v0-chunked-pp3", engine.V0, "", true, 3, false, 0},
+		{"v1-latencies", engine.V1, "", true, 1, true, 0},
+		{"v0-latencies", engine.V0, "", false, 1, true, 0},
+		{"v0-chunked-pp3-latencies", engine.V0, "", true, 3, true, 0},
+		{"v1-latencies-cap", engine.V1, "", true, 1, true, 24},
+		{"v0-latencies-cap", engine.V0, "", false, 1, true, 24},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ec := testEngineConfig()
@@ -99,8 +113,13 @@ func TestDriverMatchesSim(t *testing.T) {
 			model := linearModel{fixed: 3 * time.Millisecond, perToken: 7 * time.Microsecond}
 			reqs := timingWorkload(120)
 
+			var ingest, delivery time.Duration
+			if tc.lat {
+				ingest, delivery = 9300*time.Microsecond+17, 1850*time.Microsecond+3
+			}
 			want := map[int]*metrics.Record{}
-			_, err := sim.Run(context.Background(), sim.Config{Engine: ec, Model: model}, reqs, func(r *metrics.Record) error {
+			simCfg := sim.Config{Engine: ec, Model: model, Ingest: ingest, Delivery: delivery, MaxConcurrency: tc.maxConcurrency}
+			_, err := sim.Run(context.Background(), simCfg, reqs, func(r *metrics.Record) error {
 				want[r.Index] = r
 				return nil
 			})
@@ -109,8 +128,8 @@ func TestDriverMatchesSim(t *testing.T) {
 			}
 
 			cfg := testConfig(t)
-			cfg.Engine, cfg.StepModel = ec, model
-			got, snap := runInBubble(t, cfg, reqs)
+			cfg.Engine, cfg.StepModel, cfg.Ingest, cfg.Delivery = ec, model, ingest, delivery
+			got, snap := runInBubble(t, cfg, reqs, tc.maxConcurrency)
 			if snap.Engine.Preemptions == 0 {
 				t.Errorf("the workload caused no preemption; make the KV cache smaller")
 			}
@@ -119,8 +138,11 @@ func TestDriverMatchesSim(t *testing.T) {
 				if !w.Success {
 					t.Fatalf("sim failed request %d: %s", i, w.Error)
 				}
-				if g.out != w.OutputLen || g.ttft != w.TTFT {
-					t.Errorf("request %d: serve TTFT %v, %d tokens; sim TTFT %v, %d tokens", i, g.ttft, g.out, w.TTFT, w.OutputLen)
+				if g.out != w.OutputLen || g.ttft != w.TTFT || g.e2e != w.Latency {
+					t.Errorf("request %d: serve TTFT %v, E2E %v, %d tokens; sim TTFT %v, E2E %v, %d tokens", i, g.ttft, g.e2e, g.out, w.TTFT, w.Latency, w.OutputLen)
+				}
+				if g.sent != w.Start {
+					t.Errorf("request %d: serve sent it at %v, sim at %v", i, g.sent, w.Start)
 				}
 				if diff := cmp.Diff(w.ITL, g.itl); diff != "" {
 					t.Errorf("request %d ITL (-sim +serve):\n%s", i, diff)
@@ -136,25 +158,37 @@ func TestDriverMatchesSim(t *testing.T) {
 	}
 }
 
-// runInBubble drives a Server in a synctest bubble: each request is
-// submitted at its arrival offset and consumed as its tokens are released.
-func runInBubble(t *testing.T, cfg Config, reqs []workload.Request) (map[int]observed, Snapshot) {
+// runInBubble drives a Server in a synctest bubble as a client would: each
+// request is sent at its arrival offset (or, under maxConcurrency, once a
+// slot is free) and consumed as its client receives its chunks.
+func runInBubble(t *testing.T, cfg Config, reqs []workload.Request, maxConcurrency int) (map[int]observed, Snapshot) {
 	t.Helper()
 	results := map[int]observed{}
 	var snap Snapshot
 	synctest.Test(t, func(t *testing.T) {
 		s, stop := startLoop(t, cfg, nil)
+		var slots chan struct{}
+		if maxConcurrency > 0 {
+			slots = make(chan struct{}, maxConcurrency)
+		}
 		var mu sync.Mutex
 		var wg sync.WaitGroup
 		for _, w := range reqs {
 			time.Sleep(w.Arrival - s.now())
-			req := engine.Request{ID: uint64(w.Index) + 1, Prompt: w.PromptIDs, PromptLen: len(w.PromptIDs), MaxTokens: w.MaxTokens, Arrival: s.now()}
+			if slots != nil {
+				slots <- struct{}{}
+			}
+			sent := s.now()
+			req := engine.Request{ID: uint64(w.Index) + 1, Prompt: w.PromptIDs, PromptLen: len(w.PromptIDs), MaxTokens: w.MaxTokens, Arrival: sent}
 			st := newStream(req, w.MaxTokens, true, 0)
 			if err := s.submit(st); err != nil {
 				t.Fatal(err)
 			}
 			wg.Go(func() {
-				o := consume(s, st)
+				o := consume(s, st, sent)
+				if slots != nil {
+					<-slots
+				}
 				mu.Lock()
 				results[w.Index] = o
 				mu.Unlock()
@@ -174,34 +208,38 @@ func runInBubble(t *testing.T, cfg Config, reqs []workload.Request) (map[int]obs
 	return results, snap
 }
 
-func consume(s *Server, st *stream) observed {
-	var o observed
-	var batches []tokenBatch
+// consume reads a request's stream as its handler does and times each
+// token by when the model says its client receives it (its step's end plus
+// Delivery); lag is how much later the hand-off really came.
+func consume(s *Server, st *stream, sent time.Duration) observed {
+	o := observed{sent: sent}
+	rcv := newReceiver(s, st)
+	defer rcv.stop()
 	var last time.Duration
 	for {
-		<-st.notify
-		var done bool
-		var err error
-		batches, _, done, err = st.take(batches)
+		rcv.wait()
+		batches, _, done, err := rcv.take()
 		now := s.now()
 		for _, b := range batches {
+			received := b.due + rcv.delivery
 			for k := range b.n {
 				if o.out == 0 {
-					o.ttft = b.due - st.req.Arrival
+					o.ttft = received - sent
 				} else if k == 0 {
-					o.itl = append(o.itl, b.due-last)
+					o.itl = append(o.itl, received-last)
 				} else {
 					o.itl = append(o.itl, 0)
 				}
 				o.out++
 			}
-			last = b.due
-			o.lag = max(o.lag, now-b.due)
+			last = received
+			o.lag = max(o.lag, now-received)
 		}
 		if done {
 			if err != nil {
 				panic(fmt.Sprintf("request %d failed: %v", st.req.ID, err))
 			}
+			o.e2e = last - sent
 			return o
 		}
 	}

@@ -59,7 +59,7 @@ func runFixed(t *testing.T, cfg Config, arrivals []time.Duration, outLen int) ([
 		}
 		done := make(chan struct{})
 		for i, st := range streams {
-			go func() { got[i] = consume(s, st); done <- struct{}{} }()
+			go func() { got[i] = consume(s, st, st.req.Arrival); done <- struct{}{} }()
 		}
 		for range streams {
 			<-done

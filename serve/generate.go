@@ -35,6 +35,7 @@ type response struct {
 }
 
 func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
+	accepted := s.now()
 	style := s.cfg.ErrorStyle
 	var raw rawRequest
 	if e := decodeBody(w, r, s.cfg.MaxBodyBytes, &raw); e != nil {
@@ -91,6 +92,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	rs := s.newResponse(r, g, st, len(ids), outLen, fault, k)
 	st.req.Arrival = s.now()
 	st.remotePrefill = g.remotePrefill
+	st.accepted, st.acceptedAt = true, accepted
 	if e := s.awaitKV(r, &st.req); e != nil {
 		writeAPIError(w, e, style)
 		return
@@ -300,6 +302,8 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 	if rs.fault == FaultDrop {
 		dropAt = dropAfter(s.cfg.Seed, rs.faultSeq, rs.outputLen)
 	}
+	rcv := newReceiver(s, st)
+	defer rcv.stop()
 	var (
 		buf           []byte
 		batches       []tokenBatch
@@ -318,7 +322,7 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 	})
 	defer stopWake()
 	for {
-		<-st.notify
+		rcv.wait()
 		if clientGone.Load() {
 			s.abort(st)
 			return
@@ -326,7 +330,7 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 		var cached int
 		var done bool
 		var err error
-		batches, cached, done, err = st.take(batches)
+		batches, cached, done, err = rcv.take()
 		n := 0
 		for _, b := range batches {
 			n += b.n
@@ -403,7 +407,7 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 		}
 		written := s.now()
 		for _, b := range batches {
-			s.lag.record(written-b.due, b.n)
+			s.lag.record(written-b.due-rcv.delivery, b.n)
 		}
 		if done {
 			return
@@ -413,20 +417,19 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 
 // writeFull answers a non-streaming request once it has finished.
 func (s *Server) writeFull(w http.ResponseWriter, r *http.Request, st *stream, rs *response) {
+	rcv := newReceiver(s, st)
+	defer rcv.stop()
 	var (
-		batches []tokenBatch
-		cached  int
-		done    bool
-		err     error
+		cached int
+		done   bool
+		err    error
 	)
 	for !done {
-		select {
-		case <-st.notify:
-		case <-r.Context().Done():
+		if !rcv.waitCtx(r.Context()) {
 			s.abort(st)
 			return
 		}
-		batches, cached, done, err = st.take(batches)
+		_, cached, done, err = rcv.take()
 	}
 	if err != nil {
 		if !errors.Is(err, errAborted) {

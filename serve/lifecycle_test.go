@@ -162,7 +162,7 @@ func TestStatsLog(t *testing.T) {
 					if err := s.submit(st); err != nil {
 						t.Fatal(err)
 					}
-					wg.Go(func() { consume(s, st) })
+					wg.Go(func() { consume(s, st, st.req.Arrival) })
 				}
 				wg.Wait()
 				time.Sleep(25 * time.Second)

@@ -76,8 +76,11 @@ type Server struct {
 	commands []func(*driver)
 	closed   bool
 	deadErr  error // the engine died (swap space exhausted)
-	wake     chan struct{}
-	stopped  chan struct{} // closed when Run returns
+	// lastArrival is the latest engine arrival submit gave (with Ingest).
+	lastArrival time.Duration
+	wake        chan struct{}
+	stopped     chan struct{} // closed when Run returns
+	deliverer   deliverer
 }
 
 func newInstanceNonce() uint64 {
@@ -125,6 +128,7 @@ func New(cfg Config) (*Server, error) {
 		stopped:       make(chan struct{}),
 		logged:        make(chan struct{}),
 	}
+	s.deliverer = deliverer{now: s.now, delay: c.Delivery, wake: make(chan struct{}, 1)}
 	if c.KVTransfer != nil {
 		if c.KVTransfer.Role == KVConsumer && c.Engine.Version == engine.V0 {
 			// V0 schedules a transferred prompt as a prefill whose forward
@@ -173,7 +177,12 @@ func (s *Server) StartupLines() []string {
 
 var errServerClosed = errors.New("server is shutting down")
 
-// submit hands a new request to the step loop.
+// submit hands a new request to the step loop, whose engine takes it
+// Config.Ingest after its handler accepted it, or at once if the handler
+// took longer (its Arrival then), as vLLM's API server spends that long on
+// a request before its engine queues it. The loop keeps requests
+// in their Ingest in the inbox, so neither it nor the handler waits, and
+// a client that leaves meanwhile is dropped before the engine sees it.
 func (s *Server) submit(st *stream) error {
 	s.mu.Lock()
 	switch {
@@ -183,6 +192,17 @@ func (s *Server) submit(st *stream) error {
 	case s.closed:
 		s.mu.Unlock()
 		return errServerClosed
+	}
+	if s.cfg.Ingest > 0 {
+		// Under the lock, and never before the previous request's, so
+		// that arrivals follow the inbox's order.
+		now := s.now()
+		from := now
+		if st.accepted {
+			from = st.acceptedAt
+		}
+		st.req.Arrival = max(from+s.cfg.Ingest, now, s.lastArrival)
+		s.lastArrival = st.req.Arrival
 	}
 	s.inbox = append(s.inbox, st)
 	s.mu.Unlock()

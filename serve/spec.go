@@ -45,15 +45,17 @@ func RunSpec(ctx context.Context, spec *runspec.Spec, logw io.Writer) error {
 		return err
 	}
 	logger := cfg.Logger
+	ingest, delivery := cfg.chargedLatencies()
 	if startKV != nil {
 		if err := startKV(ctx, running, logger); err != nil {
 			_ = running.Close()
 			return err
 		}
 	}
-	logger.Info(fmt.Sprintf("servebench serve: emulating vLLM %s (engine %s) with %s on %s (TP %d, PP %d), %s",
+	logger.Info(fmt.Sprintf("servebench serve: emulating vLLM %s (engine %s) with %s on %s (TP %d, PP %d), %s, request ingest %v, delivery %v",
 		r.Profile.Release, cfg.Engine.Version, r.Deployment.Model.Name, r.Deployment.GPU.Name,
-		r.Deployment.TensorParallel, r.Deployment.PipelineParallel, describeEngineConfig(cfg.Engine, r.Capacity.MaxNumSeqs)))
+		r.Deployment.TensorParallel, r.Deployment.PipelineParallel, describeEngineConfig(cfg.Engine, r.Capacity.MaxNumSeqs),
+		ingest, delivery))
 	for _, l := range vllm.DistributedLines(r.Resolved) {
 		if l.Warning {
 			logger.Warn(l.Text)
@@ -94,6 +96,11 @@ func configOf(ctx context.Context, s *runspec.Spec, r *runspec.ResolvedEngine) (
 			return Config{}, nil, err
 		}
 		stepModel, fixed = m, &f
+	}
+	ingest, delivery := r.Ingest, r.Delivery
+	if fixed != nil {
+		// The fixed latencies are what the client sees, end to end.
+		ingest, delivery = 0, 0
 	}
 	outputLen, err := ParseOutputLenDist(srv.OutputLenDist)
 	if err != nil {
@@ -143,6 +150,8 @@ func configOf(ctx context.Context, s *runspec.Spec, r *runspec.ResolvedEngine) (
 		Version:                   r.Profile.Release.String(),
 		BodyReadTimeout:           srv.BodyTimeout,
 		MaxConnections:            srv.MaxConnections,
+		Ingest:                    ingest,
+		Delivery:                  delivery,
 	}, fixed, nil
 }
 
@@ -266,6 +275,7 @@ func StartEmulated(ctx context.Context, r *runspec.ResolvedEngine, model string)
 	running, err := Start(ctx, Config{
 		Engine: r.Engine, StepModel: r.StepModel, Model: model, Tokenizer: tok, PromptVocab: r.Deployment.Model.Vocab,
 		Logger: slog.New(slog.DiscardHandler), Version: r.Profile.Release.String(),
+		Ingest: r.Ingest, Delivery: r.Delivery,
 	}, "127.0.0.1:0")
 	if err != nil {
 		return nil, err

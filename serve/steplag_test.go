@@ -52,7 +52,7 @@ func TestStepLoopLag(t *testing.T) {
 				if err := s.submit(st); err != nil {
 					t.Fatal(err)
 				}
-				consume(s, st)
+				consume(s, st, st.req.Arrival)
 				time.Sleep(2 * time.Second) // one more stats line
 				rec := httptest.NewRecorder()
 				s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))

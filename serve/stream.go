@@ -29,7 +29,12 @@ type stream struct {
 	// a decode where the step model knows how (remotePrefillModel).
 	remotePrefill bool
 	textSeed      uint64
-	abortSent     atomic.Bool
+	// acceptedAt is when its handler began (engine clock), if accepted:
+	// the server's Ingest runs from then, so the handler's own parsing
+	// and tokenization count against it rather than on top of it.
+	acceptedAt time.Duration
+	accepted   bool
+	abortSent  atomic.Bool
 	// computed, if set, is called once on the step loop when the step that
 	// finished the prompt is due (a KV producer starts its transfer then);
 	// it must not block. Set before submit.
@@ -43,6 +48,11 @@ type stream struct {
 	cached   int
 	done     bool
 	err      error
+	// doneDue is the step end that finished the request (doneTimed), which
+	// its client learns Delivery later; a request ended by finish (abort,
+	// shutdown) ends at once.
+	doneDue   time.Duration
+	doneTimed bool
 
 	// Step-loop-only bookkeeping (no lock).
 	scheduled                      bool
@@ -61,8 +71,9 @@ func (st *stream) signal() {
 	}
 }
 
-// push records one step's output for the request.
-func (st *stream) push(due time.Duration, o *engine.Output) {
+// push records one step's output for the request and wakes its handler,
+// or leaves that to the deliverer when quiet (Config.Delivery).
+func (st *stream) push(due time.Duration, o *engine.Output, quiet bool) {
 	st.mu.Lock()
 	if o.NewTokens > 0 {
 		if n := len(st.backlog); n > 0 && st.backlog[n-1].due == due {
@@ -76,6 +87,9 @@ func (st *stream) push(due time.Duration, o *engine.Output) {
 		st.cached = o.CachedTokens
 	}
 	if o.Finished {
+		if !st.done {
+			st.doneDue, st.doneTimed = due, true
+		}
 		st.done = true
 		// A request the scheduler ignored ends like vLLM's
 		// FINISHED_IGNORED: finish_reason "length", no text, no error.
@@ -84,7 +98,9 @@ func (st *stream) push(due time.Duration, o *engine.Output) {
 		}
 	}
 	st.mu.Unlock()
-	st.signal()
+	if !quiet {
+		st.signal()
+	}
 }
 
 // finish ends the request without further tokens.
@@ -104,6 +120,26 @@ func (st *stream) take(buf []tokenBatch) (batches []tokenBatch, cached int, done
 	batches = append(buf[:0], st.backlog...)
 	st.backlog = st.backlog[:0]
 	cached, done, err = st.cached, st.done, st.err
+	st.mu.Unlock()
+	return batches, cached, done, err
+}
+
+// takeReceived is take for a client that receives a step's tokens
+// delivery after the step's end: it moves into buf only the batches due
+// at or before now−delivery, and reports done once the end has been
+// received too.
+func (st *stream) takeReceived(buf []tokenBatch, now, delivery time.Duration) (batches []tokenBatch, cached int, done bool, err error) {
+	cutoff := now - delivery
+	st.mu.Lock()
+	k := 0
+	for k < len(st.backlog) && st.backlog[k].due <= cutoff {
+		k++
+	}
+	batches = append(buf[:0], st.backlog[:k]...)
+	rest := copy(st.backlog, st.backlog[k:])
+	st.backlog = st.backlog[:rest]
+	cached, err = st.cached, st.err
+	done = st.done && rest == 0 && (!st.doneTimed || st.doneDue <= cutoff)
 	st.mu.Unlock()
 	return batches, cached, done, err
 }
