@@ -258,7 +258,17 @@ type Simulation struct {
 	Throughput    bool
 	StatsInterval time.Duration
 	LogStats      bool
+	// Client is --client: ClientNone times what the server streams;
+	// ClientVLLMBench what vLLM's benchmark client observes through its
+	// one thread (sim.ApplyClient).
+	Client string
 }
+
+// The --client values.
+const (
+	ClientNone      = "none"
+	ClientVLLMBench = "vllm-bench"
+)
 
 // Register adds sim's flags to fs.
 func (s *Simulation) Register(fs *pflag.FlagSet) {
@@ -266,11 +276,15 @@ func (s *Simulation) Register(fs *pflag.FlagSet) {
 	fs.BoolVar(&s.Throughput, "throughput", false, "offline throughput mode: every request arrives at t=0 (vLLM's throughput benchmark) and the Throughput line is printed")
 	fs.DurationVar(&s.StatsInterval, "stats-interval", 0, "engine statistics sampling period in virtual time, for the time series and --log-stats (default: vLLM's, 5s for v0 and 10s for v1; 0 disables, as in serve)")
 	fs.BoolVar(&s.LogStats, "log-stats", false, "print vLLM's periodic stats lines (Avg prompt throughput ...) on stderr")
+	fs.StringVar(&s.Client, "client", ClientNone, "whose view the figures take: none (what the server streams) or vllm-bench (what vLLM's benchmark client observes: its one thread's measured CPU per request and per chunk delays what it times under load)")
 }
 
 func (s *Simulation) check() error {
 	if s.StatsInterval < 0 {
 		return fmt.Errorf("--stats-interval %v: give a positive period, or 0 to disable", s.StatsInterval)
+	}
+	if s.Client != "" && s.Client != ClientNone && s.Client != ClientVLLMBench {
+		return fmt.Errorf("--client %q: use %s or %s", s.Client, ClientNone, ClientVLLMBench)
 	}
 	return nil
 }

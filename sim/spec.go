@@ -172,11 +172,22 @@ func (r *specRun) simulate(ctx context.Context, stream *workload.Stream, info re
 			}
 		}
 	}
+	// --client vllm-bench: the client's one thread orders every record's
+	// events in time, so the records are kept whole until the run ends.
+	var held []*metrics.Record
+	viaClient := s.Simulation.Client == runspec.ClientVLLMBench
+	if viaClient {
+		cfg.ReuseRecords = false
+	}
 	add := func(rec *metrics.Record) error {
 		if r.shard != nil && !r.shard.Shard.Owns(rec.Index) {
 			return nil
 		}
 		addRequestOverhead(rec, r.eng.Calibration)
+		if viaClient {
+			held = append(held, rec)
+			return nil
+		}
 		_ = recorder.Add(rec)
 		return nil
 	}
@@ -193,6 +204,13 @@ func (r *specRun) simulate(ctx context.Context, stream *workload.Stream, info re
 	}
 	if err == nil {
 		err = stream.Err()
+	}
+	if viaClient {
+		perRequest, perChunk := vllm.BenchClientCost(s.Engine.HostSpeed)
+		ApplyClient(held, ClientCost{PerRequest: perRequest, PerChunk: perChunk})
+		for _, rec := range held {
+			_ = recorder.Add(rec)
+		}
 	}
 	if err != nil {
 		return err

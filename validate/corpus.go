@@ -53,6 +53,10 @@ type Source struct {
 // Run is one published benchmark run with its full setup, or one of the
 // user's own result files (Source is then nil and Split is SplitUser).
 type Run struct {
+	// ownClient: a user's servebench bench result, measured by servebench's
+	// own client rather than vLLM's one-thread benchmark client.
+	ownClient bool
+
 	ID               string   `yaml:"id"`
 	Split            string   `yaml:"split"`
 	Regime           string   `yaml:"regime"`

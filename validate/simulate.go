@@ -257,7 +257,11 @@ func (p *plan) planWorkload(r *Run) {
 	if w.PrefixLen != 0 {
 		p.args = append(p.args, "--random-prefix-len", strconv.Itoa(w.PrefixLen))
 	}
-	p.vllmClient = r.Benchmark == BenchmarkServing
+	p.vllmClient = r.Benchmark == BenchmarkServing && !r.ownClient
+	if p.vllmClient {
+		// The command a user runs to reproduce the figures says so too.
+		p.args = append(p.args, "--client", "vllm-bench")
+	}
 	if r.Benchmark == BenchmarkServing {
 		if !math.IsInf(rate, 1) {
 			p.args = append(p.args, "--request-rate", strconv.FormatFloat(rate, 'g', -1, 64))

@@ -59,7 +59,7 @@ func userRun(lr *report.LoadedResult) (*Run, error) {
 		return nil, fmt.Errorf("%s: a servebench sim result: validate compares sim with measured runs; pass the result of a real benchmark (servebench bench or vLLM's)", id)
 	}
 	r := &Run{ID: id, File: lr.Path, Split: SplitUser, Benchmark: BenchmarkServing, DType: "auto", KVCacheDType: "auto",
-		Published: map[string]float64{}}
+		Published: map[string]float64{}, ownClient: lr.Tool == "servebench"}
 	text := func(keys ...string) string {
 		for _, k := range keys {
 			if v, ok := lr.Lookup(k); ok {

@@ -107,3 +107,38 @@ func TestSimAcceptsVLLMShortParallelFlags(t *testing.T) {
 		t.Fatal("-tp 2 over ethernet predicted the same run as TP 1")
 	}
 }
+
+// TestSimThroughVLLMBenchClient: --client vllm-bench times what vLLM's
+// one-thread benchmark client observes, so a burst of many short
+// streams queues in it (later first tokens, the same tokens); an unknown
+// client is refused before anything runs.
+func TestSimThroughVLLMBenchClient(t *testing.T) {
+	base := []string{"sim", "--model", "Qwen/Qwen2-0.5B", "--gpu", "H100", "--num-prompts", "400", "--seed", "3",
+		"--random-input-len", "64", "--random-output-len", "64", "--save-result", "--result-dir", t.TempDir()}
+	results := map[string]map[string]any{}
+	for _, client := range []string{"none", "vllm-bench"} {
+		if _, _, err := runCLI(t, append(base, "--client", client, "--result-filename", client+".json")...); err != nil {
+			t.Fatalf("--client %s: %v", client, err)
+		}
+		raw, err := os.ReadFile(filepath.Join(base[len(base)-1], client+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res map[string]any
+		if err := json.Unmarshal(raw, &res); err != nil {
+			t.Fatal(err)
+		}
+		results[client] = res
+	}
+	server, client := results["none"], results["vllm-bench"]
+	if client["total_output_tokens"] != server["total_output_tokens"] || client["completed"] != 400.0 {
+		t.Errorf("the client changed what was generated: %v vs %v tokens", client["total_output_tokens"], server["total_output_tokens"])
+	}
+	if c, s := client["mean_ttft_ms"].(float64), server["mean_ttft_ms"].(float64); !(c > s) {
+		t.Errorf("mean TTFT through vLLM's client %.2f ms, server's %.2f ms: a 400-request burst must queue in its one thread", c, s)
+	}
+	_, _, err := runCLI(t, "sim", "--client", "locust", "--num-prompts", "1")
+	if err == nil || !strings.Contains(err.Error(), `--client "locust": use none or vllm-bench`) {
+		t.Errorf("unknown client: %v", err)
+	}
+}

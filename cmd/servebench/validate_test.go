@@ -288,7 +288,7 @@ func TestValidateUserResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(explain, "--vllm-version 0.6.3 --engine v0 --max-num-seqs 64 --dataset-name random --num-prompts 50 --random-input-len 127 --random-output-len 64 --request-rate 4") {
+	if !strings.Contains(explain, "--vllm-version 0.6.3 --engine v0 --max-num-seqs 64 --dataset-name random --num-prompts 50 --random-input-len 127 --random-output-len 64 --client vllm-bench --request-rate 4") {
 		t.Errorf("--explain:\n%s", explain)
 	}
 	// Against your own runs, --max-median-error reads their median.
