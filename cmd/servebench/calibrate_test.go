@@ -69,6 +69,9 @@ func TestCalibrateRejectsBadInput(t *testing.T) {
 // vLLM's own --save-result file (no per-request lists): the arrivals are
 // rebuilt from its request rate, the model and GPU come from flags.
 func TestCalibrateFromVLLMSaveResult(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a whole fit, about 400 simulations (20 s under -race); run without -short")
+	}
 	out := filepath.Join(t.TempDir(), "c.yaml")
 	stdout, stderr, err := runCLI(t, "calibrate", vllmExample, "--model", "Qwen2-0.5B", "--gpu", "L4", "-o", out)
 	if err != nil {
