@@ -14,12 +14,13 @@ import (
 // fakeLlamaCpp imitates llama.cpp's server with a tiny vocabulary: the
 // captured completion stream, /tokenize and /detokenize (a 500 for an ID
 // outside the vocabulary, as the real server answers), and /v1/models in
-// llama.cpp's shape (with meta.n_vocab) when withMeta. No /v1/models
-// response was captured in ../shared/examples, so its bytes follow
-// llama.cpp's server source (handle_models: data[].meta.n_vocab).
+// llama.cpp's shape (with meta.n_vocab) when withMeta. The stream is a
+// captured llama.cpp response (testdata); no /v1/models response was
+// captured, so its bytes follow llama.cpp's server source (handle_models:
+// data[].meta.n_vocab).
 func fakeLlamaCpp(t *testing.T, vocab int, withMeta bool, outOfVocab *atomic.Int64) *httptest.Server {
 	t.Helper()
-	stream, err := os.ReadFile("../../client/testdata/sse/llamacpp-completions-stream.txt")
+	stream, err := os.ReadFile("testdata/llamacpp-completions-stream.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
