@@ -117,65 +117,14 @@ func Fit(ctx context.Context, obs []Observation, o Options) (*Result, error) {
 		dims = 4
 	}
 	progress(fmt.Sprintf("calibrate: fitting %d parameters to %d runs", dims, len(obs)))
-	// The simulator's objective is piecewise smooth (a step more or less
-	// moves a request), where a simplex can collapse early: restart from
-	// the best point with a fresh, smaller simplex until a restart no
-	// longer helps.
-	// Start from the best of a coarse grid: a run far from the tables
-	// (another server, a throttled GPU) is out of a small simplex's reach.
-	// The per-sequence overhead has two starts because, where host time
-	// hides part of it, the objective has a shallow valley between scales
-	// and overhead that a simplex from zero overhead stops short in
-	// (TestRecoversHiddenParameters: 37 µs instead of 40).
-	x, best := make([]float64, dims), math.Inf(1)
-	for _, c := range []float64{0, -1.2, -2.4} {
-		for _, b := range []float64{0, -1.2} {
-			for _, q := range []float64{0, 50} {
-				g := make([]float64, dims)
-				g[0], g[1], g[2] = c, b, q
-				v, err := objective(g)
-				if err != nil {
-					return nil, err
-				}
-				if v < best {
-					x, best = g, v
-				}
-			}
-		}
+	x, best, err := gridStart(objective, dims)
+	if err != nil {
+		return nil, err
 	}
-	wide := []float64{0.4, 0.4, 20, 1}[:dims]
-	step := slices.Clone(wide)
-	idle := 0
-	for restart := 0; restart < 8 && evals < maxEvals; restart++ {
-		nx, v, _, err := minimize(ctx, objective, x, best, minimizeOptions{Step: step, MaxEvals: maxEvals - evals,
-			XTolerance: []float64{1e-3, 1e-3, 0.1, 0.01}[:dims], Stall: 8 * dims})
-		if err != nil {
-			return nil, err
-		}
-		improved := best-v > 1e-3*best
-		if v < best {
-			x, best = nx, v
-		}
-		// One restart without progress can be a simplex that landed on
-		// a flat step; two in a row end the search.
-		if improved || restart == 0 {
-			idle = 0
-		} else if idle++; idle == 2 {
-			break
-		}
-		// A restart that found nothing smaller starts again from the
-		// first, wide simplex, to leave the flat step it sits on;
-		// otherwise it narrows in.
-		for k := range step {
-			if idle > 0 {
-				step[k] = wide[k]
-			} else {
-				step[k] /= 2
-			}
-		}
+	if x, best, err = refine(ctx, objective, x, best, func() int { return maxEvals - evals }); err != nil {
+		return nil, err
 	}
 	res := &Result{Params: paramsAt(x), Objective: best}
-	var err error
 	if res.Runs, err = Predict(ctx, obs, res.Params); err != nil {
 		return nil, err
 	}
@@ -191,6 +140,69 @@ func Fit(ctx context.Context, obs []Observation, o Options) (*Result, error) {
 	}
 	res.Evaluations = evals
 	return res, nil
+}
+
+// gridStart is the best of a coarse grid over the scales and the
+// per-sequence overhead: a run far from the tables (another server, a
+// throttled GPU) is out of a small simplex's reach. The overhead has two
+// starts because, where host time hides part of it, the objective has a
+// shallow valley between scales and overhead that a simplex from zero
+// overhead stops short in (TestRecoversHiddenParameters: 37 µs instead
+// of 40).
+func gridStart(objective func([]float64) (float64, error), dims int) ([]float64, float64, error) {
+	x, best := make([]float64, dims), math.Inf(1)
+	for _, c := range []float64{0, -1.2, -2.4} {
+		for _, b := range []float64{0, -1.2} {
+			for _, q := range []float64{0, 50} {
+				g := make([]float64, dims)
+				g[0], g[1], g[2] = c, b, q
+				v, err := objective(g)
+				if err != nil {
+					return nil, 0, err
+				}
+				if v < best {
+					x, best = g, v
+				}
+			}
+		}
+	}
+	return x, best, nil
+}
+
+// refine runs Nelder–Mead from x while left() evaluations remain. The
+// simulator's objective is piecewise smooth (a step more or less moves a
+// request), where a simplex can collapse early: it restarts from the best
+// point, narrowing the simplex while restarts improve and widening it
+// again after one that did not; two idle restarts in a row end it.
+func refine(ctx context.Context, objective func([]float64) (float64, error), x []float64, best float64, left func() int) ([]float64, float64, error) {
+	dims := len(x)
+	wide := []float64{0.4, 0.4, 20, 1}[:dims]
+	step := slices.Clone(wide)
+	idle := 0
+	for restart := 0; restart < 8 && left() > 0; restart++ {
+		nx, v, _, err := minimize(ctx, objective, x, best, minimizeOptions{Step: step, MaxEvals: left(),
+			XTolerance: []float64{1e-3, 1e-3, 0.1, 0.01}[:dims], Stall: 8 * dims})
+		if err != nil {
+			return nil, 0, err
+		}
+		improved := best-v > 1e-3*best
+		if v < best {
+			x, best = nx, v
+		}
+		if improved || restart == 0 {
+			idle = 0
+		} else if idle++; idle == 2 {
+			break
+		}
+		for k := range step {
+			if idle > 0 {
+				step[k] = wide[k]
+			} else {
+				step[k] /= 2
+			}
+		}
+	}
+	return x, best, nil
 }
 
 // Predict simulates every run with the parameters.
