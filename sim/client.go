@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/servebench/servebench/metrics"
+	"github.com/servebench/servebench/vllm"
 )
 
 // ClientCost is the CPU a single-threaded benchmark client spends on each
@@ -82,4 +83,11 @@ func compareDuration(a, b time.Duration) int {
 		return 1
 	}
 	return 0
+}
+
+// VLLMBenchClient is vLLM's benchmark client's cost on a host speed times
+// the default one (vllm.BenchClientCost, measured by tools/vllm-clientcost).
+func VLLMBenchClient(hostSpeed float64) ClientCost {
+	perRequest, perChunk := vllm.BenchClientCost(hostSpeed)
+	return ClientCost{PerRequest: perRequest, PerChunk: perChunk}
 }

@@ -206,8 +206,7 @@ func (r *specRun) simulate(ctx context.Context, stream *workload.Stream, info re
 		err = stream.Err()
 	}
 	if viaClient {
-		perRequest, perChunk := vllm.BenchClientCost(s.Engine.HostSpeed)
-		ApplyClient(held, ClientCost{PerRequest: perRequest, PerChunk: perChunk})
+		ApplyClient(held, VLLMBenchClient(s.Engine.HostSpeed))
 		for _, rec := range held {
 			_ = recorder.Add(rec)
 		}

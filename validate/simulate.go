@@ -329,16 +329,18 @@ func (p *plan) simulate(ctx context.Context) (metrics.Summary, error) {
 		Ingest: r.Ingest, Delivery: r.Delivery}
 	// The published figures are what vLLM's benchmark client observed: its
 	// one thread queues every send and chunk (vllm doc, "Benchmark client"),
-	// so the records are kept whole and passed through it before summing.
+	// so those runs keep their records whole and pass them through it
+	// before summing; the others are summed as they come.
 	var recs []*metrics.Record
+	cfg.ReuseRecords = !p.vllmClient
 	res, err := sim.RunStream(ctx, cfg, stream, func(rec *metrics.Record) error {
-		recs = append(recs, rec)
-		return nil
+		if p.vllmClient {
+			recs = append(recs, rec)
+			return nil
+		}
+		return recorder.Add(rec)
 	})
-	if p.vllmClient {
-		perRequest, perChunk := vllm.BenchClientCost(1)
-		sim.ApplyClient(recs, sim.ClientCost{PerRequest: perRequest, PerChunk: perChunk})
-	}
+	sim.ApplyClient(recs, sim.VLLMBenchClient(1))
 	for _, rec := range recs {
 		_ = recorder.Add(rec)
 	}
