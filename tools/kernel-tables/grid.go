@@ -73,30 +73,11 @@ func (g *grid) set(key []float64, v float64) bool {
 // swings, a second process) and takes the larger problem's time. It
 // returns how many cells changed.
 func (g *grid) envelope() int {
-	changed := 0
-	for {
-		pass := 0
-		idx := make([]int, len(g.axes))
-		for o := len(g.values) - 1; o >= 0; o-- {
-			g.unflatten(o, idx)
-			for d := range g.axes {
-				if idx[d]+1 >= len(g.axes[d].values) {
-					continue
-				}
-				idx[d]++
-				next := g.values[g.offset(idx)]
-				idx[d]--
-				if !math.IsNaN(next) && !math.IsNaN(g.values[o]) && next < g.values[o] {
-					g.values[o] = next
-					pass++
-				}
-			}
-		}
-		changed += pass
-		if pass == 0 {
-			return changed
-		}
+	dims := make([]int, len(g.axes))
+	for d := range dims {
+		dims[d] = d
 	}
+	return g.envelopeAlong(dims...)
 }
 
 // envelopeAlong is envelope on the given axes only (where more of that
