@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -50,7 +51,7 @@ func ApplyClient(recs []*metrics.Record, cost ClientCost) {
 	}
 	slices.SortStableFunc(events, func(a, b clientEvent) int {
 		if a.at != b.at {
-			return compareDuration(a.at, b.at)
+			return cmp.Compare(a.at, b.at)
 		}
 		return a.chunk - b.chunk
 	})
@@ -73,16 +74,6 @@ func ApplyClient(recs []*metrics.Record, cost ClientCost) {
 		last[e.rec] = free
 		r.Latency = free - r.Start
 	}
-}
-
-func compareDuration(a, b time.Duration) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // VLLMBenchClient is vLLM's benchmark client's cost on a host speed times

@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -200,7 +201,7 @@ func StreamOf(reqs []Request) *Stream {
 // ArrivalOrder is the stable arrival order of reqs (indices into reqs),
 // nil when they are already in order.
 func ArrivalOrder(reqs []Request) []int32 {
-	cmpArrival := func(a, b Request) int { return compareDurations(a.Arrival, b.Arrival) }
+	cmpArrival := func(a, b Request) int { return cmp.Compare(a.Arrival, b.Arrival) }
 	if slices.IsSortedFunc(reqs, cmpArrival) {
 		return nil
 	}
@@ -210,16 +211,6 @@ func ArrivalOrder(reqs []Request) []int32 {
 	}
 	slices.SortStableFunc(order, func(a, b int32) int { return cmpArrival(reqs[a], reqs[b]) })
 	return order
-}
-
-func compareDurations(a, b time.Duration) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Streamable reports whether NewTokenizedStream generates s's requests
