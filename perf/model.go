@@ -778,26 +778,9 @@ func ParseModelConfig(data []byte, name string) (Model, error) {
 	fail := func(format string, args ...any) (Model, error) {
 		return Model{}, fmt.Errorf("perf: model config %s: %s", name, fmt.Sprintf(format, args...))
 	}
-	var cfg hfConfig
-	var err error
-	if err = json.Unmarshal(data, &cfg); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) {
-			return fail("field %q has a %s where a %s is expected", typeErr.Field, typeErr.Value, typeErr.Type)
-		}
-		return fail("not valid JSON: %v", err)
-	}
-	// Multimodal checkpoints nest the language model's fields, as vLLM's
-	// get_hf_text_config does.
-	if cfg.NumHiddenLayers == nil && cfg.TextConfig != nil {
-		text := *cfg.TextConfig
-		if text.TorchDType == nil {
-			text.TorchDType = cfg.TorchDType
-		}
-		if text.QuantizationConfig == nil {
-			text.QuantizationConfig = cfg.QuantizationConfig
-		}
-		cfg = text
+	cfg, err := decodeHFConfig(data)
+	if err != nil {
+		return fail("%v", err)
 	}
 	required := []struct {
 		v     *int
@@ -841,17 +824,8 @@ func ParseModelConfig(data []byte, name string) (Model, error) {
 	if m.MoE, err = parseMoE(&cfg, m.Layers, m.Intermediate); err != nil {
 		return fail("%v", err)
 	}
-	if cfg.KVLoraRank != nil && *cfg.KVLoraRank > 0 {
-		get := func(p *int) int {
-			if p == nil {
-				return 0
-			}
-			return *p
-		}
-		m.MLA = MLA{
-			KVLoraRank: *cfg.KVLoraRank, QLoraRank: get(cfg.QLoraRank),
-			QKNopeHeadDim: get(cfg.QKNopeHeadDim), QKRopeHeadDim: get(cfg.QKRopeHeadDim), VHeadDim: get(cfg.VHeadDim),
-		}
+	if mla, ok := parseMLA(&cfg); ok {
+		m.MLA = mla
 		// The query/key head of MLA; hidden/heads means nothing here.
 		m.HeadDim = m.MLA.QKNopeHeadDim + m.MLA.QKRopeHeadDim
 	}
@@ -865,8 +839,65 @@ func ParseModelConfig(data []byte, name string) (Model, error) {
 	if m.DType == "half" {
 		m.DType = "float16"
 	}
+	if err := m.setMaxLength(&cfg); err != nil {
+		return fail("%v", err)
+	}
+	if q := cfg.QuantizationConfig; q != nil {
+		m.Quantization = parseQuantization(q)
+	}
+	if err := m.validate(); err != nil {
+		return fail("%v", err)
+	}
+	return m, nil
+}
 
-	// vLLM takes the smallest of these keys as the model's length.
+// decodeHFConfig unmarshals a config.json. Multimodal checkpoints nest the
+// language model's fields, as vLLM's get_hf_text_config does; those are
+// returned in its place.
+func decodeHFConfig(data []byte) (hfConfig, error) {
+	var cfg hfConfig
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			return cfg, fmt.Errorf("field %q has a %s where a %s is expected", typeErr.Field, typeErr.Value, typeErr.Type)
+		}
+		return cfg, fmt.Errorf("not valid JSON: %v", err)
+	}
+	if cfg.NumHiddenLayers == nil && cfg.TextConfig != nil {
+		text := *cfg.TextConfig
+		if text.TorchDType == nil {
+			text.TorchDType = cfg.TorchDType
+		}
+		if text.QuantizationConfig == nil {
+			text.QuantizationConfig = cfg.QuantizationConfig
+		}
+		cfg = text
+	}
+	return cfg, nil
+}
+
+// parseMLA is DeepSeek's multi-head latent attention, when the config
+// has a KV LoRA rank.
+func parseMLA(cfg *hfConfig) (MLA, bool) {
+	if cfg.KVLoraRank == nil || *cfg.KVLoraRank <= 0 {
+		return MLA{}, false
+	}
+	get := func(p *int) int {
+		if p == nil {
+			return 0
+		}
+		return *p
+	}
+	return MLA{
+		KVLoraRank: *cfg.KVLoraRank, QLoraRank: get(cfg.QLoraRank),
+		QKNopeHeadDim: get(cfg.QKNopeHeadDim), QKRopeHeadDim: get(cfg.QKRopeHeadDim), VHeadDim: get(cfg.VHeadDim),
+	}, true
+}
+
+// setMaxLength derives the model's length as vLLM does: the smallest of
+// the length keys, 2048 when none is present, and rope scaling's factor
+// (and, for yarn, its original length).
+func (m *Model) setMaxLength(cfg *hfConfig) error {
 	maxLenKeys := []struct {
 		v   *int
 		key string
@@ -892,49 +923,52 @@ func ParseModelConfig(data []byte, name string) (Model, error) {
 	if cfg.ModelMaxLength != nil {
 		m.modelMaxLength = *cfg.ModelMaxLength
 	}
-	if rs := cfg.RopeScaling; rs != nil {
-		ropeType := rs.Type
-		if ropeType == "" {
-			ropeType = rs.RopeType
-		}
-		switch ropeType {
-		case "", "default", "mrope", "su", "longrope", "llama3":
-			// vLLM does not scale the derived length for these.
-		default:
-			if rs.Factor == nil {
-				return fail("rope_scaling of type %q has no factor", ropeType)
-			}
-			m.ropeFactor = *rs.Factor
-			if ropeType == "yarn" && rs.OriginalMaxPositionEmbeddings != nil {
-				m.MaxPositionEmbeddings = *rs.OriginalMaxPositionEmbeddings
-			}
-		}
+	rs := cfg.RopeScaling
+	if rs == nil {
+		return nil
 	}
-	if q := cfg.QuantizationConfig; q != nil {
-		m.Quantization.Method = strings.ToLower(q.QuantMethod)
-		switch {
-		case q.Bits != nil:
-			m.Quantization.Bits = *q.Bits
-		case q.WBit != nil:
-			m.Quantization.Bits = *q.WBit
-		}
-		switch {
-		case q.GroupSize != nil:
-			m.Quantization.GroupSize = *q.GroupSize
-		case q.QGroupSize != nil:
-			m.Quantization.GroupSize = *q.QGroupSize
-		}
-		if len(q.WeightBlockSize) > 0 && q.WeightBlockSize[0] > 0 {
-			m.Quantization.WeightBlockSize = q.WeightBlockSize[0]
-		}
-		if m.Quantization.Method == "gptq_marlin" || m.Quantization.Method == "awq_marlin" {
-			m.Quantization.Method = strings.TrimSuffix(m.Quantization.Method, "_marlin")
-		}
+	ropeType := rs.Type
+	if ropeType == "" {
+		ropeType = rs.RopeType
 	}
-	if err := m.validate(); err != nil {
-		return fail("%v", err)
+	switch ropeType {
+	case "", "default", "mrope", "su", "longrope", "llama3":
+		// vLLM does not scale the derived length for these.
+		return nil
 	}
-	return m, nil
+	if rs.Factor == nil {
+		return fmt.Errorf("rope_scaling of type %q has no factor", ropeType)
+	}
+	m.ropeFactor = *rs.Factor
+	if ropeType == "yarn" && rs.OriginalMaxPositionEmbeddings != nil {
+		m.MaxPositionEmbeddings = *rs.OriginalMaxPositionEmbeddings
+	}
+	return nil
+}
+
+// parseQuantization reads quantization_config in its GPTQ, AutoAWQ and
+// FP8 spellings; the *_marlin methods are their checkpoints' formats.
+func parseQuantization(q *hfQuantization) Quantization {
+	out := Quantization{Method: strings.ToLower(q.QuantMethod)}
+	switch {
+	case q.Bits != nil:
+		out.Bits = *q.Bits
+	case q.WBit != nil:
+		out.Bits = *q.WBit
+	}
+	switch {
+	case q.GroupSize != nil:
+		out.GroupSize = *q.GroupSize
+	case q.QGroupSize != nil:
+		out.GroupSize = *q.QGroupSize
+	}
+	if len(q.WeightBlockSize) > 0 && q.WeightBlockSize[0] > 0 {
+		out.WeightBlockSize = q.WeightBlockSize[0]
+	}
+	if out.Method == "gptq_marlin" || out.Method == "awq_marlin" {
+		out.Method = strings.TrimSuffix(out.Method, "_marlin")
+	}
+	return out
 }
 
 // pyFloat formats a float the way Python's str() does for the values vLLM
