@@ -107,48 +107,16 @@ type Tune struct {
 
 // Objects returns the bench run's objects in apply order.
 func (b Bench) Objects() ([]runtime.Object, error) {
-	if err := b.check(); err != nil {
+	if err := b.checkSharded(); err != nil {
 		return nil, err
 	}
-	if b.Shards < 1 {
-		return nil, fmt.Errorf("--shards %d: need at least 1", b.Shards)
-	}
-	if b.StartAt.IsZero() {
-		return nil, errors.New("--start-at: every shard needs one shared start instant")
-	}
-	if b.Spec == nil || b.Spec.Kind != runspec.Bench {
-		return nil, errors.New("k8s: a sharded benchmark needs a bench run spec")
-	}
-	for _, own := range []string{"shard", "shards", "local", "start-at", "result-dir", "records"} {
-		if b.Spec.Changed(own) {
-			return nil, fmt.Errorf("bench flag --%s: the manifests set it for every shard; drop it", own)
-		}
-	}
-	if !b.Spec.Target.Explicit(b.Spec.Changed) {
-		return nil, errors.New("bench flags: give the server with --base-url (or --host and --port) after --; without one each pod would benchmark its own emulated server")
-	}
-	if err := b.Spec.Validate(); err != nil {
-		return nil, fmt.Errorf("bench flags: %w", err)
-	}
-	n := int32(b.Shards)
 	runDir := recordsMount + "/" + b.Name
 	var objs []runtime.Object
 	claim := b.Claim
 	if claim == "" {
-		size, err := resource.ParseQuantity(b.StorageSize)
+		pvc, err := b.recordsClaim()
 		if err != nil {
-			return nil, fmt.Errorf("--storage-size %q: %w", b.StorageSize, err)
-		}
-		pvc := &corev1.PersistentVolumeClaim{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
-			ObjectMeta: b.meta("-records", "records"),
-			Spec: corev1.PersistentVolumeClaimSpec{
-				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
-				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
-			},
-		}
-		if b.StorageClass != "" {
-			pvc.Spec.StorageClassName = &b.StorageClass
+			return nil, err
 		}
 		objs = append(objs, pvc)
 		claim = pvc.Name
@@ -181,8 +149,68 @@ func (b Bench) Objects() ([]runtime.Object, error) {
 	if err != nil {
 		return nil, err
 	}
+	shard := b.shardJob(runDir, volumes, mounts, resources, creds.env(b.secretName(), b.Secret != ""))
+	merge, err := b.mergeJob(runDir, volumes, mounts)
+	if err != nil {
+		return nil, err
+	}
+	return append(objs, shard, merge), nil
+}
+
+// checkSharded refuses a bench run the manifests cannot shard.
+func (b Bench) checkSharded() error {
+	if err := b.check(); err != nil {
+		return err
+	}
+	if b.Shards < 1 {
+		return fmt.Errorf("--shards %d: need at least 1", b.Shards)
+	}
+	if b.StartAt.IsZero() {
+		return errors.New("--start-at: every shard needs one shared start instant")
+	}
+	if b.Spec == nil || b.Spec.Kind != runspec.Bench {
+		return errors.New("k8s: a sharded benchmark needs a bench run spec")
+	}
+	for _, own := range []string{"shard", "shards", "local", "start-at", "result-dir", "records"} {
+		if b.Spec.Changed(own) {
+			return fmt.Errorf("bench flag --%s: the manifests set it for every shard; drop it", own)
+		}
+	}
+	if !b.Spec.Target.Explicit(b.Spec.Changed) {
+		return errors.New("bench flags: give the server with --base-url (or --host and --port) after --; without one each pod would benchmark its own emulated server")
+	}
+	if err := b.Spec.Validate(); err != nil {
+		return fmt.Errorf("bench flags: %w", err)
+	}
+	return nil
+}
+
+// recordsClaim is the shared volume every shard writes its records to,
+// when no existing claim is given.
+func (b Bench) recordsClaim() (*corev1.PersistentVolumeClaim, error) {
+	size, err := resource.ParseQuantity(b.StorageSize)
+	if err != nil {
+		return nil, fmt.Errorf("--storage-size %q: %w", b.StorageSize, err)
+	}
+	pvc := &corev1.PersistentVolumeClaim{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
+		ObjectMeta: b.meta("-records", "records"),
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
+		},
+	}
+	if b.StorageClass != "" {
+		pvc.Spec.StorageClassName = &b.StorageClass
+	}
+	return pvc, nil
+}
+
+// shardJob runs every shard as one indexed Job.
+func (b Bench) shardJob(runDir string, volumes []corev1.Volume, mounts []corev1.VolumeMount, resources corev1.ResourceRequirements, env []corev1.EnvVar) *batchv1.Job {
+	n := int32(b.Shards)
 	indexed := batchv1.IndexedCompletion
-	shard := &batchv1.Job{
+	return &batchv1.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 		ObjectMeta: b.meta("-shards", "shard"),
 		Spec: batchv1.JobSpec{
@@ -201,7 +229,7 @@ func (b Bench) Objects() ([]runtime.Object, error) {
 						// the environment.
 						Args: []string{fmt.Sprintf(`mkdir -p %s && exec servebench bench --spec %s/%s --start-at "$(cat %s/start-at)" --result-dir %s --disable-tqdm`,
 							runDir, flagsMount, specKey, flagsMount, runDir)},
-						Env:          append([]corev1.EnvVar{{Name: EnvShardCount, Value: strconv.Itoa(b.Shards)}}, creds.env(b.secretName(), b.Secret != "")...),
+						Env:          append([]corev1.EnvVar{{Name: EnvShardCount, Value: strconv.Itoa(b.Shards)}}, env...),
 						VolumeMounts: mounts,
 						Resources:    resources,
 					}},
@@ -209,12 +237,15 @@ func (b Bench) Objects() ([]runtime.Object, error) {
 			},
 		},
 	}
-	objs = append(objs, shard)
+}
+
+// mergeJob merges the shards' records once every shard has finished.
+func (b Bench) mergeJob(runDir string, volumes []corev1.Volume, mounts []corev1.VolumeMount) (*batchv1.Job, error) {
 	deadline := int64(b.MergeDeadline / time.Second)
 	if deadline <= 0 {
 		return nil, fmt.Errorf("--merge-deadline %s: must be positive", b.MergeDeadline)
 	}
-	merge := &batchv1.Job{
+	return &batchv1.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 		ObjectMeta: b.meta("-merge", "merge"),
 		Spec: batchv1.JobSpec{
@@ -240,8 +271,7 @@ func (b Bench) Objects() ([]runtime.Object, error) {
 				},
 			},
 		},
-	}
-	return append(objs, merge), nil
+	}, nil
 }
 
 // Objects returns the tune workers' objects in apply order.
