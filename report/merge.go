@@ -122,6 +122,57 @@ func MergeShards(shards []LoadedShard) (*Merged, error) {
 			return nil, err
 		}
 	}
+	byIndex, err := shardsByIndex(shards, first)
+	if err != nil {
+		return nil, err
+	}
+
+	total := first.Manifest.TotalRequests
+	zero := first.Manifest.Started
+	for _, s := range byIndex {
+		if s.Manifest.Started.Before(zero) {
+			zero = s.Manifest.Started
+		}
+	}
+	merged := &Merged{ScheduleHash: first.Manifest.ScheduleHash}
+	placed, err := placeRecords(byIndex, total, zero, merged)
+	if err != nil {
+		return nil, err
+	}
+	// A shard that died before it finished lost what it never sent: the
+	// result covers what was recorded, and says so.
+	if err := checkComplete(total, placed.recorded, placed.perShard, byIndex); err != nil && !anyRecovered {
+		return nil, err
+	}
+
+	opts := metrics.Options{Percentiles: first.Manifest.Summary.Percentiles, Goodput: first.Manifest.Summary.Goodput}
+	acc := metrics.NewAccumulator(opts)
+	all := placed.all
+	slices.SortFunc(all, func(a, b metrics.Record) int { return a.Index - b.Index })
+	for i := range all {
+		acc.Add(&all[i])
+	}
+	info := first.Manifest.Run.RunInfo()
+	info.Date = zero
+	if zero.IsZero() {
+		// Simulated shards share the virtual clock's zero; the run's date
+		// is the earliest shard's.
+		for _, s := range byIndex {
+			if d := s.Manifest.Run.Date; info.Date.IsZero() || d.Before(info.Date) {
+				info.Date = d
+			}
+		}
+	}
+	info.Interrupted = placed.interrupted || anyRecovered
+	info.Recovered = anyRecovered
+	merged.Result = &Result{Info: info, Summary: acc.Summary(placed.duration), Records: all}
+	merged.Result.Extra = []Section{{Key: "shards", Value: shardsJSON(merged)}}
+	return merged, nil
+}
+
+// shardsByIndex places every shard at its index, refusing a count out of
+// range, a shard out of range or given twice, and missing shards.
+func shardsByIndex(shards []LoadedShard, first *LoadedShard) ([]*LoadedShard, error) {
 	count := first.Manifest.Shards
 	if count < 1 || count > maxMergeShards {
 		return nil, fmt.Errorf("shard manifest %q: shards %d: must be from 1 to %d", first.ManifestPath, count, maxMergeShards)
@@ -151,21 +202,26 @@ func MergeShards(shards []LoadedShard) (*Merged, error) {
 		return nil, &MissingShardsError{Missing: missing, Shards: count}
 	}
 
-	total := first.Manifest.TotalRequests
-	zero := first.Manifest.Started
-	for _, s := range byIndex {
-		if s.Manifest.Started.Before(zero) {
-			zero = s.Manifest.Started
-		}
-	}
-	// Keyed by global index, so a manifest's claimed total never sizes an
-	// allocation: only records that exist take memory.
-	recorded := map[int]bool{}
-	perShard := make([]int, count)
-	var all []metrics.Record
-	merged := &Merged{ScheduleHash: first.Manifest.ScheduleHash}
-	var duration time.Duration
-	interrupted := false
+	return byIndex, nil
+}
+
+// placedRecords are the shards' records on the merged timeline.
+type placedRecords struct {
+	all []metrics.Record
+	// recorded is keyed by global index, so a manifest's claimed total
+	// never sizes an allocation: only records that exist take memory.
+	recorded    map[int]bool
+	perShard    []int
+	duration    time.Duration
+	interrupted bool
+}
+
+// placeRecords shifts every shard's records onto the timeline whose zero
+// is zero, checking each is in its shard and recorded once, and adds each
+// shard's report to merged.
+func placeRecords(byIndex []*LoadedShard, total int, zero time.Time, merged *Merged) (placedRecords, error) {
+	count := len(byIndex)
+	p := placedRecords{recorded: map[int]bool{}, perShard: make([]int, count)}
 	for idx, s := range byIndex {
 		m := &s.Manifest
 		shift := m.Started.Sub(zero)
@@ -177,54 +233,27 @@ func MergeShards(shards []LoadedShard) (*Merged, error) {
 			i := rec.Index
 			switch {
 			case i < 0 || i >= total:
-				return nil, fmt.Errorf("records %q: request %d is outside the schedule of %d requests", s.RecordsPath, i, total)
+				return p, fmt.Errorf("records %q: request %d is outside the schedule of %d requests", s.RecordsPath, i, total)
 			case i%count != idx:
-				return nil, fmt.Errorf("records %q: request %d belongs to shard %d/%d, not %d/%d: the records and manifest do not match", s.RecordsPath, i, i%count, count, idx, count)
-			case recorded[i]:
-				return nil, fmt.Errorf("request %d recorded twice in %s: a request must be recorded once", i, s.RecordsPath)
+				return p, fmt.Errorf("records %q: request %d belongs to shard %d/%d, not %d/%d: the records and manifest do not match", s.RecordsPath, i, i%count, count, idx, count)
+			case p.recorded[i]:
+				return p, fmt.Errorf("request %d recorded twice in %s: a request must be recorded once", i, s.RecordsPath)
 			}
-			recorded[i] = true
-			perShard[idx]++
+			p.recorded[i] = true
+			p.perShard[idx]++
 			rec.Dispatched += shift
 			rec.Start += shift
 			shardAcc.Add(&rec)
-			all = append(all, rec)
+			p.all = append(p.all, rec)
 		}
-		duration = max(duration, shift+m.Duration)
-		interrupted = interrupted || m.Interrupted
+		p.duration = max(p.duration, shift+m.Duration)
+		p.interrupted = p.interrupted || m.Interrupted
 		merged.Shards = append(merged.Shards, ShardReport{
 			Shard: idx, Shards: count, Host: m.Host, Requests: len(s.Records), StartLate: m.StartLate, Shift: shift,
 			SendLag: shardAcc.Summary(0).SendLag, Clock: m.Clock, Recovered: s.Recovered,
 		})
 	}
-	// A shard that died before it finished lost what it never sent: the
-	// result covers what was recorded, and says so.
-	if err := checkComplete(total, recorded, perShard, byIndex); err != nil && !anyRecovered {
-		return nil, err
-	}
-
-	opts := metrics.Options{Percentiles: first.Manifest.Summary.Percentiles, Goodput: first.Manifest.Summary.Goodput}
-	acc := metrics.NewAccumulator(opts)
-	slices.SortFunc(all, func(a, b metrics.Record) int { return a.Index - b.Index })
-	for i := range all {
-		acc.Add(&all[i])
-	}
-	info := first.Manifest.Run.RunInfo()
-	info.Date = zero
-	if zero.IsZero() {
-		// Simulated shards share the virtual clock's zero; the run's date
-		// is the earliest shard's.
-		for _, s := range byIndex {
-			if d := s.Manifest.Run.Date; info.Date.IsZero() || d.Before(info.Date) {
-				info.Date = d
-			}
-		}
-	}
-	info.Interrupted = interrupted || anyRecovered
-	info.Recovered = anyRecovered
-	merged.Result = &Result{Info: info, Summary: acc.Summary(duration), Records: all}
-	merged.Result.Extra = []Section{{Key: "shards", Value: shardsJSON(merged)}}
-	return merged, nil
+	return p, nil
 }
 
 // sameRun reports the first way b is not a shard of a's run.
