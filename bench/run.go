@@ -250,23 +250,31 @@ func (s semaphore) release() {
 	}
 }
 
-func measure(ctx context.Context, cfg Config, log *slog.Logger) (*Result, error) {
-	// In-flight requests outlive ctx by the grace period: they run on their
-	// own context, canceled GracePeriod after ctx is, or at once on Abort.
+// graceContext is the in-flight requests' context: they outlive ctx by
+// the grace period, canceled grace after ctx is, or at once on abort. stop
+// releases it.
+func graceContext(ctx context.Context, grace time.Duration, abort <-chan struct{}) (reqCtx context.Context, stop func()) {
 	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelRequests()
 	stopGrace := context.AfterFunc(ctx, func() {
-		t := time.NewTimer(cfg.GracePeriod)
+		t := time.NewTimer(grace)
 		defer t.Stop()
 		select {
 		case <-t.C:
 			cancelRequests()
-		case <-cfg.Abort:
+		case <-abort:
 			cancelRequests()
 		case <-reqCtx.Done():
 		}
 	})
-	defer stopGrace()
+	return reqCtx, func() {
+		stopGrace()
+		cancelRequests()
+	}
+}
+
+func measure(ctx context.Context, cfg Config, log *slog.Logger) (*Result, error) {
+	reqCtx, stopRequests := graceContext(ctx, cfg.GracePeriod, cfg.Abort)
+	defer stopRequests()
 	// Sending stops on ctx or when a record cannot be written; only ctx
 	// marks the run interrupted.
 	sendCtx, stopSending := context.WithCancel(ctx)
