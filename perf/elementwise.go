@@ -38,9 +38,10 @@ type layerOp struct {
 
 // layerOps lists the small kernels of one step of a stage with layers
 // (moeLayers of them MoE), as vLLM's model code runs them: two fused
-// residual-add RMSNorms per layer (MLA adds q_a and kv_a norms), the
-// rotary embedding of q and k, and SiLU-and-mul of dense MLPs and shared
-// experts (the routed experts' is inside the fused MoE kernel).
+// residual-add RMSNorms per layer (MLA adds q_a and kv_a norms, Qwen3 the
+// per-head q and k norms), the rotary embedding of q and k, and
+// SiLU-and-mul of dense MLPs and shared experts (the routed experts' is
+// inside the fused MoE kernel).
 func (m Model) layerOps(t int, layers, moeLayers float64) []layerOp {
 	tf := float64(t)
 	ops := []layerOp{{opRMSNorm, float64(m.Hidden), 2 * layers}}
@@ -54,6 +55,10 @@ func (m Model) layerOps(t int, layers, moeLayers float64) []layerOp {
 			layerOp{opRotary, (float64(m.Heads)/tf + 1) * float64(a.QKRopeHeadDim), layers})
 	} else {
 		ops = append(ops, layerOp{opRotary, (float64(m.Heads)/tf + math.Max(float64(m.KVHeads)/tf, 1)) * float64(m.HeadDim), layers})
+	}
+	if m.QKNorm {
+		heads, kvHeads := float64(m.Heads)/tf, math.Max(float64(m.KVHeads)/tf, 1)
+		ops = append(ops, layerOp{opRMSNorm, heads * float64(m.HeadDim), layers}, layerOp{opRMSNorm, kvHeads * float64(m.HeadDim), layers})
 	}
 	if dense := layers - moeLayers; dense > 0 {
 		ops = append(ops, layerOp{opSiluAndMul, float64(m.Intermediate) / tf, dense})

@@ -66,3 +66,21 @@ func TestSmallKernelsInStep(t *testing.T) {
 		t.Error("MI300X has kernel tables")
 	}
 }
+
+// TestQKNormKernels: Qwen3's per-head query and key norms are two more
+// RMSNorm launches per layer, so a Qwen3 decode step costs the same
+// architecture without them about two small kernels per layer more.
+func TestQKNormKernels(t *testing.T) {
+	with := tabled(t, "Qwen3-8B", "H100", nil)
+	without := tabled(t, "Qwen3-8B", "H100", func(d *Deployment) { d.Model.QKNorm = false })
+	s := decodeStep(1, 1024)
+	s.DecodeContext = s.AttnPairs
+	extra := (with.StepTime(s) - without.StepTime(s)).Seconds() / float64(with.Deployment().Model.Layers)
+	// Vidur's H100 RMSNorm over 4,096 and 1,024 elements: 4 µs each.
+	if extra < 6e-6 || extra > 10e-6 {
+		t.Errorf("q/k norms add %.1f µs per layer to a batch-1 decode, want 6-10 (two RMSNorm launches)", extra*1e6)
+	}
+	if !mustModel(t, "Qwen3-30B-A3B").QKNorm || mustModel(t, "Llama-3.1-8B").QKNorm {
+		t.Error("catalog: Qwen3 models must have QKNorm, Llama must not")
+	}
+}

@@ -58,6 +58,11 @@ type Model struct {
 	// lets a user max_model_len up to it through.
 	modelMaxLength int
 
+	// QKNorm: each head's query and key are RMS-normalised before the
+	// rotary embedding (Qwen3 and Qwen3-MoE: q_norm and k_norm in vLLM's
+	// Qwen3Attention), two more small kernels per layer.
+	QKNorm bool
+
 	// MoE is the mixture-of-experts MLP; the zero value means dense.
 	MoE MoE
 	// MLA is DeepSeek's multi-head latent attention; the zero value means
@@ -461,6 +466,11 @@ func dense(name string, a arch, aliases ...string) catalogModel {
 	}, aliases}
 }
 
+func withQKNorm(c catalogModel) catalogModel {
+	c.model.QKNorm = true
+	return c
+}
+
 func moe(name string, a arch, e MoE, aliases ...string) catalogModel {
 	c := dense(name, a, aliases...)
 	c.model.MoE = e
@@ -493,8 +503,9 @@ var modelCatalog = func() []catalogModel {
 	// Shipped as block-wise FP8 (128×128 fp32 scales, < 0.03% extra).
 	deepseekV3.model.Quantization = Quantization{Method: "fp8", WeightBlockSize: 128}
 	qwen3 := func(name string, layers, hidden, heads, inter int, tied bool) catalogModel {
-		return dense(name, arch{layers: layers, hidden: hidden, heads: heads, kvHeads: 8, headDim: 128,
+		c := dense(name, arch{layers: layers, hidden: hidden, heads: heads, kvHeads: 8, headDim: 128,
 			intermediate: inter, vocab: 151936, maxPos: 40960, tied: tied})
+		return withQKNorm(c)
 	}
 	qwen25 := func(name string, layers, hidden, heads, kvHeads, inter, vocab int, tied bool) catalogModel {
 		return dense(name, arch{layers: layers, hidden: hidden, heads: heads, kvHeads: kvHeads, headDim: hidden / heads,
@@ -524,10 +535,10 @@ var modelCatalog = func() []catalogModel {
 		qwen3("Qwen3-8B", 36, 4096, 32, 12288, false),
 		qwen3("Qwen3-14B", 40, 5120, 40, 17408, false),
 		qwen3("Qwen3-32B", 64, 5120, 64, 25600, false),
-		moe("Qwen3-30B-A3B", arch{48, 2048, 32, 4, 128, 6144, 151936, 40960, false},
-			MoE{Experts: 128, ExpertsPerToken: 8, ExpertIntermediate: 768}),
-		moe("Qwen3-235B-A22B", arch{94, 4096, 64, 4, 128, 12288, 151936, 40960, false},
-			MoE{Experts: 128, ExpertsPerToken: 8, ExpertIntermediate: 1536}),
+		withQKNorm(moe("Qwen3-30B-A3B", arch{48, 2048, 32, 4, 128, 6144, 151936, 40960, false},
+			MoE{Experts: 128, ExpertsPerToken: 8, ExpertIntermediate: 768})),
+		withQKNorm(moe("Qwen3-235B-A22B", arch{94, 4096, 64, 4, 128, 12288, 151936, 40960, false},
+			MoE{Experts: 128, ExpertsPerToken: 8, ExpertIntermediate: 1536})),
 		moe("Qwen1.5-MoE-A2.7B", arch{24, 2048, 16, 16, 128, 5632, 151936, 8192, false},
 			MoE{Experts: 60, ExpertsPerToken: 4, ExpertIntermediate: 1408, SharedIntermediate: 5632},
 			"Qwen1.5-MoE-A2.7B-Chat"),
@@ -677,6 +688,7 @@ type hfConfig struct {
 	RopeScaling           *hfRopeScaling  `json:"rope_scaling"`
 	QuantizationConfig    *hfQuantization `json:"quantization_config"`
 	TextConfig            *hfConfig       `json:"text_config"`
+	ModelType             string          `json:"model_type"`
 
 	// Mixture of experts: Mixtral (num_local_experts), Qwen-MoE
 	// (num_experts, moe_intermediate_size, shared_expert_intermediate_size,
@@ -809,6 +821,7 @@ func ParseModelConfig(data []byte, name string) (Model, error) {
 	if m.Name == "." || m.Name == "" || m.Name == string(filepath.Separator) {
 		m.Name = filepath.Base(name)
 	}
+	m.QKNorm = qkNormModelTypes[cfg.ModelType]
 	m.KVHeads = m.Heads
 	if cfg.NumKeyValueHeads != nil {
 		m.KVHeads = *cfg.NumKeyValueHeads
@@ -854,6 +867,10 @@ func ParseModelConfig(data []byte, name string) (Model, error) {
 // decodeHFConfig unmarshals a config.json. Multimodal checkpoints nest the
 // language model's fields, as vLLM's get_hf_text_config does; those are
 // returned in its place.
+// qkNormModelTypes are the config model_types whose vLLM attention
+// normalises each head's query and key (Qwen3Attention, Qwen3MoeAttention).
+var qkNormModelTypes = map[string]bool{"qwen3": true, "qwen3_moe": true}
+
 func decodeHFConfig(data []byte) (hfConfig, error) {
 	var cfg hfConfig
 	if err := json.Unmarshal(data, &cfg); err != nil {

@@ -240,6 +240,22 @@ func TestParseModelConfigDefaults(t *testing.T) {
 				}
 				return ""
 			}},
+		{"Qwen3 normalises queries and keys",
+			`{"model_type": "qwen3", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 1000}`,
+			func(m Model) string {
+				if !m.QKNorm {
+					return "model_type qwen3 without QKNorm"
+				}
+				return ""
+			}},
+		{"Llama does not",
+			`{"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 1000}`,
+			func(m Model) string {
+				if m.QKNorm {
+					return "model_type llama with QKNorm"
+				}
+				return ""
+			}},
 		{"awq spelling",
 			`{"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 1000, "torch_dtype": "float16", "quantization_config": {"quant_method": "awq", "w_bit": 4, "q_group_size": 128, "zero_point": true}}`,
 			func(m Model) string {

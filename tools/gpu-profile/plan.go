@@ -1,0 +1,169 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/servebench/servebench/perf"
+)
+
+// plan is what profile.py reads.
+type plan struct {
+	GEMMs  []gemm       `json:"gemms"`
+	Models []layerModel `json:"models"`
+	Grid   grid         `json:"grid"`
+	Smoke  grid         `json:"smoke"`
+	Notes  []string     `json:"notes"`
+}
+
+// gemm is one linear layer: y[M, N] = x[M, K] · W[N, K]ᵀ.
+type gemm struct {
+	Model string `json:"model"`
+	TP    int    `json:"tp"`
+	Name  string `json:"name"`
+	N     int    `json:"n"`
+	K     int    `json:"k"`
+}
+
+type layerModel struct {
+	Name         string `json:"name"`
+	Layers       int    `json:"layers"`
+	Hidden       int    `json:"hidden"`
+	Heads        int    `json:"heads"`
+	KVHeads      int    `json:"kv_heads"`
+	HeadDim      int    `json:"head_dim"`
+	Intermediate int    `json:"intermediate"`
+	Vocab        int    `json:"vocab"`
+	// QKNorm: Qwen3 normalises each head's query and key before the rotary
+	// embedding (Qwen3Attention's q_norm and k_norm).
+	QKNorm bool `json:"qk_norm"`
+}
+
+type grid struct {
+	M                []int         `json:"m"`
+	AttentionPrefill attentionGrid `json:"attention_prefill"`
+	AttentionDecode  attentionGrid `json:"attention_decode"`
+	Layer            layerGrid     `json:"layer"`
+}
+
+type attentionGrid struct {
+	Heads    [][2]int `json:"heads"` // (query heads, KV heads) per GPU
+	Batches  []int    `json:"batches"`
+	ISL      []int    `json:"isl,omitempty"`
+	Contexts []int    `json:"contexts,omitempty"`
+	MaxBytes int64    `json:"max_bytes"`
+}
+
+type layerGrid struct {
+	Prefill  []int `json:"prefill"`
+	Batches  []int `json:"batches"`
+	Contexts []int `json:"contexts"`
+}
+
+// tableM is the M axis of the imported GEMM tables, so every measured
+// point has an imported one to compare with.
+var tableM = []int{1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256, 512, 768, 1024, 2048, 4096, 8192}
+
+// tableNK are grid points of the imported tables' N and K axes, measured
+// on their own to compare the tables away from any model's shapes.
+var tableNK = []int{1024, 4096, 8192, 16384}
+
+const gpuBytes = 80e9
+
+func makePlan(models, layerModels, tpArgs []string) (plan, error) {
+	var tps []int
+	for _, s := range tpArgs {
+		t, err := strconv.Atoi(s)
+		if err != nil || t < 1 {
+			return plan{}, fmt.Errorf("-tp %q: want positive integers such as 1,2,4,8", s)
+		}
+		tps = append(tps, t)
+	}
+	p := plan{Notes: []string{
+		"gemms: each catalog model's per-layer linear shapes and lm_head on one of tp GPUs, from its smallest TP whose weights fit 80 GB, then the grid points n, k in " + fmt.Sprint(tableNK),
+		"attention: head_dim 128, bf16; decode is one query per sequence over a contiguous cache",
+	}}
+	// Ordered by how much the comparison needs them, since a short lease
+	// cuts the list's tail: each model at its smallest TP that fits one
+	// GPU's share, then the table's grid, then the other TP slices.
+	var first, rest []gemm
+	for _, name := range models {
+		m, err := perf.LookupModel(name)
+		if err != nil {
+			return plan{}, fmt.Errorf("-models: %w", err)
+		}
+		fits := false
+		for _, t := range tps {
+			if float64(m.WeightBytes())/float64(t) > gpuBytes*0.9 {
+				continue
+			}
+			if !fits {
+				first = append(first, linearShapes(m, t)...)
+				fits = true
+				continue
+			}
+			rest = append(rest, linearShapes(m, t)...)
+		}
+	}
+	p.GEMMs = first
+	for _, n := range tableNK {
+		for _, k := range tableNK {
+			p.GEMMs = append(p.GEMMs, gemm{Model: "grid", TP: 1, Name: "grid", N: n, K: k})
+		}
+	}
+	p.GEMMs = append(p.GEMMs, rest...)
+	for _, name := range layerModels {
+		m, err := perf.LookupModel(name)
+		if err != nil {
+			return plan{}, fmt.Errorf("-layer-models: %w", err)
+		}
+		if m.IsMoE() || m.IsMLA() || m.HeadDim != 128 {
+			return plan{}, fmt.Errorf("-layer-models %s: only dense grouped-query models with head_dim 128 are measured as a layer", name)
+		}
+		p.Models = append(p.Models, layerModel{
+			Name: m.Name, Layers: m.Layers, Hidden: m.Hidden, Heads: m.Heads, KVHeads: m.KVHeads,
+			HeadDim: m.HeadDim, Intermediate: m.Intermediate, Vocab: m.Vocab,
+			QKNorm: m.QKNorm,
+		})
+	}
+	p.Grid = grid{
+		M: tableM,
+		AttentionPrefill: attentionGrid{
+			Heads: [][2]int{{32, 8}, {64, 8}, {40, 8}}, Batches: []int{1, 4},
+			ISL: []int{128, 256, 512, 1024, 2048, 4096, 8192, 16384}, MaxBytes: 8 << 30,
+		},
+		AttentionDecode: attentionGrid{
+			Heads: [][2]int{{32, 8}, {40, 8}}, Batches: []int{1, 8, 32, 64, 128, 256},
+			Contexts: []int{128, 512, 1024, 2048, 4096, 8192, 16384}, MaxBytes: 16 << 30,
+		},
+		Layer: layerGrid{Prefill: []int{256, 1024, 2048, 4096, 8192}, Batches: []int{1, 16, 64, 128, 256}, Contexts: []int{1024, 4096}},
+	}
+	p.Smoke = grid{
+		M:                []int{1, 16},
+		AttentionPrefill: attentionGrid{Heads: [][2]int{{4, 2}}, Batches: []int{1}, ISL: []int{16}, MaxBytes: 1 << 20},
+		AttentionDecode:  attentionGrid{Heads: [][2]int{{4, 2}}, Batches: []int{2}, Contexts: []int{16}, MaxBytes: 1 << 20},
+		Layer:            layerGrid{Prefill: []int{8}, Batches: []int{2}, Contexts: []int{16}},
+	}
+	return p, nil
+}
+
+// linearShapes are one layer's GEMMs and the lm_head on one of tp ranks,
+// as vLLM shards them: QKV and gate-up column-parallel, O and down
+// row-parallel, KV heads replicated when there are fewer than ranks.
+func linearShapes(m perf.Model, tp int) []gemm {
+	h, hd := m.Hidden, m.HeadDim
+	heads := m.Heads / tp
+	kv := max(m.KVHeads/tp, 1)
+	out := []gemm{
+		{Name: "qkv_proj", N: (heads + 2*kv) * hd, K: h},
+		{Name: "o_proj", N: h, K: heads * hd},
+		{Name: "gate_up_proj", N: 2 * m.Intermediate / tp, K: h},
+		{Name: "down_proj", N: h, K: m.Intermediate / tp},
+		{Name: "lm_head", N: m.Vocab / tp, K: h},
+	}
+	for i := range out {
+		out[i].Model, out[i].TP = m.Name, tp
+	}
+	return slices.Clip(out)
+}

@@ -1,0 +1,409 @@
+#!/usr/bin/env python3
+"""Measure the kernels servebench's step model reads from tables, on the GPU
+this runs on, with PyTorch: GEMMs at the catalog models' linear shapes,
+prefill and decode attention, and whole decoder layers with random weights.
+
+Writes tab-separated files to --out (README.md beside this file lists them).
+Each section stops early when the time budget (--budget-s) runs out and says
+so in env.tsv, so a lease that runs short still returns what was measured.
+Every figure is the median of --repeats CUDA-graph replays, each replay
+running the kernel --inner times back to back: launch gaps, which vLLM's
+decode steps avoid the same way, are not in it.
+"""
+
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+DTYPE = torch.bfloat16
+
+
+class Budget:
+    def __init__(self, seconds):
+        self.deadline = time.monotonic() + seconds
+        self.cut = []
+
+    def left(self):
+        return self.deadline - time.monotonic()
+
+    def spent(self, section):
+        if self.left() > 0:
+            return False
+        if section not in self.cut:
+            self.cut.append(section)
+        return True
+
+
+class Timer:
+    """Times a closure on the device: CUDA graphs and events on a GPU,
+    wall clock on the CPU (the smoke test)."""
+
+    def __init__(self, device, repeats, inner):
+        self.device = device
+        self.repeats = repeats
+        self.inner = inner
+
+    def us(self, fn, inner=None):
+        inner = inner or self.inner
+        if self.device.type != "cuda":
+            fn()
+            samples = []
+            for _ in range(self.repeats):
+                t0 = time.perf_counter()
+                for _ in range(inner):
+                    fn()
+                samples.append((time.perf_counter() - t0) / inner * 1e6)
+            return statistics.median(samples)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                fn()
+        torch.cuda.current_stream().wait_stream(side)
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(inner):
+                fn()
+        graph.replay()
+        torch.cuda.synchronize()
+        samples = []
+        for _ in range(self.repeats):
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            graph.replay()
+            end.record()
+            end.synchronize()
+            samples.append(start.elapsed_time(end) * 1e3 / inner)
+        del graph
+        return statistics.median(samples)
+
+    def eager_us(self, fn):
+        """Launched from Python one call at a time, as a prefill step is."""
+        if self.device.type != "cuda":
+            return self.us(fn, inner=1)
+        for _ in range(3):
+            fn()
+        torch.cuda.synchronize()
+        samples = []
+        for _ in range(self.repeats):
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            samples.append(start.elapsed_time(end) * 1e3)
+        return statistics.median(samples)
+
+
+def write_tsv(path, header, rows):
+    with open(path, "w") as f:
+        f.write("\t".join(header) + "\n")
+        for r in rows:
+            f.write("\t".join(fmt(v) for v in r) + "\n")
+
+
+def fmt(v):
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def gemm_section(timer, device, shapes, ms, budget, out):
+    rows = []
+    seen = set()
+    for s in shapes:
+        n, k = s["n"], s["k"]
+        if (n, k) in seen:
+            continue
+        seen.add((n, k))
+        w = torch.randn(n, k, device=device, dtype=DTYPE) / math.sqrt(k)
+        for m in ms:
+            if budget.spent("gemm"):
+                break
+            x = torch.randn(m, k, device=device, dtype=DTYPE)
+            y = torch.empty(m, n, device=device, dtype=DTYPE)
+            inner = 20 if m * n * k < 2**34 else 4
+            us = timer.us(lambda: torch.matmul(x, w.t(), out=y), inner=inner)
+            rows.append((m, n, k, us, 2 * m * n * k / us / 1e6))
+        del w
+        write_tsv(os.path.join(out, "gemm.tsv"), ["m", "n", "k", "us", "tflops"], rows)
+    return rows
+
+
+def rms_norm(x, weight):
+    if hasattr(F, "rms_norm"):
+        return F.rms_norm(x, (x.shape[-1],), weight)
+    # PyTorch before 2.4 (the smoke test's Debian package) has no fused norm.
+    return x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-6).to(x.dtype) * weight
+
+
+def attention(q, k, v, causal, backend_name):
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+    except ImportError:
+        # PyTorch before 2.5 (smoke test only): no backend choice, no GQA.
+        group = q.shape[1] // k.shape[1]
+        k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
+        scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+        if causal:
+            mask = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril(k.shape[-2] - q.shape[-2])
+            scores = scores.masked_fill(~mask, float("-inf"))
+        return scores.softmax(-1) @ v
+    with sdpa_kernel([getattr(SDPBackend, backend_name)]):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=q.shape[1] != k.shape[1])
+
+
+def pick_backend(device):
+    if device.type != "cuda":
+        return "MATH"
+    q = torch.randn(1, 8, 128, 128, device=device, dtype=DTYPE)
+    k = torch.randn(1, 2, 128, 128, device=device, dtype=DTYPE)
+    for name in ("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "MATH"):
+        try:
+            attention(q, k, k, True, name)
+            return name
+        except RuntimeError:
+            continue
+    return "MATH"
+
+
+def prefill_section(timer, device, cfg, backend, budget, out):
+    rows = []
+    for heads, kv in cfg["heads"]:
+        for batch in cfg["batches"]:
+            for isl in cfg["isl"]:
+                if budget.spent("attention-prefill"):
+                    break
+                if batch * isl * heads * 128 * 2 * 4 > cfg["max_bytes"]:
+                    continue
+                q = torch.randn(batch, heads, isl, 128, device=device, dtype=DTYPE)
+                k = torch.randn(batch, kv, isl, 128, device=device, dtype=DTYPE)
+                v = torch.randn(batch, kv, isl, 128, device=device, dtype=DTYPE)
+                us = timer.us(lambda: attention(q, k, v, True, backend), inner=5)
+                flops = 4 * 128 * heads * batch * isl * (isl + 1) / 2
+                rows.append((isl, batch, heads, kv, us, flops / us / 1e6, backend))
+                del q, k, v
+    write_tsv(os.path.join(out, "attention-prefill.tsv"), ["isl", "batch", "heads", "kv_heads", "us", "tflops", "backend"], rows)
+
+
+def decode_attention(q, k, v, backend):
+    """One query per sequence over its whole cache, as grouped-query
+    decoding runs: each KV head's query heads are its rows, so the cache is
+    read once per KV head."""
+    b, kv, group = q.shape[0], k.shape[1], q.shape[1] // k.shape[1]
+    rows = q.view(b, kv, group, 128)
+    return attention(rows, k, v, False, backend).view(b, kv * group, 1, 128)
+
+
+def decode_section(timer, device, cfg, backend, budget, out):
+    rows = []
+    for heads, kv in cfg["heads"]:
+        for batch in cfg["batches"]:
+            for ctx in cfg["contexts"]:
+                if budget.spent("attention-decode"):
+                    break
+                if batch * ctx * kv * 128 * 2 * 2 > cfg["max_bytes"]:
+                    continue
+                q = torch.randn(batch, heads, 1, 128, device=device, dtype=DTYPE)
+                k = torch.randn(batch, kv, ctx, 128, device=device, dtype=DTYPE)
+                v = torch.randn(batch, kv, ctx, 128, device=device, dtype=DTYPE)
+                us = timer.us(lambda: decode_attention(q, k, v, backend), inner=10)
+                gbps = batch * ctx * kv * 128 * 2 * 2 / us / 1e3
+                rows.append((ctx, batch, heads, kv, us, gbps, backend))
+                del q, k, v
+    write_tsv(os.path.join(out, "attention-decode.tsv"), ["context", "batch", "heads", "kv_heads", "us", "gb_per_s", "backend"], rows)
+
+
+class Layer:
+    """One Llama/Qwen decoder layer with random weights, run the way vLLM
+    runs it on one GPU: fused QKV and gate-up projections, RMSNorm, rotary
+    embedding, causal attention for a prompt or one query per sequence over
+    its cache, SiLU-and-multiply."""
+
+    def __init__(self, m, device):
+        self.m = m
+        h, hd = m["hidden"], m["head_dim"]
+        self.q, self.kv = m["heads"] * hd, m["kv_heads"] * hd
+
+        def weight(n, k):
+            return torch.randn(n, k, device=device, dtype=DTYPE) / math.sqrt(k)
+
+        self.qkv = weight(self.q + 2 * self.kv, h)
+        self.o = weight(h, self.q)
+        self.gate_up = weight(2 * m["intermediate"], h)
+        self.down = weight(h, m["intermediate"])
+        self.norm1 = torch.ones(h, device=device, dtype=DTYPE)
+        self.norm2 = torch.ones(h, device=device, dtype=DTYPE)
+        self.qk_norm = torch.ones(hd, device=device, dtype=DTYPE) if m.get("qk_norm") else None
+
+    def rope(self, x, cos, sin):
+        half = x.shape[-1] // 2
+        x1, x2 = x[..., :half], x[..., half:]
+        return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1)
+
+    def forward(self, x, attend):
+        m, hd = self.m, self.m["head_dim"]
+        t = x.shape[0]
+        r = x
+        x = rms_norm(x, self.norm1)
+        qkv = F.linear(x, self.qkv)
+        q, k, v = qkv.split([self.q, self.kv, self.kv], dim=-1)
+        q, k = q.view(t, -1, hd), k.view(t, -1, hd)
+        if self.qk_norm is not None:
+            q, k = rms_norm(q, self.qk_norm), rms_norm(k, self.qk_norm)
+        q, k = self.rope(q, self.cos[:t], self.sin[:t]), self.rope(k, self.cos[:t], self.sin[:t])
+        a = attend(q, k, v.view(t, -1, hd))
+        x = r + F.linear(a.reshape(t, self.q), self.o)
+        r = x
+        x = rms_norm(x, self.norm2)
+        g, u = F.linear(x, self.gate_up).chunk(2, dim=-1)
+        return r + F.linear(F.silu(g) * u, self.down)
+
+    def tables(self, tokens, device):
+        hd = self.m["head_dim"]
+        pos = torch.arange(tokens, device=device, dtype=torch.float32)
+        inv = 1.0 / (1e6 ** (torch.arange(0, hd, 2, device=device, dtype=torch.float32) / hd))
+        ang = torch.outer(pos, inv)
+        self.cos = ang.cos().to(DTYPE)[:, None, :]
+        self.sin = ang.sin().to(DTYPE)[:, None, :]
+
+
+def layer_section(timer, device, cfg, models, backend, budget, out):
+    rows = []
+    for m in models:
+        if budget.spent("layer"):
+            break
+        layer = Layer(m, device)
+        layer.tables(max(cfg["prefill"]) + max(cfg["batches"]), device)
+        for tokens in cfg["prefill"]:
+            if budget.spent("layer"):
+                break
+            x = torch.randn(tokens, m["hidden"], device=device, dtype=DTYPE)
+
+            def prefill(q, k, v):
+                o = attention(q.transpose(0, 1)[None], k.transpose(0, 1)[None], v.transpose(0, 1)[None], True, backend)
+                return o[0].transpose(0, 1)
+
+            graph = timer.us(lambda: layer.forward(x, prefill), inner=2)
+            eager = timer.eager_us(lambda: layer.forward(x, prefill))
+            rows.append((m["name"], "prefill", tokens, 1, tokens, graph, eager, backend))
+        for ctx in cfg["contexts"]:
+            for batch in cfg["batches"]:
+                if budget.spent("layer"):
+                    break
+                kv = m["kv_heads"]
+                cache_k = torch.randn(batch, kv, ctx, m["head_dim"], device=device, dtype=DTYPE)
+                cache_v = torch.randn(batch, kv, ctx, m["head_dim"], device=device, dtype=DTYPE)
+                x = torch.randn(batch, m["hidden"], device=device, dtype=DTYPE)
+
+                def decode(q, k, v):
+                    # The new token's K and V go into the cache's last slot, as
+                    # vLLM's reshape_and_cache writes them before attending.
+                    cache_k[:, :, -1].copy_(k)
+                    cache_v[:, :, -1].copy_(v)
+                    return decode_attention(q[:, :, None, :], cache_k, cache_v, backend)[:, :, 0]
+
+                graph = timer.us(lambda: layer.forward(x, decode), inner=5)
+                eager = timer.eager_us(lambda: layer.forward(x, decode))
+                rows.append((m["name"], "decode", batch, batch, ctx, graph, eager, backend))
+                del cache_k, cache_v
+        del layer
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+        write_tsv(os.path.join(out, "layer.tsv"), ["model", "mode", "tokens", "sequences", "context", "us_graph", "us_eager", "backend"], rows)
+
+
+def environment(device, args, budget, started, backend, failed):
+    rows = [
+        ("date_utc", datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ")),
+        ("torch", torch.__version__),
+        ("python", platform.python_version()),
+        ("attention_backend", backend),
+        ("seconds", f"{time.monotonic() - started:.0f}"),
+        ("sections_cut_by_budget", ",".join(budget.cut) or "none"),
+        ("sections_failed", "; ".join(failed) or "none"),
+    ]
+    if device.type == "cuda":
+        p = torch.cuda.get_device_properties(device)
+        rows += [("device", p.name), ("sms", p.multi_processor_count), ("memory_gib", f"{p.total_memory / 2**30:.1f}"),
+                 ("cuda", torch.version.cuda)]
+        try:
+            q = subprocess.run(["nvidia-smi", "--query-gpu=driver_version,clocks.max.sm,clocks.max.mem,power.limit",
+                                "--format=csv,noheader"], capture_output=True, text=True, timeout=20)
+            rows.append(("nvidia_smi", q.stdout.strip()))
+        except (OSError, subprocess.SubprocessError) as e:
+            rows.append(("nvidia_smi", f"unavailable: {e}"))
+    else:
+        rows.append(("device", "cpu (smoke test; not a measurement)"))
+    write_tsv(os.path.join(args.out, "env.tsv"), ["key", "value"], rows)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--shapes", required=True, help="JSON from `go run ./tools/gpu-profile shapes`")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--budget-s", type=float, default=300)
+    ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--smoke", action="store_true", help="tiny grids on the CPU: checks the script, measures nothing")
+    args = ap.parse_args()
+    started = time.monotonic()
+    os.makedirs(args.out, exist_ok=True)
+    with open(args.shapes) as f:
+        plan = json.load(f)
+    device = torch.device("cuda" if torch.cuda.is_available() and not args.smoke else "cpu")
+    if device.type != "cuda" and not args.smoke:
+        sys.exit("profile.py: no CUDA device; pass --smoke to check the script on the CPU")
+    grid = plan["smoke"] if args.smoke else plan["grid"]
+    if args.smoke:
+        plan["gemms"], plan["models"] = plan["gemms"][:3], plan["models"][-1:]
+    timer = Timer(device, 3 if args.smoke else args.repeats, 2 if args.smoke else 20)
+    budget = Budget(args.budget_s)
+    backend = pick_backend(device)
+    torch.manual_seed(0)
+    if device.type == "cuda":
+        # Clocks ramp up under load; the first section must not pay for it.
+        a = torch.randn(8192, 8192, device=device, dtype=DTYPE)
+        until = time.monotonic() + 3
+        while time.monotonic() < until:
+            for _ in range(10):
+                a @ a
+            torch.cuda.synchronize()
+        del a
+    # Each section gets its share of what is left, so one slow section
+    # cannot starve the others.
+    shares = [("gemm", 0.30), ("prefill", 0.15), ("decode", 0.15), ("layer", 1.0)]
+    failed = []
+    for name, share in shares:
+        part = Budget(budget.left() * share)
+        try:
+            if name == "gemm":
+                gemm_section(timer, device, plan["gemms"], grid["m"], part, args.out)
+            elif name == "prefill":
+                prefill_section(timer, device, grid["attention_prefill"], backend, part, args.out)
+            elif name == "decode":
+                decode_section(timer, device, grid["attention_decode"], backend, part, args.out)
+            else:
+                layer_section(timer, device, grid["layer"], plan["models"], backend, part, args.out)
+        except Exception as e:  # noqa: BLE001 - one section's failure must not lose the others
+            failed.append(f"{name}: {type(e).__name__}: {e}".replace("\t", " ").replace("\n", " ")[:300])
+            print(failed[-1], flush=True)
+        budget.cut += part.cut
+        environment(device, args, budget, started, backend, failed)
+        print(f"{name}: done at {time.monotonic() - started:.0f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
