@@ -344,9 +344,9 @@
 //   - This project's own H100 SXM (tools/gpu-profile, 2026-11-27;
 //     testdata/gpu-profile) is a check, not a source: cuBLAS bf16 GEMMs,
 //     PyTorch's FlashAttention and whole decoder layers with random
-//     weights. The H100 GEMM table is within 3.5–7.4% (median per M band)
-//     of it, decode attention 0.94×, prefill attention from 1K tokens
-//     0.63× (FlashAttention 3 against 2); the step model's layer is 12–29%
+//     weights. The H100 GEMM table is within 5.9–7.8% (median per M band)
+//     of it, decode attention 0.95×, prefill attention from 1K tokens
+//     0.62× (FlashAttention 3 against 2); the step model's layer is 15–31%
 //     under PyTorch's unfused one (TestImportedH100GEMMTableMatchesProfile,
 //     TestImportedH100AttentionTablesMatchProfile,
 //     TestStepModelLayerMatchesProfile).

@@ -135,7 +135,7 @@ func makePlan(models, layerModels, tpArgs []string) (plan, error) {
 		},
 		AttentionDecode: attentionGrid{
 			Heads: [][2]int{{32, 8}, {40, 8}}, Batches: []int{1, 8, 32, 64, 128, 256},
-			Contexts: []int{128, 512, 1024, 2048, 4096, 8192, 16384}, MaxBytes: 16 << 30,
+			Contexts: []int{128, 512, 1024, 2048, 4096, 8192, 16384}, MaxBytes: 24 << 30,
 		},
 		Layer: layerGrid{Prefill: []int{256, 1024, 2048, 4096, 8192}, Batches: []int{1, 16, 64, 128, 256}, Contexts: []int{1024, 4096}},
 	}

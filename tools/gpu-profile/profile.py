@@ -180,25 +180,6 @@ def pick_backend(device):
     return "MATH"
 
 
-def prefill_section(timer, device, cfg, backend, budget, out):
-    rows = []
-    for heads, kv in cfg["heads"]:
-        for batch in cfg["batches"]:
-            for isl in cfg["isl"]:
-                if budget.spent("attention-prefill"):
-                    break
-                if batch * isl * heads * 128 * 2 * 4 > cfg["max_bytes"]:
-                    continue
-                q = torch.randn(batch, heads, isl, 128, device=device, dtype=DTYPE)
-                k = torch.randn(batch, kv, isl, 128, device=device, dtype=DTYPE)
-                v = torch.randn(batch, kv, isl, 128, device=device, dtype=DTYPE)
-                us = timer.us(lambda: attention(q, k, v, True, backend), inner=5)
-                flops = 4 * 128 * heads * batch * isl * (isl + 1) / 2
-                rows.append((isl, batch, heads, kv, us, flops / us / 1e6, backend))
-                del q, k, v
-    write_tsv(os.path.join(out, "attention-prefill.tsv"), ["isl", "batch", "heads", "kv_heads", "us", "tflops", "backend"], rows)
-
-
 def decode_attention(q, k, v, backend):
     """One query per sequence over its whole cache, as grouped-query
     decoding runs: each KV head's query heads are its rows, so the cache is
@@ -208,23 +189,33 @@ def decode_attention(q, k, v, backend):
     return attention(rows, k, v, False, backend).view(b, kv * group, 1, 128)
 
 
-def decode_section(timer, device, cfg, backend, budget, out):
+def attention_section(timer, device, cfg, backend, budget, out, decode):
+    """Prefill: causal attention over whole prompts of each length. Decode:
+    one query per sequence over a cache of each length."""
+    name = "attention-decode" if decode else "attention-prefill"
+    lengths = cfg["contexts"] if decode else cfg["isl"]
     rows = []
     for heads, kv in cfg["heads"]:
         for batch in cfg["batches"]:
-            for ctx in cfg["contexts"]:
-                if budget.spent("attention-decode"):
+            for n in lengths:
+                if budget.spent(name):
                     break
-                if batch * ctx * kv * 128 * 2 * 2 > cfg["max_bytes"]:
+                q_len = 1 if decode else n
+                if batch * 128 * 2 * (q_len * heads + 2 * n * kv) > cfg["max_bytes"]:
                     continue
-                q = torch.randn(batch, heads, 1, 128, device=device, dtype=DTYPE)
-                k = torch.randn(batch, kv, ctx, 128, device=device, dtype=DTYPE)
-                v = torch.randn(batch, kv, ctx, 128, device=device, dtype=DTYPE)
-                us = timer.us(lambda: decode_attention(q, k, v, backend), inner=10)
-                gbps = batch * ctx * kv * 128 * 2 * 2 / us / 1e3
-                rows.append((ctx, batch, heads, kv, us, gbps, backend))
+                q = torch.randn(batch, heads, q_len, 128, device=device, dtype=DTYPE)
+                k = torch.randn(batch, kv, n, 128, device=device, dtype=DTYPE)
+                v = torch.randn(batch, kv, n, 128, device=device, dtype=DTYPE)
+                if decode:
+                    us = timer.us(lambda: decode_attention(q, k, v, backend), inner=10)
+                    rate = batch * n * kv * 128 * 2 * 2 / us / 1e3  # GB/s of cache read
+                else:
+                    us = timer.us(lambda: attention(q, k, v, True, backend), inner=5)
+                    rate = 4 * 128 * heads * batch * n * (n + 1) / 2 / us / 1e6  # TFLOP/s
+                rows.append((n, batch, heads, kv, us, rate, backend))
                 del q, k, v
-    write_tsv(os.path.join(out, "attention-decode.tsv"), ["context", "batch", "heads", "kv_heads", "us", "gb_per_s", "backend"], rows)
+    header = ["context" if decode else "isl", "batch", "heads", "kv_heads", "us", "gb_per_s" if decode else "tflops", "backend"]
+    write_tsv(os.path.join(out, name + ".tsv"), header, rows)
 
 
 class Layer:
@@ -392,9 +383,9 @@ def main():
             if name == "gemm":
                 gemm_section(timer, device, plan["gemms"], grid["m"], part, args.out)
             elif name == "prefill":
-                prefill_section(timer, device, grid["attention_prefill"], backend, part, args.out)
+                attention_section(timer, device, grid["attention_prefill"], backend, part, args.out, decode=False)
             elif name == "decode":
-                decode_section(timer, device, grid["attention_decode"], backend, part, args.out)
+                attention_section(timer, device, grid["attention_decode"], backend, part, args.out, decode=True)
             else:
                 layer_section(timer, device, grid["layer"], plan["models"], backend, part, args.out)
         except Exception as e:  # noqa: BLE001 - one section's failure must not lose the others
