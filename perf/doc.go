@@ -341,15 +341,17 @@
 //     collective times are test figures (testdata/kernels): the
 //     aiconfigurator GEMM tables predict Vidur's Llama-2-7B/70B operators
 //     at M ≥ 64 with a median error of 12.5% (TestGEMMTablesMatchVidur).
-//   - This project's own H100 SXM (tools/gpu-profile, 2026-11-27;
-//     testdata/gpu-profile) is a check, not a source: cuBLAS bf16 GEMMs,
-//     PyTorch's FlashAttention and whole decoder layers with random
-//     weights. The H100 GEMM table is within 5.9–7.8% (median per M band)
-//     of it, decode attention 0.95×, prefill attention from 1K tokens
-//     0.62× (FlashAttention 3 against 2); the step model's layer is 15–31%
-//     under PyTorch's unfused one (TestImportedH100GEMMTableMatchesProfile,
-//     TestImportedH100AttentionTablesMatchProfile,
-//     TestStepModelLayerMatchesProfile).
+//   - This project's own H100 SXM and H200 (tools/gpu-profile,
+//     2026-11-27; testdata/gpu-profile) are a check, not a source: cuBLAS
+//     bf16 GEMMs, PyTorch's FlashAttention and whole decoder layers with
+//     random weights. The GEMM tables are within 3.9–7.8% (median per M
+//     band) of them; prefill attention from 1K tokens is 0.62–0.63×
+//     (FlashAttention 3 against 2); decode attention 0.95× on H100 and
+//     0.78× on H200, where PyTorch's decode kernel stays at the 2.5 TB/s
+//     it reaches on H100; the step model's layer is 13–38% under
+//     PyTorch's unfused one (TestImportedGEMMTablesMatchProfiles,
+//     TestImportedAttentionTablesMatchProfiles,
+//     TestStepModelLayerMatchesProfiles).
 //
 // Cleaning: a monotone envelope. A kernel given at least as much work in
 // every dimension never finishes sooner, so a cell slower than a larger
