@@ -343,13 +343,13 @@
 //     at M ≥ 64 with a median error of 12.5% (TestGEMMTablesMatchVidur).
 //   - This project's own H100 SXM and H200 (tools/gpu-profile,
 //     2026-11-27; testdata/gpu-profile) are a check, not a source: cuBLAS
-//     bf16 GEMMs, PyTorch's FlashAttention and whole decoder layers with
-//     random weights. The GEMM tables are within 3.9–7.8% (median per M
-//     band) of them; prefill attention from 1K tokens is 0.62–0.63×
-//     (FlashAttention 3 against 2); decode attention 0.95× on H100 and
-//     0.78× on H200, where PyTorch's decode kernel stays at the 2.5 TB/s
-//     it reaches on H100; the step model's layer is 13–38% under
-//     PyTorch's unfused one (TestImportedGEMMTablesMatchProfiles,
+//     bf16 GEMMs, PyTorch's FlashAttention (and cuBLAS batched products
+//     for decode) and whole decoder layers with random weights. The GEMM
+//     tables are within 3.8–7.7% (median per M band) of them; prefill
+//     attention from 1K tokens is 0.62–0.63× (FlashAttention 3 against 2);
+//     decode attention 0.96× (H100) and 0.99× (H200) of the faster
+//     reference; the step model's layer is 13–40% under PyTorch's unfused
+//     one (TestImportedGEMMTablesMatchProfiles,
 //     TestImportedAttentionTablesMatchProfiles,
 //     TestStepModelLayerMatchesProfiles).
 //

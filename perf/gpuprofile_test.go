@@ -18,19 +18,19 @@ import (
 // tests below hold the imported tables and the step model against them.
 //
 // PyTorch's FlashAttention-2 decode reads the cache at 2.3-2.6 TB/s on
-// both cards (attention-decode.tsv's gb_per_s at 64-256 sequences): enough
-// for the H100's 3.35 TB/s HBM3, not for the H200's 4.8 TB/s HBM3e, where
-// vLLM's kernel (the imported table) reads faster. The decode bounds and
-// the layer's lower bound say so per card.
+// both cards (attention-decode.tsv's gb_per_s at 64-256 sequences): near
+// the H100's 3.35 TB/s HBM3, well short of the H200's 4.8 TB/s HBM3e, where
+// cuBLAS's batched products reach 3.7-3.9 TB/s. The decode-attention check
+// takes the faster of the two per point; the measured layer decodes with
+// FlashAttention, so the layer's lower bound is the card's own.
 var gpuProfiles = []struct {
 	dir string
 	gpu string // the catalog GPU, whose tables are compared
-	// decodeLo and decodeHi bound the decode-attention table/measured
-	// median; layerLo the step model's layer / the measured layer.
-	decodeLo, decodeHi, layerLo float64
+	// layerLo bounds the step model's layer / the measured layer.
+	layerLo float64
 }{
-	{"testdata/gpu-profile/h100-sxm-2026-11-27", "H100-SXM", 0.85, 1.15, 0.65},
-	{"testdata/gpu-profile/h200-2026-11-27", "H200", 0.65, 0.9, 0.58},
+	{"testdata/gpu-profile/h100-sxm-2026-11-27", "H100-SXM", 0.65},
+	{"testdata/gpu-profile/h200-2026-11-27", "H200", 0.58},
 }
 
 // profileRows reads one of a profile's TSV files as rows keyed by its
@@ -180,11 +180,21 @@ func TestImportedAttentionTablesMatchProfiles(t *testing.T) {
 					long = append(long, ratio)
 				}
 			}
+			// Decode has two references per point (FlashAttention and
+			// cuBLAS batched products); the faster is what the card allows.
+			type point struct{ context, batch float64 }
+			best := map[point]float64{}
 			for _, row := range profileRows(t, p.dir, "attention-decode.tsv") {
 				if num(t, row, "heads") != 32 {
 					continue
 				}
-				dec = append(dec, decode.at(num(t, row, "context"), num(t, row, "batch"), 8)*1e6/num(t, row, "us"))
+				k := point{num(t, row, "context"), num(t, row, "batch")}
+				if us, seen := best[k]; !seen || num(t, row, "us") < us {
+					best[k] = num(t, row, "us")
+				}
+			}
+			for k, us := range best {
+				dec = append(dec, decode.at(k.context, k.batch, 8)*1e6/us)
 			}
 			// vLLM runs FlashAttention 3 on Hopper, PyTorch's SDPA
 			// FlashAttention 2, which is 1.5-2× slower on long prompts:
@@ -198,7 +208,7 @@ func TestImportedAttentionTablesMatchProfiles(t *testing.T) {
 			}{
 				{"prefill, prompts < 1024", short, 0.8, 1.25},
 				{"prefill, prompts ≥ 1024", long, 0.45, 0.8},
-				{"decode", dec, p.decodeLo, p.decodeHi},
+				{"decode", dec, 0.85, 1.15},
 			} {
 				s := statsOf(c.ratios)
 				t.Logf("%-26s %v", c.name, s)

@@ -189,6 +189,17 @@ def decode_attention(q, k, v, backend):
     return attention(rows, k, v, False, backend).view(b, kv * group, 1, 128)
 
 
+def decode_attention_bmm(q, k, v):
+    """The same decode as two cuBLAS batched products around a softmax:
+    scores = q·Kᵀ, then softmax(scores)·V, each reading the cache once at
+    cuBLAS's bandwidth. A second reference where FlashAttention's decode
+    is not bandwidth-bound."""
+    b, kv, group = q.shape[0], k.shape[1], q.shape[1] // k.shape[1]
+    rows = q.view(b, kv, group, 128)
+    scores = torch.matmul(rows, k.transpose(-1, -2)) * (1 / math.sqrt(128))
+    return torch.matmul(scores.softmax(-1), v).view(b, kv * group, 1, 128)
+
+
 def attention_section(timer, device, cfg, backend, budget, out, decode):
     """Prefill: causal attention over whole prompts of each length. Decode:
     one query per sequence over a cache of each length."""
@@ -207,12 +218,15 @@ def attention_section(timer, device, cfg, backend, budget, out, decode):
                 k = torch.randn(batch, kv, n, 128, device=device, dtype=DTYPE)
                 v = torch.randn(batch, kv, n, 128, device=device, dtype=DTYPE)
                 if decode:
+                    cache = batch * n * kv * 128 * 2 * 2
                     us = timer.us(lambda: decode_attention(q, k, v, backend), inner=10)
-                    rate = batch * n * kv * 128 * 2 * 2 / us / 1e3  # GB/s of cache read
+                    rows.append((n, batch, heads, kv, us, cache / us / 1e3, backend))  # GB/s of cache read
+                    us = timer.us(lambda: decode_attention_bmm(q, k, v), inner=10)
+                    rows.append((n, batch, heads, kv, us, cache / us / 1e3, "CUBLAS_BMM"))
                 else:
                     us = timer.us(lambda: attention(q, k, v, True, backend), inner=5)
                     rate = 4 * 128 * heads * batch * n * (n + 1) / 2 / us / 1e6  # TFLOP/s
-                rows.append((n, batch, heads, kv, us, rate, backend))
+                    rows.append((n, batch, heads, kv, us, rate, backend))
                 del q, k, v
     header = ["context" if decode else "isl", "batch", "heads", "kv_heads", "us", "gb_per_s" if decode else "tflops", "backend"]
     write_tsv(os.path.join(out, name + ".tsv"), header, rows)
