@@ -261,13 +261,13 @@ func stepModelLayerMatchesProfile(t *testing.T, dir, gpu string, lo float64) {
 			dec = append(dec, model/measured)
 		}
 		// PyTorch runs the layer's norms, rotary embedding, residual adds
-		// and SiLU as separate unfused kernels (40-110 µs of a decode
-		// layer here, 15-25% of a prefill layer) and prefill attention as
-		// FlashAttention 2; vLLM fuses the small kernels and runs
-		// FlashAttention 3. So the model must come out below the measured
-		// layer, but not by more than that glue explains.
-		if r := model / measured; r < lo || r > 1 {
-			t.Errorf("%s %s tokens %.0f context %.0f: model/measured %.2f, outside [%.2f, 1]", name, row["mode"], tokens, ctx, r, lo)
+		// and SiLU as separate unfused kernels (60-110 µs of an H100
+		// decode layer at 1K context, 15-33% of a prefill layer) and
+		// attention as FlashAttention 2; vLLM fuses the small kernels and
+		// runs FlashAttention 3. So the model must come out below the
+		// measured layer, but not by more than that explains.
+		if ratio := model / measured; ratio < lo || ratio > 1 {
+			t.Errorf("%s %s tokens %.0f context %.0f: model/measured %.2f, outside [%.2f, 1]", name, row["mode"], tokens, ctx, ratio, lo)
 		}
 	}
 	for _, c := range []struct {

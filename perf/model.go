@@ -864,13 +864,13 @@ func ParseModelConfig(data []byte, name string) (Model, error) {
 	return m, nil
 }
 
-// decodeHFConfig unmarshals a config.json. Multimodal checkpoints nest the
-// language model's fields, as vLLM's get_hf_text_config does; those are
-// returned in its place.
 // qkNormModelTypes are the config model_types whose vLLM attention
 // normalises each head's query and key (Qwen3Attention, Qwen3MoeAttention).
 var qkNormModelTypes = map[string]bool{"qwen3": true, "qwen3_moe": true}
 
+// decodeHFConfig unmarshals a config.json. Multimodal checkpoints nest the
+// language model's fields, as vLLM's get_hf_text_config does; those are
+// returned in its place.
 func decodeHFConfig(data []byte) (hfConfig, error) {
 	var cfg hfConfig
 	if err := json.Unmarshal(data, &cfg); err != nil {
