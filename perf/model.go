@@ -236,6 +236,29 @@ func (m Model) Params() int64 {
 	return p
 }
 
+// WithQuantization is the model as vLLM serves it with --quantization
+// method. A quantized checkpoint must name the same method (vLLM refuses
+// another); an unquantized one takes only fp8, which vLLM applies as the
+// weights load (Fp8LinearMethod: per-tensor weight scales, dynamic
+// activation scales), so it then runs and stores as an fp8 checkpoint.
+// "" keeps the checkpoint's own quantization.
+func (m Model) WithQuantization(method string) (Model, error) {
+	want := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(method)), "_marlin")
+	have := m.Quantization.Method
+	switch {
+	case want == "" || want == have:
+		return m, nil
+	case have != "":
+		return m, fmt.Errorf("quantization method specified in the model config (%s) does not match the quantization method specified in the `quantization` argument (%s)", have, method)
+	case want == "fp8":
+		m.Quantization = Quantization{Method: "fp8"}
+		return m, nil
+	case want == "gptq" || want == "awq":
+		return m, fmt.Errorf("%s needs a checkpoint quantized with it (a quantization_config in its config.json); %s is unquantized, and only fp8 quantizes an unquantized checkpoint as it loads", method, m.Name)
+	}
+	return m, fmt.Errorf("%s is not a quantization servebench models: use fp8 (on the fly), or a gptq, awq or fp8 checkpoint", method)
+}
+
 // linearBytesPerParam is the storage cost of one linear-layer weight,
 // including gptq/awq scales and packed zero points (one fp16 scale and one
 // bits-wide zero per group of GroupSize input rows per output column).

@@ -49,10 +49,13 @@ type Engine struct {
 	Executor              string
 	EnforceEager          bool
 	KVCacheDType          string
-	LegacyRequeueOrder    bool
-	ExpertParallel        bool
-	NumSchedulerSteps     int
-	HostOverhead          bool
+	// Quantization is --quantization: fp8 quantizes an unquantized
+	// checkpoint as it loads; other methods must match the checkpoint's.
+	Quantization       string
+	LegacyRequeueOrder bool
+	ExpertParallel     bool
+	NumSchedulerSteps  int
+	HostOverhead       bool
 	// HostSpeed is --host-speed: the server CPU's speed relative to the
 	// default host (vllm.Options.HostSpeed).
 	HostSpeed              float64
@@ -94,6 +97,7 @@ func (e *Engine) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&e.Executor, "distributed-executor-backend", "", "how vLLM drives its GPU workers: ray, mp or uni (default as vLLM: uni for one GPU, ray across nodes, else mp); Ray adds per-step host cost")
 	fs.BoolVar(&e.EnforceEager, "enforce-eager", false, "always use eager-mode PyTorch (no CUDA graphs: slower steps, more KV memory)")
 	fs.StringVar(&e.KVCacheDType, "kv-cache-dtype", "auto", "KV cache data type: auto, fp8, fp8_e4m3, fp8_e5m2")
+	fs.StringVarP(&e.Quantization, "quantization", "q", "", "weight quantization: fp8 quantizes an unquantized checkpoint as it loads (W8A8 on GPUs with FP8 units, FP8 Marlin on the others); gptq, awq or fp8 must match a quantized checkpoint's own (default: the checkpoint's config.json)")
 	fs.BoolVar(&e.ExpertParallel, "enable-expert-parallel", false, "MoE models: place whole experts on the tensor-parallel GPUs (EP size = TP) instead of slicing each expert")
 	fs.StringVar(&e.Calibration, "calibration", "", "calibration YAML written by servebench calibrate for this model and GPU: scales the step-time model to measured runs")
 	fs.BoolVar(&e.LegacyRequeueOrder, "legacy-requeue-order", false, "v0 chunked prefill: vLLM ≤0.5.4's running-queue order (new prefills first), before PR #7874 (default: on for 0.5.4 and 0.5.5, where PR #6867 introduced it)")
@@ -232,6 +236,9 @@ func (e *Engine) resolve(ctx context.Context, changed func(string) bool, env Env
 	model, err := perf.LookupModelInCache(e.Model, env.HF.CacheDirs())
 	if err != nil {
 		return nil, fmt.Errorf("--model: %w", err)
+	}
+	if model, err = model.WithQuantization(e.Quantization); err != nil {
+		return nil, fmt.Errorf("--quantization: %w", err)
 	}
 	gpu, err := LookupGPU(e.GPU)
 	if err != nil {

@@ -105,6 +105,11 @@ func TestEngineFlagErrors(t *testing.T) {
 		{"uncached Hugging Face id", []string{"--model", "acme/Nonexistent-7B"}, `--model: perf: unknown model "acme/Nonexistent-7B": not a catalog model (…`},
 		{"missing GPU file", []string{"--gpu", "/nonexistent/h100.yaml"}, "GPU file /nonexistent/h100.yaml: no such file; pass a catalog GPU name (…"},
 		{"negative max-num-seqs", []string{"--max-num-seqs", "-1"}, "--max-num-seqs -1: must be at least 1; leave it unset for vLLM's default"},
+		{"awq on an unquantized checkpoint", []string{"--quantization", "awq"},
+			"--quantization: awq needs a checkpoint quantized with it (a quantization_config in its config.json); Qwen2.5-7B-Instruct is unquantized, and only fp8 quantizes an unquantized checkpoint as it loads"},
+		{"quantization against the checkpoint's", []string{"--model", "Qwen2.5-7B-Instruct-GPTQ-Int4", "-q", "fp8"},
+			"--quantization: quantization method specified in the model config (gptq) does not match the quantization method specified in the `quantization` argument (fp8)"},
+		{"unknown quantization", []string{"-q", "bitsandbytes"}, "--quantization: bitsandbytes is not a quantization servebench models: use fp8 (on the fly), or a gptq, awq or fp8 checkpoint"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -330,5 +335,32 @@ func TestExpertParallelFlag(t *testing.T) {
 	}
 	if tp.ExpertParallel || !ep.ExpertParallel || cep.WeightBytes <= ctp.WeightBytes || cep.GPUBlocks >= ctp.GPUBlocks {
 		t.Errorf("EP %v weights %d blocks %d; TP %v weights %d blocks %d", ep.ExpertParallel, cep.WeightBytes, cep.GPUBlocks, tp.ExpertParallel, ctp.WeightBytes, ctp.GPUBlocks)
+	}
+}
+
+// TestQuantizationFlag: --quantization fp8 on an unquantized checkpoint
+// stores its linear weights in one byte, as vLLM's on-the-fly FP8 does,
+// which leaves more KV cache; naming the checkpoint's own method changes
+// nothing.
+func TestQuantizationFlag(t *testing.T) {
+	isolateEnv(t)
+	_, bf16, cbf16, err := buildInEnv(t, "--model", "Llama-3.1-8B")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, fp8, cfp8, err := buildInEnv(t, "--model", "Llama-3.1-8B", "--quantization", "fp8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bf16.Model.Quantization.Method != "" || fp8.Model.Quantization.Method != "fp8" {
+		t.Errorf("quantization %q and %q, want none and fp8", bf16.Model.Quantization.Method, fp8.Model.Quantization.Method)
+	}
+	// Llama-3.1-8B: 6.98 B linear weights, so about 6.5 GiB fewer bytes.
+	if saved := float64(cbf16.WeightBytes-cfp8.WeightBytes) / (1 << 30); saved < 6 || saved > 7 || cfp8.GPUBlocks <= cbf16.GPUBlocks {
+		t.Errorf("fp8 saves %.2f GiB of weights (want 6-7) and has %d blocks against %d", saved, cfp8.GPUBlocks, cbf16.GPUBlocks)
+	}
+	_, same, _, err := buildInEnv(t, "--model", "Qwen2.5-7B-Instruct-GPTQ-Int4", "--quantization", "gptq_marlin")
+	if err != nil || same.Model.Quantization.Method != "gptq" || same.Model.Quantization.Bits != 4 {
+		t.Errorf("gptq_marlin on a GPTQ checkpoint: %v, %+v", err, same.Model.Quantization)
 	}
 }

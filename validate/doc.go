@@ -26,9 +26,11 @@
 //     the latency benchmark is a batch of batch_size requests at once, and
 //     its "Avg latency" is compared with the simulated time to the batch's
 //     last token (benchmark_latency times the whole generate call);
+//   - fp8 applied on the fly to an unquantized checkpoint (--quantization
+//     fp8) is sim --quantization fp8: the checkpoint as an fp8 one;
 //   - server flags that change nothing sim models (ports, logging, names)
 //     are accepted and listed; any other flag sim does not know makes the
-//     run unsimulable, as do quantization applied on the fly to an
+//     run unsimulable, as do gptq or awq applied on the fly to an
 //     unquantized checkpoint, fp32, data-parallel replicas (gpu_count above
 //     TP × PP), an unknown model or GPU, a release without a profile, and a
 //     setup vLLM would refuse to start (weights or KV cache do not fit).

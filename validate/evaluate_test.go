@@ -28,7 +28,8 @@ func TestUnsimulableRunsAreListedAndCounted(t *testing.T) {
 		"weights-do-not-fit":  "vLLM would not start: Model weights need",
 		"flag-not-in-release": "server flag --num-scheduler-steps: num_scheduler_steps (8): vLLM 0.5.0 has no multi-step scheduling",
 		"unknown-server-flag": "server flag --speculative-model is not modelled by sim",
-		"fp8-on-the-fly":      "quantization fp8 applied on the fly to an unquantized checkpoint is not modelled",
+		"awq-on-the-fly":      "quantization awq applied on the fly to an unquantized checkpoint is not modelled",
+		"fp8-on-the-fly":      "",
 		"data-parallel":       "gpu_count 4 but tensor_parallel × pipeline_parallel = 1",
 		"old-release":         "vLLM version 0.4.2 is not modelled",
 		"fp32":                "dtype float32 is not modelled",
@@ -51,7 +52,7 @@ func TestUnsimulableRunsAreListedAndCounted(t *testing.T) {
 		}
 	}
 	s := rep.Summarize(SplitHoldout)
-	if s.Runs != 11 || s.Simulated != 1 || s.Unsimulable != 10 || s.Overall.Runs != 1 {
+	if s.Runs != 12 || s.Simulated != 2 || s.Unsimulable != 10 || s.Overall.Runs != 2 {
 		t.Errorf("holdout summary counts: %+v", s)
 	}
 	var b bytes.Buffer

@@ -69,9 +69,15 @@ func newPlan(r *Run, c *Corpus, o Options) (*plan, error) {
 	if ig := server.ignored(); len(ig) > 0 {
 		p.notes = append(p.notes, "server flags with no effect on the simulation: "+strings.Join(ig, " "))
 	}
-	kvDType, err := checkPrecision(r, model, server)
+	kvDType, onTheFly, err := checkPrecision(r, model, server)
 	if err != nil {
 		return nil, err
+	}
+	if onTheFly != "" {
+		if p.model, err = model.WithQuantization(onTheFly); err != nil {
+			return nil, cannot("quantization %s: %v", onTheFly, err)
+		}
+		p.notes = append(p.notes, fmt.Sprintf("quantization %s applied to the unquantized checkpoint as it loads, as sim --quantization %s does", onTheFly, onTheFly))
 	}
 	tp, pp := r.TensorParallel, r.PipelineParallel
 	for _, f := range []struct {
@@ -116,6 +122,9 @@ func newPlan(r *Run, c *Corpus, o Options) (*plan, error) {
 	}
 	if kvDType != "auto" {
 		p.args = append(p.args, "--kv-cache-dtype", kvDType)
+	}
+	if onTheFly != "" {
+		p.args = append(p.args, "--quantization", onTheFly)
 	}
 	if r.Link != "" {
 		link, err := perf.ParseLink(r.Link, "link")
@@ -165,44 +174,47 @@ func normalizeQuantization(s string) string {
 	return s
 }
 
-// checkPrecision refuses what sim cannot express: on-the-fly quantization
-// of an unquantized checkpoint (sim takes quantization from the
-// checkpoint's config.json and has no --quantization flag) and fp32. It
-// returns the KV cache dtype the run used.
-func checkPrecision(r *Run, m perf.Model, server *serverFlags) (string, error) {
+// checkPrecision refuses what sim cannot express: quantization other than
+// fp8 applied on the fly to an unquantized checkpoint (sim takes gptq and
+// awq from the checkpoint's config.json) and fp32. It returns the KV cache
+// dtype the run used and the method to apply on the fly ("" for none).
+func checkPrecision(r *Run, m perf.Model, server *serverFlags) (kvDType, onTheFly string, err error) {
 	want := normalizeQuantization(r.Quantization)
 	if flag := normalizeQuantization(server.quantization); server.changed("quantization") && flag != want && want != "" {
-		return "", cannot("server flag --quantization %s disagrees with the run's quantization %q", server.quantization, r.Quantization)
+		return "", "", cannot("server flag --quantization %s disagrees with the run's quantization %q", server.quantization, r.Quantization)
 	} else if want == "" {
 		want = flag
 	}
 	have := normalizeQuantization(m.Quantization.Method)
 	if want != "" && want != have {
-		if have == "" {
-			return "", cannot("quantization %s applied on the fly to an unquantized checkpoint is not modelled: sim reads quantization from the checkpoint's config.json (commit the quantized checkpoint's config under models/)", want)
+		if have != "" {
+			return "", "", cannot("quantization %s, but the checkpoint's config.json says %s", want, have)
 		}
-		return "", cannot("quantization %s, but the checkpoint's config.json says %s", want, have)
+		if want != "fp8" {
+			return "", "", cannot("quantization %s applied on the fly to an unquantized checkpoint is not modelled: only fp8 is (sim reads gptq and awq from the checkpoint's config.json; commit the quantized checkpoint's config under models/)", want)
+		}
+		onTheFly = want
 	}
 	dtype := strings.ToLower(r.DType)
 	if server.changed("dtype") {
 		if r.DType != "auto" && !strings.EqualFold(server.dtype, r.DType) {
-			return "", cannot("server flag --dtype %s disagrees with the run's dtype %s", server.dtype, r.DType)
+			return "", "", cannot("server flag --dtype %s disagrees with the run's dtype %s", server.dtype, r.DType)
 		}
 		dtype = strings.ToLower(server.dtype)
 	}
 	switch dtype {
 	case "auto", "half", "float16", "fp16", "bfloat16", "bf16":
 	default:
-		return "", cannot("dtype %s is not modelled (sim models 16-bit activations)", dtype)
+		return "", "", cannot("dtype %s is not modelled (sim models 16-bit activations)", dtype)
 	}
 	kv := r.KVCacheDType
 	if server.changed("kv-cache-dtype") && server.kvCacheDType != kv {
 		if kv != "auto" {
-			return "", cannot("server flag --kv-cache-dtype %s disagrees with the run's kv_cache_dtype %s", server.kvCacheDType, kv)
+			return "", "", cannot("server flag --kv-cache-dtype %s disagrees with the run's kv_cache_dtype %s", server.kvCacheDType, kv)
 		}
 		kv = server.kvCacheDType
 	}
-	return kv, nil
+	return kv, onTheFly, nil
 }
 
 // planWorkload sets the workload as sim's flags would. Every dataset is
