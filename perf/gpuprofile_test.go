@@ -1,14 +1,10 @@
 package perf
 
 import (
-	"bufio"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
 )
 
@@ -31,51 +27,6 @@ var gpuProfiles = []struct {
 }{
 	{"testdata/gpu-profile/h100-sxm-2026-11-27", "H100-SXM", 0.65},
 	{"testdata/gpu-profile/h200-2026-11-27", "H200", 0.58},
-}
-
-// profileRows reads one of a profile's TSV files as rows keyed by its
-// header.
-func profileRows(t *testing.T, dir, name string) []map[string]string {
-	t.Helper()
-	f, err := os.Open(filepath.Join(dir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	var header []string
-	var rows []map[string]string
-	for sc.Scan() {
-		fields := strings.Split(sc.Text(), "\t")
-		if header == nil {
-			header = fields
-			continue
-		}
-		if len(fields) != len(header) {
-			t.Fatalf("%s: %d fields, header has %d: %q", name, len(fields), len(header), sc.Text())
-		}
-		row := map[string]string{}
-		for i, h := range header {
-			row[h] = fields[i]
-		}
-		rows = append(rows, row)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if len(rows) == 0 {
-		t.Fatalf("%s: no rows", name)
-	}
-	return rows
-}
-
-func num(t *testing.T, row map[string]string, key string) float64 {
-	t.Helper()
-	v, err := strconv.ParseFloat(row[key], 64)
-	if err != nil {
-		t.Fatalf("column %s: %v", key, err)
-	}
-	return v
 }
 
 // ratioStats are a set of model/measured ratios: their median, and the
@@ -133,12 +84,12 @@ func TestImportedGEMMTablesMatchProfiles(t *testing.T) {
 		t.Run(p.gpu, func(t *testing.T) {
 			table := kernelTables().find("gemm", p.gpu, "bf16")
 			byBand := make([][]float64, len(bands))
-			for _, row := range profileRows(t, p.dir, "gemm.tsv") {
-				m, n, k := num(t, row, "m"), num(t, row, "n"), num(t, row, "k")
+			for _, row := range tsvRows(t, filepath.Join(p.dir, "gemm.tsv")) {
+				m, n, k := figure(t, row, "m"), figure(t, row, "n"), figure(t, row, "k")
 				if n > 65536 || k > 65536 {
 					continue // past the table's grid: extrapolated, not compared
 				}
-				ratio := table.at(m, n, k) * 1e6 / num(t, row, "us")
+				ratio := table.at(m, n, k) * 1e6 / figure(t, row, "us")
 				for i, b := range bands {
 					if m >= b.lo && m <= b.hi {
 						byBand[i] = append(byBand[i], ratio)
@@ -167,13 +118,13 @@ func TestImportedAttentionTablesMatchProfiles(t *testing.T) {
 		t.Run(p.gpu, func(t *testing.T) {
 			prefill, decode := cat.find("attention-prefill", p.gpu, ""), cat.find("attention-decode", p.gpu, "")
 			var short, long, dec []float64
-			for _, row := range profileRows(t, p.dir, "attention-prefill.tsv") {
-				heads := num(t, row, "heads")
+			for _, row := range tsvRows(t, filepath.Join(p.dir, "attention-prefill.tsv")) {
+				heads := figure(t, row, "heads")
 				if heads != 32 && heads != 64 { // the table's grid: 8 KV heads for 32 or 64 query heads
 					continue
 				}
-				isl := num(t, row, "isl")
-				ratio := prefill.at(isl, num(t, row, "batch"), heads) * 1e6 / num(t, row, "us")
+				isl := figure(t, row, "isl")
+				ratio := prefill.at(isl, figure(t, row, "batch"), heads) * 1e6 / figure(t, row, "us")
 				if isl < 1024 {
 					short = append(short, ratio)
 				} else {
@@ -184,13 +135,13 @@ func TestImportedAttentionTablesMatchProfiles(t *testing.T) {
 			// cuBLAS batched products); the faster is what the card allows.
 			type point struct{ context, batch float64 }
 			best := map[point]float64{}
-			for _, row := range profileRows(t, p.dir, "attention-decode.tsv") {
-				if num(t, row, "heads") != 32 {
+			for _, row := range tsvRows(t, filepath.Join(p.dir, "attention-decode.tsv")) {
+				if figure(t, row, "heads") != 32 {
 					continue
 				}
-				k := point{num(t, row, "context"), num(t, row, "batch")}
-				if us, seen := best[k]; !seen || num(t, row, "us") < us {
-					best[k] = num(t, row, "us")
+				k := point{figure(t, row, "context"), figure(t, row, "batch")}
+				if us, seen := best[k]; !seen || figure(t, row, "us") < us {
+					best[k] = figure(t, row, "us")
 				}
 			}
 			for k, us := range best {
@@ -234,14 +185,14 @@ func TestStepModelLayerMatchesProfiles(t *testing.T) {
 func stepModelLayerMatchesProfile(t *testing.T, dir, gpu string, lo float64) {
 	models := map[string]*Roofline{}
 	var pre, dec []float64
-	for _, row := range profileRows(t, dir, "layer.tsv") {
+	for _, row := range tsvRows(t, filepath.Join(dir, "layer.tsv")) {
 		name := row["model"]
 		r := models[name]
 		if r == nil {
 			r = tabled(t, name, gpu, nil)
 			models[name] = r
 		}
-		tokens, ctx := num(t, row, "tokens"), num(t, row, "context")
+		tokens, ctx := figure(t, row, "tokens"), figure(t, row, "context")
 		var s StepShape
 		var prefill, decode float64
 		if row["mode"] == "prefill" {
@@ -253,7 +204,7 @@ func stepModelLayerMatchesProfile(t *testing.T, dir, gpu string, lo float64) {
 			decode = tokens
 		}
 		model := r.kern.layerSeconds(s, prefill, decode, tokens) / r.kern.layers * 1e6
-		measured := num(t, row, "us_graph")
+		measured := figure(t, row, "us_graph")
 		t.Logf("%-13s %-7s tokens %5.0f context %5.0f: model %7.1f µs, measured %7.1f µs (%+.0f%%)", name, row["mode"], tokens, ctx, model, measured, 100*(model/measured-1))
 		if row["mode"] == "prefill" {
 			pre = append(pre, model/measured)

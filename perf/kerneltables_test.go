@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -186,7 +187,14 @@ func measuredCells(t *testing.T, name string, n int) []bool {
 // figureRows reads a tab-separated figures file from testdata/kernels.
 func figureRows(t *testing.T, file string) []map[string]string {
 	t.Helper()
-	f, err := os.Open("testdata/kernels/" + file)
+	return tsvRows(t, filepath.Join("testdata", "kernels", file))
+}
+
+// tsvRows reads a tab-separated file with a header line as rows keyed by
+// the header; lines starting with # are comments.
+func tsvRows(t *testing.T, path string) []map[string]string {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,14 +212,20 @@ func figureRows(t *testing.T, file string) []map[string]string {
 			head = cols
 			continue
 		}
+		if len(cols) != len(head) {
+			t.Fatalf("%s: %d fields, header has %d: %q", path, len(cols), len(head), line)
+		}
 		r := map[string]string{}
 		for i, c := range cols {
 			r[head[i]] = c
 		}
 		rows = append(rows, r)
 	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
 	if len(rows) == 0 {
-		t.Fatalf("%s has no rows", file)
+		t.Fatalf("%s has no rows", path)
 	}
 	return rows
 }
