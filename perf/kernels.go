@@ -251,12 +251,12 @@ func kernelPlan(d Deployment, r *Roofline) (*stepKernels, KernelSource) {
 	}
 	denseLayers := layers - moeLayers
 	attnGEMMs := m.attentionGEMMs(d.TensorParallel)
-	dense := []gemmShape{{2 * float64(m.Intermediate) / t, hidden}, {hidden, float64(m.Intermediate) / t}}
+	dense := m.denseMLPGEMMs(d.TensorParallel)
 	var moeFixed []gemmShape
 	if m.IsMoE() {
-		moeFixed = append(moeFixed, gemmShape{float64(m.MoE.Experts), hidden})
+		moeFixed = append(moeFixed, gemmShape{"gate", float64(m.MoE.Experts), hidden})
 		if s := float64(m.MoE.SharedIntermediate); s > 0 {
-			moeFixed = append(moeFixed, gemmShape{2 * s / t, hidden}, gemmShape{hidden, s / t})
+			moeFixed = append(moeFixed, gemmShape{"shared_expert.gate_up_proj", 2 * s / t, hidden}, gemmShape{"shared_expert.down_proj", hidden, s / t})
 		}
 	}
 	k.linear = newCurve(kernelGridM, func(tokens float64) float64 {
@@ -318,8 +318,12 @@ func kernelPlan(d Deployment, r *Roofline) (*stepKernels, KernelSource) {
 // at: the GEMM tables' M axis, where interpolation is exact.
 var kernelGridM = []float64{1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256, 512, 768, 1024, 2048, 4096, 8192}
 
-// gemmShape is a linear layer's output width N and input width K.
-type gemmShape struct{ n, k float64 }
+// gemmShape is a linear layer (vLLM's module name) with output width N
+// and input width K.
+type gemmShape struct {
+	name string
+	n, k float64
+}
 
 // attentionGEMMs are one layer's attention projections on one of t ranks:
 // QKV and O, or MLA's query, latent and output projections.
@@ -332,18 +336,48 @@ func (m Model) attentionGEMMs(t int) []gemmShape {
 		qk := float64(a.QKNopeHeadDim + a.QKRopeHeadDim)
 		var out []gemmShape
 		if a.QLoraRank > 0 {
-			out = append(out, gemmShape{float64(a.QLoraRank), d}, gemmShape{h * qk, float64(a.QLoraRank)})
+			out = append(out, gemmShape{"q_a_proj", float64(a.QLoraRank), d}, gemmShape{"q_b_proj", h * qk, float64(a.QLoraRank)})
 		} else {
-			out = append(out, gemmShape{h * qk, d})
+			out = append(out, gemmShape{"q_proj", h * qk, d})
 		}
 		return append(out,
-			gemmShape{float64(a.KVLoraRank + a.QKRopeHeadDim), d},
-			gemmShape{h * float64(a.QKNopeHeadDim+a.VHeadDim), float64(a.KVLoraRank)},
-			gemmShape{d, h * float64(a.VHeadDim)})
+			gemmShape{"kv_a_proj_with_mqa", float64(a.KVLoraRank + a.QKRopeHeadDim), d},
+			gemmShape{"kv_b_proj", h * float64(a.QKNopeHeadDim+a.VHeadDim), float64(a.KVLoraRank)},
+			gemmShape{"o_proj", d, h * float64(a.VHeadDim)})
 	}
 	hd := float64(m.HeadDim)
 	kv := math.Max(float64(m.KVHeads)/tf, 1)
-	return []gemmShape{{(h + 2*kv) * hd, d}, {d, h * hd}}
+	return []gemmShape{{"qkv_proj", (h + 2*kv) * hd, d}, {"o_proj", d, h * hd}}
+}
+
+// denseMLPGEMMs are a dense layer's fused gate-up and down projections on
+// one of t ranks.
+func (m Model) denseMLPGEMMs(t int) []gemmShape {
+	f, d := float64(m.Intermediate)/float64(t), float64(m.Hidden)
+	return []gemmShape{{"gate_up_proj", 2 * f, d}, {"down_proj", d, f}}
+}
+
+// LinearShape is one linear layer on one tensor-parallel rank:
+// y[M, N] = x[M, K]·W[N, K]ᵀ, named as vLLM's module.
+type LinearShape struct {
+	Name string
+	N, K int
+}
+
+// LinearShapes are the GEMMs the step model times for one layer on one of
+// tp ranks, as vLLM shards them (attention projections, and a dense
+// layer's MLP), then the lm_head over the vocabulary's share.
+func (m Model) LinearShapes(tp int) []LinearShape {
+	shapes := m.attentionGEMMs(tp)
+	if m.moeLayers() < m.Layers {
+		shapes = append(shapes, m.denseMLPGEMMs(tp)...)
+	}
+	shapes = append(shapes, gemmShape{"lm_head", float64(m.Vocab) / float64(tp), float64(m.Hidden)})
+	out := make([]LinearShape, len(shapes))
+	for i, s := range shapes {
+		out[i] = LinearShape{Name: s.name, N: int(math.Round(s.n)), K: int(math.Round(s.k))}
+	}
+	return out
 }
 
 // gemmTimer times one GEMM on the deployment's GPU from a measured table.

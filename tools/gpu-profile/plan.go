@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 
 	"github.com/servebench/servebench/perf"
@@ -148,22 +147,11 @@ func makePlan(models, layerModels, tpArgs []string) (plan, error) {
 	return p, nil
 }
 
-// linearShapes are one layer's GEMMs and the lm_head on one of tp ranks,
-// as vLLM shards them: QKV and gate-up column-parallel, O and down
-// row-parallel, KV heads replicated when there are fewer than ranks.
+// linearShapes are perf's per-layer GEMMs and lm_head on one of tp ranks.
 func linearShapes(m perf.Model, tp int) []gemm {
-	h, hd := m.Hidden, m.HeadDim
-	heads := m.Heads / tp
-	kv := max(m.KVHeads/tp, 1)
-	out := []gemm{
-		{Name: "qkv_proj", N: (heads + 2*kv) * hd, K: h},
-		{Name: "o_proj", N: h, K: heads * hd},
-		{Name: "gate_up_proj", N: 2 * m.Intermediate / tp, K: h},
-		{Name: "down_proj", N: h, K: m.Intermediate / tp},
-		{Name: "lm_head", N: m.Vocab / tp, K: h},
+	var out []gemm
+	for _, s := range m.LinearShapes(tp) {
+		out = append(out, gemm{Model: m.Name, TP: tp, Name: s.Name, N: s.N, K: s.K})
 	}
-	for i := range out {
-		out[i].Model, out[i].TP = m.Name, tp
-	}
-	return slices.Clip(out)
+	return out
 }
