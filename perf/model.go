@@ -236,6 +236,17 @@ func (m Model) Params() int64 {
 	return p
 }
 
+// QuantizationMethod is the method sim models for a vLLM quantization
+// name: lower case, and the Marlin kernels' names (gptq_marlin,
+// awq_marlin, marlin) as the checkpoint formats they run.
+func QuantizationMethod(name string) string {
+	s := strings.ToLower(strings.TrimSpace(name))
+	if s == "marlin" {
+		return "gptq"
+	}
+	return strings.TrimSuffix(s, "_marlin")
+}
+
 // WithQuantization is the model as vLLM serves it with --quantization
 // method. A quantized checkpoint must name the same method (vLLM refuses
 // another); an unquantized one takes only fp8, which vLLM applies as the
@@ -243,7 +254,7 @@ func (m Model) Params() int64 {
 // activation scales), so it then runs and stores as an fp8 checkpoint.
 // "" keeps the checkpoint's own quantization.
 func (m Model) WithQuantization(method string) (Model, error) {
-	want := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(method)), "_marlin")
+	want := QuantizationMethod(method)
 	have := m.Quantization.Method
 	switch {
 	case want == "" || want == have:

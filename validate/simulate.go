@@ -162,30 +162,18 @@ func lookupModel(r *Run, c *Corpus, o Options) (perf.Model, string, error) {
 	return m, r.Model, nil
 }
 
-// quantizationAliases are vLLM's names for a method sim models under
-// another: the Marlin kernels run GPTQ and AWQ checkpoints.
-var quantizationAliases = map[string]string{"gptq_marlin": "gptq", "awq_marlin": "awq", "marlin": "gptq"}
-
-func normalizeQuantization(s string) string {
-	s = strings.ToLower(strings.TrimSpace(s))
-	if a, ok := quantizationAliases[s]; ok {
-		return a
-	}
-	return s
-}
-
 // checkPrecision refuses what sim cannot express: quantization other than
 // fp8 applied on the fly to an unquantized checkpoint (sim takes gptq and
 // awq from the checkpoint's config.json) and fp32. It returns the KV cache
 // dtype the run used and the method to apply on the fly ("" for none).
 func checkPrecision(r *Run, m perf.Model, server *serverFlags) (kvDType, onTheFly string, err error) {
-	want := normalizeQuantization(r.Quantization)
-	if flag := normalizeQuantization(server.quantization); server.changed("quantization") && flag != want && want != "" {
+	want := perf.QuantizationMethod(r.Quantization)
+	if flag := perf.QuantizationMethod(server.quantization); server.changed("quantization") && flag != want && want != "" {
 		return "", "", cannot("server flag --quantization %s disagrees with the run's quantization %q", server.quantization, r.Quantization)
 	} else if want == "" {
 		want = flag
 	}
-	have := normalizeQuantization(m.Quantization.Method)
+	have := perf.QuantizationMethod(m.Quantization.Method)
 	if want != "" && want != have {
 		if have != "" {
 			return "", "", cannot("quantization %s, but the checkpoint's config.json says %s", want, have)
