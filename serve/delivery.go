@@ -13,9 +13,8 @@ import (
 // is one constant), so one goroutine with one timer serves every stream:
 // a chunk costs the same one wake-up as without Delivery.
 type deliverer struct {
-	now   func() time.Duration
-	delay time.Duration
-	wake  chan struct{}
+	now  func() time.Duration
+	wake chan struct{}
 
 	mu    sync.Mutex
 	queue []handOff
@@ -143,6 +142,3 @@ func (r *receiver) take() (batches []tokenBatch, cached int, done bool, err erro
 	r.buf = batches
 	return batches, cached, done, err
 }
-
-// stop is for symmetry with the handler's other deferred clean-ups.
-func (r *receiver) stop() {}

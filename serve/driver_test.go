@@ -214,7 +214,6 @@ func runInBubble(t *testing.T, cfg Config, reqs []workload.Request, maxConcurren
 func consume(s *Server, st *stream, sent time.Duration) observed {
 	o := observed{sent: sent}
 	rcv := newReceiver(s, st)
-	defer rcv.stop()
 	var last time.Duration
 	for {
 		rcv.wait()

@@ -303,7 +303,6 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 		dropAt = dropAfter(s.cfg.Seed, rs.faultSeq, rs.outputLen)
 	}
 	rcv := newReceiver(s, st)
-	defer rcv.stop()
 	var (
 		buf           []byte
 		batches       []tokenBatch
@@ -418,7 +417,6 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 // writeFull answers a non-streaming request once it has finished.
 func (s *Server) writeFull(w http.ResponseWriter, r *http.Request, st *stream, rs *response) {
 	rcv := newReceiver(s, st)
-	defer rcv.stop()
 	var (
 		cached int
 		done   bool

@@ -128,7 +128,7 @@ func New(cfg Config) (*Server, error) {
 		stopped:       make(chan struct{}),
 		logged:        make(chan struct{}),
 	}
-	s.deliverer = deliverer{now: s.now, delay: c.Delivery, wake: make(chan struct{}, 1)}
+	s.deliverer = deliverer{now: s.now, wake: make(chan struct{}, 1)}
 	if c.KVTransfer != nil {
 		if c.KVTransfer.Role == KVConsumer && c.Engine.Version == engine.V0 {
 			// V0 schedules a transferred prompt as a prefill whose forward
