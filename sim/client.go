@@ -56,7 +56,7 @@ func ApplyClient(recs []*metrics.Record, cost ClientCost) {
 		return a.chunk - b.chunk
 	})
 	// last[i] is when the client finished processing recs[i]'s latest chunk.
-	last := make(map[int]time.Duration, len(recs))
+	last := make([]time.Duration, len(recs))
 	var free time.Duration
 	for _, e := range events {
 		begin := max(e.at, free)
