@@ -69,15 +69,9 @@ func newPlan(r *Run, c *Corpus, o Options) (*plan, error) {
 	if ig := server.ignored(); len(ig) > 0 {
 		p.notes = append(p.notes, "server flags with no effect on the simulation: "+strings.Join(ig, " "))
 	}
-	kvDType, onTheFly, err := checkPrecision(r, model, server)
+	kvDType, onTheFly, err := p.planPrecision(r, server)
 	if err != nil {
 		return nil, err
-	}
-	if onTheFly != "" {
-		if p.model, err = model.WithQuantization(onTheFly); err != nil {
-			return nil, cannot("quantization %s: %v", onTheFly, err)
-		}
-		p.notes = append(p.notes, fmt.Sprintf("quantization %s applied to the unquantized checkpoint as it loads, as sim --quantization %s does", onTheFly, onTheFly))
 	}
 	tp, pp := r.TensorParallel, r.PipelineParallel
 	for _, f := range []struct {
@@ -160,6 +154,19 @@ func lookupModel(r *Run, c *Corpus, o Options) (perf.Model, string, error) {
 		return perf.Model{}, "", cannot("unknown model %s: not in perf's catalog, and no models/%s/config.json beside the corpus", r.Model, strings.ReplaceAll(r.Model, "/", "--"))
 	}
 	return m, r.Model, nil
+}
+
+// planPrecision checks the run's precision (checkPrecision) and, for fp8
+// applied on the fly, serves p.model as an fp8 checkpoint.
+func (p *plan) planPrecision(r *Run, server *serverFlags) (kvDType, onTheFly string, err error) {
+	if kvDType, onTheFly, err = checkPrecision(r, p.model, server); err != nil || onTheFly == "" {
+		return kvDType, onTheFly, err
+	}
+	if p.model, err = p.model.WithQuantization(onTheFly); err != nil {
+		return "", "", cannot("quantization %s: %v", onTheFly, err)
+	}
+	p.notes = append(p.notes, fmt.Sprintf("quantization %s applied to the unquantized checkpoint as it loads, as sim --quantization %s does", onTheFly, onTheFly))
+	return kvDType, onTheFly, nil
 }
 
 // checkPrecision refuses what sim cannot express: quantization other than
