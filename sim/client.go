@@ -76,6 +76,48 @@ func ApplyClient(recs []*metrics.Record, cost ClientCost) {
 	}
 }
 
+// ClientStage passes a run's records to a sink as a client with cost
+// observes them. With a cost, ApplyClient needs every record's events in
+// time order, so the stage holds the records (the simulator must not
+// recycle them: Holds) until Flush; with none, Add passes each on at once.
+type ClientStage struct {
+	cost ClientCost
+	sink func(*metrics.Record) error
+	held []*metrics.Record
+}
+
+// NewClientStage is a stage in front of sink.
+func NewClientStage(cost ClientCost, sink func(*metrics.Record) error) *ClientStage {
+	return &ClientStage{cost: cost, sink: sink}
+}
+
+// Holds reports whether Add keeps the records it is given.
+func (c *ClientStage) Holds() bool { return c.cost.PerRequest > 0 || c.cost.PerChunk > 0 }
+
+// Add takes one finished record.
+func (c *ClientStage) Add(rec *metrics.Record) error {
+	if c.Holds() {
+		c.held = append(c.held, rec)
+		return nil
+	}
+	return c.sink(rec)
+}
+
+// Flush times the held records through the client and passes them to the
+// sink, in the order they came; the first sink error is returned after
+// every record has been passed on.
+func (c *ClientStage) Flush() error {
+	ApplyClient(c.held, c.cost)
+	var first error
+	for _, rec := range c.held {
+		if err := c.sink(rec); err != nil && first == nil {
+			first = err
+		}
+	}
+	c.held = nil
+	return first
+}
+
 // VLLMBenchClient is vLLM's benchmark client's cost on a host speed times
 // the default one (vllm.BenchClientCost, measured by tools/vllm-clientcost).
 func VLLMBenchClient(hostSpeed float64) ClientCost {

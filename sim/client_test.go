@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -81,5 +82,43 @@ func TestApplyClient(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestClientStage: without a cost a record reaches the sink as it comes;
+// with one the stage holds them, and Flush passes every record on, timed
+// through the client, returning the sink's first error.
+func TestClientStage(t *testing.T) {
+	const ms = time.Millisecond
+	var got []*metrics.Record
+	sink := func(rec *metrics.Record) error {
+		got = append(got, rec)
+		if len(got) == 1 {
+			return errors.New("disk full")
+		}
+		return nil
+	}
+	direct := NewClientStage(ClientCost{}, sink)
+	if direct.Holds() || direct.Add(&metrics.Record{TTFT: ms}) == nil || len(got) != 1 {
+		t.Fatalf("zero cost: holds %v, %d records passed", direct.Holds(), len(got))
+	}
+	got = nil
+	held := NewClientStage(ClientCost{PerChunk: ms}, sink)
+	a := &metrics.Record{Start: 0, TTFT: 10 * ms, Latency: 10 * ms}
+	b := &metrics.Record{Start: 0, TTFT: 10 * ms, Latency: 10 * ms}
+	for _, r := range []*metrics.Record{a, b} {
+		if err := held.Add(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !held.Holds() || len(got) != 0 {
+		t.Fatalf("with a cost: holds %v, %d records passed before Flush", held.Holds(), len(got))
+	}
+	if err := held.Flush(); err == nil || len(got) != 2 || got[0] != a || got[1] != b {
+		t.Fatalf("Flush: %v, %d records", err, len(got))
+	}
+	// Both first chunks arrive at 10 ms; the one thread takes 1 ms each.
+	if a.TTFT != 11*ms || b.TTFT != 12*ms {
+		t.Errorf("TTFT %v and %v, want 11ms and 12ms", a.TTFT, b.TTFT)
 	}
 }

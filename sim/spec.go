@@ -172,24 +172,22 @@ func (r *specRun) simulate(ctx context.Context, stream *workload.Stream, info re
 			}
 		}
 	}
-	// --client vllm-bench: the client's one thread orders every record's
-	// events in time, so the records are kept whole until the run ends.
-	var held []*metrics.Record
-	viaClient := s.Simulation.Client == runspec.ClientVLLMBench
-	if viaClient {
-		cfg.ReuseRecords = false
+	// --client vllm-bench: the records pass through the client's one thread.
+	var client ClientCost
+	if s.Simulation.Client == runspec.ClientVLLMBench {
+		client = VLLMBenchClient(s.Engine.HostSpeed)
 	}
+	stage := NewClientStage(client, func(rec *metrics.Record) error {
+		_ = recorder.Add(rec)
+		return nil
+	})
+	cfg.ReuseRecords = !stage.Holds()
 	add := func(rec *metrics.Record) error {
 		if r.shard != nil && !r.shard.Shard.Owns(rec.Index) {
 			return nil
 		}
 		addRequestOverhead(rec, r.eng.Calibration)
-		if viaClient {
-			held = append(held, rec)
-			return nil
-		}
-		_ = recorder.Add(rec)
-		return nil
+		return stage.Add(rec)
 	}
 	var res *Result
 	var trust [][2]string
@@ -205,12 +203,7 @@ func (r *specRun) simulate(ctx context.Context, stream *workload.Stream, info re
 	if err == nil {
 		err = stream.Err()
 	}
-	if viaClient {
-		ApplyClient(held, VLLMBenchClient(s.Engine.HostSpeed))
-		for _, rec := range held {
-			_ = recorder.Add(rec)
-		}
-	}
+	_ = stage.Flush()
 	if err != nil {
 		return err
 	}

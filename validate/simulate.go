@@ -338,19 +338,14 @@ func (p *plan) simulate(ctx context.Context) (metrics.Summary, error) {
 	// one thread queues every send and chunk (vllm doc, "Benchmark client"),
 	// so those runs keep their records whole and pass them through it
 	// before summing; the others are summed as they come.
-	var recs []*metrics.Record
-	cfg.ReuseRecords = !p.vllmClient
-	res, err := sim.RunStream(ctx, cfg, stream, func(rec *metrics.Record) error {
-		if p.vllmClient {
-			recs = append(recs, rec)
-			return nil
-		}
-		return recorder.Add(rec)
-	})
-	sim.ApplyClient(recs, sim.VLLMBenchClient(1))
-	for _, rec := range recs {
-		_ = recorder.Add(rec)
+	var client sim.ClientCost
+	if p.vllmClient {
+		client = sim.VLLMBenchClient(1)
 	}
+	stage := sim.NewClientStage(client, recorder.Add)
+	cfg.ReuseRecords = !stage.Holds()
+	res, err := sim.RunStream(ctx, cfg, stream, stage.Add)
+	_ = stage.Flush()
 	if err == nil {
 		err = stream.Err()
 	}
