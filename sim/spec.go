@@ -146,6 +146,19 @@ func (r *specRun) writeStartup() {
 	}
 }
 
+// logStats prints vLLM's periodic stats lines (--log-stats) from the
+// engine, or from each instance of the fleet, as each vLLM process does.
+func (r *specRun) logStats(cfg *Config, interval time.Duration) {
+	ec := cfg.Engine
+	cfg.OnStats = func(st StatsSample) { writeStatsLine(r.errw, ec, "", st) }
+	if r.topo != nil {
+		r.topo.StatsInterval = interval
+		r.topo.OnStats = func(st InstanceSample) {
+			writeStatsLine(r.errw, ec, fmt.Sprintf("[%s %d] ", st.Role, st.Index), st.StatsSample)
+		}
+	}
+}
+
 // simulate runs the engine or the fleet over the stream, then prints and
 // saves the result.
 func (r *specRun) simulate(ctx context.Context, stream *workload.Stream, info report.RunInfo, outs *report.Files) error {
@@ -163,14 +176,7 @@ func (r *specRun) simulate(ctx context.Context, stream *workload.Stream, info re
 	cfg := Config{Engine: ec, Model: r.eng.StepModel, StatsInterval: interval, MaxConcurrency: s.Workload.MaxConcurrency, ReuseRecords: true,
 		SchedulerSteps: r.eng.SchedulerSteps, Ingest: r.eng.Ingest, Delivery: r.eng.Delivery}
 	if s.Simulation.LogStats {
-		cfg.OnStats = func(st StatsSample) { writeStatsLine(r.errw, ec, "", st) }
-		if r.topo != nil {
-			// Each instance logs its own line, as each vLLM process does.
-			r.topo.StatsInterval = interval
-			r.topo.OnStats = func(st InstanceSample) {
-				writeStatsLine(r.errw, ec, fmt.Sprintf("[%s %d] ", st.Role, st.Index), st.StatsSample)
-			}
-		}
+		r.logStats(&cfg, interval)
 	}
 	// --client vllm-bench: the records pass through the client's one thread.
 	var client ClientCost
