@@ -282,8 +282,12 @@ func (p *plan) planWorkload(r *Run) {
 	} else {
 		p.args = append(p.args, "--throughput")
 	}
+	p.planPercentiles(r)
+}
 
-	// The percentiles published, as --metric-percentiles would ask.
+// planPercentiles asks for the percentiles the run published, as
+// --metric-percentiles and --percentile-metrics would.
+func (p *plan) planPercentiles(r *Run) {
 	percentiles := []float64{99}
 	e2el := false
 	for k := range r.Published {
