@@ -20,20 +20,6 @@ const (
 	testDelivery = 1850*time.Microsecond + 3
 )
 
-// httpInBubble is serveInBubble that also hands the test its Server.
-func httpInBubble(t *testing.T, cfg Config, test func(s *Server, l *pipeListener)) {
-	synctest.Test(t, func(t *testing.T) {
-		s, stopLoop := startLoop(t, cfg, nil)
-		l := newPipeListener()
-		hs := &http.Server{Handler: s.Handler()}
-		serveDone := make(chan struct{})
-		go func() { defer close(serveDone); _ = hs.Serve(l) }()
-		test(s, l)
-		_ = hs.Close()
-		<-serveDone
-		stopLoop()
-	})
-}
 
 // sendStream writes a streaming completion request for n tokens on a new
 // connection and returns the connection and the response's body reader.

@@ -72,13 +72,18 @@ func startLoop(t *testing.T, cfg Config, prepare func(*Server)) (s *Server, stop
 // serveInBubble runs s's step loop and an http.Server for it on a pipe
 // listener, and stops both when the test function returns.
 func serveInBubble(t *testing.T, cfg Config, test func(l *pipeListener)) {
+	httpInBubble(t, cfg, func(_ *Server, l *pipeListener) { test(l) })
+}
+
+// httpInBubble is serveInBubble that also hands the test its Server.
+func httpInBubble(t *testing.T, cfg Config, test func(s *Server, l *pipeListener)) {
 	synctest.Test(t, func(t *testing.T) {
 		s, stopLoop := startLoop(t, cfg, nil)
 		l := newPipeListener()
 		hs := &http.Server{Handler: s.Handler()}
 		serveDone := make(chan struct{})
 		go func() { defer close(serveDone); _ = hs.Serve(l) }()
-		test(l)
+		test(s, l)
 		_ = hs.Close()
 		<-serveDone
 		stopLoop()

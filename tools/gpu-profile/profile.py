@@ -77,17 +77,9 @@ class Timer:
                 fn()
         graph.replay()
         torch.cuda.synchronize()
-        samples = []
-        for _ in range(self.repeats):
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            start.record()
-            graph.replay()
-            end.record()
-            end.synchronize()
-            samples.append(start.elapsed_time(end) * 1e3 / inner)
+        us = self.events_us(graph.replay, inner)
         del graph
-        return statistics.median(samples)
+        return us
 
     def eager_us(self, fn):
         """Launched from Python one call at a time, as a prefill step is."""
@@ -96,15 +88,20 @@ class Timer:
         for _ in range(3):
             fn()
         torch.cuda.synchronize()
+        return self.events_us(fn, 1)
+
+    def events_us(self, run, per):
+        """The median over --repeats of run's GPU time between two CUDA
+        events, divided by the per calls each run makes."""
         samples = []
         for _ in range(self.repeats):
             start = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)
             start.record()
-            fn()
+            run()
             end.record()
             end.synchronize()
-            samples.append(start.elapsed_time(end) * 1e3)
+            samples.append(start.elapsed_time(end) * 1e3 / per)
         return statistics.median(samples)
 
 
