@@ -20,7 +20,6 @@ const (
 	testDelivery = 1850*time.Microsecond + 3
 )
 
-
 // sendStream writes a streaming completion request for n tokens on a new
 // connection and returns the connection and the response's body reader.
 func sendStream(t *testing.T, l *pipeListener, n int) (net.Conn, *bufio.Reader) {
