@@ -384,6 +384,13 @@
 // the decodes at their mean context (StepShape.DecodeContext). Heads enter
 // in head-dim-128 units (prefill: FLOPs per pair / (4·128); decode: KV
 // elements per token / (2·128)), so MLA and other head dims scale.
+// The decode tables stop at 8 KV heads per GPU; past that (Llama-2-7B's
+// 32, Qwen1.5-MoE's 16) the extra heads fold into the batch: b sequences
+// with h heads cost what b·h/8 do with 8 (decodeAt). The kernel splits
+// its work into (sequence, KV head) units, and on every table the 8-head
+// column follows from the 4-head one that way within 0.7–3.1% (median;
+// scaling the time by the heads instead misses by 19–31%, because it
+// multiplies the small-batch latency floor: TestDecodeTablesFoldHeadsIntoBatch).
 // The small kernels around them (RMSNorms, rotary embedding, SiLU-and-
 // mul) come from Vidur's measurements (Per-layer kernels, below); the new
 // tokens' KV writes keep the roofline's bandwidth term. Weight-only

@@ -281,3 +281,66 @@ func BenchmarkKernelStepTime(b *testing.B) {
 		})
 	}
 }
+
+// TestDecodeTablesFoldHeadsIntoBatch checks the rule decodeAt uses past a
+// decode table's last KV-head column on the tables themselves: each
+// table's 8-head column predicted from its 4-head column, once by folding
+// the extra heads into the batch (t(ctx, 2b, 4)) and once by scaling the
+// time with the heads (2·t(ctx, b, 4)).
+func TestDecodeTablesFoldHeadsIntoBatch(t *testing.T) {
+	cat := kernelTables()
+	var tables int
+	for _, tab := range cat.tables {
+		if tab.kind != "attention-decode" {
+			continue
+		}
+		tables++
+		ctxs, batches := tab.axes[0].values, tab.axes[1].values
+		var fold, scaled []float64
+		for _, ctx := range ctxs {
+			for _, b := range batches[:len(batches)-1] {
+				want := tab.at(ctx, b, 8)
+				fold = append(fold, tab.at(ctx, 2*b, 4)/want)
+				scaled = append(scaled, 2*tab.at(ctx, b, 4)/want)
+			}
+		}
+		foldErr, scaledErr := statsOf(fold).medianAbsPctErr, statsOf(scaled).medianAbsPctErr
+		t.Logf("%s: median |error| folding %.1f%%, scaling %.1f%% (%d cells)", tab.gpu, foldErr, scaledErr, len(fold))
+		if foldErr > 5 {
+			t.Errorf("%s: folding heads into the batch misses the 8-head column by %.1f%% (median), want ≤ 5%%", tab.gpu, foldErr)
+		}
+		if scaledErr < 3*foldErr {
+			t.Errorf("%s: scaling by heads (%.1f%%) is not clearly worse than folding (%.1f%%): decodeAt's rule has no support", tab.gpu, scaledErr, foldErr)
+		}
+	}
+	if tables == 0 {
+		t.Fatal("no attention-decode tables")
+	}
+}
+
+func TestDecodeAtPastLastKVHeads(t *testing.T) {
+	tab := kernelTables().find("attention-decode", "H100-SXM", "")
+	tests := []struct {
+		name                string
+		ctx, batch, kvHeads float64
+		want                float64
+	}{
+		{"inside the table", 1024, 16, 4, tab.at(1024, 16, 4)},
+		{"at the last column", 1024, 16, 8, tab.at(1024, 16, 8)},
+		{"32 heads, batch 1", 700, 1, 32, tab.at(700, 4, 8)},
+		{"32 heads, batch 64", 4096, 64, 32, tab.at(4096, 256, 8)},
+		{"past the batch axis too", 512, 2048, 16, tab.at(512, 4096, 8)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := decodeAt(tab, tc.ctx, tc.batch, tc.kvHeads); math.Abs(got/tc.want-1) > 1e-12 {
+				t.Errorf("decodeAt(%g, %g, %g) = %.3g s, want %.3g s", tc.ctx, tc.batch, tc.kvHeads, got, tc.want)
+			}
+		})
+	}
+	// A 32-head model at batch 1 reads 4× the bytes of an 8-head one but
+	// still sits on the kernel's latency floor, not 4× above it.
+	if one, thirtyTwo := tab.at(700, 1, 8), decodeAt(tab, 700, 1, 32); thirtyTwo > 1.5*one {
+		t.Errorf("32 KV heads at batch 1: %.1f µs against %.1f µs for 8, want within 1.5×", thirtyTwo*1e6, one*1e6)
+	}
+}
