@@ -87,6 +87,10 @@ type Run struct {
 	// Link is the interconnect between the run's GPUs as sim's --link
 	// names it; empty: sim's default for the GPU.
 	Link string `yaml:"link"`
+	// Client is the benchmark client of a serving run when it is not
+	// vLLM's own (benchmark_serving.py / vllm bench serve): "" or
+	// ClientInferencePerf.
+	Client string `yaml:"client"`
 
 	// Source is the publication (nil for a user's own result file).
 	Source *Source `yaml:"-"`
@@ -334,6 +338,9 @@ func parseCorpusFile(file string, data []byte) (*Source, []*Run, error) {
 		if err := r.checkSetup(node); err != nil {
 			return fail(err)
 		}
+		if err := r.checkClient(); err != nil {
+			return fail(err)
+		}
 		if err := checkPublished(r.Published, r.Benchmark); err != nil {
 			return fail(err)
 		}
@@ -341,6 +348,23 @@ func parseCorpusFile(file string, data []byte) (*Source, []*Run, error) {
 		runs = append(runs, r)
 	}
 	return &src, runs, nil
+}
+
+// ClientInferencePerf is kubernetes-sigs/inference-perf: many worker
+// processes, so unlike vLLM's one-thread client its own CPU time does not
+// delay what it measures; sim reports what the server streams.
+const ClientInferencePerf = "inference-perf"
+
+func (r *Run) checkClient() error {
+	switch {
+	case r.Client == "":
+		return nil
+	case r.Client != ClientInferencePerf:
+		return fmt.Errorf("field client %q: leave it out for vLLM's benchmark client, or give %s", r.Client, ClientInferencePerf)
+	case r.Benchmark != BenchmarkServing:
+		return fmt.Errorf("field client %q: only serving runs name their client", r.Client)
+	}
+	return nil
 }
 
 // checkSetup checks a corpus run's setup: the workload keys its benchmark

@@ -46,6 +46,8 @@ func TestLoadRejectsBadCorpus(t *testing.T) {
 		{"duplicate-run", `run r1: field id "r1": duplicate id in this file`},
 		{"not-yaml", "yaml:"},
 		{"empty-runs", "field runs: missing or empty"},
+		{"bad-client", `run r1: field client "locust": leave it out for vLLM's benchmark client, or give inference-perf`},
+		{"client-offline", `run r1: field client "inference-perf": only serving runs name their client`},
 		{"id-mismatch", `field source.id "another-name": must equal the file name without .yaml ("id-mismatch")`},
 	}
 	for _, tt := range tests {

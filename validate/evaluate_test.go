@@ -218,3 +218,39 @@ func TestReportGolden(t *testing.T) {
 	golden.CheckFile(t, filepath.Join("testdata", "golden", "report.txt"), text.Bytes())
 	golden.CheckFile(t, filepath.Join("testdata", "golden", "report.json"), js.Bytes())
 }
+
+// TestPlanClient: a serving run measured by vLLM's benchmark client is
+// simulated with that client's delays, one measured by inference-perf (or
+// an offline run) without, and the reproduce command says which.
+func TestPlanClient(t *testing.T) {
+	c, err := LoadBuiltin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		id         string
+		vllmClient bool
+	}{
+		{"nm-vllm-nightly-2024-08/h100-llama3-8b-qps1", true},
+		{"inference-sim-training/llama-2-7b-tp1-general-stage0", false},
+		{"vllm-pr-7117/h100-llama3-8b-in256-out256-main", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id, func(t *testing.T) {
+			i := slices.IndexFunc(c.Runs, func(r *Run) bool { return r.FullID() == tt.id })
+			if i < 0 {
+				t.Fatalf("run %s not in the built-in corpus", tt.id)
+			}
+			p, err := newPlan(c.Runs[i], c, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.vllmClient != tt.vllmClient {
+				t.Errorf("vllmClient = %v, want %v", p.vllmClient, tt.vllmClient)
+			}
+			if got := slices.Contains(p.args, "vllm-bench"); got != tt.vllmClient {
+				t.Errorf("reproduce command %q: --client vllm-bench present %v, want %v", p.args, got, tt.vllmClient)
+			}
+		})
+	}
+}

@@ -264,7 +264,7 @@ func (p *plan) planWorkload(r *Run) {
 	if w.PrefixLen != 0 {
 		p.args = append(p.args, "--random-prefix-len", strconv.Itoa(w.PrefixLen))
 	}
-	p.vllmClient = r.Benchmark == BenchmarkServing && !r.ownClient
+	p.vllmClient = r.Benchmark == BenchmarkServing && !r.ownClient && r.Client == ""
 	if p.vllmClient {
 		// The command a user runs to reproduce the figures says so too.
 		p.args = append(p.args, "--client", "vllm-bench")

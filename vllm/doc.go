@@ -217,7 +217,9 @@
 //     alpha_1_us 1850, the fixed part of journey.FINISHED →
 //     api.DEPARTED. Measured on V1; V0 does the same work (in the API
 //     process from 0.6, PR #6883; in the engine's own process in 0.5)
-//     and takes the same values [approximate].
+//     and takes the same values [approximate]. Those experiments'
+//     published stage figures are the corpus' inference-sim-training
+//     runs, split fit for this reason.
 //   - Against the published low-load runs: nm-vllm's opt-350m (0.5.1, 1
 //     QPS ShareGPT) has a mean TTFT of 41.3 ms on its H100 host and 23.9
 //     ms on its L4 host where sim's steps alone give 10.8 and 16.4 ms, so
