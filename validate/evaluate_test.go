@@ -146,6 +146,13 @@ func TestServerArgs(t *testing.T) {
 		{args: []string{"meta-llama/Llama-3.1-8B", "--max-model-len", "4096"}, want: []string{"--max-model-len", "4096"}},
 		{args: []string{"--speculative-model", "x"}, err: "server flag --speculative-model is not modelled by sim"},
 		{args: []string{"-O3"}, err: "server flag -O3 is not modelled by sim"},
+		// runspec.Engine's flags that only servebench has are not vllm serve's.
+		{args: []string{"--host-speed", "2"}, err: "server flag --host-speed is not modelled by sim"},
+		{args: []string{"--gpu", "H100"}, err: "server flag --gpu is not modelled by sim"},
+		{args: []string{"--model", "Qwen/Qwen3-8B", "--dtype", "bfloat16", "-q", "fp8", "--kv_cache_dtype", "fp8"},
+			want: []string{}, ignored: []string{"--model"}},
+		{args: []string{"--no-enable-chunked-prefill", "--max-num-batched-tokens=4096", "-pp", "2"},
+			want: []string{"--max-num-batched-tokens", "4096", "--enable-chunked-prefill=false"}},
 		{args: []string{"--max-num-seqs", "many"}, err: "server flags: invalid argument"},
 	}
 	for _, tt := range tests {

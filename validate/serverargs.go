@@ -9,31 +9,25 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/servebench/servebench/runspec"
 	"github.com/servebench/servebench/vllm"
 )
 
 // serverFlags are the `vllm serve` flags a published run may carry,
-// parsed into the engine options sim models. Flags that change nothing sim
+// parsed into the engine options sim models. They are runspec.Engine's
+// flags (sim's and serve's, so one definition serves all three), less the
+// ones only servebench has, plus the two vLLM spells that runspec does not
+// (--dtype, --no-enable-chunked-prefill). Flags that change nothing sim
 // models (ports, logging, names) are accepted and listed; any other flag
 // makes the run unsimulable rather than being dropped silently.
 type serverFlags struct {
 	fs *pflag.FlagSet
 
-	tensorParallel, pipelineParallel int
-	maxModelLen, maxNumSeqs          int
-	maxNumBatchedTokens, blockSize   int
-	numSchedulerSteps                int
-	gpuMemoryUtilization, swapSpace  float64
-	schedulerDelayFactor             float64
-	chunkedPrefill, prefixCaching    bool
-	noChunkedPrefill, noPrefixCache  bool
-	preemptionMode, kvCacheDType     string
-	executor                         string
-	enforceEager, noAsyncOutputProc  bool
-	expertParallel                   bool
-	dtype, quantization              string
-	ignoredStrings                   []string
-	ignoredBools                     []string
+	engine           runspec.Engine
+	dtype            string
+	noChunkedPrefill bool
+	ignoredStrings   []string
+	ignoredBools     []string
 }
 
 // noEffectValued and noEffectBool are the accepted flags that change nothing
@@ -47,35 +41,28 @@ var (
 		"enable-auto-tool-choice", "disable-fastapi-docs", "enable-log-requests", "no-enable-log-requests"}
 )
 
+// modelledServerFlags are the engine flags apply and newPlan carry into
+// the simulation. A flag runspec.Engine registers that is not here (the
+// ones only servebench has, such as --gpu or --host-speed, and any added
+// later) is refused, so that none is dropped without a word.
+var modelledServerFlags = []string{"tensor-parallel-size", "pipeline-parallel-size", "max-model-len", "max-num-seqs",
+	"max-num-batched-tokens", "block-size", "num-scheduler-steps", "gpu-memory-utilization", "swap-space",
+	"scheduler-delay-factor", "enable-chunked-prefill", "no-enable-chunked-prefill", "enable-prefix-caching",
+	"no-enable-prefix-caching", "preemption-mode", "kv-cache-dtype", "distributed-executor-backend", "enforce-eager",
+	"disable-async-output-proc", "enable-expert-parallel", "dtype", "quantization"}
+
 func newServerFlags() *serverFlags {
 	f := &serverFlags{fs: pflag.NewFlagSet("vllm serve", pflag.ContinueOnError)}
 	fs := f.fs
 	fs.SetOutput(io.Discard)
-	fs.IntVar(&f.tensorParallel, "tensor-parallel-size", 0, "")
-	fs.IntVar(&f.pipelineParallel, "pipeline-parallel-size", 0, "")
-	fs.IntVar(&f.maxModelLen, "max-model-len", 0, "")
-	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", 0, "")
-	fs.IntVar(&f.maxNumBatchedTokens, "max-num-batched-tokens", 0, "")
-	fs.IntVar(&f.blockSize, "block-size", 0, "")
-	fs.IntVar(&f.numSchedulerSteps, "num-scheduler-steps", 0, "")
-	fs.Float64Var(&f.gpuMemoryUtilization, "gpu-memory-utilization", 0, "")
-	fs.Float64Var(&f.swapSpace, "swap-space", 0, "")
-	fs.Float64Var(&f.schedulerDelayFactor, "scheduler-delay-factor", 0, "")
-	fs.BoolVar(&f.chunkedPrefill, "enable-chunked-prefill", false, "")
-	fs.BoolVar(&f.noChunkedPrefill, "no-enable-chunked-prefill", false, "")
-	fs.BoolVar(&f.prefixCaching, "enable-prefix-caching", false, "")
-	fs.BoolVar(&f.noPrefixCache, "no-enable-prefix-caching", false, "")
-	fs.StringVar(&f.preemptionMode, "preemption-mode", "", "")
-	fs.StringVar(&f.kvCacheDType, "kv-cache-dtype", "", "")
-	fs.StringVar(&f.executor, "distributed-executor-backend", "", "")
-	fs.BoolVar(&f.enforceEager, "enforce-eager", false, "")
-	fs.BoolVar(&f.noAsyncOutputProc, "disable-async-output-proc", false, "")
-	fs.BoolVar(&f.expertParallel, "enable-expert-parallel", false, "")
+	f.engine.Register(fs)
 	fs.StringVar(&f.dtype, "dtype", "", "")
-	fs.StringVarP(&f.quantization, "quantization", "q", "", "")
+	fs.BoolVar(&f.noChunkedPrefill, "no-enable-chunked-prefill", false, "")
 	var sink string
 	for _, name := range noEffectValued {
-		fs.StringVar(&sink, name, "", "")
+		if fs.Lookup(name) == nil {
+			fs.StringVar(&sink, name, "", "")
+		}
 	}
 	var bsink bool
 	for _, name := range noEffectBool {
@@ -129,14 +116,20 @@ func parseServerArgs(args []string) (*serverFlags, error) {
 			return nil, fmt.Errorf("server flags: unexpected arguments %q", rest[1:])
 		}
 	}
+	var unmodelled string
 	f.fs.Visit(func(fl *pflag.Flag) {
-		if slices.Contains(noEffectValued, fl.Name) {
+		switch {
+		case slices.Contains(noEffectValued, fl.Name):
 			f.ignoredStrings = append(f.ignoredStrings, "--"+fl.Name)
-		}
-		if slices.Contains(noEffectBool, fl.Name) {
+		case slices.Contains(noEffectBool, fl.Name):
 			f.ignoredBools = append(f.ignoredBools, "--"+fl.Name)
+		case !slices.Contains(modelledServerFlags, fl.Name) && unmodelled == "":
+			unmodelled = "--" + fl.Name
 		}
 	})
+	if unmodelled != "" {
+		return nil, fmt.Errorf("server flag %s is not modelled by sim", unmodelled)
+	}
 	return f, nil
 }
 
@@ -156,21 +149,22 @@ func (f *serverFlags) apply(o *vllm.Options) (args []string) {
 			args = append(args, "--"+name, strconv.Itoa(v))
 		}
 	}
-	setInt("max-model-len", f.maxModelLen, &o.MaxModelLen)
-	setInt("max-num-seqs", f.maxNumSeqs, &o.MaxNumSeqs)
-	setInt("max-num-batched-tokens", f.maxNumBatchedTokens, &o.MaxNumBatchedTokens)
-	setInt("block-size", f.blockSize, &o.BlockSize)
-	setInt("num-scheduler-steps", f.numSchedulerSteps, &o.NumSchedulerSteps)
+	e := &f.engine
+	setInt("max-model-len", e.MaxModelLen, &o.MaxModelLen)
+	setInt("max-num-seqs", e.MaxNumSeqs, &o.MaxNumSeqs)
+	setInt("max-num-batched-tokens", e.MaxNumBatchedTokens, &o.MaxNumBatchedTokens)
+	setInt("block-size", e.BlockSize, &o.BlockSize)
+	setInt("num-scheduler-steps", e.NumSchedulerSteps, &o.NumSchedulerSteps)
 	setFloat := func(name string, v float64, dst *float64) {
 		if f.changed(name) {
 			*dst = v
 			args = append(args, "--"+name, strconv.FormatFloat(v, 'g', -1, 64))
 		}
 	}
-	setFloat("gpu-memory-utilization", f.gpuMemoryUtilization, &o.GPUMemoryUtilization)
-	setFloat("scheduler-delay-factor", f.schedulerDelayFactor, &o.SchedulerDelayFactor)
+	setFloat("gpu-memory-utilization", e.GPUMemoryUtilization, &o.GPUMemoryUtilization)
+	setFloat("scheduler-delay-factor", e.SchedulerDelayFactor, &o.SchedulerDelayFactor)
 	if f.changed("swap-space") {
-		v := f.swapSpace
+		v := e.SwapSpace
 		o.SwapSpaceGiB = &v
 		args = append(args, "--swap-space", strconv.FormatFloat(v, 'g', -1, 64))
 	}
@@ -187,13 +181,13 @@ func (f *serverFlags) apply(o *vllm.Options) (args []string) {
 	case f.changed("no-enable-chunked-prefill") && f.noChunkedPrefill:
 		setBool(false, &o.EnableChunkedPrefill, "--enable-chunked-prefill", "--enable-chunked-prefill=false")
 	case f.changed("enable-chunked-prefill"):
-		setBool(f.chunkedPrefill, &o.EnableChunkedPrefill, "--enable-chunked-prefill", "--enable-chunked-prefill=false")
+		setBool(e.EnableChunkedPrefill, &o.EnableChunkedPrefill, "--enable-chunked-prefill", "--enable-chunked-prefill=false")
 	}
 	switch {
-	case f.changed("no-enable-prefix-caching") && f.noPrefixCache:
+	case f.changed("no-enable-prefix-caching") && e.NoEnablePrefixCaching:
 		setBool(false, &o.EnablePrefixCaching, "--enable-prefix-caching", "--no-enable-prefix-caching")
 	case f.changed("enable-prefix-caching"):
-		setBool(f.prefixCaching, &o.EnablePrefixCaching, "--enable-prefix-caching", "--no-enable-prefix-caching")
+		setBool(e.EnablePrefixCaching, &o.EnablePrefixCaching, "--enable-prefix-caching", "--no-enable-prefix-caching")
 	}
 	setString := func(name, v string, dst *string) {
 		if f.changed(name) {
@@ -201,16 +195,16 @@ func (f *serverFlags) apply(o *vllm.Options) (args []string) {
 			args = append(args, "--"+name, v)
 		}
 	}
-	setString("preemption-mode", f.preemptionMode, &o.PreemptionMode)
-	setString("distributed-executor-backend", f.executor, &o.DistributedExecutorBackend)
+	setString("preemption-mode", e.PreemptionMode, &o.PreemptionMode)
+	setString("distributed-executor-backend", e.Executor, &o.DistributedExecutorBackend)
 	setFlag := func(name string, v bool, dst *bool) {
 		if f.changed(name) && v {
 			*dst = true
 			args = append(args, "--"+name)
 		}
 	}
-	setFlag("enforce-eager", f.enforceEager, &o.EnforceEager)
-	setFlag("disable-async-output-proc", f.noAsyncOutputProc, &o.DisableAsyncOutputProc)
-	setFlag("enable-expert-parallel", f.expertParallel, &o.ExpertParallel)
+	setFlag("enforce-eager", e.EnforceEager, &o.EnforceEager)
+	setFlag("disable-async-output-proc", e.DisableAsyncOutputProc, &o.DisableAsyncOutputProc)
+	setFlag("enable-expert-parallel", e.ExpertParallel, &o.ExpertParallel)
 	return args
 }

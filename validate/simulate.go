@@ -78,7 +78,7 @@ func newPlan(r *Run, c *Corpus, o Options) (*plan, error) {
 		name  string
 		flag  int
 		field int
-	}{{"tensor-parallel-size", server.tensorParallel, tp}, {"pipeline-parallel-size", server.pipelineParallel, pp}} {
+	}{{"tensor-parallel-size", server.engine.TensorParallel, tp}, {"pipeline-parallel-size", server.engine.PipelineParallel, pp}} {
 		if server.changed(f.name) && f.flag != f.field {
 			return nil, cannot("server flag --%s %d disagrees with the run's own %d", f.name, f.flag, f.field)
 		}
@@ -175,8 +175,8 @@ func (p *plan) planPrecision(r *Run, server *serverFlags) (kvDType, onTheFly str
 // dtype the run used and the method to apply on the fly ("" for none).
 func checkPrecision(r *Run, m perf.Model, server *serverFlags) (kvDType, onTheFly string, err error) {
 	want := perf.QuantizationMethod(r.Quantization)
-	if flag := perf.QuantizationMethod(server.quantization); server.changed("quantization") && flag != want && want != "" {
-		return "", "", cannot("server flag --quantization %s disagrees with the run's quantization %q", server.quantization, r.Quantization)
+	if flag := perf.QuantizationMethod(server.engine.Quantization); server.changed("quantization") && flag != want && want != "" {
+		return "", "", cannot("server flag --quantization %s disagrees with the run's quantization %q", server.engine.Quantization, r.Quantization)
 	} else if want == "" {
 		want = flag
 	}
@@ -203,11 +203,11 @@ func checkPrecision(r *Run, m perf.Model, server *serverFlags) (kvDType, onTheFl
 		return "", "", cannot("dtype %s is not modelled (sim models 16-bit activations)", dtype)
 	}
 	kv := r.KVCacheDType
-	if server.changed("kv-cache-dtype") && server.kvCacheDType != kv {
+	if server.changed("kv-cache-dtype") && server.engine.KVCacheDType != kv {
 		if kv != "auto" {
-			return "", "", cannot("server flag --kv-cache-dtype %s disagrees with the run's kv_cache_dtype %s", server.kvCacheDType, kv)
+			return "", "", cannot("server flag --kv-cache-dtype %s disagrees with the run's kv_cache_dtype %s", server.engine.KVCacheDType, kv)
 		}
-		kv = server.kvCacheDType
+		kv = server.engine.KVCacheDType
 	}
 	return kv, onTheFly, nil
 }
