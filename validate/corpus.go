@@ -313,41 +313,44 @@ func parseCorpusFile(file string, data []byte) (*Source, []*Run, error) {
 		if r.ID != "" {
 			where = "run " + r.ID
 		}
-		fail := func(err error) (*Source, []*Run, error) {
+		if err := r.checkCorpusRun(node, seen); err != nil {
 			return nil, nil, fmt.Errorf("%s: %s: %w", file, where, err)
-		}
-		if err := requireKeys(node, requiredRun, ""); err != nil {
-			return fail(err)
-		}
-		if !idPattern.MatchString(r.ID) {
-			return fail(fmt.Errorf("field id %q: use letters, digits, '.', '_' and '-'", r.ID))
-		}
-		if seen[r.ID] {
-			return fail(fmt.Errorf("field id %q: duplicate id in this file", r.ID))
-		}
-		seen[r.ID] = true
-		if !slices.Contains(splits, r.Split) {
-			return fail(fmt.Errorf("field split %q: must be fit or holdout", r.Split))
-		}
-		if !slices.Contains(Regimes(), Regime(r.Regime)) {
-			return fail(fmt.Errorf("field regime %q: must be one of %s", r.Regime, regimeList()))
-		}
-		if !slices.Contains(engines, r.Engine) {
-			return fail(fmt.Errorf("field engine %q: must be v0 or v1", r.Engine))
-		}
-		if err := r.checkSetup(node); err != nil {
-			return fail(err)
-		}
-		if err := r.checkClient(); err != nil {
-			return fail(err)
-		}
-		if err := checkPublished(r.Published, r.Benchmark); err != nil {
-			return fail(err)
 		}
 		r.Source, r.File = &src, file
 		runs = append(runs, r)
 	}
 	return &src, runs, nil
+}
+
+// checkCorpusRun checks one run of a corpus file (node is its YAML; seen
+// holds the file's ids so far): the keys, labels, setup and figures.
+func (r *Run) checkCorpusRun(node *yaml.Node, seen map[string]bool) error {
+	if err := requireKeys(node, requiredRun, ""); err != nil {
+		return err
+	}
+	if !idPattern.MatchString(r.ID) {
+		return fmt.Errorf("field id %q: use letters, digits, '.', '_' and '-'", r.ID)
+	}
+	if seen[r.ID] {
+		return fmt.Errorf("field id %q: duplicate id in this file", r.ID)
+	}
+	seen[r.ID] = true
+	if !slices.Contains(splits, r.Split) {
+		return fmt.Errorf("field split %q: must be fit or holdout", r.Split)
+	}
+	if !slices.Contains(Regimes(), Regime(r.Regime)) {
+		return fmt.Errorf("field regime %q: must be one of %s", r.Regime, regimeList())
+	}
+	if !slices.Contains(engines, r.Engine) {
+		return fmt.Errorf("field engine %q: must be v0 or v1", r.Engine)
+	}
+	if err := r.checkSetup(node); err != nil {
+		return err
+	}
+	if err := r.checkClient(); err != nil {
+		return err
+	}
+	return checkPublished(r.Published, r.Benchmark)
 }
 
 // ClientInferencePerf is kubernetes-sigs/inference-perf: many worker

@@ -60,82 +60,14 @@ func userRun(lr *report.LoadedResult) (*Run, error) {
 	}
 	r := &Run{ID: id, File: lr.Path, Split: SplitUser, Benchmark: BenchmarkServing, DType: "auto", KVCacheDType: "auto",
 		Published: map[string]float64{}, ownClient: lr.Tool == "servebench"}
-	text := func(keys ...string) string {
-		for _, k := range keys {
-			if v, ok := lr.Lookup(k); ok {
-				if s, ok := v.(string); ok && strings.TrimSpace(s) != "" && s != "None" {
-					return strings.TrimSpace(s)
-				}
-			}
-		}
-		return ""
-	}
-	number := func(keys ...string) (float64, bool) {
-		for _, k := range keys {
-			if v, ok := lr.Number(k); ok {
-				return v, true
-			}
-		}
-		return 0, false
-	}
-	r.GPU = text("gpu")
-	r.Model = text("model", "model_id")
-	r.VLLMVersion = text("vllm_version")
-	r.Engine = strings.ToLower(text("vllm_engine", "engine_version"))
-	if e, ok := lr.Lookup("engine"); ok {
-		if s, ok := e.(string); ok {
-			r.Engine = strings.ToLower(s)
-		}
-	}
-	if v, ok := number("vllm_use_v1"); ok && r.Engine == "" {
-		r.Engine = map[bool]string{true: "v1", false: "v0"}[v != 0]
-	}
-	r.Quantization = text("quantization")
-	if d := text("dtype"); d != "" {
-		r.DType = d
-	}
-	if d := text("kv_cache_dtype"); d != "" {
-		r.KVCacheDType = d
-	}
-	if a := text("server_args"); a != "" {
-		r.ServerArgs = strings.Fields(a)
-	}
-	intOf := func(def int, keys ...string) int {
-		if v, ok := number(keys...); ok && v >= 1 && v < math.MaxInt32 {
-			return int(v)
-		}
-		return def
-	}
-	r.TensorParallel = intOf(1, "tp", "tensor_parallel", "tensor_parallel_size")
-	r.PipelineParallel = intOf(1, "pp", "pipeline_parallel", "pipeline_parallel_size")
-	r.GPUCount = intOf(r.TensorParallel*r.PipelineParallel, "gpu_count")
-
+	f := resultFields{lr}
+	f.setup(r)
 	for _, k := range append(slices.Clone(runKeys), publishedKeys(lr)...) {
 		if v, ok := lr.Number(k); ok && !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0 {
 			r.Published[k] = v
 		}
 	}
-	w := &r.Workload
-	w.Dataset = "random"
-	completed := r.Published["completed"]
-	if completed > 0 {
-		w.InputLen = int(math.Round(r.Published["total_input_tokens"] / completed))
-		w.OutputLen = int(math.Round(r.Published["total_output_tokens"] / completed))
-	}
-	w.NumPrompts = intOf(int(completed), "num_prompts")
-	if v, ok := number("request_rate"); ok && v > 0 {
-		w.RequestRate = Rate(v)
-	}
-	if v, ok := number("burstiness"); ok && v > 0 {
-		w.Burstiness = v
-	}
-	w.MaxConcurrency = intOf(0, "max_concurrency")
-	if v, ok := number("random_range_ratio", "range_ratio"); ok {
-		w.RangeRatio = v
-	}
-	w.PrefixLen = intOf(0, "random_prefix_len", "prefix_len")
-	on := true // the lengths are the run's own means
-	w.IgnoreEOS = &on
+	f.workload(r)
 
 	sidecar := lr.Path + SidecarSuffix
 	if data, err := os.ReadFile(sidecar); err == nil {
@@ -145,33 +77,127 @@ func userRun(lr *report.LoadedResult) (*Run, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w", sidecar, err)
 	}
+	if err := checkUserRun(r, sidecar); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// resultFields reads a result file's metadata and figures, under the
+// names vLLM's and servebench's results give them (the first found wins).
+type resultFields struct{ lr *report.LoadedResult }
+
+func (f resultFields) text(keys ...string) string {
+	for _, k := range keys {
+		if v, ok := f.lr.Lookup(k); ok {
+			if s, ok := v.(string); ok && strings.TrimSpace(s) != "" && s != "None" {
+				return strings.TrimSpace(s)
+			}
+		}
+	}
+	return ""
+}
+
+func (f resultFields) number(keys ...string) (float64, bool) {
+	for _, k := range keys {
+		if v, ok := f.lr.Number(k); ok {
+			return v, true
+		}
+	}
+	return 0, false
+}
+
+func (f resultFields) intOf(def int, keys ...string) int {
+	if v, ok := f.number(keys...); ok && v >= 1 && v < math.MaxInt32 {
+		return int(v)
+	}
+	return def
+}
+
+// setup fills the run's hardware, model, release and engine flags.
+func (f resultFields) setup(r *Run) {
+	r.GPU = f.text("gpu")
+	r.Model = f.text("model", "model_id")
+	r.VLLMVersion = f.text("vllm_version")
+	r.Engine = strings.ToLower(f.text("vllm_engine", "engine_version"))
+	if e, ok := f.lr.Lookup("engine"); ok {
+		if s, ok := e.(string); ok {
+			r.Engine = strings.ToLower(s)
+		}
+	}
+	if v, ok := f.number("vllm_use_v1"); ok && r.Engine == "" {
+		r.Engine = map[bool]string{true: "v1", false: "v0"}[v != 0]
+	}
+	r.Quantization = f.text("quantization")
+	if d := f.text("dtype"); d != "" {
+		r.DType = d
+	}
+	if d := f.text("kv_cache_dtype"); d != "" {
+		r.KVCacheDType = d
+	}
+	if a := f.text("server_args"); a != "" {
+		r.ServerArgs = strings.Fields(a)
+	}
+	r.TensorParallel = f.intOf(1, "tp", "tensor_parallel", "tensor_parallel_size")
+	r.PipelineParallel = f.intOf(1, "pp", "pipeline_parallel", "pipeline_parallel_size")
+	r.GPUCount = f.intOf(r.TensorParallel*r.PipelineParallel, "gpu_count")
+}
+
+// workload rebuilds what the client sent: the mean lengths from the token
+// totals, the load from the result's own settings.
+func (f resultFields) workload(r *Run) {
+	w := &r.Workload
+	w.Dataset = "random"
+	completed := r.Published["completed"]
+	if completed > 0 {
+		w.InputLen = int(math.Round(r.Published["total_input_tokens"] / completed))
+		w.OutputLen = int(math.Round(r.Published["total_output_tokens"] / completed))
+	}
+	w.NumPrompts = f.intOf(int(completed), "num_prompts")
+	if v, ok := f.number("request_rate"); ok && v > 0 {
+		w.RequestRate = Rate(v)
+	}
+	if v, ok := f.number("burstiness"); ok && v > 0 {
+		w.Burstiness = v
+	}
+	w.MaxConcurrency = f.intOf(0, "max_concurrency")
+	if v, ok := f.number("random_range_ratio", "range_ratio"); ok {
+		w.RangeRatio = v
+	}
+	w.PrefixLen = f.intOf(0, "random_prefix_len", "prefix_len")
+	on := true // the lengths are the run's own means
+	w.IgnoreEOS = &on
+}
+
+// checkUserRun says what a user's run lacks to be simulated, naming the
+// metadata flag or sidecar field that supplies it.
+func checkUserRun(r *Run, sidecar string) error {
+	id, w := r.ID, &r.Workload
 	missing := func(field, example string) error {
 		return fmt.Errorf("%s: no %s: record it when benchmarking (--metadata %s=%s) or put it in %s (%s: %s)",
 			id, field, field, example, sidecar, field, example)
 	}
 	switch {
 	case r.GPU == "":
-		return nil, missing("gpu", "H100")
+		return missing("gpu", "H100")
 	case r.Model == "":
-		return nil, missing("model", "meta-llama/Llama-3.1-8B-Instruct")
+		return missing("model", "meta-llama/Llama-3.1-8B-Instruct")
 	case r.VLLMVersion == "":
-		return nil, missing("vllm_version", "0.6.3")
+		return missing("vllm_version", "0.6.3")
 	case w.InputLen < 1 || w.OutputLen < 1:
-		return nil, fmt.Errorf("%s: no token totals (completed, total_input_tokens, total_output_tokens) to rebuild the prompt and output lengths from: give workload.input_len and workload.output_len in %s", id, sidecar)
+		return fmt.Errorf("%s: no token totals (completed, total_input_tokens, total_output_tokens) to rebuild the prompt and output lengths from: give workload.input_len and workload.output_len in %s", id, sidecar)
 	case w.NumPrompts < 1:
-		return nil, missing("num_prompts", "1000")
+		return missing("num_prompts", "1000")
 	}
 	if err := r.checkValues(); err != nil {
-		return nil, fmt.Errorf("%s: %w", id, err)
+		return fmt.Errorf("%s: %w", id, err)
 	}
-	hasFigure := false
 	for k := range r.Published {
-		hasFigure = hasFigure || familyOf(k) != ""
+		if familyOf(k) != "" {
+			return nil
+		}
 	}
-	if !hasFigure {
-		return nil, fmt.Errorf("%s: no throughput or latency figures: is this a benchmark result (vLLM --save-result or servebench JSON)?", id)
-	}
-	return r, nil
+	return fmt.Errorf("%s: no throughput or latency figures: is this a benchmark result (vLLM --save-result or servebench JSON)?", id)
 }
 
 // publishedKeys are the compared keys a result file can hold.
