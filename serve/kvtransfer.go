@@ -379,16 +379,27 @@ func (k *kvSide) reserveLink(n int64) time.Duration {
 
 // --- consumer ---------------------------------------------------------------
 
-// ServeKV accepts KV transfers on ln until ctx ends (a consumer's KV
-// port). It closes ln when it returns.
-func (s *Server) ServeKV(ctx context.Context, ln net.Listener) error {
+// ListenKV makes ln the consumer's KV address, the one GET /kv_transfer
+// reports to the proxy. ServeKV does it too; a caller that runs ServeKV
+// in a goroutine calls ListenKV first, so that a proxy asking at once is
+// not told an empty address.
+func (s *Server) ListenKV(ln net.Listener) error {
 	if s.kv == nil || s.kv.cfg.Role != KVConsumer {
-		_ = ln.Close()
 		return errors.New("serve: ServeKV needs a server with KV role kv_consumer")
 	}
 	s.kv.mu.Lock()
 	s.kv.addr = ln.Addr().String()
 	s.kv.mu.Unlock()
+	return nil
+}
+
+// ServeKV accepts KV transfers on ln until ctx ends (a consumer's KV
+// port). It closes ln when it returns.
+func (s *Server) ServeKV(ctx context.Context, ln net.Listener) error {
+	if err := s.ListenKV(ln); err != nil {
+		_ = ln.Close()
+		return err
+	}
 	stop := context.AfterFunc(ctx, func() { _ = ln.Close() })
 	defer stop()
 	var wg sync.WaitGroup

@@ -3,6 +3,7 @@ package serve
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -53,6 +54,10 @@ func startPD(t *testing.T, nP, nD int, handoff PDHandoff, link perf.KVLink, cfgF
 		r := startServer(t, newCfg(KVConsumer))
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
+			t.Fatal(err)
+		}
+		// The address must be known before the proxy asks for it.
+		if err := r.ListenKV(ln); err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
@@ -388,6 +393,51 @@ func TestPDPrefillDownFailsFast(t *testing.T) {
 			}
 			if took := time.Since(start); took > 5*time.Second {
 				t.Errorf("the failure took %v: the decode request waited for KV that could not come", took)
+			}
+		})
+	}
+}
+
+// A consumer reports its KV address from the moment ListenKV returns, not
+// once ServeKV's goroutine has run: the proxy may ask straight away.
+func TestListenKVSetsTheAddressAtOnce(t *testing.T) {
+	kv := KVTransferConfig{BytesPerToken: testKVBytesPerToken, Ranks: 1, WaitTimeout: time.Second}
+	for _, tc := range []struct {
+		role    KVRole
+		wantErr bool
+	}{{KVConsumer, false}, {KVProducer, true}} {
+		t.Run(string(tc.role), func(t *testing.T) {
+			cfg := testConfig(t)
+			k := kv
+			k.Role = tc.role
+			cfg.KVTransfer = &k
+			r := startServer(t, cfg)
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			err = r.ListenKV(ln)
+			if tc.wantErr {
+				if err == nil {
+					t.Fatal("a producer took a KV listener")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.Get(r.URL() + "/kv_transfer")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var info kvInfo
+			if err := json.NewDecoder(resp.Body).Decode(&info); err != nil {
+				t.Fatal(err)
+			}
+			if info.Role != KVConsumer || info.Address != ln.Addr().String() {
+				t.Errorf("GET /kv_transfer = %+v, want role %s at %s", info, KVConsumer, ln.Addr())
 			}
 		})
 	}

@@ -228,6 +228,10 @@ func applyKVRole(cfg *Config, k *runspec.KVRole, changed func(string) bool, dep 
 		if err != nil {
 			return fmt.Errorf("--kv-port: listening on %s: %w (pick a free port, or 0 for any)", addr, err)
 		}
+		if err := running.ListenKV(ln); err != nil {
+			_ = ln.Close()
+			return err
+		}
 		log.Info("servebench serve: kv_consumer taking KV transfers on " + ln.Addr().String())
 		go func() {
 			if err := running.ServeKV(ctx, ln); err != nil {
