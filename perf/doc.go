@@ -551,7 +551,14 @@
 // kv_lora_rank + qk_rope_head_dim elements per token and layer, which
 // every TP rank holds whole (Mixtral: 128 KiB a token; DeepSeek-V2-Lite:
 // 30.4 KiB); attention FLOPs per pair use the decompressed heads
-// (2·H·(qk_nope + qk_rope + v_head)). The fused-MoE activation peak is
+// (2·H·(qk_nope + qk_rope + v_head)). Releases before vLLM supported MLA
+// (package vllm sets MLA.Expanded: V0 before 0.7.1, V1 before 0.8.0) ran
+// the layer as ordinary attention over the decompressed heads, with q, k
+// and v padded to 256: the cache holds K and V of H/t heads at 256 per
+// token and layer, split across ranks (DeepSeek-V2-Lite: 432 KiB a token,
+// 14× MLA's; PR #10927 printed 5,373 GPU blocks of 16 tokens in 35.42 GiB
+// for it on an H100, which that size gives: TestExpandedMLAKVBytes), and
+// attention takes 4·H·256 FLOPs a pair. The fused-MoE activation peak is
 // taken as k·3·f_e + 3·f_shared wide. Worked numbers: Mixtral-8x7B weighs
 // 86.99 GiB (93,405,577,216 bytes, the checkpoint's safetensors size) and
 // 43.50 GiB per GPU at TP=2; on 2×H100 at 0.9 with V1 defaults that

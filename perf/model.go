@@ -100,7 +100,22 @@ type MLA struct {
 	QKNopeHeadDim int // qk_nope_head_dim
 	QKRopeHeadDim int // qk_rope_head_dim
 	VHeadDim      int // v_head_dim
+
+	// Expanded: the server runs the layer as ordinary multi-head
+	// attention, as vLLM did before it supported MLA (V0 before 0.7.1, V1
+	// before 0.8.0; package vllm sets it): the latent is decompressed into
+	// every head's K and V, which are cached per head, each padded to
+	// expandedMLAHeadDim, and split across tensor-parallel ranks.
+	Expanded bool
 }
+
+// expandedMLAHeadDim is the head size vLLM's DeepseekV2Attention padded q,
+// k and v to before MLA support (the attention kernels took no 192): the
+// KV cache of DeepSeek-V2-Lite (27 layers, 16 heads) then held 2·16·256
+// bf16 elements per token and layer, 442,368 bytes a token, as the GPU
+// blocks vLLM printed for it in PR #10927 (5,373 blocks of 16 tokens in
+// 35.42 GiB) give.
+const expandedMLAHeadDim = 256
 
 // IsMoE reports whether the model has mixture-of-experts layers.
 func (m Model) IsMoE() bool { return m.MoE.Experts > 0 }
@@ -195,8 +210,11 @@ func (m Model) mlpActiveWidth() float64 {
 // kvElementsPerTokenLayer is the number of KV cache elements one token
 // stores per layer on one of t tensor-parallel ranks: K and V of
 // max(1, H_kv/t) heads, or MLA's latent plus RoPE key, which every rank
-// holds whole.
+// holds whole (expanded MLA: K and V of H/t heads at the padded size).
 func (m Model) kvElementsPerTokenLayer(t int) int64 {
+	if m.IsMLA() && m.MLA.Expanded {
+		return 2 * int64(max(1, m.Heads/max(t, 1))) * expandedMLAHeadDim
+	}
 	if m.IsMLA() {
 		return int64(m.MLA.KVLoraRank + m.MLA.QKRopeHeadDim)
 	}
@@ -207,6 +225,9 @@ func (m Model) kvElementsPerTokenLayer(t int) int64 {
 // one layer over all heads: QK^T and PV. MLA prefill runs as ordinary
 // attention over decompressed heads of qk_nope+qk_rope and v_head_dim.
 func (m Model) attentionFLOPsPerPair() float64 {
+	if m.IsMLA() && m.MLA.Expanded {
+		return 4 * float64(m.Heads) * expandedMLAHeadDim
+	}
 	if m.IsMLA() {
 		return 2 * float64(m.Heads) * float64(m.MLA.QKNopeHeadDim+m.MLA.QKRopeHeadDim+m.MLA.VHeadDim)
 	}

@@ -315,3 +315,26 @@ func FuzzParseModelConfig(f *testing.F) {
 		}
 	})
 }
+
+// TestExpandedMLAKVBytes: before MLA support vLLM cached DeepSeek's K and V
+// per head, padded to 256. PR #10927 printed what that gave for
+// DeepSeek-V2-Lite on an H100: 35.42 GiB of KV cache in 5,373 blocks of 16
+// tokens.
+func TestExpandedMLAKVBytes(t *testing.T) {
+	m := mustModel(t, "DeepSeek-V2-Lite")
+	if got, want := m.KVBytesPerToken("auto"), int64(27*(512+64)*2); got != want {
+		t.Errorf("MLA: %d bytes a token, want %d (latent and rope key)", got, want)
+	}
+	m.MLA.Expanded = true
+	perToken := m.KVBytesPerToken("auto")
+	if want := int64(27 * 2 * 16 * 256 * 2); perToken != want {
+		t.Errorf("expanded: %d bytes a token, want %d", perToken, want)
+	}
+	if blocks := int(35.42 * (1 << 30) / float64(16*perToken)); blocks != 5373 {
+		t.Errorf("35.42 GiB holds %d blocks of 16 tokens, vLLM printed 5373", blocks)
+	}
+	// Split across ranks like ordinary heads, not held whole by each.
+	if one, four := m.kvElementsPerTokenLayer(1), m.kvElementsPerTokenLayer(4); one != 4*four {
+		t.Errorf("elements per token and layer: %d on one rank, %d on each of four", one, four)
+	}
+}

@@ -26,6 +26,10 @@
 //     (V1 user guide, PR #15064: "V1 is now enabled by default";
 //     enablement oracle PR #13726), V0 below.
 //   - 0.11+: V1 only (V0 removed).
+//   - MLA (DeepSeek-V2/V3/R1's latent attention) is served as MLA by V0
+//     from 0.7.1 and by V1 from 0.8.0 (kernels.go). Before, the latent is
+//     decompressed and every head's K and V cached (perf.MLA.Expanded),
+//     about 14× the KV bytes a token, so far fewer sequences fit.
 //
 // Defaults are vLLM 0.5.4's for V0 (256 sequences; max(max_model_len,
 // 2048) batched tokens, 512 with chunked prefill; chunked prefill on by

@@ -17,6 +17,26 @@ var (
 	awqMarlinSince  = Release{0, 5, 3}
 )
 
+// MLA (DeepSeek's latent attention) as MLA, per engine: V0 from 0.7.1,
+// whose release introduced it (vLLM issue #12835 compares its MLA with
+// 0.6.6.post1's), V1 from 0.8.0 (PR #13789, "[Attention] MLA support for
+// V1", opened 2025-02-24, after 0.7.3) [inferred: first release after the
+// merge]. Before, vLLM decompressed the latent into every head's K and V
+// and cached those (perf.MLA.Expanded).
+var (
+	mlaSinceV0 = Release{0, 7, 1}
+	mlaSinceV1 = Release{0, 8, 0}
+)
+
+// expandsMLA reports whether rel's engine runs an MLA model as ordinary
+// multi-head attention.
+func expandsMLA(rel Release, v1 bool) bool {
+	if v1 {
+		return rel.less(mlaSinceV1)
+	}
+	return rel.less(mlaSinceV0)
+}
+
 // kernelPolicy is rel's choice of quantized-GEMM kernels.
 func kernelPolicy(rel Release) perf.KernelPolicy {
 	return perf.KernelPolicy{

@@ -104,6 +104,9 @@ func Resolve(ctx context.Context, p Profile, model perf.Model, gpu perf.GPU, o O
 	if err != nil {
 		return nil, err
 	}
+	if model.IsMLA() && expandsMLA(p.Release, p.Engine == engine.V1) {
+		model.MLA.Expanded = true
+	}
 	d := perf.Deployment{
 		Model: model, GPU: gpu, Link: o.Link, Nodes: o.Nodes, NodeLink: o.NodeLink,
 		TensorParallel: max(o.TensorParallel, 1), PipelineParallel: max(o.PipelineParallel, 1),
