@@ -104,6 +104,45 @@ func Resolve(ctx context.Context, p Profile, model perf.Model, gpu perf.GPU, o O
 	if err != nil {
 		return nil, err
 	}
+	d := deploymentFor(p, model, gpu, o)
+	// Resolve once without a token budget to learn max_model_len, which the
+	// V0 defaults depend on.
+	probe, err := d.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	chunked := budgetDefaults(&d, p, gpu, o, probe.MaxModelLen)
+	resolved, err := d.Resolve()
+	if err != nil {
+		return nil, err
+	}
+
+	ec := engineConfig(p, o, resolved, chunked)
+	// The scheduler config is checked before the memory profile, as vLLM
+	// builds SchedulerConfig before it starts the workers.
+	if err := ec.Validate(); err != nil {
+		return nil, err
+	}
+	capacity, err := resolved.Capacity()
+	if err != nil {
+		// The resolved limits let the caller phrase advice (max_model_len).
+		return &Resolved{Profile: p, Deployment: resolved, Capacity: capacity, Engine: ec}, err
+	}
+	ec.NumGPUBlocks, ec.NumCPUBlocks = capacity.GPUBlocks, capacity.CPUBlocks
+	roof, err := perf.NewRoofline(resolved)
+	if err != nil {
+		return nil, err
+	}
+	step, ingest, delivery := hostStep(p, o, roof, executor)
+	return &Resolved{Profile: p, Deployment: resolved, Capacity: capacity, Engine: ec,
+		StepModel: step, StatsInterval: p.Defaults.StatsInterval, SchedulerSteps: max(o.NumSchedulerSteps, 1),
+		Ingest: ingest, Delivery: delivery,
+		Executor: executor, ExecutorDefaulted: executorDefaulted}, nil
+}
+
+// deploymentFor is the deployment the flags and the release's defaults
+// give, before the token budget and sequence limit are settled.
+func deploymentFor(p Profile, model perf.Model, gpu perf.GPU, o Options) perf.Deployment {
 	if model.IsMLA() && expandsMLA(p.Release, p.Engine == engine.V1) {
 		model.MLA.Expanded = true
 	}
@@ -126,17 +165,18 @@ func Resolve(ctx context.Context, p Profile, model perf.Model, gpu perf.GPU, o O
 	if o.SwapSpaceGiB != nil && p.Engine == engine.V0 {
 		d.SwapSpaceGiB = *o.SwapSpaceGiB
 	}
-	// Resolve once without a token budget to learn max_model_len, which the
-	// V0 defaults depend on.
-	probe, err := d.Resolve()
-	if err != nil {
-		return nil, err
-	}
+	return d
+}
+
+// budgetDefaults settles chunked prefill and fills the token budget and
+// sequence limit the flags left at vLLM's defaults, which depend on the
+// engine, the GPU's memory and (V0) max_model_len.
+func budgetDefaults(d *perf.Deployment, p Profile, gpu perf.GPU, o Options, maxModelLen int) (chunked bool) {
 	large := gpu.MemoryBytes >= 70<<30 &&
 		!(p.Defaults.LargeGPUExcludesA100 && strings.Contains(strings.ToLower(gpu.Name), "a100"))
-	chunked := true // V1 always chunks, whatever the flag says
+	chunked = true // V1 always chunks, whatever the flag says
 	if p.Engine == engine.V0 {
-		chunked = p.Defaults.AutoChunkAbove > 0 && probe.MaxModelLen > p.Defaults.AutoChunkAbove
+		chunked = p.Defaults.AutoChunkAbove > 0 && maxModelLen > p.Defaults.AutoChunkAbove
 		if o.EnableChunkedPrefill != nil {
 			chunked = *o.EnableChunkedPrefill
 		}
@@ -151,7 +191,7 @@ func Resolve(ctx context.Context, p Profile, model perf.Model, gpu perf.GPU, o O
 		case chunked:
 			d.MaxNumBatchedTokens = p.Defaults.ChunkedBudget
 		default:
-			d.MaxNumBatchedTokens = max(probe.MaxModelLen, 2048)
+			d.MaxNumBatchedTokens = max(maxModelLen, 2048)
 		}
 	}
 	if d.MaxNumSeqs == 0 {
@@ -160,11 +200,12 @@ func Resolve(ctx context.Context, p Profile, model perf.Model, gpu perf.GPU, o O
 			d.MaxNumSeqs = p.Defaults.MaxNumSeqsLargeGPU
 		}
 	}
-	resolved, err := d.Resolve()
-	if err != nil {
-		return nil, err
-	}
+	return chunked
+}
 
+// engineConfig is the scheduler's configuration for the resolved
+// deployment; NumGPUBlocks waits for the memory profile.
+func engineConfig(p Profile, o Options, resolved perf.Deployment, chunked bool) engine.Config {
 	prefixCaching := p.Defaults.PrefixCaching
 	if o.EnablePrefixCaching != nil {
 		prefixCaching = *o.EnablePrefixCaching
@@ -181,10 +222,10 @@ func Resolve(ctx context.Context, p Profile, model perf.Model, gpu perf.GPU, o O
 	if o.LegacyRequeueOrder != nil {
 		legacy = *o.LegacyRequeueOrder
 	}
-	ec := engine.Config{
+	return engine.Config{
 		Version:              p.Engine,
 		BlockSize:            resolved.BlockSize,
-		NumGPUBlocks:         1, // placeholder until the memory profile below
+		NumGPUBlocks:         1, // placeholder until Resolve's memory profile
 		MaxNumSeqs:           resolved.MaxNumSeqs,
 		MaxNumBatchedTokens:  resolved.MaxNumBatchedTokens,
 		MaxModelLen:          resolved.MaxModelLen,
@@ -196,23 +237,13 @@ func Resolve(ctx context.Context, p Profile, model perf.Model, gpu perf.GPU, o O
 		Watermark:            p.Defaults.Watermark,
 		PipelineParallel:     resolved.PipelineParallel,
 	}
-	// The scheduler config is checked before the memory profile, as vLLM
-	// builds SchedulerConfig before it starts the workers.
-	if err := ec.Validate(); err != nil {
-		return nil, err
-	}
-	capacity, err := resolved.Capacity()
-	if err != nil {
-		// The resolved limits let the caller phrase advice (max_model_len).
-		return &Resolved{Profile: p, Deployment: resolved, Capacity: capacity, Engine: ec}, err
-	}
-	ec.NumGPUBlocks, ec.NumCPUBlocks = capacity.GPUBlocks, capacity.CPUBlocks
-	roof, err := perf.NewRoofline(resolved)
-	if err != nil {
-		return nil, err
-	}
-	var step perf.StepModel = roof
-	var ingest, delivery time.Duration
+}
+
+// hostStep wraps the roofline in the release's host work (none with
+// Options.NoHostOverhead), and gives the OpenAI server's per-request
+// latencies on this host.
+func hostStep(p Profile, o Options, roof *perf.Roofline, executor ExecutorBackend) (step perf.StepModel, ingest, delivery time.Duration) {
+	step = roof
 	if !o.NoHostOverhead {
 		host := p.Host
 		if o.DisableAsyncOutputProc {
@@ -226,10 +257,7 @@ func Resolve(ctx context.Context, p Profile, model perf.Model, gpu perf.GPU, o O
 		step = NewHostStepModel(roof, host, o.NumSchedulerSteps)
 		ingest, delivery = host.scaled(host.Ingest), host.scaled(host.Delivery)
 	}
-	return &Resolved{Profile: p, Deployment: resolved, Capacity: capacity, Engine: ec,
-		StepModel: step, StatsInterval: p.Defaults.StatsInterval, SchedulerSteps: max(o.NumSchedulerSteps, 1),
-		Ingest: ingest, Delivery: delivery,
-		Executor: executor, ExecutorDefaulted: executorDefaulted}, nil
+	return step, ingest, delivery
 }
 
 // checkChoices applies argparse's choices and the checks vLLM makes on
