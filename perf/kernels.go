@@ -280,19 +280,32 @@ func kernelPlan(d Deployment, r *Roofline) (*stepKernels, KernelSource) {
 		k.source = src
 	}
 	if m.IsMoE() && k.moe == nil {
-		k.experts, k.perToken = float64(m.MoE.Experts), float64(m.MoE.ExpertsPerToken)
-		width := float64(m.MoE.ExpertIntermediate) / t
-		if d.ExpertParallel {
-			width, k.expertParallelDivs = float64(m.MoE.ExpertIntermediate), t
-		}
-		k.expert = newCurve(kernelGridM, func(tokens float64) float64 {
-			return moeLayers * (gemm.at(tokens, 2*width, hidden) + gemm.at(tokens, hidden, width))
-		})
+		k.setExpertGEMMs(d, gemm, moeLayers)
 	}
 
-	// Attention at this deployment's heads per GPU, in head-dim-128
-	// units: the prefill table's query heads carry the FLOPs per pair, the
-	// decode table's KV heads the bytes per cached token.
+	k.setAttention(d, prefillT, decodeT, attnSrc)
+	return k, src
+}
+
+// setExpertGEMMs times the routed experts as two GEMMs each (gate-up and
+// down) where no fused-MoE table covers the deployment.
+func (k *stepKernels) setExpertGEMMs(d Deployment, gemm *gemmTimer, moeLayers float64) {
+	m, t, hidden := d.Model, float64(d.TensorParallel), float64(d.Model.Hidden)
+	k.experts, k.perToken = float64(m.MoE.Experts), float64(m.MoE.ExpertsPerToken)
+	width := float64(m.MoE.ExpertIntermediate) / t
+	if d.ExpertParallel {
+		width, k.expertParallelDivs = float64(m.MoE.ExpertIntermediate), t
+	}
+	k.expert = newCurve(kernelGridM, func(tokens float64) float64 {
+		return moeLayers * (gemm.at(tokens, 2*width, hidden) + gemm.at(tokens, hidden, width))
+	})
+}
+
+// setAttention slices the attention tables at the deployment's heads per
+// GPU, in head-dim-128 units: the prefill table's query heads carry the
+// FLOPs per pair, the decode table's KV heads the bytes per cached token.
+func (k *stepKernels) setAttention(d Deployment, prefillT, decodeT *kernelTable, attnSrc GPU) {
+	m, g, t := d.Model, d.GPU, float64(d.TensorParallel)
 	headsEq := m.attentionFLOPsPerPair() / t / (4 * 128)
 	kvEq := float64(m.kvElementsPerTokenLayer(d.TensorParallel)) / (2 * 128)
 	prefillScale, decodeScale := 1.0, 1.0
@@ -311,7 +324,6 @@ func kernelPlan(d Deployment, r *Roofline) (*stepKernels, KernelSource) {
 		flops := 4 * 128 * 4 * kvEq * batch * ctx
 		return decodeAt(decodeT, ctx, batch, kvEq) * decodeScale * deriveScale(attnSrc, g, false, flops, bytes) * calibrated(g, false, flops, bytes)
 	})
-	return k, src
 }
 
 // decodeAt is the decode table at a KV-head count per GPU that may lie past
