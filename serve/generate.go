@@ -339,68 +339,16 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 		}
 		buf = buf[:0]
 		if dropAt >= 0 && (done || sent+n >= dropAt) {
-			// An injected drop: send what comes before the drop point,
-			// then cut the connection.
-			if keep := max(dropAt-sent, 0); keep > 0 {
-				if !roleSent {
-					buf = rs.appendRoleChunk(buf, cached)
-				}
-				buf = rs.appendTokenChunk(buf, s, st, sent, keep, "", cached)
-				_, _ = w.Write(buf)
-				_ = rc.Flush()
-			}
-			s.abort(st)
-			dropConnection(w)
+			s.dropStream(w, rc, st, rs, buf, sent, dropAt-sent, cached, roleSent)
 			return
 		}
-		if !roleSent && (n > 0 || (done && err == nil)) {
-			buf = rs.appendRoleChunk(buf, cached)
-			roleSent = true
+		if done && errors.Is(err, errAborted) {
+			return
 		}
-		finish := ""
-		if done && err == nil {
-			finish = st.finishReason()
-		}
-		switch {
-		case n == 0 && finish != "":
-			buf = rs.appendTokenChunk(buf, s, st, sent, 0, finish, cached)
-		case rs.coalesce:
-			buf = rs.appendTokenChunk(buf, s, st, sent, n, finish, cached)
-		default:
-			for i := range n {
-				f := ""
-				if i == n-1 {
-					f = finish
-				}
-				buf = rs.appendTokenChunk(buf, s, st, sent+i, 1, f, cached)
-			}
-		}
+		buf = rs.appendEvents(buf, s, st, sent, n, cached, done, err, !roleSent)
+		roleSent = roleSent || n > 0 || (done && err == nil)
 		sent += n
-		if done {
-			if err != nil {
-				if errors.Is(err, errAborted) {
-					return
-				}
-				buf = append(buf, streamErrorEvent(s.streamError(err), s.cfg.ErrorStyle)...)
-			} else if rs.includeUsage {
-				buf = append(buf, rs.usageHead...)
-				buf = rs.appendUsage(buf, sent, cached)
-				buf = append(buf, "}\n\n"...)
-			}
-			buf = append(buf, doneEvent...)
-		}
-		// Moving the deadline costs a runtime timer update; refreshing it
-		// once half of it has passed keeps the cut-off between 0.5× and 1×
-		// StreamWriteTimeout.
-		if now := time.Now(); now.Sub(deadlineSetAt) > s.cfg.StreamWriteTimeout/2 {
-			_ = rc.SetWriteDeadline(now.Add(s.cfg.StreamWriteTimeout))
-			deadlineSetAt = now
-		}
-		if _, werr := w.Write(buf); werr != nil {
-			s.abort(st)
-			return
-		}
-		if rc.Flush() != nil {
+		if !s.sendEvents(w, rc, buf, &deadlineSetAt) {
 			s.abort(st)
 			return
 		}
@@ -412,6 +360,76 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 			return
 		}
 	}
+}
+
+// sendEvents writes and flushes buf under the stream's write deadline;
+// false means the client is gone.
+func (s *Server) sendEvents(w http.ResponseWriter, rc *http.ResponseController, buf []byte, deadlineSetAt *time.Time) bool {
+	// Moving the deadline costs a runtime timer update; refreshing it once
+	// half of it has passed keeps the cut-off between 0.5× and 1×
+	// StreamWriteTimeout.
+	if now := time.Now(); now.Sub(*deadlineSetAt) > s.cfg.StreamWriteTimeout/2 {
+		_ = rc.SetWriteDeadline(now.Add(s.cfg.StreamWriteTimeout))
+		*deadlineSetAt = now
+	}
+	if _, err := w.Write(buf); err != nil {
+		return false
+	}
+	return rc.Flush() == nil
+}
+
+// dropStream is an injected drop: it sends the keep tokens that come
+// before the drop point, then cuts the connection.
+func (s *Server) dropStream(w http.ResponseWriter, rc *http.ResponseController, st *stream, rs *response, buf []byte, sent, keep, cached int, roleSent bool) {
+	if keep > 0 {
+		if !roleSent {
+			buf = rs.appendRoleChunk(buf, cached)
+		}
+		buf = rs.appendTokenChunk(buf, s, st, sent, keep, "", cached)
+		_, _ = w.Write(buf)
+		_ = rc.Flush()
+	}
+	s.abort(st)
+	dropConnection(w)
+}
+
+// appendEvents appends one wake-up's events after sent tokens: the role
+// chunk when roleDue and there is something to follow it, the n new
+// tokens (a chunk each, or one chunk when coalescing) and, once the
+// stream is done, its error or usage and [DONE].
+func (rs *response) appendEvents(buf []byte, s *Server, st *stream, sent, n, cached int, done bool, err error, roleDue bool) []byte {
+	if roleDue && (n > 0 || (done && err == nil)) {
+		buf = rs.appendRoleChunk(buf, cached)
+	}
+	finish := ""
+	if done && err == nil {
+		finish = st.finishReason()
+	}
+	switch {
+	case n == 0 && finish != "":
+		buf = rs.appendTokenChunk(buf, s, st, sent, 0, finish, cached)
+	case rs.coalesce:
+		buf = rs.appendTokenChunk(buf, s, st, sent, n, finish, cached)
+	default:
+		for i := range n {
+			f := ""
+			if i == n-1 {
+				f = finish
+			}
+			buf = rs.appendTokenChunk(buf, s, st, sent+i, 1, f, cached)
+		}
+	}
+	if !done {
+		return buf
+	}
+	if err != nil {
+		buf = append(buf, streamErrorEvent(s.streamError(err), s.cfg.ErrorStyle)...)
+	} else if rs.includeUsage {
+		buf = append(buf, rs.usageHead...)
+		buf = rs.appendUsage(buf, sent+n, cached)
+		buf = append(buf, "}\n\n"...)
+	}
+	return append(buf, doneEvent...)
 }
 
 // writeFull answers a non-streaming request once it has finished.
