@@ -207,112 +207,157 @@ func (s *searcher) checkResumable(prev *Manifest) error {
 // errBudget ends the search when MaxRuns is spent.
 var errBudget = errors.New("run budget spent")
 
-func (s *searcher) search(ctx context.Context) error {
-	integer := s.cfg.Variable == VariableMaxConcurrency
-	var lo, hi, dLo, dHi float64
-	var best *Trial
+// bracket is the interval the search narrows: lo met the SLA and hi
+// violated it. dLo and dHi are their distances from the SLA boundary, which
+// the refinement interpolates between.
+type bracket struct {
+	lo, hi, dLo, dHi float64
+	// met says whether lo holds a value that met the SLA; until one does,
+	// only hi bounds the search.
+	met bool
+}
 
-	// Upper bound.
+// search brackets the boundary from above, then from below unless the
+// upper bound's search already found a value that meets the SLA, and
+// narrows the bracket. A step that settles the search sets Stopped and
+// reports done.
+func (s *searcher) search(ctx context.Context) error {
+	var b bracket
+	var done bool
+	var err error
 	switch {
 	case s.cfg.Max > 0:
-		t, err := s.evaluate(ctx, s.cfg.Max)
-		if err != nil {
-			return s.stop(err)
-		}
-		if t.Met {
-			s.result.Best = t
-			s.result.Stopped = fmt.Sprintf("the SLA holds at the upper bound %s; raise --sla-max to search higher", t.Text)
-			return nil
-		}
-		hi, dHi = t.Value, distance(t.Margins)
-	case !integer:
-		t, err := s.evaluate(ctx, math.Inf(1))
-		if err != nil {
-			return s.stop(err)
-		}
-		if t.Met {
-			s.result.Best = t
-			s.result.Stopped = "the SLA holds even with every request sent at once (--request-rate inf)"
-			return nil
-		}
-		throughput, ok := report.LoadedResult{Fields: t.Metrics}.Number("request_throughput")
-		if !ok || !(throughput > 0) || math.IsInf(throughput, 0) {
-			return s.stop(option.New("the {request_rate} inf probe reported no request_throughput to bound the search; pass {sla_max}"))
-		}
-		s.result.ProbeThroughput = throughput
-		// The saturated throughput is where vLLM's auto_tune starts its
-		// step-down; a short run can still meet the SLA there, so try it
-		// rather than assume it fails.
-		t, err = s.evaluate(ctx, s.round(throughput))
-		if err != nil {
-			return s.stop(err)
-		}
-		if t.Met {
-			s.result.Best = t
-			s.result.Stopped = fmt.Sprintf("the SLA holds at %s req/s, the throughput the server sustained with every request sent at once; higher rates only queue", t.Text)
-			return nil
-		}
-		hi, dHi = t.Value, distance(t.Margins)
+		b, done, err = s.boundAtMax(ctx)
+	case s.cfg.Variable != VariableMaxConcurrency:
+		b, done, err = s.boundByProbe(ctx)
 	default:
-		x := max(s.cfg.Min, 1)
-		for {
-			t, err := s.evaluate(ctx, x)
-			if err != nil {
-				return s.stop(err)
-			}
-			if !t.Met {
-				hi, dHi = x, distance(t.Margins)
-				break
-			}
-			best, lo, dLo = t, x, distance(t.Margins)
-			s.result.Best = best
-			if x >= maxConcurrencyBound {
-				s.result.Stopped = fmt.Sprintf("the SLA holds up to concurrency %g; pass --sla-max to search higher", x)
-				return nil
-			}
-			x = min(x*2, maxConcurrencyBound)
-		}
-		if best == nil {
-			s.result.Upper = hi
-			s.result.Stopped = fmt.Sprintf("the SLA fails even at %s %s", s.cfg.Variable, formatValue(hi))
-			return nil
+		b, done, err = s.boundByDoubling(ctx)
+	}
+	if err != nil || done {
+		return s.stop(err)
+	}
+	if !b.met {
+		if b, done, err = s.findLowerBound(ctx, b); err != nil || done {
+			return s.stop(err)
 		}
 	}
+	return s.stop(s.refine(ctx, b))
+}
 
-	// Lower bound, unless growth already found one. Latency climbs
-	// steeply only near capacity, so the boundary usually sits in the
-	// upper part of the range: try 70% of the bound first, then halve.
-	if best == nil {
-		x := s.cfg.Min
-		if x == 0 {
-			x = s.round(hi * firstGuess)
-		}
-		floor := s.floor(hi)
-		for {
-			t, err := s.evaluate(ctx, x)
-			if err != nil {
-				return s.stop(err)
-			}
-			if t.Met {
-				best, lo, dLo = t, x, distance(t.Margins)
-				s.result.Best = best
-				break
-			}
-			hi, dHi = x, distance(t.Margins)
-			next := s.round(x / 2)
-			if s.cfg.Min > 0 || next < floor || next >= x {
-				s.result.Upper = hi
-				s.result.Stopped = fmt.Sprintf("the SLA fails even at %s %s", s.cfg.Variable, formatValue(x))
-				return nil
-			}
-			x = next
-		}
+// boundAtMax tries the user's upper bound.
+func (s *searcher) boundAtMax(ctx context.Context) (bracket, bool, error) {
+	t, err := s.evaluate(ctx, s.cfg.Max)
+	if err != nil {
+		return bracket{}, false, err
 	}
+	if t.Met {
+		s.result.Best = t
+		s.result.Stopped = fmt.Sprintf("the SLA holds at the upper bound %s; raise --sla-max to search higher", t.Text)
+		return bracket{}, true, nil
+	}
+	return bracket{hi: t.Value, dHi: distance(t.Margins)}, false, nil
+}
 
-	// Refine by regula falsi (Illinois variant) on the distance, after
-	// one bisection: the bracket's ends are often far apart in latency
-	// (one at saturation), and halving first keeps the interpolation from
-	// crawling along the lower end.
+// boundByProbe sends every request at once and takes the throughput the
+// server sustained as the upper bound.
+func (s *searcher) boundByProbe(ctx context.Context) (bracket, bool, error) {
+	t, err := s.evaluate(ctx, math.Inf(1))
+	if err != nil {
+		return bracket{}, false, err
+	}
+	if t.Met {
+		s.result.Best = t
+		s.result.Stopped = "the SLA holds even with every request sent at once (--request-rate inf)"
+		return bracket{}, true, nil
+	}
+	throughput, ok := report.LoadedResult{Fields: t.Metrics}.Number("request_throughput")
+	if !ok || !(throughput > 0) || math.IsInf(throughput, 0) {
+		return bracket{}, false, option.New("the {request_rate} inf probe reported no request_throughput to bound the search; pass {sla_max}")
+	}
+	s.result.ProbeThroughput = throughput
+	// The saturated throughput is where vLLM's auto_tune starts its
+	// step-down; a short run can still meet the SLA there, so try it
+	// rather than assume it fails.
+	t, err = s.evaluate(ctx, s.round(throughput))
+	if err != nil {
+		return bracket{}, false, err
+	}
+	if t.Met {
+		s.result.Best = t
+		s.result.Stopped = fmt.Sprintf("the SLA holds at %s req/s, the throughput the server sustained with every request sent at once; higher rates only queue", t.Text)
+		return bracket{}, true, nil
+	}
+	return bracket{hi: t.Value, dHi: distance(t.Margins)}, false, nil
+}
+
+// boundByDoubling doubles the concurrency from Min until the SLA fails;
+// the last value that met it is the lower bound.
+func (s *searcher) boundByDoubling(ctx context.Context) (bracket, bool, error) {
+	var b bracket
+	x := max(s.cfg.Min, 1)
+	for {
+		t, err := s.evaluate(ctx, x)
+		if err != nil {
+			return bracket{}, false, err
+		}
+		if !t.Met {
+			b.hi, b.dHi = x, distance(t.Margins)
+			break
+		}
+		b.met, b.lo, b.dLo = true, x, distance(t.Margins)
+		s.result.Best = t
+		if x >= maxConcurrencyBound {
+			s.result.Stopped = fmt.Sprintf("the SLA holds up to concurrency %g; pass --sla-max to search higher", x)
+			return bracket{}, true, nil
+		}
+		x = min(x*2, maxConcurrencyBound)
+	}
+	if !b.met {
+		s.result.Upper = b.hi
+		s.result.Stopped = fmt.Sprintf("the SLA fails even at %s %s", s.cfg.Variable, formatValue(b.hi))
+		return bracket{}, true, nil
+	}
+	return b, false, nil
+}
+
+// findLowerBound looks below the upper bound for a value that meets the
+// SLA. Latency climbs steeply only near capacity, so the boundary usually
+// sits in the upper part of the range: try 70% of the bound first, then
+// halve.
+func (s *searcher) findLowerBound(ctx context.Context, b bracket) (bracket, bool, error) {
+	x := s.cfg.Min
+	if x == 0 {
+		x = s.round(b.hi * firstGuess)
+	}
+	floor := s.floor(b.hi)
+	for {
+		t, err := s.evaluate(ctx, x)
+		if err != nil {
+			return bracket{}, false, err
+		}
+		if t.Met {
+			b.met, b.lo, b.dLo = true, x, distance(t.Margins)
+			s.result.Best = t
+			return b, false, nil
+		}
+		b.hi, b.dHi = x, distance(t.Margins)
+		next := s.round(x / 2)
+		if s.cfg.Min > 0 || next < floor || next >= x {
+			s.result.Upper = b.hi
+			s.result.Stopped = fmt.Sprintf("the SLA fails even at %s %s", s.cfg.Variable, formatValue(x))
+			return bracket{}, true, nil
+		}
+		x = next
+	}
+}
+
+// refine narrows the bracket by regula falsi (Illinois variant) on the
+// distance, after one bisection: the bracket's ends are often far apart in
+// latency (one at saturation), and halving first keeps the interpolation
+// from crawling along the lower end.
+func (s *searcher) refine(ctx context.Context, b bracket) error {
+	integer := s.cfg.Variable == VariableMaxConcurrency
+	lo, hi, dLo, dHi := b.lo, b.hi, b.dLo, b.dHi
 	side := 0
 	for step := 0; ; step++ {
 		s.result.Upper = hi
@@ -339,7 +384,7 @@ func (s *searcher) search(ctx context.Context) error {
 		}
 		t, err := s.evaluate(ctx, x)
 		if err != nil {
-			return s.stop(err)
+			return err
 		}
 		if t.Met {
 			lo, dLo = x, distance(t.Margins)
