@@ -226,6 +226,17 @@ type runPlace struct {
 // newChartLayout places every run.
 func newChartLayout(results []LoadedResult, groupBy string) *chartLayout {
 	l := &chartLayout{}
+	l.chooseKeys(results, groupBy)
+	l.places = make([]runPlace, len(results))
+	runFacet := l.placeFacets(results)
+	setups, runIdentity := l.placeRuns(results, runFacet)
+	l.nameIdentities(results, groupIdentities(results, setups, runIdentity))
+	return l
+}
+
+// chooseKeys picks the x axis, the load key and which differing keys make
+// colours and which make facets.
+func (l *chartLayout) chooseKeys(results []LoadedResult, groupBy string) {
 	l.xKey, l.xLabel = loadAxis(results, groupBy)
 	exclude := []string{canonicalKey(l.xKey)}
 	if l.xKey == "request_throughput" {
@@ -240,16 +251,19 @@ func newChartLayout(results []LoadedResult, groupBy string) *chartLayout {
 		l.loadKey = &runKey{name: l.xKey, canon: canonicalKey(l.xKey)}
 	}
 	split := differingKeys(results, exclude...)
-	ranks := seriesRanks(results)
-	l.manySeries = len(ranks) > 1
+	l.manySeries = len(seriesRanks(results)) > 1
 	switch {
 	case l.manySeries:
 		l.facetKeys = split
 	case len(split) > 0:
 		l.colourKeys, l.facetKeys = split[:1], split[1:]
 	}
+}
 
-	// Facets, in value order.
+// placeFacets lists the facets in value order and puts each run in its
+// own. It returns each run's facet-key values joined, which tell the
+// runs of one facet apart from the others when lanes are assigned.
+func (l *chartLayout) placeFacets(results []LoadedResult) []string {
 	facetIndex := map[string]int{}
 	runFacet := make([]string, len(results))
 	for i, r := range results {
@@ -265,22 +279,25 @@ func newChartLayout(results []LoadedResult, groupBy string) *chartLayout {
 	for i, f := range l.facets {
 		facetIndex[strings.Join(f.values, "\x00")] = i
 	}
+	for i := range results {
+		l.places[i].facet = facetIndex[runFacet[i]]
+	}
+	return runFacet
+}
 
-	// Setups, then lanes within a setup for runs that share a load without
-	// being repeats of one sweep point.
-	l.places = make([]runPlace, len(results))
+// placeRuns finds each run's setup, then its lane within the setup for
+// runs that share a load without being repeats of one sweep point, and
+// counts the repeated sweep points and the runs that share a load.
+func (l *chartLayout) placeRuns(results []LoadedResult, runFacet []string) (map[string]setupKey, []identityKey) {
 	setups := map[string]setupKey{}
-	runSetup := make([]string, len(results))
+	runIdentity := make([]identityKey, len(results))
 	lanesAt := map[string][]string{} // facet+setup+load → point keys, in order
-	runLane := make([]int, len(results))
 	repeatCount := map[string]int{}
 	for i, r := range results {
 		vals := keyValues(l.colourKeys, r)
 		sk := r.Series + "\x00" + strings.Join(vals, "\x00")
 		setups[sk] = setupKey{r.Series, vals}
-		runSetup[i] = sk
 		p := &l.places[i]
-		p.facet = facetIndex[runFacet[i]]
 		if l.loadKey != nil {
 			p.load = l.loadKey.value(r)
 		}
@@ -299,7 +316,7 @@ func newChartLayout(results []LoadedResult, groupBy string) *chartLayout {
 			lane = len(lanesAt[at])
 			lanesAt[at] = append(lanesAt[at], p.point)
 		}
-		runLane[i] = lane
+		runIdentity[i] = identityKey{sk, lane}
 	}
 	for _, n := range repeatCount {
 		if n > 1 {
@@ -309,23 +326,34 @@ func newChartLayout(results []LoadedResult, groupBy string) *chartLayout {
 	// A lane past the first holds runs that share a setup and a load with
 	// another run; name such runs so the reader can find them.
 	for i, r := range results {
-		if runLane[i] > 0 {
+		if runIdentity[i].lane > 0 {
 			l.sharedLoad = append(l.sharedLoad, r.Label)
 		}
 	}
+	return setups, runIdentity
+}
 
-	var keys []identityKey
-	members := map[identityKey][]int{}
-	hasLanes := map[string]bool{}
+// identityGroups are the runs of each identity (a setup's lane), with the
+// identities in colour order: by series, then colour-key values, then lane.
+type identityGroups struct {
+	setups   map[string]setupKey
+	keys     []identityKey
+	members  map[identityKey][]int
+	hasLanes map[string]bool
+}
+
+func groupIdentities(results []LoadedResult, setups map[string]setupKey, runIdentity []identityKey) identityGroups {
+	g := identityGroups{setups: setups, members: map[identityKey][]int{}, hasLanes: map[string]bool{}}
 	for i := range results {
-		k := identityKey{runSetup[i], runLane[i]}
-		if _, ok := members[k]; !ok {
-			keys = append(keys, k)
+		k := runIdentity[i]
+		if _, ok := g.members[k]; !ok {
+			g.keys = append(g.keys, k)
 		}
-		members[k] = append(members[k], i)
-		hasLanes[k.setup] = hasLanes[k.setup] || k.lane > 0
+		g.members[k] = append(g.members[k], i)
+		g.hasLanes[k.setup] = g.hasLanes[k.setup] || k.lane > 0
 	}
-	slices.SortStableFunc(keys, func(a, b identityKey) int {
+	ranks := seriesRanks(results)
+	slices.SortStableFunc(g.keys, func(a, b identityKey) int {
 		sa, sb := setups[a.setup], setups[b.setup]
 		if c := cmp.Compare(ranks[sa.series], ranks[sb.series]); c != 0 {
 			return c
@@ -335,19 +363,25 @@ func newChartLayout(results []LoadedResult, groupBy string) *chartLayout {
 		}
 		return cmp.Compare(a.lane, b.lane)
 	})
-	for n, k := range keys {
-		s := setups[k.setup]
+	return g
+}
+
+// nameIdentities gives each identity its colour and label and places its
+// runs in it.
+func (l *chartLayout) nameIdentities(results []LoadedResult, g identityGroups) {
+	for n, k := range g.keys {
+		s := g.setups[k.setup]
 		label := strings.Join(parts(l, s), ", ")
-		if runs := members[k]; s.series == "" && len(l.colourKeys) == 0 && samePoint(l.places, runs) {
+		if runs := g.members[k]; s.series == "" && len(l.colourKeys) == 0 && samePoint(l.places, runs) {
 			// A lone loose file is better named by its label than "files".
 			label = results[runs[0]].Label
 		}
-		if hasLanes[k.setup] {
+		if g.hasLanes[k.setup] {
 			// A lane of one run (or of one point's repeats) is named by
 			// that run, the only name its files give it; a longer lane by
 			// what its runs' labels share ("server-a" for "server-a-4" and
 			// "server-a-8"), else by its number.
-			runs := members[k]
+			runs := g.members[k]
 			switch prefix := labelPrefix(results, runs); {
 			case samePoint(l.places, runs):
 				label = results[runs[0]].Label
@@ -358,7 +392,7 @@ func newChartLayout(results []LoadedResult, groupBy string) *chartLayout {
 			}
 		}
 		l.identities = append(l.identities, identity{label: label, color: paletteColor(n)})
-		for _, i := range members[k] {
+		for _, i := range g.members[k] {
 			l.places[i].identity = n
 		}
 	}
@@ -367,12 +401,11 @@ func newChartLayout(results []LoadedResult, groupBy string) *chartLayout {
 	for _, id := range l.identities {
 		named[id.label]++
 	}
-	for n, k := range keys {
-		if id := &l.identities[n]; named[id.label] > 1 && hasLanes[k.setup] && !samePoint(l.places, members[k]) {
-			id.label = cmp.Or(strings.Join(parts(l, setups[k.setup]), ", "), seriesLabel(setups[k.setup].series)) + " #" + strconv.Itoa(k.lane+1)
+	for n, k := range g.keys {
+		if id := &l.identities[n]; named[id.label] > 1 && g.hasLanes[k.setup] && !samePoint(l.places, g.members[k]) {
+			id.label = cmp.Or(strings.Join(parts(l, g.setups[k.setup]), ", "), seriesLabel(g.setups[k.setup].series)) + " #" + strconv.Itoa(k.lane+1)
 		}
 	}
-	return l
 }
 
 // labelPrefix is what the labels of runs share at their start, cut back
