@@ -305,6 +305,37 @@ func (l *chartLayout) styleLabel(s lineStyle) string {
 // and facet, a colour per setup and a line style per load. A facet with
 // more loads than there are line styles is split over several charts.
 func distributionCharts(results []LoadedResult, timings [][]RequestTiming, l *chartLayout) []ChartSpec {
+	d := newDistributionRuns(results, timings, l)
+	order := l.order()
+	var charts []ChartSpec
+	for _, m := range distributionMetrics {
+		for fi := range l.facets {
+			runs, facetStyles := d.facetRuns(m, fi, order)
+			chunks := (len(facetStyles) + len(lineDashes) - 1) / len(lineDashes)
+			for c := range chunks {
+				chunk := facetStyles[c*len(lineDashes) : min((c+1)*len(lineDashes), len(facetStyles))]
+				if chart := d.chart(m, fi, runs, chunk, c, chunks); len(chart.Series) > 0 {
+					charts = append(charts, chart)
+				}
+			}
+		}
+	}
+	return charts
+}
+
+// distributionRuns is what every distribution chart of a report draws
+// from: the runs, their timings and each run's line style.
+type distributionRuns struct {
+	l        *chartLayout
+	results  []LoadedResult
+	timings  [][]RequestTiming
+	runStyle []lineStyle
+	// styles are numbered across the whole report, so with one setup (one
+	// colour per style) a load keeps its colour in every chart.
+	styles []lineStyle
+}
+
+func newDistributionRuns(results []LoadedResult, timings [][]RequestTiming, l *chartLayout) *distributionRuns {
 	counts := map[string]int{}
 	for _, p := range l.places {
 		counts[p.point]++
@@ -313,106 +344,116 @@ func distributionCharts(results []LoadedResult, timings [][]RequestTiming, l *ch
 	for k, n := range counts {
 		repeated[k] = n > 1
 	}
-	// Styles are numbered across the whole report, so with one setup (one
-	// colour per style) a load keeps its colour in every chart.
-	var styles []lineStyle
+	d := &distributionRuns{l: l, results: results, timings: timings, runStyle: make([]lineStyle, len(l.places))}
 	for i, p := range l.places {
 		s := l.styleOf(results[i], p, repeated)
-		if !slices.Contains(styles, s) {
+		d.runStyle[i] = s
+		if !slices.Contains(d.styles, s) {
+			d.styles = append(d.styles, s)
+		}
+	}
+	slices.SortStableFunc(d.styles, compareLineStyles)
+	return d
+}
+
+func compareLineStyles(a, b lineStyle) int {
+	return cmp.Or(compareValues(a.load, b.load), cmp.Compare(a.repeat, b.repeat))
+}
+
+// facetRuns lists, in layout order, the runs of facet fi that have values
+// of m, and the line styles they take.
+func (d *distributionRuns) facetRuns(m distributionMetric, fi int, order []int) (runs []int, styles []lineStyle) {
+	for _, i := range order {
+		if d.l.places[i].facet != fi || len(m.values(d.timings[i])) == 0 {
+			continue
+		}
+		runs = append(runs, i)
+		if s := d.runStyle[i]; !slices.Contains(styles, s) {
 			styles = append(styles, s)
 		}
 	}
-	slices.SortStableFunc(styles, func(a, b lineStyle) int {
-		return cmp.Or(compareValues(a.load, b.load), cmp.Compare(a.repeat, b.repeat))
-	})
-	order := l.order()
-	var charts []ChartSpec
-	for _, m := range distributionMetrics {
-		for fi := range l.facets {
-			var runs []int
-			var facetStyles []lineStyle
-			for _, i := range order {
-				if l.places[i].facet != fi || len(m.values(timings[i])) == 0 {
-					continue
-				}
-				runs = append(runs, i)
-				if s := l.styleOf(results[i], l.places[i], repeated); !slices.Contains(facetStyles, s) {
-					facetStyles = append(facetStyles, s)
-				}
-			}
-			slices.SortStableFunc(facetStyles, func(a, b lineStyle) int {
-				return cmp.Or(compareValues(a.load, b.load), cmp.Compare(a.repeat, b.repeat))
-			})
-			chunks := (len(facetStyles) + len(lineDashes) - 1) / len(lineDashes)
-			for c := range chunks {
-				chunk := facetStyles[c*len(lineDashes) : min((c+1)*len(lineDashes), len(facetStyles))]
-				chart := ChartSpec{
-					ID:      "dist-" + m.key + l.facetSuffix(fi),
-					Section: "distribution",
-					Title:   l.facetTitle(m.abbrev+" distribution", fi),
-					Facet:   l.facets[fi].label,
-					XLabel:  "percentile",
-					YLabel:  m.abbrev + " (ms)",
-					XKind:   "pctlog",
-					Kind:    "lines",
-					X:       distributionLevels,
-				}
-				if chunks > 1 {
-					chart.ID += fmt.Sprintf("-%d", c+1)
-					chart.Title += fmt.Sprintf(" (%s to %s)", l.styleLabel(chunk[0]), l.styleLabel(chunk[len(chunk)-1]))
-				}
-				// A chart of one setup takes a colour per load as well as a
-				// dash, numbered across the report so a load keeps its colour.
-				setups := map[int]bool{}
-				for _, i := range runs {
-					if slices.Contains(chunk, l.styleOf(results[i], l.places[i], repeated)) {
-						setups[l.places[i].identity] = true
-					}
-				}
-				single := len(setups) == 1
-				var lineRuns []int
-				for _, i := range runs {
-					style := l.styleOf(results[i], l.places[i], repeated)
-					k := slices.Index(chunk, style)
-					if k < 0 {
-						continue
-					}
-					sorted := sortedFinite(m.values(timings[i]))
-					values := make(jsonFloats, len(distributionLevels))
-					for j, x := range distributionLevels {
-						values[j] = metrics.Percentile(sorted, 100*(1-math.Pow(10, -x)))
-					}
-					id := l.identities[l.places[i].identity]
-					s := SeriesSpec{Color: id.color, Dash: lineDashes[k], Values: values, Setup: id.label, Style: k}
-					if single {
-						s.Color = paletteColor(slices.Index(styles, style))
-					}
-					s.Label = joinNonEmpty(" · ", id.label, l.styleLabel(style))
-					chart.Series = append(chart.Series, s)
-					lineRuns = append(lineRuns, i)
-				}
-				// Lines that the layout names alike are named by their runs.
-				for a := range chart.Series {
-					for b := range chart.Series {
-						if a != b && (chart.Series[a].Label == chart.Series[b].Label || chart.Series[a].Label == "") {
-							chart.Series[a].Label = results[lineRuns[a]].Label
-							break
-						}
-					}
-				}
-				if len(chart.Series) == 1 && chart.Series[0].Label == "" {
-					chart.Series[0].Label = results[lineRuns[0]].Label
-				}
-				for k, s := range chunk {
-					chart.Styles = append(chart.Styles, StyleSpec{Label: l.styleLabel(s), Dash: lineDashes[k]})
-				}
-				if len(chart.Series) > 0 {
-					charts = append(charts, chart)
-				}
+	slices.SortStableFunc(styles, compareLineStyles)
+	return runs, styles
+}
+
+// chart draws m in facet fi for the runs whose style is in chunk, part c
+// of chunks.
+func (d *distributionRuns) chart(m distributionMetric, fi int, runs []int, chunk []lineStyle, c, chunks int) ChartSpec {
+	l := d.l
+	chart := ChartSpec{
+		ID:      "dist-" + m.key + l.facetSuffix(fi),
+		Section: "distribution",
+		Title:   l.facetTitle(m.abbrev+" distribution", fi),
+		Facet:   l.facets[fi].label,
+		XLabel:  "percentile",
+		YLabel:  m.abbrev + " (ms)",
+		XKind:   "pctlog",
+		Kind:    "lines",
+		X:       distributionLevels,
+	}
+	if chunks > 1 {
+		chart.ID += fmt.Sprintf("-%d", c+1)
+		chart.Title += fmt.Sprintf(" (%s to %s)", l.styleLabel(chunk[0]), l.styleLabel(chunk[len(chunk)-1]))
+	}
+	var lineRuns []int
+	chart.Series, lineRuns = d.lines(m, runs, chunk)
+	d.nameAlikeLinesByRun(chart.Series, lineRuns)
+	for k, s := range chunk {
+		chart.Styles = append(chart.Styles, StyleSpec{Label: l.styleLabel(s), Dash: lineDashes[k]})
+	}
+	return chart
+}
+
+// lines draws m's percentiles for each run whose style is in chunk, and
+// returns which run each line is.
+func (d *distributionRuns) lines(m distributionMetric, runs []int, chunk []lineStyle) (series []SeriesSpec, lineRuns []int) {
+	l := d.l
+	// A chart of one setup takes a colour per load as well as a
+	// dash, numbered across the report so a load keeps its colour.
+	setups := map[int]bool{}
+	for _, i := range runs {
+		if slices.Contains(chunk, d.runStyle[i]) {
+			setups[l.places[i].identity] = true
+		}
+	}
+	single := len(setups) == 1
+	for _, i := range runs {
+		style := d.runStyle[i]
+		k := slices.Index(chunk, style)
+		if k < 0 {
+			continue
+		}
+		sorted := sortedFinite(m.values(d.timings[i]))
+		values := make(jsonFloats, len(distributionLevels))
+		for j, x := range distributionLevels {
+			values[j] = metrics.Percentile(sorted, 100*(1-math.Pow(10, -x)))
+		}
+		id := l.identities[l.places[i].identity]
+		s := SeriesSpec{Color: id.color, Dash: lineDashes[k], Values: values, Setup: id.label, Style: k}
+		if single {
+			s.Color = paletteColor(slices.Index(d.styles, style))
+		}
+		s.Label = joinNonEmpty(" · ", id.label, l.styleLabel(style))
+		series = append(series, s)
+		lineRuns = append(lineRuns, i)
+	}
+	return series, lineRuns
+}
+
+// nameAlikeLinesByRun names lines that the layout names alike, or not at
+// all, by their runs.
+func (d *distributionRuns) nameAlikeLinesByRun(series []SeriesSpec, lineRuns []int) {
+	for a := range series {
+		for b := range series {
+			if a != b && (series[a].Label == series[b].Label || series[a].Label == "") {
+				series[a].Label = d.results[lineRuns[a]].Label
+				break
 			}
 		}
 	}
-	return charts
+	if len(series) == 1 && series[0].Label == "" {
+		series[0].Label = d.results[lineRuns[0]].Label
+	}
 }
 
 func joinNonEmpty(sep string, parts ...string) string {
