@@ -132,25 +132,57 @@ const (
 // else 256, V0 256. A caller that enables V0 chunked prefill below 32K
 // must set MaxNumBatchedTokens itself (vLLM 0.5.4's default there is 512).
 func (d Deployment) Resolve() (Deployment, error) {
+	steps := []func() error{
+		d.checkModelAndGPU,
+		d.resolveEngineVersion,
+		d.resolveParallelism,
+		d.resolveCacheSettings,
+		d.resolveMaxModelLen,
+		d.resolveBatchLimits,
+		d.resolveLinks,
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return d, err
+		}
+	}
+	return d, nil
+}
+
+// checkModelAndGPU refuses a deployment whose model or GPU was never set
+// (or is malformed) before anything is derived from them.
+func (d *Deployment) checkModelAndGPU() error {
 	m := d.Model
 	if m.Layers == 0 {
-		return d, fmt.Errorf("perf: deployment has no model; set Deployment.Model (from LookupModel)")
+		return fmt.Errorf("perf: deployment has no model; set Deployment.Model (from LookupModel)")
 	}
 	if err := m.validate(); err != nil {
-		return d, fmt.Errorf("perf: model %s: %w", m.Name, err)
+		return fmt.Errorf("perf: model %s: %w", m.Name, err)
 	}
 	if d.GPU.MemoryBytes <= 0 || d.GPU.MemoryBandwidth <= 0 || d.GPU.BF16FLOPS <= 0 {
-		return d, fmt.Errorf("perf: deployment has no GPU (or one with zero memory, bandwidth or FLOP/s); set Deployment.GPU (from LookupGPU or LoadGPUFile)")
+		return fmt.Errorf("perf: deployment has no GPU (or one with zero memory, bandwidth or FLOP/s); set Deployment.GPU (from LookupGPU or LoadGPUFile)")
 	}
+	return nil
+}
+
+// resolveEngineVersion defaults the engine to V1 and normalises its case,
+// since later defaults and checks branch on it.
+func (d *Deployment) resolveEngineVersion() error {
 	switch v := strings.ToLower(d.EngineVersion); v {
 	case "":
 		d.EngineVersion = "v1"
 	case "v0", "v1":
 		d.EngineVersion = v
 	default:
-		return d, fmt.Errorf("perf: engine version %q is unknown; use v0 or v1", d.EngineVersion)
+		return fmt.Errorf("perf: engine version %q is unknown; use v0 or v1", d.EngineVersion)
 	}
+	return nil
+}
 
+// resolveParallelism defaults TP and PP to 1 and checks them (and expert
+// parallelism) against the model's heads, KV heads, layers and experts.
+func (d *Deployment) resolveParallelism() error {
+	m := d.Model
 	if d.TensorParallel == 0 {
 		d.TensorParallel = 1
 	}
@@ -159,39 +191,44 @@ func (d Deployment) Resolve() (Deployment, error) {
 	}
 	t, p := d.TensorParallel, d.PipelineParallel
 	if t < 0 || t > 1024 || p < 0 || p > 1024 {
-		return d, fmt.Errorf("perf: tensor parallel size %d and pipeline parallel size %d must be between 1 and 1024", t, p)
+		return fmt.Errorf("perf: tensor parallel size %d and pipeline parallel size %d must be between 1 and 1024", t, p)
 	}
 	if m.Heads%t != 0 {
-		return d, startupError(ReasonTensorParallel,
+		return startupError(ReasonTensorParallel,
 			"Total number of attention heads (%d) must be divisible by tensor parallel size (%d).", m.Heads, t)
+	}
+	if d.ExpertParallel && !m.IsMoE() {
+		return startupError(ReasonExpertParallel,
+			"Expert parallelism needs a mixture-of-experts model; %s is dense. Turn enable_expert_parallel off.", m.Name)
 	}
 	// vLLM's QKVParallelLinear splits KV heads across ranks, or replicates
 	// them when there are fewer heads than ranks; either way each rank must
 	// hold whole heads.
-	if d.ExpertParallel && !m.IsMoE() {
-		return d, startupError(ReasonExpertParallel,
-			"Expert parallelism needs a mixture-of-experts model; %s is dense. Turn enable_expert_parallel off.", m.Name)
-	}
 	if !m.IsMLA() && ((m.KVHeads >= t && m.KVHeads%t != 0) || (m.KVHeads < t && t%m.KVHeads != 0)) {
-		return d, startupError(ReasonTensorParallel,
+		return startupError(ReasonTensorParallel,
 			"Total number of KV heads (%d) and tensor parallel size (%d) must divide one another so each rank holds whole KV heads.", m.KVHeads, t)
 	}
 	if d.EngineVersion == "v0" && m.Layers%p != 0 {
-		return d, startupError(ReasonPipelineParallel,
+		return startupError(ReasonPipelineParallel,
 			"Total number of hidden layers (%d) must be divisible by pipeline parallel size (%d).", m.Layers, p)
 	}
 	if p > m.Layers {
-		return d, startupError(ReasonPipelineParallel,
+		return startupError(ReasonPipelineParallel,
 			"Pipeline parallel size (%d) is larger than the number of hidden layers (%d).", p, m.Layers)
 	}
+	return nil
+}
 
+// resolveCacheSettings defaults and checks what sizes the KV cache: its
+// dtype, gpu_memory_utilization, swap space and block size.
+func (d *Deployment) resolveCacheSettings() error {
 	switch kv := strings.ToLower(d.KVCacheDType); kv {
 	case "", "auto":
 		d.KVCacheDType = "auto"
 	case "fp8", "fp8_e4m3", "fp8_e5m2":
 		d.KVCacheDType = kv
 	default:
-		return d, startupError(ReasonKVCacheDType, "Unknown kv cache dtype: %s", d.KVCacheDType)
+		return startupError(ReasonKVCacheDType, "Unknown kv cache dtype: %s", d.KVCacheDType)
 	}
 
 	// One rule and one text for every out-of-range value: vLLM 0.8's own
@@ -201,22 +238,29 @@ func (d Deployment) Resolve() (Deployment, error) {
 	case u == 0:
 		d.GPUMemoryUtilization = 0.9
 	case !(u > 0 && u <= 1):
-		return d, startupError(ReasonGPUMemoryUtilization, "%s. Got %s.", GPUMemoryUtilizationRange, pyFloat(u))
+		return startupError(ReasonGPUMemoryUtilization, "%s. Got %s.", GPUMemoryUtilizationRange, pyFloat(u))
 	}
 	if s := d.SwapSpaceGiB; s < 0 || s > 1<<20 || math.IsNaN(s) {
-		return d, fmt.Errorf("perf: swap space is %v GiB; give 0 or more (vLLM's default is 4)", s)
+		return fmt.Errorf("perf: swap space is %v GiB; give 0 or more (vLLM's default is 4)", s)
 	}
 	if d.BlockSize == 0 {
 		d.BlockSize = 16
 	}
 	if d.BlockSize < 0 || d.BlockSize > 1<<16 {
-		return d, fmt.Errorf("perf: block size %d is out of range; vLLM uses 8, 16 or 32 (16 by default)", d.BlockSize)
+		return fmt.Errorf("perf: block size %d is out of range; vLLM uses 8, 16 or 32 (16 by default)", d.BlockSize)
 	}
+	return nil
+}
 
+// resolveMaxModelLen defaults max_model_len to the model's derived length
+// and refuses a longer one unless the model's own maximum or
+// AllowLongMaxModelLen permits it, with vLLM's text.
+func (d *Deployment) resolveMaxModelLen() error {
+	m := d.Model
 	derived := m.DerivedMaxModelLen()
 	switch {
 	case d.MaxModelLen < 0:
-		return d, fmt.Errorf("perf: max_model_len is %d; give a positive length or 0 for the model's own", d.MaxModelLen)
+		return fmt.Errorf("perf: max_model_len is %d; give a positive length or 0 for the model's own", d.MaxModelLen)
 	case d.MaxModelLen == 0:
 		d.MaxModelLen = derived
 	case d.MaxModelLen > derived && (m.modelMaxLength == 0 || d.MaxModelLen > m.modelMaxLength) && !d.AllowLongMaxModelLen:
@@ -228,14 +272,20 @@ func (d Deployment) Resolve() (Deployment, error) {
 		if key == "" {
 			key = "max_position_embeddings"
 		}
-		return d, startupError(ReasonMaxModelLenExceedsModel,
+		return startupError(ReasonMaxModelLenExceedsModel,
 			"User-specified max_model_len (%d) is greater than the derived max_model_len (%s=%s or model_max_length=%s in model's config.json). This may lead to incorrect model outputs or CUDA errors. To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1",
 			d.MaxModelLen, key, m.derivedMaxLenText(), mml)
 	}
+	return nil
+}
 
+// resolveBatchLimits defaults max_num_batched_tokens and max_num_seqs as
+// the engine version picks them (Resolve's comment lists the values); it
+// needs MaxModelLen resolved first.
+func (d *Deployment) resolveBatchLimits() error {
 	large := d.GPU.MemoryBytes >= largeGPUBytes
 	if d.MaxNumBatchedTokens < 0 || d.MaxNumSeqs < 0 {
-		return d, fmt.Errorf("perf: max_num_batched_tokens (%d) and max_num_seqs (%d) must not be negative", d.MaxNumBatchedTokens, d.MaxNumSeqs)
+		return fmt.Errorf("perf: max_num_batched_tokens (%d) and max_num_seqs (%d) must not be negative", d.MaxNumBatchedTokens, d.MaxNumSeqs)
 	}
 	if d.MaxNumBatchedTokens == 0 {
 		switch {
@@ -255,43 +305,58 @@ func (d Deployment) Resolve() (Deployment, error) {
 			d.MaxNumSeqs = 1024
 		}
 	}
+	return nil
+}
 
-	if t*p > 1 {
-		if d.Link.Name == "" {
-			// Without NVLink, NCCL goes through host memory: cloud PCIe
-			// instances expose no GPU peer-to-peer (doc.go, "Links").
-			d.Link = links[4] // pcie-host
-			if d.GPU.NVLinkBandwidth > 0 {
-				d.Link = links[0]
-			}
-		}
-		if d.Link.Name == "pcie" && d.GPU.PCIeBandwidth > 0 {
-			// P2P over PCIe runs at the GPU's PCIe generation: 4.0 x16
-			// parts 25 GB/s, 5.0 parts (H100, H200, B200) 50 (doc.go).
-			d.Link.Bandwidth = d.GPU.PCIeBandwidth
-		}
-		if d.Link.Name == "nvlink" {
-			if d.GPU.NVLinkBandwidth <= 0 {
-				return d, fmt.Errorf("perf: GPU %s has no NVLink; use link pcie within a node, or infiniband or ethernet across nodes", d.GPU.Name)
-			}
-			d.Link.Bandwidth = math.Min(d.Link.Bandwidth, d.GPU.NVLinkBandwidth)
-		}
-		if !(d.Link.Bandwidth > 0) || d.Link.Latency < 0 {
-			return d, fmt.Errorf("perf: link %q needs a positive bandwidth and a non-negative latency", d.Link.Name)
+// resolveLinks picks and checks the GPU link of a multi-GPU deployment and
+// the node link of a multi-node one.
+func (d *Deployment) resolveLinks() error {
+	if d.TensorParallel*d.PipelineParallel > 1 {
+		if err := d.resolveGPULink(); err != nil {
+			return err
 		}
 	}
 	if d.Nodes > 1 {
 		if err := d.checkPlacement(); err != nil {
-			return d, err
+			return err
 		}
 		if d.NodeLink.Name == "" {
 			d.NodeLink, _ = LookupLink(DefaultNodeLink)
 		}
 		if !(d.NodeLink.Bandwidth > 0) || d.NodeLink.Latency < 0 {
-			return d, fmt.Errorf("perf: node link %q needs a positive bandwidth and a non-negative latency", d.NodeLink.Name)
+			return fmt.Errorf("perf: node link %q needs a positive bandwidth and a non-negative latency", d.NodeLink.Name)
 		}
 	}
-	return d, nil
+	return nil
+}
+
+// resolveGPULink defaults the link between a node's GPUs to NVLink where
+// the GPU has it and to PCIe through host memory otherwise, and caps its
+// bandwidth at what the GPU's own ports carry.
+func (d *Deployment) resolveGPULink() error {
+	if d.Link.Name == "" {
+		// Without NVLink, NCCL goes through host memory: cloud PCIe
+		// instances expose no GPU peer-to-peer (doc.go, "Links").
+		d.Link = links[4] // pcie-host
+		if d.GPU.NVLinkBandwidth > 0 {
+			d.Link = links[0]
+		}
+	}
+	if d.Link.Name == "pcie" && d.GPU.PCIeBandwidth > 0 {
+		// P2P over PCIe runs at the GPU's PCIe generation: 4.0 x16
+		// parts 25 GB/s, 5.0 parts (H100, H200, B200) 50 (doc.go).
+		d.Link.Bandwidth = d.GPU.PCIeBandwidth
+	}
+	if d.Link.Name == "nvlink" {
+		if d.GPU.NVLinkBandwidth <= 0 {
+			return fmt.Errorf("perf: GPU %s has no NVLink; use link pcie within a node, or infiniband or ethernet across nodes", d.GPU.Name)
+		}
+		d.Link.Bandwidth = math.Min(d.Link.Bandwidth, d.GPU.NVLinkBandwidth)
+	}
+	if !(d.Link.Bandwidth > 0) || d.Link.Latency < 0 {
+		return fmt.Errorf("perf: link %q needs a positive bandwidth and a non-negative latency", d.Link.Name)
+	}
+	return nil
 }
 
 // Capacity is the KV cache vLLM allocates for a deployment, per GPU, and

@@ -558,7 +558,8 @@
 // token and layer, split across ranks (DeepSeek-V2-Lite: 432 KiB a token,
 // 14× MLA's; PR #10927 printed 5,373 GPU blocks of 16 tokens in 35.42 GiB
 // for it on an H100, which that size gives: TestExpandedMLAKVBytes), and
-// attention takes 4·H·256 FLOPs a pair. The fused-MoE activation peak is
+// attention takes 4·H·256 FLOPs a pair and writes q, k, v and its output
+// at H·256 each (activation traffic, below). The fused-MoE activation peak is
 // taken as k·3·f_e + 3·f_shared wide. Worked numbers: Mixtral-8x7B weighs
 // 86.99 GiB (93,405,577,216 bytes, the checkpoint's safetensors size) and
 // 43.50 GiB per GPU at TP=2; on 2×H100 at 0.9 with V1 defaults that
@@ -596,7 +597,10 @@
 // sample. GEMMs run at the FP8 peak for FP8 checkpoints on GPUs with FP8
 // units and at the BF16 peak otherwise (W4A16 GPTQ/AWQ kernels compute in
 // 16 bits). Activation traffic per token and layer is each intermediate
-// tensor written once: 2 B·(6·d + (2H + 2H_kv)·d_h/t + 3·f/t).
+// tensor written once: 2 B·(6·d + (2H + 2H_kv)·d_h/t + 3·f/t). For MLA
+// the attention part is (H·(2·(qk_nope + qk_rope) + 2·v_head) + kv_lora +
+// qk_rope)/t, and (4·H·256 + kv_lora + qk_rope)/t when expanded
+// (DeepSeek-V2-Lite: 10,816 and 16,960 elements a token and layer).
 //
 // Communication, added to the GPU time (vLLM does not overlap it):
 // 2 all-reduces per layer plus one for the embedding, each of T·d·2 bytes

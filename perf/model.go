@@ -235,11 +235,23 @@ func (m Model) attentionFLOPsPerPair() float64 {
 }
 
 // attentionActivationWidth is the per-token width of the attention
-// projections' outputs (Q, K, V and the attention output), summed.
+// projections' outputs (Q, K, V and the attention output), summed over
+// all heads; the caller splits it across tensor-parallel ranks. MLA adds
+// its latent (kv_lora_rank + qk_rope_head_dim) to the decompressed heads:
+// q and k at qk_nope + qk_rope, v and the output at v_head_dim. Expanded
+// MLA ran as ordinary multi-head attention whose kernel took q, k and v
+// padded to expandedMLAHeadDim and wrote its output at that size too (cut
+// back to v_head_dim only for o_proj), so all four are H·256 wide:
+// DeepSeek-V2-Lite's 16 heads write 16,960 elements a token and layer
+// instead of MLA's 10,816.
 func (m Model) attentionActivationWidth() float64 {
 	if m.IsMLA() {
 		a := m.MLA
-		return float64(m.Heads)*float64(2*(a.QKNopeHeadDim+a.QKRopeHeadDim)+2*a.VHeadDim) + float64(a.KVLoraRank+a.QKRopeHeadDim)
+		latent := float64(a.KVLoraRank + a.QKRopeHeadDim)
+		if a.Expanded {
+			return 4*float64(m.Heads)*expandedMLAHeadDim + latent
+		}
+		return float64(m.Heads)*float64(2*(a.QKNopeHeadDim+a.QKRopeHeadDim)+2*a.VHeadDim) + latent
 	}
 	return float64(2*m.Heads+2*m.KVHeads) * float64(m.HeadDim)
 }

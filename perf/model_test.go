@@ -338,3 +338,42 @@ func TestExpandedMLAKVBytes(t *testing.T) {
 		t.Errorf("elements per token and layer: %d on one rank, %d on each of four", one, four)
 	}
 }
+
+func TestAttentionActivationWidth(t *testing.T) {
+	lite := mustModel(t, "DeepSeek-V2-Lite") // 16 heads, qk 128+64, v 128, latent 512+64
+	expanded := lite
+	expanded.MLA.Expanded = true
+	for _, tc := range []struct {
+		name  string
+		model Model
+		want  float64
+	}{
+		{"MLA: decompressed q, k, v, output and latent", lite, 16*(192+192+128+128) + 576},
+		{"expanded MLA: q, k, v and output padded to 256", expanded, 4*16*256 + 576},
+		{"GQA unchanged: 32 query and 8 KV heads of 128", mustModel(t, "Llama-3-8B"), (2*32 + 2*8) * 128},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.model.attentionActivationWidth(); got != tc.want {
+				t.Errorf("width %v elements a token and layer, want %v", got, tc.want)
+			}
+		})
+	}
+
+	// The roofline's activation traffic carries the wider tensors, split
+	// across tensor-parallel ranks like the rest of the term.
+	traffic := func(m Model) (float64, Deployment) {
+		r, err := NewRoofline(Deployment{Model: m, GPU: mustGPU(t, "H100"), TensorParallel: 2, MaxModelLen: 4096})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.actTokenMemory, r.d
+	}
+	before, d := traffic(lite)
+	after, _ := traffic(expanded)
+	g := d.GPU
+	bandwidth := g.MemoryBandwidth * g.MBU * g.Scale.bandwidth()
+	want := float64(lite.Layers) * activationBytes * (4*16*256 - 16*(192+192+128+128)) / 2 / bandwidth
+	if got := after - before; math.Abs(got-want) > 1e-9*want {
+		t.Errorf("expanded MLA adds %g s of activation traffic a token at TP=2, want %g", got, want)
+	}
+}

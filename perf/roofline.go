@@ -95,6 +95,22 @@ func NewRoofline(d Deployment) (*Roofline, error) {
 	if err != nil {
 		return nil, err
 	}
+	r := newRooflineWork(d)
+	r.setOverheads()
+	r.kern, r.source = kernelPlan(d, r)
+	if d.TensorParallel > 1 {
+		r.setTPCollectives()
+	}
+	if d.PipelineParallel > 1 {
+		r.setPipelineSends()
+	}
+	return r, nil
+}
+
+// newRooflineWork is the roofline with the GPU work of one stage priced:
+// seconds of compute and of memory traffic per token, pair, sampled row
+// and step, and for MoE per routed expert. The caller resolves d.
+func newRooflineWork(d Deployment) *Roofline {
 	m, g := d.Model, d.GPU
 	t := float64(d.TensorParallel)
 	layers := float64(d.stageLayers())
@@ -125,47 +141,69 @@ func NewRoofline(d Deployment) (*Roofline, error) {
 		kvTokenMemory:       float64(d.kvBytesPerTokenPerGPU()) / bandwidth,
 		actTokenMemory: layers * activationBytes *
 			(6*hidden + m.attentionActivationWidth()/t + 3*m.mlpActiveWidth()/t) / bandwidth,
-		enforceEager:   d.EnforceEager,
-		v0:             d.EngineVersion == "v0",
-		graphMaxDecode: v0GraphMaxDecodes,
-		graphMaxTokens: v1GraphMaxTokens,
-		eagerGap:       eagerGapPerLayer.Seconds() * float64(m.Layers),
-		swapBlockCost: float64(int64(d.BlockSize)*d.kvBytesPerTokenPerGPU())/g.PCIeBandwidth +
-			2*layers*swapCopyOverhead.Seconds(),
 	}
 	if m.IsMoE() {
 		r.experts, r.expertsPerToken = float64(m.MoE.Experts), float64(m.MoE.ExpertsPerToken)
 		r.expertMemory = float64(m.moeLayers()) * stage * float64(m.routedExpertParams()) * bpp / t / bandwidth
 	}
+	return r
+}
+
+// setOverheads sets the costs outside the forward pass: the engine's CPU
+// work per step and per sequence, launch gaps of steps without CUDA
+// graphs, and the copies of a swapped block.
+func (r *Roofline) setOverheads() {
+	d := r.d
+	layers := float64(d.stageLayers())
+	r.enforceEager = d.EnforceEager
+	r.v0 = d.EngineVersion == "v0"
+	r.graphMaxDecode = v0GraphMaxDecodes
+	r.graphMaxTokens = v1GraphMaxTokens
+	r.eagerGap = eagerGapPerLayer.Seconds() * float64(d.Model.Layers)
+	r.swapBlockCost = float64(int64(d.BlockSize)*d.kvBytesPerTokenPerGPU())/d.GPU.PCIeBandwidth +
+		2*layers*swapCopyOverhead.Seconds()
 	if r.v0 {
 		r.fixedOverhead, r.perSequence = stepOverheadV0.Seconds(), perSequenceOverheadV0.Seconds()
 	} else {
 		r.fixedOverhead, r.perSequence = stepOverheadV1.Seconds(), perSequenceOverheadV1.Seconds()
 	}
-	r.kern, r.source = kernelPlan(d, r)
-	if d.TensorParallel > 1 {
-		tp := d.TensorParallel
-		// Two all-reduces per layer (attention output, MLP output) plus one
-		// for the vocab-parallel embedding.
-		allReduces := 2*float64(m.Layers) + 1
-		if c := d.TPCollective(); c.multiNode() {
-			r.crossNodeTP, r.allReduces, r.hiddenBytes = &c, allReduces, hidden*activationBytes
-			r.gatherLatency = c.allGatherSeconds(0)
-			r.gatherPerSample = c.allGatherSeconds(float64(m.Vocab)*activationBytes) - r.gatherLatency
-		} else if ar, ag := tableCollectives(d); ar != nil {
-			r.allReduces, r.tpAllReduce, r.tpGather = allReduces, ar, ag
-		} else {
-			latency := d.Link.allReduceTime(tp, 0)
-			r.commFixed += allReduces * latency
-			r.commPerToken += allReduces * (d.Link.allReduceTime(tp, hidden*activationBytes) - latency)
-			r.gatherLatency = d.Link.Latency.Seconds()
-			r.gatherPerSample = (t - 1) / t * float64(m.Vocab) * activationBytes / d.Link.Bandwidth
-		}
+}
+
+// setTPCollectives prices a TP>1 deployment's all-reduces and logits
+// gather: per message size across nodes, from measured collective tables
+// where they cover the link, else from the parametric link model.
+func (r *Roofline) setTPCollectives() {
+	d := r.d
+	m := d.Model
+	tp := d.TensorParallel
+	t := float64(tp)
+	hidden := float64(m.Hidden)
+	// Two all-reduces per layer (attention output, MLP output) plus one
+	// for the vocab-parallel embedding.
+	allReduces := 2*float64(m.Layers) + 1
+	if c := d.TPCollective(); c.multiNode() {
+		r.crossNodeTP, r.allReduces, r.hiddenBytes = &c, allReduces, hidden*activationBytes
+		r.gatherLatency = c.allGatherSeconds(0)
+		r.gatherPerSample = c.allGatherSeconds(float64(m.Vocab)*activationBytes) - r.gatherLatency
+	} else if ar, ag := tableCollectives(d); ar != nil {
+		r.allReduces, r.tpAllReduce, r.tpGather = allReduces, ar, ag
+	} else {
+		latency := d.Link.allReduceTime(tp, 0)
+		r.commFixed += allReduces * latency
+		r.commPerToken += allReduces * (d.Link.allReduceTime(tp, hidden*activationBytes) - latency)
+		r.gatherLatency = d.Link.Latency.Seconds()
+		r.gatherPerSample = (t - 1) / t * float64(m.Vocab) * activationBytes / d.Link.Bandwidth
 	}
-	if d.PipelineParallel > 1 {
-		r.stageCommFixed, r.stageCommPerToken = r.commFixed/r.stages, r.commPerToken/r.stages
-	}
-	if d.PipelineParallel > 1 && d.Nodes > 1 {
+}
+
+// setPipelineSends splits the TP communication across PP>1 stages and
+// adds the sends of activations between consecutive stages. It needs the
+// TP terms set first.
+func (r *Roofline) setPipelineSends() {
+	d := r.d
+	hidden := float64(d.Model.Hidden)
+	r.stageCommFixed, r.stageCommPerToken = r.commFixed/r.stages, r.commPerToken/r.stages
+	if d.Nodes > 1 {
 		// Stage boundaries inside a node cross the GPU link, the others
 		// the network (Placement).
 		for s := range d.PipelineParallel - 1 {
@@ -175,14 +213,13 @@ func NewRoofline(d Deployment) (*Roofline, error) {
 			r.commPerToken += perToken
 			r.sendFixed, r.sendPerToken = max(r.sendFixed, fixed), max(r.sendPerToken, perToken)
 		}
-	} else if d.PipelineParallel > 1 {
-		// Each stage boundary sends hidden states and the residual.
-		r.sendFixed, r.sendPerToken = d.Link.Latency.Seconds(), 2*hidden*activationBytes/d.Link.Bandwidth
-		sends := float64(d.PipelineParallel - 1)
-		r.commFixed += sends * d.Link.Latency.Seconds()
-		r.commPerToken += sends * 2 * hidden * activationBytes / d.Link.Bandwidth
+		return
 	}
-	return r, nil
+	// Each stage boundary sends hidden states and the residual.
+	r.sendFixed, r.sendPerToken = d.Link.Latency.Seconds(), 2*hidden*activationBytes/d.Link.Bandwidth
+	sends := float64(d.PipelineParallel - 1)
+	r.commFixed += sends * d.Link.Latency.Seconds()
+	r.commPerToken += sends * 2 * hidden * activationBytes / d.Link.Bandwidth
 }
 
 // Deployment is the resolved deployment the model was built for.
