@@ -252,6 +252,15 @@ func kernelPlan(d Deployment, r *Roofline) (*stepKernels, KernelSource) {
 	denseLayers := layers - moeLayers
 	attnGEMMs := m.attentionGEMMs(d.TensorParallel)
 	dense := m.denseMLPGEMMs(d.TensorParallel)
+	// Layers a checkpoint leaves unquantized run their GEMMs 16-bit.
+	skippedAttn := float64(m.Quantization.SkippedAttentionLayers) * d.stageFraction()
+	skippedMLP := float64(m.Quantization.SkippedMLPLayers) * d.stageFraction()
+	unquantized := gemm
+	if skippedAttn+skippedMLP > 0 && kernel != KernelDense {
+		if unquantized = newGEMMTimer(cat, gemmSrc, g, KernelDense, m); unquantized == nil {
+			return nil, KernelSource{Mode: "roofline", Reason: "no table"}
+		}
+	}
 	var moeFixed []gemmShape
 	if m.IsMoE() {
 		moeFixed = append(moeFixed, gemmShape{"gate", float64(m.MoE.Experts), hidden})
@@ -262,10 +271,10 @@ func kernelPlan(d Deployment, r *Roofline) (*stepKernels, KernelSource) {
 	k.linear = newCurve(kernelGridM, func(tokens float64) float64 {
 		sum := 0.0
 		for _, s := range attnGEMMs {
-			sum += layers * gemm.at(tokens, s.n, s.k)
+			sum += (layers-skippedAttn)*gemm.at(tokens, s.n, s.k) + skippedAttn*unquantized.at(tokens, s.n, s.k)
 		}
 		for _, s := range dense {
-			sum += denseLayers * gemm.at(tokens, s.n, s.k)
+			sum += (denseLayers-skippedMLP)*gemm.at(tokens, s.n, s.k) + skippedMLP*unquantized.at(tokens, s.n, s.k)
 		}
 		for _, s := range moeFixed {
 			sum += moeLayers * gemm.at(tokens, s.n, s.k)

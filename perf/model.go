@@ -26,6 +26,12 @@ type Quantization struct {
 	// per-channel scales. vLLM runs such MoE layers with block-scaled
 	// kernels.
 	WeightBlockSize int
+	// SkippedAttentionLayers and SkippedMLPLayers count the decoder layers
+	// whose attention projections, and whose (dense) MLP, the checkpoint
+	// leaves unquantized (quantization_config.modules_to_not_convert):
+	// vLLM loads and runs those layers 16-bit. Meta's FP8 Llama-3.1-405B
+	// skips every layer's attention and the first and last layers' MLPs.
+	SkippedAttentionLayers, SkippedMLPLayers int
 }
 
 // Model is the architecture of a dense decoder-only transformer with
@@ -327,11 +333,28 @@ func (m Model) linearBytesPerParam() float64 {
 const activationBytes = 2
 
 // WeightBytes is the size of all weights as vLLM loads them: linear layers
-// at their quantized width, embedding and lm_head in 16 bits (GPTQ/AWQ/FP8
-// checkpoints keep both unquantized), the lm_head only when untied.
+// at their quantized width (the modules a checkpoint leaves unquantized at
+// 16 bits), embedding and lm_head in 16 bits (GPTQ/AWQ/FP8 checkpoints
+// keep both unquantized), the lm_head only when untied.
 func (m Model) WeightBytes() int64 {
-	return int64(math.Round(float64(m.LinearParams())*m.linearBytesPerParam())) +
+	return int64(math.Round(float64(m.LinearParams())*m.linearBytesPerParam()+m.skippedExtraBytes())) +
 		m.embeddingAndHeadBytes()
+}
+
+// skippedLinearParams is the linear parameters a quantized checkpoint
+// leaves unquantized (whole attention blocks and dense MLPs of the layers
+// its modules_to_not_convert names).
+func (m Model) skippedLinearParams() int64 {
+	q := m.Quantization
+	return int64(q.SkippedAttentionLayers)*m.attentionParamsPerLayer() +
+		int64(q.SkippedMLPLayers)*m.denseMLPParams()
+}
+
+// skippedExtraBytes is what the unquantized modules weigh beyond their
+// quantized width: 16 bits a weight instead of linearBytesPerParam. Zero
+// when nothing is skipped, so every other checkpoint's sizes stay exact.
+func (m Model) skippedExtraBytes() float64 {
+	return float64(m.skippedLinearParams()) * (activationBytes - m.linearBytesPerParam())
 }
 
 // embeddingAndHeadBytes counts the 16-bit embedding, plus the lm_head
@@ -411,6 +434,9 @@ func (m Model) validate() error {
 	case "bfloat16", "float16", "float32":
 	default:
 		return fmt.Errorf("torch_dtype %q is not supported; use bfloat16, float16 or float32", m.DType)
+	}
+	if m.Quantization.SkippedMLPLayers > 0 && m.IsMoE() {
+		return fmt.Errorf("quantization_config.modules_to_not_convert leaves MLPs of a mixture-of-experts model unquantized, which perf does not model")
 	}
 	switch q := m.Quantization; q.Method {
 	case "":
@@ -849,6 +875,9 @@ type hfQuantization struct {
 	QGroupSize  *int   `json:"q_group_size"` // AutoAWQ spelling
 	// WeightBlockSize is [rows, columns] of one scale's block (FP8).
 	WeightBlockSize []int `json:"weight_block_size"`
+	// ModulesToNotConvert names the modules left unquantized (fbgemm_fp8,
+	// AWQ): full module paths, or prefixes of them.
+	ModulesToNotConvert []string `json:"modules_to_not_convert"`
 }
 
 // ParseModelConfig parses the bytes of a Hugging Face config.json; name
@@ -924,6 +953,11 @@ func ParseModelConfig(data []byte, name string) (Model, error) {
 	}
 	if q := cfg.QuantizationConfig; q != nil {
 		m.Quantization = parseQuantization(q)
+		attn, mlp, err := skippedLayers(q.ModulesToNotConvert, m.Layers)
+		if err != nil {
+			return fail("%v", err)
+		}
+		m.Quantization.SkippedAttentionLayers, m.Quantization.SkippedMLPLayers = attn, mlp
 	}
 	if err := m.validate(); err != nil {
 		return fail("%v", err)
@@ -1052,7 +1086,60 @@ func parseQuantization(q *hfQuantization) Quantization {
 	if out.Method == "gptq_marlin" || out.Method == "awq_marlin" {
 		out.Method = strings.TrimSuffix(out.Method, "_marlin")
 	}
+	if out.Method == "fbgemm_fp8" {
+		// Meta's FP8 format: per-channel FP8 weights and dynamic per-token
+		// FP8 activations, which vLLM runs on the FP8 GEMMs it uses for fp8
+		// checkpoints (FBGEMMFp8LinearMethod), W8A16 Marlin without FP8 units.
+		out.Method = "fp8"
+	}
 	return out
+}
+
+// skippedLayers counts the decoder layers whose attention projections and
+// whose MLP modules_to_not_convert leaves unquantized. An entry covers a
+// module when it names it or a module above it ("model.layers.0" covers
+// that layer's every projection), so the full paths a saved config lists
+// and the prefixes a conversion script passes count alike. Entries naming
+// other modules (lm_head, a vision tower) change nothing perf models.
+func skippedLayers(entries []string, layers int) (attention, mlp int, err error) {
+	if len(entries) == 0 {
+		return 0, 0, nil
+	}
+	covered := func(module string) bool {
+		for _, e := range entries {
+			e = strings.TrimSuffix(strings.TrimSpace(e), ".weight")
+			if module == e || strings.HasPrefix(module, e+".") {
+				return true
+			}
+		}
+		return false
+	}
+	blocks := []struct {
+		name    string
+		modules []string
+		count   *int
+	}{
+		{"self_attn", []string{"q_proj", "k_proj", "v_proj", "o_proj"}, &attention},
+		{"mlp", []string{"gate_proj", "up_proj", "down_proj"}, &mlp},
+	}
+	for i := range layers {
+		for _, b := range blocks {
+			n := 0
+			for _, proj := range b.modules {
+				if covered(fmt.Sprintf("model.layers.%d.%s.%s", i, b.name, proj)) {
+					n++
+				}
+			}
+			switch n {
+			case 0:
+			case len(b.modules):
+				*b.count++
+			default:
+				return 0, 0, fmt.Errorf("quantization_config.modules_to_not_convert leaves %d of layer %d's %d %s projections unquantized; perf models a layer's %s as wholly quantized or wholly not", n, i, len(b.modules), b.name, b.name)
+			}
+		}
+	}
+	return attention, mlp, nil
 }
 
 // pyFloat formats a float the way Python's str() does for the values vLLM

@@ -128,15 +128,19 @@ func newRooflineWork(d Deployment) *Roofline {
 	bpp := m.linearBytesPerParam()
 
 	gemmFlops := 2 * float64(m.ActiveLinearParams()) * stage / t
+	// Modules a checkpoint leaves unquantized run at the BF16 rate; zero
+	// without them.
+	skippedFlops := 2 * float64(m.skippedLinearParams()) * stage / t
+	skippedSlowdown := skippedFlops/g.BF16FLOPS - skippedFlops/gemmPeak
 	r := &Roofline{
 		d:                   d,
 		stages:              float64(d.PipelineParallel),
 		eff:                 eff,
-		prefillTokenCompute: gemmFlops / (gemmPeak * eff.prefill * compute),
-		decodeTokenCompute:  gemmFlops / (gemmPeak * eff.decode * compute),
+		prefillTokenCompute: gemmFlops/(gemmPeak*eff.prefill*compute) + skippedSlowdown/(eff.prefill*compute),
+		decodeTokenCompute:  gemmFlops/(gemmPeak*eff.decode*compute) + skippedSlowdown/(eff.decode*compute),
 		attnPairCompute:     layers * m.attentionFLOPsPerPair() / t / (g.BF16FLOPS * eff.attention * compute),
 		sampleCompute:       2 * vocabRow / (g.BF16FLOPS * g.MFUDecode * compute),
-		layerWeightMemory:   float64(m.LinearParams()-m.RoutedExpertParams()) * stage * bpp / t / bandwidth,
+		layerWeightMemory:   float64(m.LinearParams()-m.RoutedExpertParams())*stage*bpp/t/bandwidth + m.skippedExtraBytes()*stage/t/bandwidth,
 		headMemory:          vocabRow * activationBytes / bandwidth,
 		kvTokenMemory:       float64(d.kvBytesPerTokenPerGPU()) / bandwidth,
 		actTokenMemory: layers * activationBytes *
