@@ -424,14 +424,26 @@ func (e *Engine) Complete(st *Step) []Output {
 		e.pending = false
 	}
 	e.stats.Steps++
+	outs, finished := e.advanceSequences(st)
+	if finished > 0 {
+		e.releaseFinished(st)
+	}
+	e.outs = outs
+	return outs
+}
+
+// advanceSequences applies a completed step to its sequences, as Complete
+// describes, and returns their outputs in e.outs's buffer and how many
+// sequences finished (stateDone, blocks freed, not yet released).
+func (e *Engine) advanceSequences(st *Step) (outs []Output, finished int) {
 	// Outputs are written field by field into a reused buffer: Err is
 	// never set here, so the hot loop stores no pointers (no write barriers).
-	outs := e.outs[:0]
+	outs = e.outs[:0]
 	if cap(outs) < len(st.entries) {
 		outs = make([]Output, 0, 2*len(st.entries))
 	}
 	outs = outs[:len(st.entries)]
-	n, finished := 0, 0
+	n := 0
 	v0 := e.cfg.Version == V0
 	omit := e.cfg.OmitRunTokens
 	step := e.stats.Steps
@@ -495,18 +507,19 @@ func (e *Engine) Complete(st *Step) []Output {
 		}
 	}
 	e.stats.GenerationTokens += generated
-	outs = outs[:n]
-	if finished > 0 {
-		e.running.removeFunc(isDone)
-		for i := range st.entries {
-			en := &st.entries[i]
-			if en.s.gen == en.gen && en.s.state == stateDone {
-				e.release(en.s)
-			}
+	return outs[:n], finished
+}
+
+// releaseFinished takes the sequences advanceSequences finished out of the
+// running queue and returns them to the pool.
+func (e *Engine) releaseFinished(st *Step) {
+	e.running.removeFunc(isDone)
+	for i := range st.entries {
+		en := &st.entries[i]
+		if en.s.gen == en.gen && en.s.state == stateDone {
+			e.release(en.s)
 		}
 	}
-	e.outs = outs
-	return outs
 }
 
 func isDone(s *sequence) bool { return s.state == stateDone }

@@ -292,72 +292,23 @@ func (r *runner) run(ctx context.Context) error {
 	if next == nil {
 		return nil
 	}
+	r.startClock(next.Arrival)
 	id := 0
-	r.now = next.Arrival
-	r.start = r.now
-	r.end = r.now
-	if iv := r.cfg.StatsInterval; iv > 0 {
-		r.nextSample = (r.start/iv + 1) * iv
-		r.lastSampleAt = r.start
-	}
 	for iter := 0; ; iter++ {
 		if iter%ctxCheckEvery == 0 {
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("sim: stopped at virtual time %v with %d requests in flight: %w", r.now-r.start, r.inFlight, err)
 			}
 		}
-		if r.lat {
-			if err := r.clientEvents(&next, &id); err != nil {
-				return err
-			}
+		if err := r.admitArrivals(&next, &id); err != nil {
+			return err
 		}
-		for !r.lat && next != nil && next.Arrival <= r.now && !r.full() && r.groupLeft == 0 {
-			w := r.reqs.Next()
-			if err := r.add(id, w, max(w.Arrival, r.slotFreedAt), r.reqs.PromptRef()); err != nil {
-				return err
-			}
-			id++
-			next = r.reqs.Peek()
-		}
-		// Fill the pipeline: one step without PP; with PP up to one batch
-		// per stage, each scheduled while the others are in flight.
-		for len(r.inPipe) < r.depth {
-			if r.steps > 1 {
-				r.eng.HoldAdmissions(r.groupLeft > 0)
-			}
-			st := r.eng.Schedule(r.now)
-			r.noteMaxima()
-			for i := range st.Rejected {
-				r.catchUp(&st.Rejected[i])
-				if err := r.finish(&st.Rejected[i], r.now); err != nil {
-					return err
-				}
-			}
-			if st.Empty() {
-				if r.groupLeft > 0 {
-					// Every request of the group finished before its end.
-					r.groupLeft = 0
-					if err := r.deliverHeld(); err != nil {
-						return err
-					}
-					continue
-				}
-				break
-			}
-			b := batch{st: st, out: r.batchOut(st.Shape)}
-			if r.steps > 1 {
-				b.cont, b.open = r.groupStep(st.Shape)
-			}
-			r.inPipe = append(r.inPipe, b)
+		if err := r.fillPipeline(); err != nil {
+			return err
 		}
 		if len(r.inPipe) == 0 {
-			if r.lat {
-				if t, ok := r.nextClientEvent(next); ok {
-					r.advance(max(r.now, t))
-					continue
-				}
-			} else if next != nil && !r.full() {
-				r.advance(max(r.now, next.Arrival))
+			if t, ok := r.nextArrival(next); ok {
+				r.advance(max(r.now, t))
 				continue
 			}
 			if r.eng.Idle() {
@@ -367,42 +318,139 @@ func (r *runner) run(ctx context.Context) error {
 			return fmt.Errorf("sim: engine stalled at virtual time %v with %d running, %d waiting, %d swapped and no step to run (an engine bug)",
 				r.now-r.start, s.Running, s.Waiting, s.Swapped)
 		}
-		head := r.inPipe[0]
-		if r.virtualEngines && len(r.inPipe) < r.depth {
-			// A V0 virtual engine with no batch in flight takes a new
-			// request at once; V1's engine core waits for its oldest batch.
-			if r.lat {
-				if t, ok := r.nextClientEvent(next); ok && t < head.out {
-					r.advance(max(r.now, t))
-					continue
-				}
-			} else if next != nil && !r.full() && next.Arrival < head.out {
-				r.advance(next.Arrival)
-				continue
-			}
+		if t, ok := r.arrivalForIdleVirtualEngine(next); ok {
+			r.advance(t)
+			continue
 		}
-		r.inPipe = append(r.inPipe[:0], r.inPipe[1:]...)
-		r.advance(head.out)
-		if head.cont {
-			// The group's chunk goes out when its last step ends.
-			r.outTimes[len(r.outTimes)-1] = r.now
-		} else {
-			r.logCompletion()
-		}
-		outs := r.eng.Complete(head.st)
-		if r.steps > 1 {
-			r.held = append(r.held, outs...)
-			if head.open {
-				continue
-			}
-			outs = r.held
-		}
-		if err := r.apply(outs); err != nil {
+		if err := r.completeOldestBatch(); err != nil {
 			return err
 		}
-		r.held = r.held[:0]
 	}
 	r.runErr = r.eng.Err()
+	return nil
+}
+
+// startClock sets the virtual clock to the first arrival and aligns the
+// first stats sample to a multiple of StatsInterval.
+func (r *runner) startClock(first time.Duration) {
+	r.now = first
+	r.start = r.now
+	r.end = r.now
+	if iv := r.cfg.StatsInterval; iv > 0 {
+		r.nextSample = (r.start/iv + 1) * iv
+		r.lastSampleAt = r.start
+	}
+}
+
+// admitArrivals hands the engine the requests that have reached it by
+// now; next is the stream's next request and id the next request's ID.
+func (r *runner) admitArrivals(next **workload.Request, id *int) error {
+	if r.lat {
+		return r.clientEvents(next, id)
+	}
+	for *next != nil && (*next).Arrival <= r.now && !r.full() && r.groupLeft == 0 {
+		w := r.reqs.Next()
+		if err := r.add(*id, w, max(w.Arrival, r.slotFreedAt), r.reqs.PromptRef()); err != nil {
+			return err
+		}
+		*id++
+		*next = r.reqs.Peek()
+	}
+	return nil
+}
+
+// fillPipeline schedules steps until the pipeline is full or the engine
+// has nothing to schedule: one step without PP; with PP up to one batch
+// per stage, each scheduled while the others are in flight.
+func (r *runner) fillPipeline() error {
+	for len(r.inPipe) < r.depth {
+		if r.steps > 1 {
+			r.eng.HoldAdmissions(r.groupLeft > 0)
+		}
+		st := r.eng.Schedule(r.now)
+		r.noteMaxima()
+		for i := range st.Rejected {
+			r.catchUp(&st.Rejected[i])
+			if err := r.finish(&st.Rejected[i], r.now); err != nil {
+				return err
+			}
+		}
+		if st.Empty() {
+			if r.groupLeft > 0 {
+				// Every request of the group finished before its end.
+				r.groupLeft = 0
+				if err := r.deliverHeld(); err != nil {
+					return err
+				}
+				continue
+			}
+			return nil
+		}
+		b := batch{st: st, out: r.batchOut(st.Shape)}
+		if r.steps > 1 {
+			b.cont, b.open = r.groupStep(st.Shape)
+		}
+		r.inPipe = append(r.inPipe, b)
+	}
+	return nil
+}
+
+// nextArrival is the instant of the next event that can bring a request
+// to the engine: the client's next event with request latencies, else the
+// stream's next arrival while a concurrency slot is free.
+func (r *runner) nextArrival(next *workload.Request) (time.Duration, bool) {
+	if r.lat {
+		return r.nextClientEvent(next)
+	}
+	if next != nil && !r.full() {
+		return next.Arrival, true
+	}
+	return 0, false
+}
+
+// arrivalForIdleVirtualEngine is the instant to advance to when a request
+// arrives before the oldest batch is out and a V0 virtual engine has no
+// batch in flight: that engine takes it at once, while V1's engine core
+// waits for its oldest batch.
+func (r *runner) arrivalForIdleVirtualEngine(next *workload.Request) (time.Duration, bool) {
+	if !r.virtualEngines || len(r.inPipe) >= r.depth {
+		return 0, false
+	}
+	out := r.inPipe[0].out
+	if r.lat {
+		if t, ok := r.nextClientEvent(next); ok && t < out {
+			return max(r.now, t), true
+		}
+	} else if next != nil && !r.full() && next.Arrival < out {
+		return next.Arrival, true
+	}
+	return 0, false
+}
+
+// completeOldestBatch advances the clock to the oldest batch's output and
+// applies it; a multi-step group's outputs are held until its last step.
+func (r *runner) completeOldestBatch() error {
+	head := r.inPipe[0]
+	r.inPipe = append(r.inPipe[:0], r.inPipe[1:]...)
+	r.advance(head.out)
+	if head.cont {
+		// The group's chunk goes out when its last step ends.
+		r.outTimes[len(r.outTimes)-1] = r.now
+	} else {
+		r.logCompletion()
+	}
+	outs := r.eng.Complete(head.st)
+	if r.steps > 1 {
+		r.held = append(r.held, outs...)
+		if head.open {
+			return nil
+		}
+		outs = r.held
+	}
+	if err := r.apply(outs); err != nil {
+		return err
+	}
+	r.held = r.held[:0]
 	return nil
 }
 

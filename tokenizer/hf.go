@@ -120,36 +120,9 @@ func buildHF(data []byte) (*bpeModel, error) {
 	if err := json.Unmarshal(data, &f); err != nil {
 		return nil, jsonError("not a tokenizer.json", err)
 	}
-	if isNull(f.Model) {
-		return nil, fmt.Errorf(`no "model" section; %s`, supportedKinds)
-	}
-	// The type decides how the rest of the model parses (Unigram's vocab
-	// is a list), so it is read on its own first.
-	var header struct {
-		Type   string          `json:"type"`
-		Merges json.RawMessage `json:"merges"`
-	}
-	if err := json.Unmarshal(f.Model, &header); err != nil {
-		return nil, jsonError("model", err)
-	}
-	if header.Type == "" && !isNull(header.Merges) {
-		header.Type = "BPE" // tokenizers infers the type from the fields too
-	}
-	if header.Type != "BPE" {
-		return nil, fmt.Errorf("model type %q is not supported; %s", header.Type, supportedKinds)
-	}
-	var model hfModel
-	if err := json.Unmarshal(f.Model, &model); err != nil {
-		return nil, jsonError("model", err)
-	}
-	if model.Dropout != nil && *model.Dropout > 0 {
-		return nil, fmt.Errorf("model dropout %g makes encoding random; set it to null", *model.Dropout)
-	}
-	if p := model.ContinuingSubwordPrefix; p != nil && *p != "" {
-		return nil, fmt.Errorf("model continuing_subword_prefix %q is not supported; %s", *p, supportedKinds)
-	}
-	if s := model.EndOfWordSuffix; s != nil && *s != "" {
-		return nil, fmt.Errorf("model end_of_word_suffix %q is not supported; %s", *s, supportedKinds)
+	model, err := parseBPEModel(f.Model)
+	if err != nil {
+		return nil, err
 	}
 
 	pre, err := buildPreTokenizer(f.PreTokenizer)
@@ -164,23 +137,9 @@ func buildHF(data []byte) (*bpeModel, error) {
 		return nil, err
 	}
 
-	size := 0
-	for token, id := range model.Vocab {
-		if id < 0 || id >= maxTokenID {
-			return nil, fmt.Errorf("vocab token %q has ID %d, outside 0..%d", token, id, maxTokenID-1)
-		}
-		size = max(size, id+1)
-	}
-	for _, t := range f.AddedTokens {
-		if t.ID < 0 || t.ID >= maxTokenID {
-			return nil, fmt.Errorf("added token %q has ID %d, outside 0..%d", t.Content, t.ID, maxTokenID-1)
-		}
-		size = max(size, t.ID+1)
-	}
-	// Arrays are sized by the largest ID; refuse files whose IDs are mostly
-	// holes rather than allocate for IDs nobody uses.
-	if tokens := len(model.Vocab) + len(f.AddedTokens); size > 2*tokens+1024 {
-		return nil, fmt.Errorf("token IDs run up to %d for only %d tokens; the file looks corrupt", size-1, tokens)
+	size, err := tokenIDSpan(model.Vocab, f.AddedTokens)
+	if err != nil {
+		return nil, err
 	}
 	m := &bpeModel{
 		normalize:       normalize,
@@ -192,9 +151,95 @@ func buildHF(data []byte) (*bpeModel, error) {
 		tokenBytes:      make([]string, size),
 		assigned:        make([]bool, size),
 	}
+	m.assignVocab(model.Vocab)
+	m.assignByteIDs(model.Vocab, model.ByteFallback)
+	if model.UnkToken != nil {
+		id, ok := model.Vocab[*model.UnkToken]
+		if !ok {
+			return nil, fmt.Errorf("model unk_token %q is not in the vocab", *model.UnkToken)
+		}
+		m.unkID = int32(id)
+	}
+
+	if m.pairs, err = buildMerges(model.Merges, model.Vocab); err != nil {
+		return nil, err
+	}
+
+	special, err := m.assignAddedTokens(f.AddedTokens)
+	if err != nil {
+		return nil, err
+	}
+	m.finish(special)
+	return m, nil
+}
+
+// parseBPEModel reads the "model" section and refuses every BPE option
+// this package does not implement, before anything is built from it.
+func parseBPEModel(raw json.RawMessage) (hfModel, error) {
+	if isNull(raw) {
+		return hfModel{}, fmt.Errorf(`no "model" section; %s`, supportedKinds)
+	}
+	// The type decides how the rest of the model parses (Unigram's vocab
+	// is a list), so it is read on its own first.
+	var header struct {
+		Type   string          `json:"type"`
+		Merges json.RawMessage `json:"merges"`
+	}
+	if err := json.Unmarshal(raw, &header); err != nil {
+		return hfModel{}, jsonError("model", err)
+	}
+	if header.Type == "" && !isNull(header.Merges) {
+		header.Type = "BPE" // tokenizers infers the type from the fields too
+	}
+	if header.Type != "BPE" {
+		return hfModel{}, fmt.Errorf("model type %q is not supported; %s", header.Type, supportedKinds)
+	}
+	var model hfModel
+	if err := json.Unmarshal(raw, &model); err != nil {
+		return hfModel{}, jsonError("model", err)
+	}
+	if model.Dropout != nil && *model.Dropout > 0 {
+		return hfModel{}, fmt.Errorf("model dropout %g makes encoding random; set it to null", *model.Dropout)
+	}
+	if p := model.ContinuingSubwordPrefix; p != nil && *p != "" {
+		return hfModel{}, fmt.Errorf("model continuing_subword_prefix %q is not supported; %s", *p, supportedKinds)
+	}
+	if s := model.EndOfWordSuffix; s != nil && *s != "" {
+		return hfModel{}, fmt.Errorf("model end_of_word_suffix %q is not supported; %s", *s, supportedKinds)
+	}
+	return model, nil
+}
+
+// tokenIDSpan returns one more than the largest token ID, which sizes the
+// per-ID arrays.
+func tokenIDSpan(vocab map[string]int, added []hfAddedToken) (int, error) {
+	size := 0
+	for token, id := range vocab {
+		if id < 0 || id >= maxTokenID {
+			return 0, fmt.Errorf("vocab token %q has ID %d, outside 0..%d", token, id, maxTokenID-1)
+		}
+		size = max(size, id+1)
+	}
+	for _, t := range added {
+		if t.ID < 0 || t.ID >= maxTokenID {
+			return 0, fmt.Errorf("added token %q has ID %d, outside 0..%d", t.Content, t.ID, maxTokenID-1)
+		}
+		size = max(size, t.ID+1)
+	}
+	// Arrays are sized by the largest ID; refuse files whose IDs are mostly
+	// holes rather than allocate for IDs nobody uses.
+	if tokens := len(vocab) + len(added); size > 2*tokens+1024 {
+		return 0, fmt.Errorf("token IDs run up to %d for only %d tokens; the file looks corrupt", size-1, tokens)
+	}
+	return size, nil
+}
+
+// assignVocab fills tokenBytes and pieceIDs from the byte-level vocab;
+// the arrays must already span every ID in vocab.
+func (m *bpeModel) assignVocab(vocab map[string]int) {
 	// Two vocab strings with one ID would make decoding depend on map
 	// order; keep the smaller string so loading is deterministic.
-	for token, id := range model.Vocab {
+	for token, id := range vocab {
 		if m.assigned[id] && m.tokenBytes[id] <= token {
 			continue
 		}
@@ -210,32 +255,30 @@ func buildHF(data []byte) (*bpeModel, error) {
 		}
 		m.tokenBytes[id] = raw
 	}
+}
 
+// assignByteIDs gives each byte the token that encodes it alone, from the
+// byte-level vocab or, with byteFallback, from its <0xNN> token; -1 when
+// neither exists.
+func (m *bpeModel) assignByteIDs(vocab map[string]int, byteFallback bool) {
 	for b := range m.byteIDs {
 		m.byteIDs[b] = -1
 		if id, ok := m.pieceIDs[string([]byte{byte(b)})]; ok {
 			m.byteIDs[b] = id
-		} else if model.ByteFallback {
-			if id, ok := model.Vocab[fmt.Sprintf("<0x%02X>", b)]; ok {
+		} else if byteFallback {
+			if id, ok := vocab[fmt.Sprintf("<0x%02X>", b)]; ok {
 				m.byteIDs[b] = int32(id)
 			}
 		}
 	}
-	if model.UnkToken != nil {
-		id, ok := model.Vocab[*model.UnkToken]
-		if !ok {
-			return nil, fmt.Errorf("model unk_token %q is not in the vocab", *model.UnkToken)
-		}
-		m.unkID = int32(id)
-	}
+}
 
-	if m.pairs, err = buildMerges(model.Merges, model.Vocab); err != nil {
-		return nil, err
-	}
-
+// assignAddedTokens records the added tokens, which override the vocab at
+// their IDs, and returns the IDs marked special.
+func (m *bpeModel) assignAddedTokens(tokens []hfAddedToken) (map[int]bool, error) {
 	special := make(map[int]bool)
-	added := make([]addedToken, 0, len(f.AddedTokens))
-	for _, t := range f.AddedTokens {
+	added := make([]addedToken, 0, len(tokens))
+	for _, t := range tokens {
 		if t.Content == "" {
 			return nil, fmt.Errorf("added token ID %d has empty content", t.ID)
 		}
@@ -247,8 +290,7 @@ func buildHF(data []byte) (*bpeModel, error) {
 		added = append(added, addedToken{content: t.Content, id: t.ID, lstrip: t.Lstrip, rstrip: t.Rstrip, singleWord: t.SingleWord})
 	}
 	m.added = newAddedMatcher(added)
-	m.finish(special)
-	return m, nil
+	return special, nil
 }
 
 func buildMerges(raw json.RawMessage, vocab map[string]int) (map[uint64]uint64, error) {
