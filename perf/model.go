@@ -276,12 +276,16 @@ func (m Model) Params() int64 {
 }
 
 // QuantizationMethod is the method sim models for a vLLM quantization
-// name: lower case, and the Marlin kernels' names (gptq_marlin,
-// awq_marlin, marlin) as the checkpoint formats they run.
+// name: lower case, the Marlin kernels' names (gptq_marlin, awq_marlin,
+// marlin) as the checkpoint formats they run, and Meta's fbgemm_fp8 as
+// fp8 (parseQuantization says why).
 func QuantizationMethod(name string) string {
 	s := strings.ToLower(strings.TrimSpace(name))
-	if s == "marlin" {
+	switch s {
+	case "marlin":
 		return "gptq"
+	case "fbgemm_fp8":
+		return "fp8"
 	}
 	return strings.TrimSuffix(s, "_marlin")
 }

@@ -461,3 +461,26 @@ func TestFBGEMMFP8SkipsAttention(t *testing.T) {
 		}
 	}
 }
+
+func TestQuantizationMethodNames(t *testing.T) {
+	for name, want := range map[string]string{
+		"": "", "FP8": "fp8", "fbgemm_fp8": "fp8", "gptq_marlin": "gptq", "awq_marlin": "awq", "marlin": "gptq", " awq ": "awq",
+	} {
+		if got := QuantizationMethod(name); got != want {
+			t.Errorf("QuantizationMethod(%q) = %q, want %q", name, got, want)
+		}
+	}
+	// vLLM's own name for Meta's FP8 checkpoints matches the checkpoint and
+	// keeps its unquantized layers.
+	m, err := LoadModelConfig(filepath.Join("testdata", "llama-3.1-405b-fbgemm-fp8.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	served, err := m.WithQuantization("fbgemm_fp8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if served.Quantization != m.Quantization {
+		t.Errorf("--quantization fbgemm_fp8 changed the checkpoint's quantization: %+v, want %+v", served.Quantization, m.Quantization)
+	}
+}
