@@ -22,7 +22,7 @@ var roundTripCases = []struct {
 		"--extra-body", `{"top_k": 5, "x": [1, 2]}`, "--label", "a b: c", "--shard", "1/4", "--result-dir", "out"}},
 	{Bench, []string{"--num-prompts", "1000", "--backend", "openai"}}, // explicit defaults stay given
 	{Sim, []string{"--model", "Qwen2-7B", "-tp", "2", "--enable-prefix-caching=false", "--vllm-version", "0.6.3",
-		"--topology", "pd", "--prefill-tp", "2", "--kv-link-setup", "500us", "--gpu-memory-utilization", "0.85", "--throughput"}},
+		"--topology", "pd", "--prefill-tp", "2", "--kv-link-setup", "500us", "--gpu-memory-utilization", "0.85", "--throughput", "--random-lengths-from", "runs/vllm detailed.json"}},
 	{Serve, []string{"--api-key", "key-secret-1", "--served-model-name", "a", "b", "--seed", "7", "--inter-token-latency", "12",
 		"--time-to-first-token", "1.5s", "--kv-role", "consumer", "--port", "0"}},
 }

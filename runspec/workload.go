@@ -55,6 +55,7 @@ func (w *Workload) Register(fs *pflag.FlagSet) {
 	fs.IntVar(&ds.Random.OutputLen, "random-output-len", d.Random.OutputLen, "random dataset: output tokens per request")
 	fs.Float64Var(&ds.Random.RangeRatio, "random-range-ratio", 0, "random dataset: lengths drawn uniformly from [len*(1-r), len*(1+r)], r in [0,1)")
 	fs.IntVar(&ds.Random.PrefixLen, "random-prefix-len", 0, "random dataset: tokens of one shared prefix before each prompt")
+	fs.StringVar(&ds.Random.LengthsFrom, "random-lengths-from", "", "random dataset: take each request's input and output length, in order, from a result JSON's input_lens and output_lens (vLLM's or servebench's --save-detailed)")
 	fs.IntVar(&ds.Sonnet.InputLen, "sonnet-input-len", d.Sonnet.InputLen, "sonnet dataset: input tokens per request")
 	fs.IntVar(&ds.Sonnet.OutputLen, "sonnet-output-len", d.Sonnet.OutputLen, "sonnet dataset: output tokens per request")
 	fs.IntVar(&ds.Sonnet.PrefixLen, "sonnet-prefix-len", d.Sonnet.PrefixLen, "sonnet dataset: tokens of shared prefix lines")
@@ -114,6 +115,9 @@ func (w *Workload) Resolve(changed func(string) bool) (ResolvedWorkload, error) 
 		}
 	}
 	r.Spec = spec
+	if err := w.checkLengthsFrom(changed); err != nil {
+		return r, err
+	}
 	if err := spec.Validate(); err != nil {
 		return r, err
 	}
@@ -155,6 +159,20 @@ func (w *Workload) Resolve(changed func(string) bool) (ResolvedWorkload, error) 
 	}
 	r.PercentileMetrics, r.Percentiles = pm, ps
 	return r, nil
+}
+
+// checkLengthsFrom refuses the length flags a lengths file replaces when
+// they were given, rather than silently ignoring them.
+func (w *Workload) checkLengthsFrom(changed func(string) bool) error {
+	if w.Dataset.Random.LengthsFrom == "" || (w.Dataset.Dataset != workload.DatasetRandom && w.Dataset.Dataset != "") {
+		return nil // Validate refuses a lengths file for another dataset
+	}
+	for _, name := range []string{"random_input_len", "random_output_len", "input_len", "output_len"} {
+		if changed(flagName(name)) {
+			return option.Errorf("{"+name+"} and {random_lengths_from} %q: the file gives every request's lengths; drop {"+name+"}", w.Dataset.Random.LengthsFrom)
+		}
+	}
+	return nil
 }
 
 // checkRampRates blames the rates a ramp-up needs but was not given,

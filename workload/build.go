@@ -115,6 +115,9 @@ func BuildWith(ctx context.Context, s Spec, tok tokenizer.Tokenizer, opts BuildO
 	if b.numSpecial, err = numSpecialTokens(ctx, tok); err != nil {
 		return nil, err
 	}
+	if b.spec, err = s.withLengths(b.numSpecial); err != nil {
+		return nil, err
+	}
 	var reqs []Request
 	switch s.dataset() {
 	case DatasetRandom:

@@ -10,25 +10,34 @@ import (
 // random offset, so prompts differ without costing a draw per token.
 func (b *builder) random() ([]Request, error) {
 	o := b.spec.Random
-	if err := o.checkMinInput(b.numSpecial); err != nil {
-		return nil, err
+	if !o.useLengths() {
+		if err := o.checkMinInput(b.numSpecial); err != nil {
+			return nil, err
+		}
 	}
 	vocab, allowed, err := b.vocabulary()
 	if err != nil {
 		return nil, err
 	}
 	n := b.spec.NumPrompts
-	inLow, inHigh, outLow, outHigh := o.lengthRanges(b.numSpecial)
-
-	// Drawn in vLLM's order: all input lengths, all output lengths, all
-	// offsets, then the prefix.
 	inputLens := make([]int, n)
-	for i := range inputLens {
-		inputLens[i] = inLow + b.rng.IntN(inHigh-inLow+1)
-	}
 	outputLens := make([]int, n)
-	for i := range outputLens {
-		outputLens[i] = outLow + b.rng.IntN(outHigh-outLow+1)
+	if o.useLengths() {
+		// Lengths from a file draw nothing: the offsets and the prefix
+		// come from the stream's start.
+		for i := range n {
+			inputLens[i], outputLens[i] = o.requestLength(i, b.numSpecial)
+		}
+	} else {
+		// Drawn in vLLM's order: all input lengths, all output lengths,
+		// all offsets, then the prefix.
+		inLow, inHigh, outLow, outHigh := o.lengthRanges(b.numSpecial)
+		for i := range inputLens {
+			inputLens[i] = inLow + b.rng.IntN(inHigh-inLow+1)
+		}
+		for i := range outputLens {
+			outputLens[i] = outLow + b.rng.IntN(outHigh-outLow+1)
+		}
 	}
 	offsets := make([]int, n)
 	for i := range offsets {

@@ -35,6 +35,16 @@ type RandomOptions struct {
 	OutputLen  int     // --random-output-len
 	RangeRatio float64 // --random-range-ratio, in [0, 1)
 	PrefixLen  int     // --random-prefix-len: one shared prefix for all prompts
+	// Lengths are per-request lengths, in order: request i's prompt has
+	// Lengths[i].Input tokens after the shared prefix (less the special
+	// tokens, as InputLen) and asks for max(1, Lengths[i].Output). They
+	// override InputLen and OutputLen, exclude RangeRatio, and must cover
+	// NumPrompts requests; the first NumPrompts are used.
+	Lengths []RequestLengths
+	// LengthsFrom (--random-lengths-from) is the result JSON (see
+	// ParseLengths) Lengths is read from, when the workload is built, if
+	// Lengths is nil.
+	LengthsFrom string
 }
 
 // SonnetOptions are the --sonnet-* flags.
@@ -137,9 +147,12 @@ func (s Spec) Validate() error {
 			return option.Errorf("{dataset_path} is required for {dataset_name} %s", name)
 		}
 	}
+	if name != DatasetRandom && s.Random.useLengths() {
+		return option.Errorf("{random_lengths_from} is for the random dataset, not %s (pass {dataset_name} random)", name)
+	}
 	switch name {
 	case DatasetRandom:
-		return s.Random.validate()
+		return s.Random.validate(s.NumPrompts)
 	case DatasetSonnet:
 		return s.Sonnet.validate()
 	case DatasetShareGPT:
@@ -156,8 +169,19 @@ func (s Spec) Validate() error {
 	return nil
 }
 
-func (o RandomOptions) validate() error {
+func (o RandomOptions) validate(numPrompts int) error {
 	r := o.RangeRatio
+	if o.useLengths() {
+		switch {
+		case r != 0:
+			return option.Errorf("{random_range_ratio} %g: the lengths from %s are exact; drop {random_range_ratio}", r, o.lengthsSource())
+		case o.PrefixLen < 0:
+			return option.Errorf("{random_prefix_len} %d: must be >= 0", o.PrefixLen)
+		case o.Lengths == nil:
+			return nil // read and checked when the workload is built
+		}
+		return o.checkLengths(numPrompts, 0)
+	}
 	switch {
 	case math.IsNaN(r) || r < 0 || r >= 1:
 		return option.Errorf("{random_range_ratio} %g: must be in [0, 1)", r)

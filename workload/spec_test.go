@@ -2,6 +2,7 @@ package workload
 
 import (
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -23,7 +24,8 @@ func TestDefaultSpecMatchesVLLM(t *testing.T) {
 		{"prefix repetition", s.PrefixRepetition, PrefixRepetitionOptions{PrefixLen: 256, SuffixLen: 256, NumPrefixes: 10, OutputLen: 128}},
 	}
 	for _, c := range checks {
-		if c.got != c.want {
+		// Spec holds a slice (Random.Lengths), so its parts compare deeply.
+		if !reflect.DeepEqual(c.got, c.want) {
 			t.Errorf("%s: got %+v, want %+v", c.name, c.got, c.want)
 		}
 	}
@@ -73,6 +75,16 @@ func TestSpecValidate(t *testing.T) {
 		}, "prompts would be empty"},
 		{"prefix repetition negative suffix", func(s *Spec) { s.Dataset = DatasetPrefixRepetition; s.PrefixRepetition.SuffixLen = -1 }, "prefix_repetition_suffix_len -1"},
 		{"prefix repetition zero output", func(s *Spec) { s.Dataset = DatasetPrefixRepetition; s.PrefixRepetition.OutputLen = 0 }, "prefix_repetition_output_len 0"},
+		{"lengths replace the length options", func(s *Spec) {
+			s.NumPrompts = 2
+			s.Random.Lengths = []RequestLengths{{3, 0}, {4, 1}}
+			s.Random.InputLen, s.Random.OutputLen = 0, 0
+		}, ""},
+		{"a lengths file is read when built", func(s *Spec) { s.Random.LengthsFrom = "run.json"; s.Random.OutputLen = 0 }, ""},
+		{"lengths exclude a range ratio", func(s *Spec) { s.Random.LengthsFrom = "run.json"; s.Random.RangeRatio = 0.1 }, `random_range_ratio 0.1: the lengths from "run.json" are exact`},
+		{"lengths with a negative prefix", func(s *Spec) { s.Random.Lengths = []RequestLengths{{1, 1}}; s.Random.PrefixLen = -1 }, "random_prefix_len -1"},
+		{"too few lengths", func(s *Spec) { s.Random.Lengths = []RequestLengths{{1, 1}} }, "num_prompts 1000 but RandomOptions.Lengths has 1 requests"},
+		{"lengths for another dataset", func(s *Spec) { s.Dataset = DatasetCustom; s.Path = "a"; s.Random.LengthsFrom = "run.json" }, "random_lengths_from is for the random dataset, not custom"},
 		{"other datasets' options are not read", func(s *Spec) { s.Sonnet.InputLen = -5; s.Custom.OutputLen = 0 }, ""},
 	}
 	for _, tt := range tests {

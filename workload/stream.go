@@ -261,6 +261,9 @@ func NewTokenizedStream(ctx context.Context, s Spec, a Arrivals, tok tokenizer.T
 	if b.numSpecial, err = numSpecialTokens(ctx, tok); err != nil {
 		return nil, err
 	}
+	if b.spec, err = s.withLengths(b.numSpecial); err != nil {
+		return nil, err
+	}
 	st := &Stream{free: &promptBuffers{}}
 	switch s.dataset() {
 	case DatasetRandom:
@@ -364,8 +367,11 @@ func (s *Stream) filePrompts(b *builder, a Arrivals, promptIDs bool) error {
 // to find where each pass starts, then the passes are read side by side.
 func (s *Stream) random(b *builder, a Arrivals, promptIDs bool) error {
 	o := b.spec.Random
-	if err := o.checkMinInput(b.numSpecial); err != nil {
-		return err
+	lengths := o.useLengths()
+	if !lengths {
+		if err := o.checkMinInput(b.numSpecial); err != nil {
+			return err
+		}
 	}
 	vocab, allowed, err := b.vocabulary()
 	if err != nil {
@@ -377,12 +383,17 @@ func (s *Stream) random(b *builder, a Arrivals, promptIDs bool) error {
 	inputs := rand.NewPCG(uint64(b.spec.Seed), datasetStream)
 	walk := *inputs
 	walker := rand.New(&walk)
-	for range n {
-		walker.IntN(inHigh - inLow + 1)
+	if !lengths {
+		// Lengths from a file draw nothing, as in Build.
+		for range n {
+			walker.IntN(inHigh - inLow + 1)
+		}
 	}
 	outputs := walk
-	for range n {
-		walker.IntN(outHigh - outLow + 1)
+	if !lengths {
+		for range n {
+			walker.IntN(outHigh - outLow + 1)
+		}
 	}
 	offsets := walk
 	for range n {
@@ -402,8 +413,13 @@ func (s *Stream) random(b *builder, a Arrivals, promptIDs bool) error {
 	var start int       // the body start of the request made last
 	var hashIDs []int32 // its IDs for the hash, when it carries none
 	build := func(i int) (streamItem, error) {
-		in := inLow + inRng.IntN(inHigh-inLow+1)
-		out := outLow + outRng.IntN(outHigh-outLow+1)
+		var in, out int
+		if lengths {
+			in, out = o.requestLength(i, b.numSpecial)
+		} else {
+			in = inLow + inRng.IntN(inHigh-inLow+1)
+			out = outLow + outRng.IntN(outHigh-outLow+1)
+		}
 		off := offRng.IntN(vocab)
 		if b.tok == nil {
 			start = (off + i) % len(allowed)

@@ -33,6 +33,7 @@ func TestNewStreamMatchesBuildAndSchedule(t *testing.T) {
 		{"one request", randomSpec(1, 10, 10, 0, 0), Arrivals{Rate: 2, Burstiness: 1}},
 		{"small vocabulary", smallVocab, Arrivals{Rate: 5, Burstiness: 1, Seed: 9}},
 		{"last sorts early", randomSpec(3, 10, 10, 0, 0), lastSortsEarly},
+		{"lengths from a run, with a prefix", lengthsSpec(6, lengthsSmall, 5), Arrivals{Rate: 3, Burstiness: 1, Seed: 4}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -108,6 +109,7 @@ func TestNewTokenizedStreamMatchesBuildAndSchedule(t *testing.T) {
 		{"poisson, range and prefix", randomSpec(120, 40, 20, 0.5, 9), Arrivals{Rate: 50, Burstiness: 1, Seed: 3}, greedy},
 		{"burst with a BOS token", randomSpec(80, 30, 10, 0.2, 0), Arrivals{Rate: math.Inf(1), Burstiness: 1, Seed: 1}, countingSpecialTokenizer{bos}},
 		{"last sorts early", randomSpec(3, 25, 10, 0.3, 4), lastSortsEarly, greedy},
+		{"lengths from a run", lengthsFromSpec(6, smallLengthsFile), Arrivals{Rate: 6, Burstiness: 1, Seed: 8}, greedy},
 		{"sonnet", sonnetSpec("testdata/poem.txt", 50, 200, 9, 80), Arrivals{Rate: 9, Burstiness: 1, Seed: 4}, greedy},
 		{"sonnet, estimated lengths, last sorts early", sonnetSpec("testdata/poem.txt", 3, 120, 9, 40), lastSortsEarly, nil},
 		{"sharegpt, oversampled", shareGPTSpec(70), Arrivals{Rate: 20, Burstiness: 0.5, Seed: 6}, greedy},

@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -140,5 +142,56 @@ func TestSimThroughVLLMBenchClient(t *testing.T) {
 	_, _, err := runCLI(t, "sim", "--client", "locust", "--num-prompts", "1")
 	if err == nil || !strings.Contains(err.Error(), `--client "locust": use none or vllm-bench`) {
 		t.Errorf("unknown client: %v", err)
+	}
+}
+
+// TestSimReplaysLengthsFromAResult: with --random-lengths-from, sim sends
+// each request of the result JSON with its own input and output length,
+// so the totals are the file's sums (a 0-token reply still generates one
+// token), and asking for more requests than the file has is refused.
+func TestSimReplaysLengthsFromAResult(t *testing.T) {
+	const file = "testdata/lengths_small.json"
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lens struct {
+		InputLens  []int `json:"input_lens"`
+		OutputLens []int `json:"output_lens"`
+	}
+	if err := json.Unmarshal(raw, &lens); err != nil {
+		t.Fatal(err)
+	}
+	wantIn, wantOut, zeros := 0, 0, 0
+	for i := range lens.InputLens {
+		wantIn += lens.InputLens[i]
+		wantOut += max(1, lens.OutputLens[i])
+		if lens.OutputLens[i] == 0 {
+			zeros++
+		}
+	}
+	if n := len(lens.InputLens); n < 2 || n != len(lens.OutputLens) || zeros == 0 {
+		t.Fatalf("%s: %d input and %d output lengths, %d zero outputs: want a few of each, some zero", file, n, len(lens.OutputLens), zeros)
+	}
+	n := strconv.Itoa(len(lens.InputLens))
+	args := []string{"sim", "--model", defaultEmbeddedModel, "--gpu", "H100", "--dataset-name", "random",
+		"--random-lengths-from", file, "--throughput"}
+	out, _, err := runCLI(t, append(args, "--num-prompts", n)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		fmt.Sprintf("Successful requests:                     %-10s\n", n),
+		fmt.Sprintf("Total input tokens:                      %-10d\n", wantIn),
+		fmt.Sprintf("Total generated tokens:                  %-10d\n", wantOut),
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	_, _, err = runCLI(t, append(args, "--num-prompts", "2000")...)
+	want := fmt.Sprintf(`--num-prompts 2000 but %q has %s requests; pass --num-prompts %s or less`, file, n, n)
+	if err == nil || err.Error() != want {
+		t.Fatalf("2000 prompts from a file of %s: error %v, want %q", n, err, want)
 	}
 }
