@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/servebench/servebench/workload"
 )
 
 // builtin is the corpus committed under validate/corpus, in the binary so
@@ -56,6 +58,11 @@ type Run struct {
 	// ownClient: a user's servebench bench result, measured by servebench's
 	// own client rather than vLLM's one-thread benchmark client.
 	ownClient bool
+	// lengths are the run's own per-request lengths (workload.lengths, or
+	// a user's detailed result file), read when the run loads; lengthsFile
+	// is the path sim commands name them by.
+	lengths     []workload.RequestLengths
+	lengthsFile string
 
 	ID               string   `yaml:"id"`
 	Split            string   `yaml:"split"`
@@ -112,6 +119,11 @@ type Workload struct {
 	Burstiness     float64 `yaml:"burstiness"`
 	BatchSize      int     `yaml:"batch_size"`
 	IgnoreEOS      *bool   `yaml:"ignore_eos"`
+	// Lengths is a file beside the corpus (lengths/<source>/<run>.json)
+	// holding the run's per-request input_lens and output_lens as its
+	// detailed result JSON published them; sim then replays those
+	// lengths instead of the means.
+	Lengths string `yaml:"lengths"`
 }
 
 // Rate is requests per second; +Inf ("inf") sends everything at once.
@@ -227,6 +239,11 @@ func load(files fs.FS, name, dir string) (*Corpus, error) {
 		// The file name is the source's id, so ids are unique.
 		if stem := strings.TrimSuffix(e.Name(), ".yaml"); src.ID != stem {
 			return nil, fmt.Errorf("%s: field source.id %q: must equal the file name without .yaml (%q)", file, src.ID, stem)
+		}
+		for _, r := range runs {
+			if err := r.loadLengths(files, dir); err != nil {
+				return nil, fmt.Errorf("%s: run %s: %w", file, r.ID, err)
+			}
 		}
 		c.Sources = append(c.Sources, src)
 		c.Runs = append(c.Runs, runs...)
@@ -507,6 +524,59 @@ func regimeList() string {
 		names = append(names, string(r))
 	}
 	return strings.Join(names, ", ")
+}
+
+// loadLengths reads a run's workload.lengths file from beside the corpus
+// (dir is the corpus directory, "" for the built-in one).
+func (r *Run) loadLengths(files fs.FS, dir string) error {
+	rel := r.Workload.Lengths
+	if rel == "" {
+		return nil
+	}
+	if !fs.ValidPath(rel) || !strings.HasPrefix(rel, "lengths/") {
+		return fmt.Errorf("field workload.lengths %q: give a path under lengths/ beside the corpus files", rel)
+	}
+	data, err := fs.ReadFile(files, rel)
+	if err != nil {
+		return fmt.Errorf("field workload.lengths %q: %w", rel, err)
+	}
+	lengths, err := workload.ParseLengths(data, rel)
+	if err != nil {
+		return fmt.Errorf("field workload.lengths: %w", err)
+	}
+	if dir == "" {
+		dir = builtinModelsDir
+	}
+	return r.useLengths(lengths, path.Join(dir, rel), "field workload.lengths "+strconv.Quote(rel))
+}
+
+// useLengths keeps the per-request lengths a run sent, after checking them
+// against it: enough requests, and the totals it published. file is the
+// path sim commands name them by; what names them in errors.
+func (r *Run) useLengths(lengths []workload.RequestLengths, file, what string) error {
+	n := r.Workload.NumPrompts
+	if r.Benchmark == BenchmarkLatency {
+		n = r.Workload.BatchSize
+	}
+	if len(lengths) < n {
+		return fmt.Errorf("%s: %d requests, but the run sent %d", what, len(lengths), n)
+	}
+	lengths = lengths[:n]
+	var in, out float64
+	for _, l := range lengths {
+		in += float64(l.Input)
+		out += float64(l.Output)
+	}
+	for _, total := range []struct {
+		key string
+		sum float64
+	}{{"total_input_tokens", in}, {"total_output_tokens", out}} {
+		if want, ok := r.Published[total.key]; ok && want != total.sum {
+			return fmt.Errorf("%s: its requests sum to %.0f tokens, but published.%s is %.0f", what, total.sum, total.key, want)
+		}
+	}
+	r.lengths, r.lengthsFile = lengths, file
+	return nil
 }
 
 // modelConfig returns the config.json committed beside the corpus for an

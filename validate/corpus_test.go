@@ -146,3 +146,108 @@ func FuzzParseCorpusFile(f *testing.F) {
 		}
 	})
 }
+
+// lengthsCorpus writes a one-run corpus whose run replays the lengths file
+// it names, and the file itself when content is not empty.
+func lengthsCorpus(t *testing.T, lengthsField, content string, published string) string {
+	t.Helper()
+	dir := t.TempDir()
+	yamlText := `source:
+  id: lengths-run
+  title: "lengths fixture"
+  url: https://example.invalid/lengths
+  ref: "test fixture"
+runs:
+  - id: r1
+    split: holdout
+    regime: serving-low
+    benchmark: serving
+    gpu: H100
+    gpu_count: 1
+    tensor_parallel: 1
+    pipeline_parallel: 1
+    model: Qwen/Qwen2-7B
+    vllm_version: 0.6.3
+    engine: v0
+    workload:
+      dataset: sharegpt
+      input_len: 30
+      output_len: 5
+      num_prompts: 3
+      request_rate: 1
+      ignore_eos: false
+      lengths: ` + lengthsField + `
+    published:
+      request_throughput: 0.9
+` + published
+	if err := os.WriteFile(filepath.Join(dir, "lengths-run.yaml"), []byte(yamlText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if content != "" {
+		if err := os.MkdirAll(filepath.Join(dir, "lengths"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "lengths", "r1.json"), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestCorpusLengths(t *testing.T) {
+	good := `{"input_lens": [10, 20, 60, 7], "output_lens": [3, 0, 12, 9]}`
+	tests := []struct {
+		name, field, content, published, want string
+	}{
+		{"replayed", "lengths/r1.json", good, "      total_input_tokens: 90\n      total_output_tokens: 15\n", ""},
+		{"missing file", "lengths/r1.json", "", "", `field workload.lengths "lengths/r1.json": open lengths/r1.json`},
+		{"outside the corpus", "../r1.json", good, "", `field workload.lengths "../r1.json": give a path under lengths/`},
+		{"not under lengths", "r1.json", good, "", `give a path under lengths/`},
+		{"too few requests", "lengths/r1.json", `{"input_lens": [10, 20], "output_lens": [3, 4]}`, "", "2 requests, but the run sent 3"},
+		{"input total differs", "lengths/r1.json", good, "      total_input_tokens: 91\n", "sum to 90 tokens, but published.total_input_tokens is 91"},
+		{"output total differs", "lengths/r1.json", good, "      total_output_tokens: 16\n", "sum to 15 tokens, but published.total_output_tokens is 16"},
+		{"not a result JSON", "lengths/r1.json", `[1, 2, 3]`, "", "field workload.lengths: "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := lengthsCorpus(t, tt.field, tt.content, tt.published)
+			c, err := LoadDir(dir)
+			if tt.want != "" {
+				if err == nil {
+					t.Fatalf("loaded; want an error containing %q", tt.want)
+				}
+				if msg := err.Error(); !strings.Contains(msg, tt.want) || !strings.Contains(msg, "lengths-run.yaml: run r1: ") || strings.Contains(msg, "\n") {
+					t.Errorf("error %q: want one line naming the file, the run and %q", msg, tt.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := c.Runs[0]
+			if got := len(r.lengths); got != 3 {
+				t.Fatalf("%d lengths kept, want the run's 3", got)
+			}
+			p, err := newPlan(r, c, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			args := strings.Join(p.args, " ")
+			if !strings.Contains(args, "--random-lengths-from "+filepath.Join(dir, "lengths", "r1.json")) || strings.Contains(args, "--random-input-len") {
+				t.Errorf("sim args %q: want --random-lengths-from naming the file, and no mean lengths", args)
+			}
+			if !strings.Contains(strings.Join(p.notes, "; "), "replayed with the run's own per-request lengths") {
+				t.Errorf("notes %q: want the replay said", p.notes)
+			}
+			sum, err := p.simulate(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The lengths, not the means: 10+20+60 prompt tokens, and
+			// 3+1+12 generated (a reply counted as 0 tokens generated one).
+			if sum.TotalInput != 90 || sum.TotalOutput != 16 {
+				t.Errorf("simulated %d input and %d output tokens, want 90 and 16", sum.TotalInput, sum.TotalOutput)
+			}
+		})
+	}
+}

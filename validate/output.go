@@ -167,7 +167,7 @@ func (r *Result) WriteExplain(w io.Writer) error {
 	if cmd := r.CommandLine(); cmd != "" {
 		fmt.Fprintf(&b, "Reproduce sim's prediction:\n  %s\n", cmd)
 		if slices.ContainsFunc(r.Command, func(a string) bool { return strings.HasPrefix(a, builtinModelsDir) }) {
-			fmt.Fprintf(&b, "  (the model's config.json is in the built-in corpus: run it from a servebench checkout)\n")
+			fmt.Fprintf(&b, "  (run it from a servebench checkout: the files it names are in validate/corpus/)\n")
 		}
 	}
 	if len(r.Metrics) > 0 {

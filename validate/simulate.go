@@ -219,7 +219,7 @@ func checkPrecision(r *Run, m perf.Model, server *serverFlags) (kvDType, onTheFl
 func (p *plan) planWorkload(r *Run) {
 	w := r.Workload
 	p.inputLen, p.outputLen = w.InputLen, w.OutputLen
-	if !*w.IgnoreEOS {
+	if !*w.IgnoreEOS && r.lengths == nil {
 		completed, out := r.Published["completed"], r.Published["total_output_tokens"]
 		if completed > 0 && out > 0 {
 			mean := max(1, int(math.Round(out/completed)))
@@ -231,16 +231,19 @@ func (p *plan) planWorkload(r *Run) {
 			p.notes = append(p.notes, fmt.Sprintf("outputs stopped at EOS, and no totals give their mean: simulated at output_len %d", w.OutputLen))
 		}
 	}
-	switch w.Dataset {
-	case "sharegpt":
+	switch {
+	case r.lengths != nil:
+		p.notes = append(p.notes, fmt.Sprintf("%s replayed with the run's own per-request lengths (%s; random token prompts)", w.Dataset, r.lengthsFile))
+	case w.Dataset == "sharegpt":
 		p.notes = append(p.notes, "ShareGPT approximated by its mean lengths (random token prompts)")
-	case "sonnet":
+	case w.Dataset == "sonnet":
 		p.notes = append(p.notes, "sonnet approximated by random token prompts of the same lengths and shared prefix")
 	}
 	spec := workload.DefaultSpec()
 	spec.Dataset = workload.DatasetRandom
 	spec.NumPrompts = w.NumPrompts
-	spec.Random = workload.RandomOptions{InputLen: p.inputLen, OutputLen: p.outputLen, RangeRatio: w.RangeRatio, PrefixLen: w.PrefixLen}
+	spec.Random = workload.RandomOptions{InputLen: p.inputLen, OutputLen: p.outputLen, RangeRatio: w.RangeRatio, PrefixLen: w.PrefixLen,
+		Lengths: r.lengths}
 	rate := float64(w.RequestRate)
 	switch r.Benchmark {
 	case BenchmarkLatency:
@@ -256,8 +259,12 @@ func (p *plan) planWorkload(r *Run) {
 	p.arrivals = workload.Arrivals{Rate: rate, Burstiness: w.Burstiness, Seed: spec.Seed}
 	p.maxConcurrency = w.MaxConcurrency
 
-	p.args = append(p.args, "--dataset-name", "random", "--num-prompts", strconv.Itoa(spec.NumPrompts),
-		"--random-input-len", strconv.Itoa(p.inputLen), "--random-output-len", strconv.Itoa(p.outputLen))
+	p.args = append(p.args, "--dataset-name", "random", "--num-prompts", strconv.Itoa(spec.NumPrompts))
+	if r.lengths != nil {
+		p.args = append(p.args, "--random-lengths-from", r.lengthsFile)
+	} else {
+		p.args = append(p.args, "--random-input-len", strconv.Itoa(p.inputLen), "--random-output-len", strconv.Itoa(p.outputLen))
+	}
 	if w.RangeRatio != 0 {
 		p.args = append(p.args, "--random-range-ratio", strconv.FormatFloat(w.RangeRatio, 'g', -1, 64))
 	}

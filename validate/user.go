@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/workload"
 )
 
 // SidecarSuffix names the setup file beside a result file:
@@ -80,7 +82,35 @@ func userRun(lr *report.LoadedResult) (*Run, error) {
 	if err := checkUserRun(r, sidecar); err != nil {
 		return nil, err
 	}
+	if err := f.lengths(r); err != nil {
+		return nil, err
+	}
 	return r, nil
+}
+
+// lengths replays a detailed result's own per-request lengths (vLLM's and
+// servebench's --save-detailed write input_lens and output_lens) instead
+// of the means, when the file holds that one result: sim's command then
+// names the file itself (--random-lengths-from).
+func (f resultFields) lengths(r *Run) error {
+	if _, ok := f.lr.Fields["input_lens"]; !ok || f.lr.Index > 0 {
+		return nil
+	}
+	data, err := os.ReadFile(f.lr.Path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", f.lr.Path, err)
+	}
+	lengths, err := workload.ParseLengths(data, f.lr.Path)
+	if err != nil {
+		// A file of several results (JSONL, --append-result) cannot be
+		// named as one lengths file: its means stand.
+		var probe any
+		if json.Unmarshal(data, &probe) != nil {
+			return nil
+		}
+		return err
+	}
+	return r.useLengths(lengths, f.lr.Path, f.lr.Path+": input_lens and output_lens")
 }
 
 // resultFields reads a result file's metadata and figures, under the

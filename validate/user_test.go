@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/servebench/servebench/workload"
 )
 
 func results(name string) string { return filepath.Join("testdata", "results", name) }
@@ -65,6 +67,8 @@ func TestLoadResultRunsErrors(t *testing.T) {
 		{"sidecar-unknown-key.json", "sidecar-unknown-key.json.setup.yaml: field gpu_type (line 4): unknown key"},
 		{"sidecar-published.json", "sidecar-published.json.setup.yaml: field published: the figures come from the result file"},
 		{"missing.json", "missing.json"},
+		{"detailed-bad-totals.json", "detailed-bad-totals.json: input_lens and output_lens: its requests sum to 6375 tokens, but published.total_input_tokens is 6350"},
+		{"detailed-short.json", "detailed-short.json"},
 	}
 	for _, tt := range tests {
 		_, err := LoadResultRuns([]string{results(tt.file)})
@@ -97,4 +101,29 @@ func FuzzSidecar(f *testing.F) {
 			t.Fatalf("the sidecar overwrote the file's own fields: %+v", r)
 		}
 	})
+}
+
+// A detailed result replays its own per-request lengths, and the sim
+// command names the file for them.
+func TestLoadResultRunsReplaysDetailedLengths(t *testing.T) {
+	file := results("detailed.json")
+	runs, err := LoadResultRuns([]string{file, results("with-metadata.json")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	detailed, plain := runs[0], runs[1]
+	if len(detailed.lengths) != 50 || detailed.lengthsFile != file || detailed.lengths[1] != (workload.RequestLengths{Input: 227, Output: 128}) {
+		t.Fatalf("detailed run: %d lengths from %q", len(detailed.lengths), detailed.lengthsFile)
+	}
+	if plain.lengths != nil {
+		t.Errorf("a result without input_lens got lengths")
+	}
+	rep, err := Evaluate(t.Context(), nil, runs[:1], Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rep.Results[0]
+	if !r.Simulated() || !strings.Contains(r.CommandLine(), "--random-lengths-from "+file) || strings.Contains(r.CommandLine(), "--random-input-len") {
+		t.Errorf("%q, command %q: want it simulated from the file's lengths", r.Unsimulable, r.CommandLine())
+	}
 }
