@@ -19,9 +19,14 @@
 //
 //   - every dataset is simulated as token-ID prompts of the run's lengths:
 //     ShareGPT at its mean lengths, sonnet with its shared prefix as
-//     random_prefix_len, fixed lengths with range ratio 0;
+//     random_prefix_len, fixed lengths with range ratio 0; a run that
+//     publishes every request's lengths (workload.lengths, or a user's
+//     detailed result file with input_lens and output_lens) replays those,
+//     in order (--random-lengths-from), once they add up to its published
+//     totals;
 //   - a run whose outputs stopped at EOS (ignore_eos false) is simulated at
-//     its published mean output length (total_output_tokens / completed);
+//     its published mean output length (total_output_tokens / completed),
+//     unless it replays its own lengths;
 //   - the throughput benchmark is sim --throughput (every request at t=0);
 //     the latency benchmark is a batch of batch_size requests at once, and
 //     its "Avg latency" is compared with the simulated time to the batch's
