@@ -244,6 +244,14 @@ func (s *searcher) search(ctx context.Context) error {
 	return s.stop(s.refine(ctx, b))
 }
 
+// stopAt ends the search at a trial that met the SLA, saying why no
+// higher value is worth trying.
+func (s *searcher) stopAt(t *Trial, why string) (bracket, bool, error) {
+	s.result.Best = t
+	s.result.Stopped = why
+	return bracket{}, true, nil
+}
+
 // boundAtMax tries the user's upper bound.
 func (s *searcher) boundAtMax(ctx context.Context) (bracket, bool, error) {
 	t, err := s.evaluate(ctx, s.cfg.Max)
@@ -251,9 +259,7 @@ func (s *searcher) boundAtMax(ctx context.Context) (bracket, bool, error) {
 		return bracket{}, false, err
 	}
 	if t.Met {
-		s.result.Best = t
-		s.result.Stopped = fmt.Sprintf("the SLA holds at the upper bound %s; raise --sla-max to search higher", t.Text)
-		return bracket{}, true, nil
+		return s.stopAt(t, fmt.Sprintf("the SLA holds at the upper bound %s; raise --sla-max to search higher", t.Text))
 	}
 	return bracket{hi: t.Value, dHi: distance(t.Margins)}, false, nil
 }
@@ -266,9 +272,7 @@ func (s *searcher) boundByProbe(ctx context.Context) (bracket, bool, error) {
 		return bracket{}, false, err
 	}
 	if t.Met {
-		s.result.Best = t
-		s.result.Stopped = "the SLA holds even with every request sent at once (--request-rate inf)"
-		return bracket{}, true, nil
+		return s.stopAt(t, "the SLA holds even with every request sent at once (--request-rate inf)")
 	}
 	throughput, ok := report.LoadedResult{Fields: t.Metrics}.Number("request_throughput")
 	if !ok || !(throughput > 0) || math.IsInf(throughput, 0) {
@@ -283,9 +287,7 @@ func (s *searcher) boundByProbe(ctx context.Context) (bracket, bool, error) {
 		return bracket{}, false, err
 	}
 	if t.Met {
-		s.result.Best = t
-		s.result.Stopped = fmt.Sprintf("the SLA holds at %s req/s, the throughput the server sustained with every request sent at once; higher rates only queue", t.Text)
-		return bracket{}, true, nil
+		return s.stopAt(t, fmt.Sprintf("the SLA holds at %s req/s, the throughput the server sustained with every request sent at once; higher rates only queue", t.Text))
 	}
 	return bracket{hi: t.Value, dHi: distance(t.Margins)}, false, nil
 }
