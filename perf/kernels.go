@@ -249,39 +249,14 @@ func kernelPlan(d Deployment, r *Roofline) (*stepKernels, KernelSource) {
 	if k.smallKernels == nil {
 		k.tokenTraffic += r.actTokenMemory
 	}
-	denseLayers := layers - moeLayers
-	attnGEMMs := m.attentionGEMMs(d.TensorParallel)
-	dense := m.denseMLPGEMMs(d.TensorParallel)
-	// Layers a checkpoint leaves unquantized run their GEMMs 16-bit.
-	skippedAttn := float64(m.Quantization.SkippedAttentionLayers) * d.stageFraction()
-	skippedMLP := float64(m.Quantization.SkippedMLPLayers) * d.stageFraction()
 	unquantized := gemm
-	if skippedAttn+skippedMLP > 0 && kernel != KernelDense {
+	if q := m.Quantization; q.SkippedAttentionLayers+q.SkippedMLPLayers > 0 && kernel != KernelDense {
+		// Layers a checkpoint leaves unquantized run their GEMMs 16-bit.
 		if unquantized = newGEMMTimer(cat, gemmSrc, g, KernelDense, m); unquantized == nil {
 			return nil, KernelSource{Mode: "roofline", Reason: "no table"}
 		}
 	}
-	var moeFixed []gemmShape
-	if m.IsMoE() {
-		moeFixed = append(moeFixed, gemmShape{"gate", float64(m.MoE.Experts), hidden})
-		if s := float64(m.MoE.SharedIntermediate); s > 0 {
-			moeFixed = append(moeFixed, gemmShape{"shared_expert.gate_up_proj", 2 * s / t, hidden}, gemmShape{"shared_expert.down_proj", hidden, s / t})
-		}
-	}
-	k.linear = newCurve(kernelGridM, func(tokens float64) float64 {
-		sum := 0.0
-		for _, s := range attnGEMMs {
-			sum += (layers-skippedAttn)*gemm.at(tokens, s.n, s.k) + skippedAttn*unquantized.at(tokens, s.n, s.k)
-		}
-		for _, s := range dense {
-			sum += (denseLayers-skippedMLP)*gemm.at(tokens, s.n, s.k) + skippedMLP*unquantized.at(tokens, s.n, s.k)
-		}
-		for _, s := range moeFixed {
-			sum += moeLayers * gemm.at(tokens, s.n, s.k)
-		}
-		return sum
-	})
-	k.linear.densify(d.MaxNumBatchedTokens + d.MaxNumSeqs)
+	k.setLinear(d, gemm, unquantized, moeLayers)
 	vocab := float64(m.Vocab) / t
 	k.head = newCurve(kernelGridM, func(rows float64) float64 { return gemm.at(rows, vocab, hidden) }).densify(d.MaxNumSeqs)
 	if m.IsMoE() {
@@ -294,6 +269,49 @@ func kernelPlan(d Deployment, r *Roofline) (*stepKernels, KernelSource) {
 
 	k.setAttention(d, prefillT, decodeT, attnSrc)
 	return k, src
+}
+
+// setLinear times every GEMM of the stage's layers but the routed experts
+// by tokens in the step: attention projections, dense MLPs and the MoE
+// layers' router and shared experts. The layers a checkpoint leaves
+// unquantized run on the unquantized timer, evaluated only when there are
+// such layers.
+func (k *stepKernels) setLinear(d Deployment, gemm, unquantized *gemmTimer, moeLayers float64) {
+	m, t, hidden, layers := d.Model, float64(d.TensorParallel), float64(d.Model.Hidden), k.layers
+	denseLayers := layers - moeLayers
+	attnGEMMs := m.attentionGEMMs(d.TensorParallel)
+	dense := m.denseMLPGEMMs(d.TensorParallel)
+	skippedAttn := float64(m.Quantization.SkippedAttentionLayers) * d.stageFraction()
+	skippedMLP := float64(m.Quantization.SkippedMLPLayers) * d.stageFraction()
+	var moeFixed []gemmShape
+	if m.IsMoE() {
+		moeFixed = append(moeFixed, gemmShape{"gate", float64(m.MoE.Experts), hidden})
+		if s := float64(m.MoE.SharedIntermediate); s > 0 {
+			moeFixed = append(moeFixed, gemmShape{"shared_expert.gate_up_proj", 2 * s / t, hidden}, gemmShape{"shared_expert.down_proj", hidden, s / t})
+		}
+	}
+	// split times count layers of a GEMM, skipped of them unquantized.
+	split := func(tokens float64, s gemmShape, count, skipped float64) float64 {
+		v := (count - skipped) * gemm.at(tokens, s.n, s.k)
+		if skipped > 0 {
+			v += skipped * unquantized.at(tokens, s.n, s.k)
+		}
+		return v
+	}
+	k.linear = newCurve(kernelGridM, func(tokens float64) float64 {
+		sum := 0.0
+		for _, s := range attnGEMMs {
+			sum += split(tokens, s, layers, skippedAttn)
+		}
+		for _, s := range dense {
+			sum += split(tokens, s, denseLayers, skippedMLP)
+		}
+		for _, s := range moeFixed {
+			sum += moeLayers * gemm.at(tokens, s.n, s.k)
+		}
+		return sum
+	})
+	k.linear.densify(d.MaxNumBatchedTokens + d.MaxNumSeqs)
 }
 
 // setExpertGEMMs times the routed experts as two GEMMs each (gate-up and
