@@ -479,7 +479,7 @@ func (d Deployment) weightBytesPerGPU() int64 {
 	t := float64(d.TensorParallel)
 	bpp := m.linearBytesPerParam()
 	stage := d.stageFraction()
-	shared := float64(m.LinearParams()-m.RoutedExpertParams())*stage*bpp/t + m.skippedExtraBytes()*stage/t
+	shared := m.sharedLinearBytes(stage, t)
 	experts := float64(m.moeLayers()) * stage * d.expertsPerRank() * float64(m.routedExpertParams()) * bpp
 	vocab := float64(m.embeddingAndHeadBytes())
 	if d.PipelineParallel > 1 {

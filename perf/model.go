@@ -354,6 +354,13 @@ func (m Model) skippedLinearParams() int64 {
 		int64(q.SkippedMLPLayers)*m.denseMLPParams()
 }
 
+// sharedLinearBytes is one GPU's share of the linear weights but the
+// routed experts, for a stage holding the fraction stage of the layers
+// split over t ranks, with the unquantized modules at 16 bits.
+func (m Model) sharedLinearBytes(stage, t float64) float64 {
+	return float64(m.LinearParams()-m.RoutedExpertParams())*stage*m.linearBytesPerParam()/t + m.skippedExtraBytes()*stage/t
+}
+
 // skippedExtraBytes is what the unquantized modules weigh beyond their
 // quantized width: 16 bits a weight instead of linearBytesPerParam. Zero
 // when nothing is skipped, so every other checkpoint's sizes stay exact.
@@ -956,12 +963,9 @@ func ParseModelConfig(data []byte, name string) (Model, error) {
 		return fail("%v", err)
 	}
 	if q := cfg.QuantizationConfig; q != nil {
-		m.Quantization = parseQuantization(q)
-		attn, mlp, err := skippedLayers(q.ModulesToNotConvert, m.Layers)
-		if err != nil {
+		if m.Quantization, err = parseQuantization(q, m.Layers); err != nil {
 			return fail("%v", err)
 		}
-		m.Quantization.SkippedAttentionLayers, m.Quantization.SkippedMLPLayers = attn, mlp
 	}
 	if err := m.validate(); err != nil {
 		return fail("%v", err)
@@ -1069,8 +1073,9 @@ func (m *Model) setMaxLength(cfg *hfConfig) error {
 }
 
 // parseQuantization reads quantization_config in its GPTQ, AutoAWQ and
-// FP8 spellings; the *_marlin methods are their checkpoints' formats.
-func parseQuantization(q *hfQuantization) Quantization {
+// FP8 spellings (the *_marlin methods are their checkpoints' formats), and
+// which of the model's layers modules_to_not_convert leaves unquantized.
+func parseQuantization(q *hfQuantization, layers int) (Quantization, error) {
 	out := Quantization{Method: strings.ToLower(q.QuantMethod)}
 	switch {
 	case q.Bits != nil:
@@ -1096,7 +1101,9 @@ func parseQuantization(q *hfQuantization) Quantization {
 		// checkpoints (FBGEMMFp8LinearMethod), W8A16 Marlin without FP8 units.
 		out.Method = "fp8"
 	}
-	return out
+	var err error
+	out.SkippedAttentionLayers, out.SkippedMLPLayers, err = skippedLayers(q.ModulesToNotConvert, layers)
+	return out, err
 }
 
 // skippedLayers counts the decoder layers whose attention projections and

@@ -140,7 +140,7 @@ func newRooflineWork(d Deployment) *Roofline {
 		decodeTokenCompute:  gemmFlops/(gemmPeak*eff.decode*compute) + skippedSlowdown/(eff.decode*compute),
 		attnPairCompute:     layers * m.attentionFLOPsPerPair() / t / (g.BF16FLOPS * eff.attention * compute),
 		sampleCompute:       2 * vocabRow / (g.BF16FLOPS * g.MFUDecode * compute),
-		layerWeightMemory:   float64(m.LinearParams()-m.RoutedExpertParams())*stage*bpp/t/bandwidth + m.skippedExtraBytes()*stage/t/bandwidth,
+		layerWeightMemory:   m.sharedLinearBytes(stage, t) / bandwidth,
 		headMemory:          vocabRow * activationBytes / bandwidth,
 		kvTokenMemory:       float64(d.kvBytesPerTokenPerGPU()) / bandwidth,
 		actTokenMemory: layers * activationBytes *
