@@ -380,28 +380,7 @@ func (s *Stream) random(b *builder, a Arrivals, promptIDs bool) error {
 	n := b.spec.NumPrompts
 	inLow, inHigh, outLow, outHigh := o.lengthRanges(b.numSpecial)
 
-	inputs := rand.NewPCG(uint64(b.spec.Seed), datasetStream)
-	walk := *inputs
-	walker := rand.New(&walk)
-	if !lengths {
-		// Lengths from a file draw nothing, as in Build.
-		for range n {
-			walker.IntN(inHigh - inLow + 1)
-		}
-	}
-	outputs := walk
-	if !lengths {
-		for range n {
-			walker.IntN(outHigh - outLow + 1)
-		}
-	}
-	offsets := walk
-	for range n {
-		walker.IntN(vocab)
-	}
-	prefix := make([]int, o.PrefixLen)
-	fillRandom(walker, prefix, allowed)
-	inRng, outRng, offRng := rand.New(inputs), rand.New(&outputs), rand.New(&offsets)
+	inRng, outRng, offRng, prefix := b.randomPasses(n, vocab, allowed, inHigh-inLow+1, outHigh-outLow+1, lengths)
 	var src *randomPrompts
 	if b.tok == nil {
 		src = newRandomPrompts(prefix, len(allowed))
@@ -452,6 +431,35 @@ func (s *Stream) random(b *builder, a Arrivals, promptIDs bool) error {
 		}
 	}
 	return s.generate(n, a, build, idsOf)
+}
+
+// randomPasses walks the random dataset's one stream to where each of its
+// passes starts and returns a reader at each: n input lengths and n output
+// lengths (drawn from spans of inSpan and outSpan values, and not drawn at
+// all when the lengths come from a file, as in Build), n body offsets;
+// then it draws the shared prefix.
+func (b *builder) randomPasses(n, vocab int, allowed []int, inSpan, outSpan int, fromFile bool) (inRng, outRng, offRng *rand.Rand, prefix []int) {
+	inputs := rand.NewPCG(uint64(b.spec.Seed), datasetStream)
+	walk := *inputs
+	walker := rand.New(&walk)
+	skip := func(span int) {
+		if fromFile {
+			return
+		}
+		for range n {
+			walker.IntN(span)
+		}
+	}
+	skip(inSpan)
+	outputs := walk
+	skip(outSpan)
+	offsets := walk
+	for range n {
+		walker.IntN(vocab)
+	}
+	prefix = make([]int, b.spec.Random.PrefixLen)
+	fillRandom(walker, prefix, allowed)
+	return rand.New(inputs), rand.New(&outputs), rand.New(&offsets), prefix
 }
 
 // generate makes the stream hand out n requests that build makes in index
