@@ -254,12 +254,19 @@ func (s *searcher) stopAt(t *Trial, why string) (bracket, bool, error) {
 
 // boundAtMax tries the user's upper bound.
 func (s *searcher) boundAtMax(ctx context.Context) (bracket, bool, error) {
-	t, err := s.evaluate(ctx, s.cfg.Max)
+	return s.tryUpperBound(ctx, s.cfg.Max, "the SLA holds at the upper bound %s; raise --sla-max to search higher")
+}
+
+// tryUpperBound runs value as the top of the bracket: the search's answer
+// if it meets the SLA (whyMet, given the value's text, says why nothing
+// higher is tried), else the bracket's upper end.
+func (s *searcher) tryUpperBound(ctx context.Context, value float64, whyMet string) (bracket, bool, error) {
+	t, err := s.evaluate(ctx, value)
 	if err != nil {
 		return bracket{}, false, err
 	}
 	if t.Met {
-		return s.stopAt(t, fmt.Sprintf("the SLA holds at the upper bound %s; raise --sla-max to search higher", t.Text))
+		return s.stopAt(t, fmt.Sprintf(whyMet, t.Text))
 	}
 	return bracket{hi: t.Value, dHi: distance(t.Margins)}, false, nil
 }
@@ -282,14 +289,8 @@ func (s *searcher) boundByProbe(ctx context.Context) (bracket, bool, error) {
 	// The saturated throughput is where vLLM's auto_tune starts its
 	// step-down; a short run can still meet the SLA there, so try it
 	// rather than assume it fails.
-	t, err = s.evaluate(ctx, s.round(throughput))
-	if err != nil {
-		return bracket{}, false, err
-	}
-	if t.Met {
-		return s.stopAt(t, fmt.Sprintf("the SLA holds at %s req/s, the throughput the server sustained with every request sent at once; higher rates only queue", t.Text))
-	}
-	return bracket{hi: t.Value, dHi: distance(t.Margins)}, false, nil
+	return s.tryUpperBound(ctx, s.round(throughput),
+		"the SLA holds at %s req/s, the throughput the server sustained with every request sent at once; higher rates only queue")
 }
 
 // boundByDoubling doubles the concurrency from Min until the SLA fails;
