@@ -110,24 +110,7 @@ func (l *chartLayout) loadChart(results []LoadedResult, points map[int][]loadPoi
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	// x holds each load once; a setup with two points at one x (two loads
-	// that reached the same throughput) gets a second slot there rather
-	// than losing one.
-	slots := map[float64]int{}
-	for _, id := range ids {
-		at := map[float64]int{}
-		for _, p := range points[id] {
-			at[p.x]++
-			slots[p.x] = max(slots[p.x], at[p.x])
-		}
-	}
-	var xs []float64
-	for x, n := range slots {
-		for range n {
-			xs = append(xs, x)
-		}
-	}
-	slices.Sort(xs)
+	xs := loadSlots(ids, points)
 	chart := ChartSpec{
 		ID:      "load-" + key + l.facetSuffix(fi),
 		Section: "load",
@@ -143,26 +126,7 @@ func (l *chartLayout) loadChart(results []LoadedResult, points map[int][]loadPoi
 	used := make([]bool, len(stats))
 	for _, id := range ids {
 		for k, st := range stats {
-			values := make(jsonFloats, len(xs))
-			for i := range values {
-				values[i] = math.NaN()
-			}
-			at := map[float64]int{}
-			for _, p := range points[id] {
-				slot, _ := slices.BinarySearch(xs, p.x)
-				slot += at[p.x]
-				at[p.x]++
-				sum, n := 0.0, 0
-				for _, i := range p.runs {
-					if y, ok := results[i].Number(st.key); ok && isFiniteNumber(y) {
-						sum += y
-						n++
-					}
-				}
-				if n > 0 {
-					values[slot] = sum / float64(n)
-				}
-			}
+			values := loadValues(results, points[id], xs, st.key)
 			if !anyNonZero(values) {
 				continue
 			}
@@ -188,6 +152,54 @@ func (l *chartLayout) loadChart(results []LoadedResult, points map[int][]loadPoi
 		chart.Series[i].Style = column[chart.Series[i].Style]
 	}
 	return chart, len(chart.Series) > 0
+}
+
+// loadSlots is a load chart's x axis: each load once, and a load twice
+// where one setup has two points at it (two loads that reached the same
+// throughput), so that neither is lost.
+func loadSlots(ids []int, points map[int][]loadPoint) []float64 {
+	slots := map[float64]int{}
+	for _, id := range ids {
+		at := map[float64]int{}
+		for _, p := range points[id] {
+			at[p.x]++
+			slots[p.x] = max(slots[p.x], at[p.x])
+		}
+	}
+	var xs []float64
+	for x, n := range slots {
+		for range n {
+			xs = append(xs, x)
+		}
+	}
+	slices.Sort(xs)
+	return xs
+}
+
+// loadValues is one setup's curve of the metric key on the slots xs: at
+// each of its points the mean over the point's runs, NaN where it has none.
+func loadValues(results []LoadedResult, points []loadPoint, xs []float64, key string) jsonFloats {
+	values := make(jsonFloats, len(xs))
+	for i := range values {
+		values[i] = math.NaN()
+	}
+	at := map[float64]int{}
+	for _, p := range points {
+		slot, _ := slices.BinarySearch(xs, p.x)
+		slot += at[p.x]
+		at[p.x]++
+		sum, n := 0.0, 0
+		for _, i := range p.runs {
+			if y, ok := results[i].Number(key); ok && isFiniteNumber(y) {
+				sum += y
+				n++
+			}
+		}
+		if n > 0 {
+			values[slot] = sum / float64(n)
+		}
+	}
+	return values
 }
 
 func seriesLabel(name string) string {
