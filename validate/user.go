@@ -42,7 +42,7 @@ func LoadResultRuns(paths []string) ([]*Run, error) {
 			return nil, err
 		}
 		for i := range loaded {
-			r, err := userRun(&loaded[i])
+			r, err := userRun(&loaded[i], len(loaded) == 1)
 			if err != nil {
 				return nil, err
 			}
@@ -52,7 +52,9 @@ func LoadResultRuns(paths []string) ([]*Run, error) {
 	return runs, nil
 }
 
-func userRun(lr *report.LoadedResult) (*Run, error) {
+// userRun sets up one result as a run to validate; alone says the file
+// holds no other result, so it can stand for its lengths in sim's command.
+func userRun(lr *report.LoadedResult, alone bool) (*Run, error) {
 	id := lr.Path
 	if lr.Index > 0 {
 		id = fmt.Sprintf("%s#%d", lr.Path, lr.Index+1)
@@ -82,7 +84,7 @@ func userRun(lr *report.LoadedResult) (*Run, error) {
 	if err := checkUserRun(r, sidecar); err != nil {
 		return nil, err
 	}
-	if err := f.lengths(r); err != nil {
+	if err := f.lengths(r, alone); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -91,23 +93,20 @@ func userRun(lr *report.LoadedResult) (*Run, error) {
 // lengths replays a detailed result's own per-request lengths (vLLM's and
 // servebench's --save-detailed write input_lens and output_lens) instead
 // of the means, when the file holds that one result: sim's command then
-// names the file itself (--random-lengths-from).
-func (f resultFields) lengths(r *Run) error {
-	if _, ok := f.lr.Fields["input_lens"]; !ok || f.lr.Index > 0 {
+// names the file itself (--random-lengths-from). A file of several
+// results (JSONL, --append-result) cannot be named so: its means stand.
+func (f resultFields) lengths(r *Run, alone bool) error {
+	in, ok := f.lr.Fields["input_lens"]
+	if !ok || !alone {
 		return nil
 	}
-	data, err := os.ReadFile(f.lr.Path)
+	// The arrays as decoded, in the form ParseLengths checks.
+	data, err := json.Marshal(map[string]any{"input_lens": in, "output_lens": f.lr.Fields["output_lens"]})
 	if err != nil {
-		return fmt.Errorf("%s: %w", f.lr.Path, err)
+		return fmt.Errorf("%s: input_lens and output_lens: %w", f.lr.Path, err)
 	}
 	lengths, err := workload.ParseLengths(data, f.lr.Path)
 	if err != nil {
-		// A file of several results (JSONL, --append-result) cannot be
-		// named as one lengths file: its means stand.
-		var probe any
-		if json.Unmarshal(data, &probe) != nil {
-			return nil
-		}
 		return err
 	}
 	return r.useLengths(lengths, f.lr.Path, f.lr.Path+": input_lens and output_lens")
