@@ -47,6 +47,11 @@ type Deployment struct {
 	// GPU and with TP·PP > 1; how vLLM counts it changed between releases
 	// (package vllm sets them per release).
 	NonTorchBytes, NonTorchMultiGPUBytes int64
+	// NVLSCommunicators is how many NCCL communicators span the tensor-
+	// parallel group whose NVLink SHARP buffers the profile run counts as
+	// non-torch memory, on GPUs with NVLinkSHARP (package vllm sets it per
+	// release; 0 counts none). See NVLSBytes.
+	NVLSCommunicators int
 	// NoKernelTables times steps by the roofline alone, as servebench did
 	// before measured kernel tables (and as GPUs without a table are).
 	NoKernelTables bool
@@ -374,6 +379,9 @@ type Capacity struct {
 	// peak vLLM subtracts on the busiest GPU; KVCacheBytes what is left for
 	// the cache (before rounding down to whole blocks).
 	WeightBytes, ActivationBytes, NonTorchBytes, KVCacheBytes int64
+	// NVLSBytes is the part of NonTorchBytes NCCL's NVLink SHARP buffers
+	// take (Deployment.NVLSBytes).
+	NVLSBytes int64
 	// The resolved engine limits the capacity was computed for.
 	MaxModelLen, MaxNumBatchedTokens, MaxNumSeqs int
 }
@@ -527,6 +535,27 @@ func (d Deployment) nonTorchBytes() int64 {
 	return d.runtimeBytes()
 }
 
+// nvlsBytesPerRank is the NVLS buffer NCCL 2.20–2.21 reserves on each GPU
+// per rank of a communicator: its log's nvlsPerRankSize 301989888, with
+// nvlsTotalSize = nvlsPerRankSize × ranks (doc.go, "NVLink SHARP buffers").
+const nvlsBytesPerRank = 301989888
+
+// NVLSBytes is the NVLink SHARP buffer memory on each GPU: per communicator
+// over the TP group, nvlsPerRankSize × its ranks on the node. NCCL turns
+// NVLS on only for more than two local ranks on GPUs whose NVLink switches
+// multicast, and only over NVLink.
+func (d Deployment) NVLSBytes() int64 {
+	if d.NVLSCommunicators <= 0 || !d.GPU.NVLinkSHARP || (d.Link.Name != "" && d.Link.Name != "nvlink") {
+		return 0
+	}
+	p := d.Placement()
+	local := p.TensorParallel / max(p.TPNodes(), 1)
+	if local <= 2 {
+		return 0
+	}
+	return int64(d.NVLSCommunicators) * nvlsBytesPerRank * int64(local)
+}
+
 // runtimeBytes is perf's estimate of the memory the CUDA runtime,
 // workspaces and NCCL occupy on each GPU.
 func (d Deployment) runtimeBytes() int64 {
@@ -594,7 +623,8 @@ func (d Deployment) capacity() (Capacity, error) {
 		BlockBytes:          int64(r.BlockSize) * r.kvBytesPerTokenPerGPU(),
 		WeightBytes:         r.weightBytesPerGPU(),
 		ActivationBytes:     r.activationPeakBytes(),
-		NonTorchBytes:       r.nonTorchBytes(),
+		NonTorchBytes:       r.nonTorchBytes() + r.NVLSBytes(),
+		NVLSBytes:           r.NVLSBytes(),
 		MaxModelLen:         r.MaxModelLen,
 		MaxNumBatchedTokens: r.MaxNumBatchedTokens,
 		MaxNumSeqs:          r.MaxNumSeqs,

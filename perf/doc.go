@@ -528,6 +528,27 @@
 // buffers): vLLM measured 0.35 GiB on a 3090 (0.6.3 accounting) and 1.79
 // GiB on an H100 (0.6.5), which doubled to 3.58 GiB at TP=2.
 //
+// NVLink SHARP buffers (Deployment.NVLSBytes). On GPUs whose node joins
+// them through NVLink switches that multicast (GPU.NVLinkSHARP: H100 SXM,
+// H200, H20, B200; not A100, PCIe cards or NVLink-bridged pairs), NCCL
+// turns NVLS on for communicators of more than two local ranks and sets
+// aside buffers for it at communicator creation, before vLLM's profile
+// run, which counts them as non-torch memory. Their size is NCCL 2.21's
+// log line, quoted in vLLM issue #9699 (8×H200): "nHeads 8 buffSize
+// 4194304 memSize 2097152 nvlsPerRankSize 301989888 nvlsTotalSize
+// 2415919104", 288 MiB per rank of the communicator on every GPU, 2.25 GiB
+// at 8 ranks and 1.125 GiB at 4. Deployment.NVLSCommunicators says how many
+// communicators over the TP group a release counts (package vllm); the
+// ranks are the TP group's on one node. The same issue measured the whole
+// effect in vLLM: Llama-3.1-405B at TP 8 on 8×H200 (max_num_seqs 1024,
+// 1024 batched tokens) printed 17,595 GPU blocks with NVLS and a count
+// beginning "227…" with NCCL_NVLS_ENABLE=0 (the copy we could read is cut
+// there): about 5,100 blocks, 4.9–5.0 GiB, which two 8-rank communicators
+// (4.5 GiB) explain and one (2.25 GiB) does not. perf models that run at
+// 20,680 blocks with the buffers and 25,361 without: still +17.5% of the
+// blocks (2.4% of the budget) at max_num_seqs 1024, a gap that dstack's
+// 256-sequence runs (package vllm's doc) do not show [unexplained].
+//
 // CUDA graphs: vLLM 0.5–0.8 capture graphs after the KV cache is sized, so
 // graph memory comes out of the (1 − util) headroom and EnforceEager does
 // not change the block count here.

@@ -37,6 +37,11 @@ type GPU struct {
 	// NVLinkBandwidth is the effective per-direction NVLink rate; 0 for
 	// GPUs without NVLink.
 	NVLinkBandwidth float64
+	// NVLinkSHARP: the node's GPUs meet at NVLink switches that can
+	// multicast and reduce (NVLS: HGX Hopper and Blackwell boards). NCCL
+	// then sets aside NVLS buffers for every communicator of more than
+	// two local ranks (doc.go, "NVLink SHARP buffers").
+	NVLinkSHARP bool
 	// Scale multiplies the attained efficiencies (a calibration's fit).
 	Scale EfficiencyScale
 }
@@ -71,19 +76,19 @@ var gpuCatalog = []catalogGPU{
 		[]string{"a100", "a100-80g", "a100-sxm", "a100-sxm4-80gb", "a100-sxm-80gb", "a100-80"}},
 	{GPU{Name: "H100-SXM", MemoryBytes: gibf(79.11), MemoryBandwidth: 3350 * gb,
 		BF16FLOPS: 989.5 * tf, FP8FLOPS: 1979 * tf, INT8FLOPS: 1979 * tf,
-		MFUPrefill: 0.50, MFUDecode: 0.45, MBU: 0.80, PCIeBandwidth: 50 * gb, NVLinkBandwidth: 450 * gb},
+		MFUPrefill: 0.50, MFUDecode: 0.45, MBU: 0.80, PCIeBandwidth: 50 * gb, NVLinkBandwidth: 450 * gb, NVLinkSHARP: true},
 		[]string{"h100", "h100-80gb", "h100-sxm5", "h100-sxm5-80gb", "h100-80gb-hbm3", "h100-sxm-80gb"}},
 	{GPU{Name: "H200", MemoryBytes: gibf(139.8), MemoryBandwidth: 4800 * gb,
 		BF16FLOPS: 989.5 * tf, FP8FLOPS: 1979 * tf, INT8FLOPS: 1979 * tf,
-		MFUPrefill: 0.50, MFUDecode: 0.45, MBU: 0.80, PCIeBandwidth: 50 * gb, NVLinkBandwidth: 450 * gb},
+		MFUPrefill: 0.50, MFUDecode: 0.45, MBU: 0.80, PCIeBandwidth: 50 * gb, NVLinkBandwidth: 450 * gb, NVLinkSHARP: true},
 		[]string{"h200-sxm", "h200-141gb"}},
 	{GPU{Name: "H20", MemoryBytes: gibf(94.93), MemoryBandwidth: 4000 * gb,
 		BF16FLOPS: 148 * tf, FP8FLOPS: 296 * tf, INT8FLOPS: 296 * tf,
-		MFUPrefill: 0.50, MFUDecode: 0.45, MBU: 0.80, PCIeBandwidth: 50 * gb, NVLinkBandwidth: 450 * gb},
+		MFUPrefill: 0.50, MFUDecode: 0.45, MBU: 0.80, PCIeBandwidth: 50 * gb, NVLinkBandwidth: 450 * gb, NVLinkSHARP: true},
 		[]string{"h20-96gb"}},
 	{GPU{Name: "B200", MemoryBytes: gibf(178.35), MemoryBandwidth: 8000 * gb,
 		BF16FLOPS: 2250 * tf, FP8FLOPS: 4500 * tf, INT8FLOPS: 4500 * tf,
-		MFUPrefill: 0.50, MFUDecode: 0.45, MBU: 0.80, PCIeBandwidth: 50 * gb, NVLinkBandwidth: 900 * gb},
+		MFUPrefill: 0.50, MFUDecode: 0.45, MBU: 0.80, PCIeBandwidth: 50 * gb, NVLinkBandwidth: 900 * gb, NVLinkSHARP: true},
 		[]string{"b200-180gb", "b200-sxm", "hgx-b200"}},
 	{GPU{Name: "MI300X", MemoryBytes: gibf(191.5), MemoryBandwidth: 5300 * gb,
 		BF16FLOPS: 1307.4 * tf, FP8FLOPS: 2614.9 * tf, INT8FLOPS: 2614.9 * tf,
@@ -184,6 +189,7 @@ type gpuFile struct {
 	MBU           *float64    `yaml:"mbu"`
 	PCIeGBps      *float64    `yaml:"pcie_gbps"`
 	NVLinkGBps    *float64    `yaml:"nvlink_gbps"`
+	NVLinkSHARP   bool        `yaml:"nvlink_sharp"`
 }
 
 type gpuFileRate struct {
@@ -241,6 +247,7 @@ func (s *mfuSetting) UnmarshalYAML(node *yaml.Node) error {
 //	mbu: 0.7                            # optional
 //	pcie_gbps: 50                       # optional, KV swap
 //	nvlink_gbps: 400                    # optional, 0/absent = none
+//	nvlink_sharp: true                  # optional: NVSwitch with multicast (NVLS)
 func LoadGPUFile(path string) (GPU, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -281,6 +288,12 @@ func ParseGPUFile(data []byte, name string) (GPU, error) {
 	}
 	if f.NVLinkGBps != nil {
 		g.NVLinkBandwidth = *f.NVLinkGBps * gb
+	}
+	if f.NVLinkSHARP {
+		if g.NVLinkBandwidth <= 0 {
+			return fail("nvlink_sharp needs nvlink_gbps: NVLink SHARP runs on the NVLink switches")
+		}
+		g.NVLinkSHARP = true
 	}
 	if g.Name == "" {
 		return fail("name is missing")

@@ -175,6 +175,7 @@ func TestParseGPUFileErrors(t *testing.T) {
 		{"string number", strings.Replace(ok, "900", "fast", 1), "cannot unmarshal"},
 		{"two documents", ok + "---\n" + ok, "more than one YAML document"},
 		{"nan", strings.Replace(ok, "900", ".nan", 1), "bandwidth_gbps is NaN"},
+		{"sharp without nvlink", ok + "nvlink_sharp: true\n", "nvlink_sharp needs nvlink_gbps"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -186,6 +187,9 @@ func TestParseGPUFileErrors(t *testing.T) {
 				t.Errorf("error %q: want it to contain %q and the file name", err, tt.want)
 			}
 		})
+	}
+	if g, err := ParseGPUFile([]byte(ok+"nvlink_gbps: 450\nnvlink_sharp: true\n"), "x.yaml"); err != nil || !g.NVLinkSHARP {
+		t.Errorf("nvlink_sharp: got %+v, %v; want NVLinkSHARP", g, err)
 	}
 	g, err := ParseGPUFile([]byte(ok+"mfu: 0.6\n"), "x.yaml")
 	if err != nil || g.MFUPrefill != 0.6 || g.MFUDecode != 0.6 {

@@ -317,6 +317,28 @@
 //     January 2025): 0.16 GiB on an H100 (its log, and the 0.8 V0 log in
 //     kubernetes-sigs/gateway-api-inference-extension PR #550).
 //
+// NVLink SHARP buffers (perf's doc, "NVLink SHARP buffers": 288 MiB per
+// rank of each communicator over more than two ranks on H100 SXM, H200,
+// H20 and B200 nodes) count on top, on two communicators over the TP group:
+// PyNccl's, and the torch process group through which the V0 driver
+// broadcasts each step's input tensors. They are counted for V0 from
+// 0.6.4, the first release on PyTorch 2.5.1 and its NCCL 2.21.5, through
+// 0.6.6; the two measurements behind them ran that NCCL: vLLM issue #9699
+// (main of late October 2024) and dstack's 8×H100 SXM runs
+// (validate/corpus, nightly 0.6.3.post2.dev308 with PyTorch 2.5.1 and
+// nvidia-nccl-cu12 2.21.5, simulated as 0.6.4). There Llama-3.1-405B-FP8
+// at TP 8 leaves 5.99 GiB of cache with the buffers, 99,728 tokens, and
+// 10.49 GiB without. Two published facts bracket it: vLLM started with
+// --max-model-len 91680 (V0 refuses a cache smaller than that), and
+// throughput stopped scaling between 32 and 64 sequences of 2,176 tokens
+// (69,632 and 139,264 tokens; 888 and 1,131 tokens/s). Releases on
+// PyTorch 2.3–2.4 (NCCL 2.20.5) count none: vLLM's blog of 2024-07-23
+// served the same checkpoint on 8×H100 with 0.5.3 at the default
+// max_model_len of 131,072, which 4.5 GiB of buffers would not have left
+// room for [inferred: NVLS took no memory there]. 0.7 and later count
+// none either, ungrounded: their accounting (PR #12126) and V1's process
+// layout differ, and no published log with the buffers was found.
+//
 // Multi-GPU values for releases without a published multi-GPU log keep
 // perf's 3.0 GiB. perf's check that the weights fit at all keeps its own
 // runtime estimate, whatever a release's profile counts. Release dates place each PR in the release after its merge

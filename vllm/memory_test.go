@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/servebench/servebench/engine"
 	"github.com/servebench/servebench/perf"
 	"github.com/servebench/servebench/vllm"
 )
@@ -17,7 +18,11 @@ import (
 // (total·gpu_memory_utilization), which is what the profile run's errors
 // are a share of.
 func TestPublishedBlockCounts(t *testing.T) {
-	const tolerance = 0.01
+	const defaultTolerance = 0.01
+	type setup struct {
+		tp, maxNumSeqs, maxNumBatchedTokens int
+		tolerance                           float64 // 0: defaultTolerance
+	}
 	cases := []struct {
 		source, version, model, gpu string
 		memoryGiB                   float64 // the total vLLM reported, when it did
@@ -25,24 +30,33 @@ func TestPublishedBlockCounts(t *testing.T) {
 		published                   int
 		wantReason                  perf.StartupReason // vLLM stopped at startup, as here
 		kvCacheDType                string
+		setup
 	}{
 		// PR #2031: "Llama2-7B with TP=1 and 1xA100-80GB … This PR: # GPU blocks: 7351".
-		{"vllm PR #2031", "0.5.4", "testdata/Llama-2-7b-hf", "A100-80GB", 0, 0, 7351, "", ""},
+		{"vllm PR #2031", "0.5.4", "testdata/Llama-2-7b-hf", "A100-80GB", 0, 0, 7351, "", "", setup{}},
 		// PR #10511: Meta-Llama-3-8B on an H100 (79.22 GiB), 0.90:
 		// available_kv_cache_memory 53.29 GiB = 27,284 blocks of 2 MiB.
-		{"vllm PR #10511", "0.6.5", "Llama-3-8B", "H100", 79.22, 0, 27284, "", ""},
+		{"vllm PR #10511", "0.6.5", "Llama-3-8B", "H100", 79.22, 0, 27284, "", "", setup{}},
 		// Issue #10517: Llama-3.1-8B-Instruct on an RTX 3090 (23.58 GiB),
 		// 0.90, PR #9352's log format (0.6.4): "GPU blocks: 1952" at
 		// --max-model-len 20000, "# GPU blocks: 1478" at 29000.
-		{"vllm issue #10517 (20000)", "0.6.4", "Llama-3.1-8B", "RTX-4090", 23.58, 20000, 1952, "", ""},
-		{"vllm issue #10517 (29000)", "0.6.4", "Llama-3.1-8B", "RTX-4090", 23.58, 29000, 1478, perf.ReasonMaxModelLenExceedsCache, ""},
+		{"vllm issue #10517 (20000)", "0.6.4", "Llama-3.1-8B", "RTX-4090", 23.58, 20000, 1952, "", "", setup{}},
+		{"vllm issue #10517 (29000)", "0.6.4", "Llama-3.1-8B", "RTX-4090", 23.58, 29000, 1478, perf.ReasonMaxModelLenExceedsCache, "", setup{}},
 		// AMD's ROCm blog "Enhancing vLLM Inference on AMD GPUs"
 		// (rocm.blogs.amd.com, vllm-optimize, 2024-10): `vllm serve
 		// meta-llama/Meta-Llama-3-8B-Instruct` on one MI300X, vLLM main of
 		// 2024-08-29 (after 0.5.5, before 0.6.0): "# GPU blocks: 78897"
 		// with the default KV cache, 157794 with --kv-cache-dtype fp8.
-		{"ROCm blog vllm-optimize (auto KV)", "0.5.5", "Llama-3-8B", "MI300X", 0, 0, 78897, "", ""},
-		{"ROCm blog vllm-optimize (fp8 KV)", "0.5.5", "Llama-3-8B", "MI300X", 0, 0, 157794, "", "fp8"},
+		{"ROCm blog vllm-optimize (auto KV)", "0.5.5", "Llama-3-8B", "MI300X", 0, 0, 78897, "", "", setup{}},
+		{"ROCm blog vllm-optimize (fp8 KV)", "0.5.5", "Llama-3-8B", "MI300X", 0, 0, 157794, "", "fp8", setup{}},
+		// Issue #9699 (main of late October 2024, PyTorch 2.5.1):
+		// `vllm serve meta-llama/Llama-3.1-405B -tp 8 --load-format dummy
+		// --max-num-seqs 1024 --max_num_batched_tokens 1024` on 8×H200
+		// with NVLS on: "GPU blocks | 17595". The NVLS buffers bring the
+		// model from 25,361 blocks to 20,680; the rest of the gap, 2.4% of
+		// the budget at 1024 sequences, is unexplained (perf's doc), so
+		// this case only holds the model to that.
+		{"vllm issue #9699 (NVLS on)", "0.6.4", "testdata/Llama-3.1-405B", "H200", 0, 0, 17595, "", "", setup{8, 1024, 1024, 0.025}},
 	}
 	for _, c := range cases {
 		t.Run(c.source, func(t *testing.T) {
@@ -61,7 +75,8 @@ func TestPublishedBlockCounts(t *testing.T) {
 			if c.memoryGiB > 0 {
 				g.MemoryBytes = int64(c.memoryGiB * (1 << 30))
 			}
-			r, err := vllm.Resolve(context.Background(), p, m, g, vllm.Options{MaxModelLen: c.maxModelLen, KVCacheDType: c.kvCacheDType})
+			r, err := vllm.Resolve(context.Background(), p, m, g, vllm.Options{MaxModelLen: c.maxModelLen, KVCacheDType: c.kvCacheDType,
+				TensorParallel: c.tp, MaxNumSeqs: c.maxNumSeqs, MaxNumBatchedTokens: c.maxNumBatchedTokens})
 			var se *perf.StartupError
 			switch {
 			case c.wantReason != "" && (!errors.As(err, &se) || se.Reason != c.wantReason):
@@ -74,8 +89,12 @@ func TestPublishedBlockCounts(t *testing.T) {
 			off := float64(got-c.published) * float64(r.Capacity.BlockBytes) / budget
 			t.Logf("%s: %d blocks, published %d (%+.1f%% of the blocks, %+.2f%% of the memory budget)\n%s", c.source, got, c.published,
 				100*(float64(got)/float64(c.published)-1), 100*off, strings.Join(vllm.MemoryLines(r), "\n"))
+			tolerance := c.tolerance
+			if tolerance == 0 {
+				tolerance = defaultTolerance
+			}
 			if math.Abs(off) > tolerance {
-				t.Errorf("%d GPU blocks, published %d: off by %.2f%% of the memory budget, more than %.0f%%", got, c.published, 100*math.Abs(off), 100*tolerance)
+				t.Errorf("%d GPU blocks, published %d: off by %.2f%% of the memory budget, more than %.1f%%", got, c.published, 100*math.Abs(off), 100*tolerance)
 			}
 		})
 	}
@@ -108,5 +127,85 @@ func TestSamplerPeakFollowsMaxNumSeqs(t *testing.T) {
 	want := 512 * float64(m.Vocab) * p.Memory.SamplerBytesPerCell
 	if math.Abs(got/want-1) > 0.001 {
 		t.Errorf("512 more sequences cost %.3f GiB of KV cache, want %.3f GiB (512 × %d × %.1f bytes)", got/(1<<30), want/(1<<30), m.Vocab, p.Memory.SamplerBytesPerCell)
+	}
+}
+
+// TestNVLSByRelease: V0 from 0.6.4 (PyTorch 2.5.1, NCCL 2.21.5) through
+// 0.6.6 counts NVLS buffers on two TP communicators (doc.go, "Memory
+// profile"); earlier releases, 0.7+ and V1 count none.
+func TestNVLSByRelease(t *testing.T) {
+	cases := []struct {
+		version   string
+		engine    engine.Version
+		wantComms int
+	}{
+		{"0.5.3", "v0", 0},
+		{"0.6.3", "v0", 0},
+		{"0.6.4", "v0", 2},
+		{"0.6.6", "v0", 2},
+		{"0.7.3", "v0", 0},
+		{"0.8.5", "v1", 0},
+		{"0.11.0", "v1", 0},
+	}
+	m, err := perf.LookupModel("testdata/Llama-3.1-405B-FP8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := perf.LookupGPU("H100-SXM")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		t.Run(c.version+" "+string(c.engine), func(t *testing.T) {
+			p, err := vllm.Lookup(c.version, c.engine)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := vllm.Resolve(context.Background(), p, m, g, vllm.Options{TensorParallel: 8, MaxModelLen: 8192})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := r.Capacity.NVLSBytes, int64(c.wantComms)*8*301989888; got != want {
+				t.Errorf("NVLS buffers %d bytes, want %d (%d communicators × 8 ranks × 288 MiB)", got, want, c.wantComms)
+			}
+		})
+	}
+}
+
+// TestPublishedStartups: deployments vLLM was seen to start must start
+// here, with room for their max_model_len (V0 refuses a smaller cache).
+func TestPublishedStartups(t *testing.T) {
+	cases := []struct {
+		source, version string
+		maxModelLen     int
+	}{
+		// dstackai/benchmarks 06c957a, comparison/h100sxm5_vs_mi300x: the
+		// PyTorch 2.5.1 nightly served and benchmarked at 91680.
+		{"dstack 8×H100 (nightly, as 0.6.4)", "0.6.4", 91680},
+		// vLLM blog 2024-07-23: `vllm serve
+		// meta-llama/Meta-Llama-3.1-405B-Instruct-FP8
+		// --tensor-parallel-size 8`, the default 131072.
+		{"vLLM blog, Llama 3.1 (0.5.3)", "0.5.3", 0},
+	}
+	m, err := perf.LookupModel("testdata/Llama-3.1-405B-FP8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := perf.LookupGPU("H100-SXM")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		t.Run(c.source, func(t *testing.T) {
+			p, err := vllm.Lookup(c.version, "v0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := vllm.Resolve(context.Background(), p, m, g, vllm.Options{TensorParallel: 8, MaxModelLen: c.maxModelLen})
+			if err != nil {
+				t.Fatalf("vLLM started with this setup; the model says: %v", err)
+			}
+			t.Logf("%s: %d tokens of KV cache for max_model_len %d", c.source, r.Capacity.Tokens(), r.Capacity.MaxModelLen)
+		})
 	}
 }

@@ -185,6 +185,10 @@ type MemoryAccounting struct {
 	// NonTorchGiB is the non-torch memory on one GPU; NonTorchMultiGPUGiB
 	// with tensor or pipeline parallelism.
 	NonTorchGiB, NonTorchMultiGPUGiB float64
+	// NVLSCommunicators is how many NCCL communicators over the TP group
+	// hold NVLink SHARP buffers the profile counts (V0 only; doc.go,
+	// "NVLink SHARP buffers").
+	NVLSCommunicators int
 	// SamplerBytesPerCell is the profile run's sampler peak in bytes per
 	// logits cell (max_num_seqs × vocab), as vLLM's own sampler of the
 	// release measured (SamplerMeasuredAt names the tree).
@@ -283,6 +287,9 @@ func memoryAccountingOf(rel Release, e engine.Version) MemoryAccounting {
 		if !rel.less(r.Since) {
 			m = r
 		}
+	}
+	if e != engine.V0 {
+		m.NVLSCommunicators = 0
 	}
 	for _, r := range samplerRules {
 		if r.engine == e && !rel.less(r.since) {

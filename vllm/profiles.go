@@ -138,14 +138,18 @@ var lines = []Line{
 
 // memoryRules: how each release counted non-torch memory (doc.go, "Memory
 // profile"), by the first release that counted it that way. Multi-GPU
-// values without a published log keep perf's 3.0 GiB.
+// values without a published log keep perf's 3.0 GiB. V0 releases from
+// 0.6.4 (PyTorch 2.5.1, NCCL 2.21.5) through 0.6.6 also count NVLink SHARP
+// buffers on two communicators over the TP group, PyNccl's and the torch
+// group that broadcasts each step's inputs (doc.go, "NVLink SHARP
+// buffers"); other releases count none.
 var memoryRules = []MemoryAccounting{
 	{Since: Release{0, 5, 0}, Method: "peak = total − free after the profile run (CUDA context and allocator slack included)",
 		NonTorchGiB: 1.25, NonTorchMultiGPUGiB: 3.0},
 	{Since: Release{0, 6, 4}, Method: "torch.cuda.memory_stats peak plus the non-torch increase (PR #9352)",
-		NonTorchGiB: 0.35, NonTorchMultiGPUGiB: 3.0},
+		NonTorchGiB: 0.35, NonTorchMultiGPUGiB: 3.0, NVLSCommunicators: 2},
 	{Since: Release{0, 6, 5}, Method: "memory profiling overhaul (PR #10511)",
-		NonTorchGiB: 1.79, NonTorchMultiGPUGiB: 3.58},
+		NonTorchGiB: 1.79, NonTorchMultiGPUGiB: 3.58, NVLSCommunicators: 2},
 	{Since: Release{0, 7, 0}, Method: "non-torch increase over the post-initialisation baseline (PR #12126)",
 		NonTorchGiB: 0.16, NonTorchMultiGPUGiB: 3.0},
 }

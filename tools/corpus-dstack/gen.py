@@ -59,7 +59,7 @@ def run_header(rid, regime, benchmark):
         "    dtype: auto",
         "    kv_cache_dtype: auto",
         "    vllm_version: 0.6.3.post2.dev308",
-        "    sim_vllm_version: 0.6.3",
+        "    sim_vllm_version: 0.6.4",
         "    engine: v0",
         f"    server_args: {SERVER_ARGS}",
     ]
@@ -92,7 +92,8 @@ def uncertain(lines):
 
 
 VERSION = ("vLLM 0.6.3.post2.dev308+gb489fc3c: a nightly wheel between 0.6.3.post1 and 0.6.4 "
-           "(pip-installed on 2024-11-09), simulated as 0.6.3")
+           "(pip-installed on 2024-11-09), simulated as 0.6.4, the first release on the PyTorch 2.5.1 "
+           "and NCCL 2.21.5 its environment lists (0.6.3 shipped PyTorch 2.4.0)")
 CHUNKED = ("chunked prefill is not known: the benchmark scripts of 0.6.3 had their own "
            "--enable-chunked-prefill, off unless passed, so the memory profile would run 91,680 tokens "
            "at once and leave less KV cache; from vLLM PR #9529 (October 2024) they take EngineArgs' "
