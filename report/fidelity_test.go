@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -89,8 +88,8 @@ func TestFidelityPageRendersInChromium(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	dom, err := exec.CommandContext(ctx, browser, chromiumArgs(filepath.Join(dir, "profile"),
-		"--virtual-time-budget=5000", "--window-size=1200,2000", "--dump-dom", "file://"+page)...).Output()
+	dom, err := runChromium(ctx, browser, filepath.Join(dir, "profile"), false,
+		"--virtual-time-budget=5000", "--window-size=1200,2000", "--dump-dom", "file://"+page)
 	if err != nil {
 		t.Fatalf("chromium --dump-dom: %v", err)
 	}

@@ -277,6 +277,14 @@ func chromiumArgs(profile string, extra ...string) []string {
 	}, extra...)
 }
 
+// runChromium runs headless Chromium with a fresh profile per attempt
+// (tooltest.Run repeats a crashed browser).
+func runChromium(ctx context.Context, browser, profile string, combined bool, extra ...string) ([]byte, error) {
+	return tooltest.Run(ctx, browser, combined, func(attempt int) []string {
+		return chromiumArgs(fmt.Sprintf("%s-%d", profile, attempt), extra...)
+	})
+}
+
 // renderedChart is what the page says about one drawn chart: data-*
 // attributes of its box, read back from uPlot and the canvas.
 type renderedChart map[string]string
@@ -421,8 +429,8 @@ func renderInChromium(t *testing.T, browser string, rep *HTMLReport, shotName st
 	defer cancel()
 
 	for _, width := range widths {
-		dom, err := exec.CommandContext(ctx, browser, chromiumArgs(filepath.Join(dir, fmt.Sprintf("profile-dom-%d", width)),
-			"--virtual-time-budget=5000", fmt.Sprintf("--window-size=%d,2000", width), "--dump-dom", "file://"+page)...).Output()
+		dom, err := runChromium(ctx, browser, filepath.Join(dir, fmt.Sprintf("profile-dom-%d", width)), false,
+			"--virtual-time-budget=5000", fmt.Sprintf("--window-size=%d,2000", width), "--dump-dom", "file://"+page)
 		if err != nil {
 			t.Fatalf("chromium --dump-dom: %v", err)
 		}
@@ -455,8 +463,8 @@ func renderInChromium(t *testing.T, browser string, rep *HTMLReport, shotName st
 		t.Fatal(err)
 	}
 	shot := filepath.Join(artifacts, shotName)
-	if out, err := exec.CommandContext(ctx, browser, chromiumArgs(filepath.Join(dir, "profile-shot"),
-		"--virtual-time-budget=5000", "--screenshot="+shot, "--window-size=1400,3200", "file://"+page)...).CombinedOutput(); err != nil {
+	if out, err := runChromium(ctx, browser, filepath.Join(dir, "profile-shot"), true,
+		"--virtual-time-budget=5000", "--screenshot="+shot, "--window-size=1400,3200", "file://"+page); err != nil {
 		t.Fatalf("chromium --screenshot: %v\n%s", err, out)
 	}
 	png, err := os.ReadFile(shot)

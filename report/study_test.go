@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -65,8 +64,8 @@ func TestStudyPageAxesInChromium(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	dom, err := exec.CommandContext(ctx, browser, chromiumArgs(filepath.Join(dir, "profile"),
-		"--virtual-time-budget=5000", "--window-size=1400,1100", "--dump-dom", "file://"+file)...).Output()
+	dom, err := runChromium(ctx, browser, filepath.Join(dir, "profile"), false,
+		"--virtual-time-budget=5000", "--window-size=1400,1100", "--dump-dom", "file://"+file)
 	if err != nil {
 		t.Fatalf("chromium --dump-dom: %v", err)
 	}

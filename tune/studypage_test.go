@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -132,12 +133,14 @@ func TestStudyPageRendersInChromium(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	args := func(extra ...string) []string {
-		return append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-			"--disable-component-update", "--disable-sync", "--hide-scrollbars", "--user-data-dir=" + filepath.Join(dir, "profile"),
-			"--virtual-time-budget=5000", "--window-size=1300,1100"}, extra...)
+	args := func(extra ...string) func(int) []string {
+		return func(attempt int) []string {
+			return append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+				"--disable-component-update", "--disable-sync", "--hide-scrollbars", "--user-data-dir=" + filepath.Join(dir, fmt.Sprintf("profile-%d", attempt)),
+				"--virtual-time-budget=5000", "--window-size=1300,1100"}, extra...)
+		}
 	}
-	dom, err := exec.CommandContext(ctx, browser, args("--dump-dom", "file://"+page)...).Output()
+	dom, err := tooltest.Run(ctx, browser, false, args("--dump-dom", "file://"+page))
 	if err != nil {
 		t.Fatalf("chromium --dump-dom: %v", err)
 	}
@@ -146,7 +149,7 @@ func TestStudyPageRendersInChromium(t *testing.T) {
 		t.Fatalf("charts not drawn: %s", regexp.MustCompile(`<p id="render-status"[^<]*`).Find(dom))
 	}
 	if shot := os.Getenv("STUDY_SCREENSHOT"); shot != "" {
-		if out, err := exec.CommandContext(ctx, browser, args("--screenshot="+shot, "file://"+page)...).CombinedOutput(); err != nil {
+		if out, err := tooltest.Run(ctx, browser, true, args("--screenshot="+shot, "file://"+page)); err != nil {
 			t.Fatalf("chromium --screenshot: %v\n%s", err, out)
 		}
 	}
