@@ -566,6 +566,7 @@ func (e *Engine) addEntry(s *sequence, tokens, charged int) {
 	sh.Decodes++
 	sh.AttnPairs += int64(ctx)
 	sh.DecodeContext += int64(ctx)
+	sh.MaxDecodeContext = max(sh.MaxDecodeContext, ctx)
 	sh.KVTokens += int64(ctx) + 1
 }
 

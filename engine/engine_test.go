@@ -283,7 +283,7 @@ func TestStepShape(t *testing.T) {
 	mustAdd(t, e, Request{ID: 2, Prompt: prompt, MaxTokens: 3})
 	st = e.Schedule(0)
 	want = perf.StepShape{PrefillTokens: 2, Prefills: 1, PrefillsDone: 1, Decodes: 1,
-		AttnPairs: 2*8 + 3 + 10, DecodeContext: 10, KVTokens: 10 + 11}
+		AttnPairs: 2*8 + 3 + 10, DecodeContext: 10, MaxDecodeContext: 10, KVTokens: 10 + 11}
 	if st.Shape != want {
 		t.Fatalf("second step %+v, want %+v", st.Shape, want)
 	}
@@ -451,7 +451,7 @@ func TestHoldAdmissions(t *testing.T) {
 			mustAdd(t, e, Request{ID: 2, PromptLen: 30, MaxTokens: 5})
 			e.HoldAdmissions(true)
 			st := e.Schedule(time.Millisecond)
-			if want := (perf.StepShape{Decodes: 1, AttnPairs: 20, DecodeContext: 20, KVTokens: 21}); st.Shape != want {
+			if want := (perf.StepShape{Decodes: 1, AttnPairs: 20, DecodeContext: 20, MaxDecodeContext: 20, KVTokens: 21}); st.Shape != want {
 				t.Fatalf("held step %+v, want 1's decode alone %+v", st.Shape, want)
 			}
 			e.Complete(st)
@@ -463,6 +463,34 @@ func TestHoldAdmissions(t *testing.T) {
 			if st.Shape.Prefills != 1 || st.Shape.PrefillTokens != 30 {
 				t.Fatalf("after the hold %+v, want 2's 30-token prefill", st.Shape)
 			}
+		})
+	}
+}
+
+// MaxDecodeContext is the longest decode's cached context, which V0's
+// CUDA-graph rule (max_seq_len_to_capture) reads; both engines report it.
+func TestMaxDecodeContext(t *testing.T) {
+	for _, v := range []Version{V0, V1} {
+		t.Run(string(v), func(t *testing.T) {
+			e, err := New(validConfig(v))
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustAdd(t, e, Request{ID: 1, PromptLen: 30, MaxTokens: 5})
+			mustAdd(t, e, Request{ID: 2, PromptLen: 70, MaxTokens: 5})
+			for step := 0; step < 10; step++ {
+				st := e.Schedule(time.Duration(step) * time.Millisecond)
+				if st.Shape.PrefillTokens == 0 && st.Shape.Decodes == 2 {
+					// Both have decoded k tokens: contexts 30+k and 70+k.
+					k := (int(st.Shape.DecodeContext) - 100) / 2
+					if want := 70 + k; st.Shape.MaxDecodeContext != want {
+						t.Fatalf("decode step %+v: MaxDecodeContext %d, want the 70-token prompt's context %d", st.Shape, st.Shape.MaxDecodeContext, want)
+					}
+					return
+				}
+				e.Complete(st)
+			}
+			t.Fatal("no step decoded both requests")
 		})
 	}
 }

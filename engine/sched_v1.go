@@ -96,6 +96,7 @@ func (e *Engine) addDecodes(i, tokenBudget int) (int, int) {
 	entries := slices.Grow(st.entries, end-i)
 	first := len(entries)
 	var attn int64
+	var maxCtx int
 	for ; i < end && tokenBudget > 0; i++ {
 		r := buf[(head+i)&mask]
 		ctx := r.computed + r.inflight
@@ -111,6 +112,7 @@ func (e *Engine) addDecodes(i, tokenBudget int) (int, int) {
 		en := &entries[len(entries)-1]
 		en.s, en.gen, en.tokens, en.ctx, en.charged, en.prefill = r, r.gen, int32(n), int32(ctx), int32(n), false
 		attn += int64(ctx)
+		maxCtx = max(maxCtx, ctx)
 		tokenBudget -= n
 	}
 	decodes := len(entries) - first
@@ -118,6 +120,7 @@ func (e *Engine) addDecodes(i, tokenBudget int) (int, int) {
 	st.Shape.Decodes += decodes
 	st.Shape.AttnPairs += attn
 	st.Shape.DecodeContext += attn
+	st.Shape.MaxDecodeContext = max(st.Shape.MaxDecodeContext, maxCtx)
 	st.Shape.KVTokens += attn + int64(decodes) // each decode reads its context and writes one entry
 	return i, tokenBudget
 }

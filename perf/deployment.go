@@ -23,10 +23,13 @@ type Deployment struct {
 	// Nodes spreads the TP·PP ranks over this many machines (0 or 1: one
 	// node); NodeLink carries the traffic between them (zero: the
 	// DefaultNodeLink preset). See Placement.
-	Nodes                int
-	NodeLink             Link
-	KVCacheDType         string // "auto" | "fp8" (also fp8_e4m3, fp8_e5m2)
-	EnforceEager         bool
+	Nodes        int
+	NodeLink     Link
+	KVCacheDType string // "auto" | "fp8" (also fp8_e4m3, fp8_e5m2)
+	EnforceEager bool
+	// MaxSeqLenToCapture is V0's --max-seq-len-to-capture: longer
+	// sequences decode without CUDA graphs (0: vLLM's 8192).
+	MaxSeqLenToCapture   int
 	GPUMemoryUtilization float64
 	SwapSpaceGiB         float64
 	BlockSize            int
@@ -554,6 +557,20 @@ func (d Deployment) NVLSBytes() int64 {
 		return 0
 	}
 	return int64(d.NVLSCommunicators) * nvlsBytesPerRank * int64(local)
+}
+
+// maxSeqLenToCapture is the longest sequence V0 decodes from a CUDA graph:
+// --max-seq-len-to-capture (8192 by default), capped at max_model_len as
+// vLLM's ModelConfig does.
+func (d Deployment) maxSeqLenToCapture() int {
+	n := d.MaxSeqLenToCapture
+	if n <= 0 {
+		n = v0MaxSeqLenToCapture
+	}
+	if d.MaxModelLen > 0 {
+		n = min(n, d.MaxModelLen)
+	}
+	return n
 }
 
 // runtimeBytes is perf's estimate of the memory the CUDA runtime,

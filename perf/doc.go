@@ -644,10 +644,16 @@
 // CPU overhead per step: V1 0.4 ms + 2 µs per scheduled sequence; V0
 // 1.0 ms + 10 µs per sequence (V0 schedules, prepares inputs, samples and
 // detokenizes in one Python process between forward passes; V1 overlaps
-// much of it). Steps that run without CUDA graphs add 25 µs of launch gaps
-// per layer: all steps with EnforceEager; otherwise V0 steps with a
-// prefill or more than 256 decodes, and V1 steps over 512 tokens. BLIS
-// fits the same shape (β5·layers + β6·batch + β7).
+// much of it). Decode steps that run without CUDA graphs add 25 µs of
+// launch gaps per layer (Breakdown.LaunchGaps, GPU idle time that a host
+// model keeps when it replaces the CPU overhead): all of them with
+// EnforceEager; otherwise V0 steps of more than 256 decodes or with a
+// sequence longer than max_seq_len_to_capture (Deployment.
+// MaxSeqLenToCapture, 8192 by default and capped at max_model_len, as
+// V0's model runner checks before replaying a graph), and V1 steps over
+// 512 tokens. Steps with prompt tokens add none: their kernels outlast
+// the launches, so the CPU stays ahead [inferred]. BLIS fits the same
+// shape (β5·layers + β6·batch + β7).
 //
 // The roofline times GPUs without kernel tables (above); with tables,
 // the GPU time per stage is the sum of the measured kernels rather than
@@ -659,9 +665,8 @@
 // all-to-all traffic (EP is modelled for memory only), MLA's replicated
 // down-projections and its absorbed decode kernels, LoRA, sliding windows
 // (Gemma-2 and Mistral-7B-v0.1 attend locally in some layers), sampling
-// parameters (top-k, penalties), CUDA-graph padding of batch sizes, the
-// V0 fallback to eager for contexts above max_seq_len_to_capture, overlap
-// of communication with compute, uneven layer splits between stages, and GPU
+// parameters (top-k, penalties), CUDA-graph padding of batch sizes,
+// overlap of communication with compute, uneven layer splits between stages, and GPU
 // clocks or thermals. Calibrated replaces the roofline with a linear fit
 // when measurements exist.
 package perf

@@ -51,13 +51,9 @@ func (r *Roofline) StageSplit(s StepShape) StageSplit {
 		commFixed, commPerToken = r.commFixed, r.commPerToken
 	}
 	comm := commFixed + w.tokens*commPerToken + r.tpCommSeconds(w.tokens)/r.stages
-	gaps := 0.0
-	if r.enforceEager || !r.graphed(s) {
-		// Launch gaps idle the GPU between a stage's kernels, so they
-		// belong to the stages, not to the host.
-		gaps = r.eagerGap / r.stages
-		host -= r.eagerGap
-	}
+	// Launch gaps idle the GPU between a stage's kernels, so they belong
+	// to the stages, not to the host.
+	gaps := p.gaps / r.stages
 	inner := larger(w.layerCompute, w.layerMemory) + comm + gaps
 	last := larger(w.layerCompute+w.headCompute, w.layerMemory+w.headMemory) + comm + gaps
 	if w.sampled > 0 {

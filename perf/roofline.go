@@ -24,6 +24,10 @@ const (
 	// sequences; V1 (0.8.5 piecewise graphs) batches up to 512 tokens.
 	v0GraphMaxDecodes = 256
 	v1GraphMaxTokens  = 512
+	// v0MaxSeqLenToCapture is V0's default --max-seq-len-to-capture
+	// (max_context_len_to_capture before vLLM 0.4.1): decode steps with a
+	// longer sequence run eagerly (ModelConfig caps it at max_model_len).
+	v0MaxSeqLenToCapture = 8192
 )
 
 // Roofline is the analytic step-time model of reference D: per pipeline
@@ -83,6 +87,7 @@ type Roofline struct {
 	swapBlockCost  float64
 	graphMaxDecode int
 	graphMaxTokens int
+	graphMaxSeqLen int // V0's max_seq_len_to_capture
 }
 
 var _ StepModel = (*Roofline)(nil)
@@ -163,6 +168,7 @@ func (r *Roofline) setOverheads() {
 	r.v0 = d.EngineVersion == "v0"
 	r.graphMaxDecode = v0GraphMaxDecodes
 	r.graphMaxTokens = v1GraphMaxTokens
+	r.graphMaxSeqLen = d.maxSeqLenToCapture()
 	r.eagerGap = eagerGapPerLayer.Seconds() * float64(d.Model.Layers)
 	r.swapBlockCost = float64(int64(d.BlockSize)*d.kvBytesPerTokenPerGPU())/d.GPU.PCIeBandwidth +
 		2*layers*swapCopyOverhead.Seconds()
@@ -262,9 +268,11 @@ type StepBreakdown struct {
 	Compute, Memory, GPU time.Duration
 	// Communication is TP all-reduces and gathers plus PP sends.
 	Communication time.Duration
-	// Overhead is CPU-side per-step work and, without CUDA graphs, the
-	// launch gaps between kernels.
+	// Overhead is CPU-side per-step work (a host model replaces it).
 	Overhead time.Duration
+	// LaunchGaps is GPU idle time between kernels launched one by one,
+	// in steps that run without CUDA graphs.
+	LaunchGaps time.Duration
 	// Swap is V0 swap-in/out copies over PCIe.
 	Swap  time.Duration
 	Total time.Duration
@@ -274,10 +282,10 @@ type StepBreakdown struct {
 func (b StepBreakdown) ComputeBound() bool { return b.Compute > b.Memory }
 
 type stepSeconds struct {
-	compute, memory, gpu, comm, overhead, swap float64
+	compute, memory, gpu, comm, overhead, gaps, swap float64
 }
 
-func (p stepSeconds) total() float64 { return p.gpu + p.comm + p.overhead + p.swap }
+func (p stepSeconds) total() float64 { return p.gpu + p.comm + p.overhead + p.gaps + p.swap }
 
 func nonNegative(v int) float64 { return float64(max(v, 0)) }
 
@@ -350,8 +358,10 @@ func (r *Roofline) seconds(s StepShape) stepSeconds {
 	out.memory = r.stages*layerMemory + headMemory
 	out.gpu = (r.stages-1)*larger(layerCompute, layerMemory) + larger(layerCompute+headCompute, layerMemory+headMemory)
 	out.overhead = r.fixedOverhead + r.perSequence*(w.decode+nonNegative(s.Prefills))
-	if r.enforceEager || !r.graphed(s) {
-		out.overhead += r.eagerGap
+	if s.PrefillTokens <= 0 && (r.enforceEager || !r.graphed(s)) {
+		// Only decode steps: a prompt's kernels outlast their launches, so
+		// the CPU stays ahead and the GPU does not wait between them.
+		out.gaps = r.eagerGap
 	}
 	return out
 }
@@ -371,7 +381,7 @@ func (r *Roofline) touchedExperts(n float64) float64 {
 // graphed reports whether vLLM would replay this step from a CUDA graph.
 func (r *Roofline) graphed(s StepShape) bool {
 	if r.v0 {
-		return s.PrefillTokens == 0 && s.Decodes <= r.graphMaxDecode
+		return s.PrefillTokens == 0 && s.Decodes <= r.graphMaxDecode && s.MaxDecodeContext < r.graphMaxSeqLen
 	}
 	return s.PrefillTokens+s.Decodes <= r.graphMaxTokens
 }
@@ -401,7 +411,7 @@ func (r *Roofline) Breakdown(s StepShape) StepBreakdown {
 	d := toDuration
 	return StepBreakdown{
 		Compute: d(p.compute), Memory: d(p.memory), GPU: d(p.gpu),
-		Communication: d(p.comm), Overhead: d(p.overhead), Swap: d(p.swap),
+		Communication: d(p.comm), Overhead: d(p.overhead), LaunchGaps: d(p.gaps), Swap: d(p.swap),
 		Total: d(p.total()),
 	}
 }

@@ -268,7 +268,7 @@ func TestBreakdownAddsUp(t *testing.T) {
 	}
 	for _, s := range shapes {
 		b := r.Breakdown(s)
-		sum := b.GPU + b.Communication + b.Overhead + b.Swap
+		sum := b.GPU + b.Communication + b.Overhead + b.LaunchGaps + b.Swap
 		if d := b.Total - sum; d < -4 || d > 4 {
 			t.Errorf("%+v: parts sum to %v, total %v", s, sum, b.Total)
 		}
@@ -341,5 +341,51 @@ func BenchmarkNewRoofline(b *testing.B) {
 		if _, err := NewRoofline(d); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// V0 decodes a step from a CUDA graph only while its longest sequence fits
+// max_seq_len_to_capture (8192, capped at max_model_len); past it the step
+// pays the eager launch gaps. V1's piecewise graphs have no such limit, and
+// prompts pay no gaps (their kernels outlast the launches).
+func TestMaxSeqLenToCapture(t *testing.T) {
+	long := decodeStep(8, 9000)
+	long.MaxDecodeContext = 9000
+	short := decodeStep(8, 9000)
+	short.MaxDecodeContext = 8191 // sequence length 8192: still graphed
+	cases := []struct {
+		name     string
+		engine   string
+		capture  int
+		shape    StepShape
+		wantGaps bool
+	}{
+		{"v0 past 8192", "v0", 0, long, true},
+		{"v0 at 8192", "v0", 0, short, false},
+		{"v0 raised to 16384", "v0", 16384, long, false},
+		{"v0 lowered to 4096", "v0", 4096, short, true},
+		{"v1 ignores it", "v1", 0, long, false},
+		{"v0 prefill", "v0", 0, prefillStep(2048), false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := roofline(t, "Qwen2-7B", "H100", func(d *Deployment) {
+				d.EngineVersion, d.MaxSeqLenToCapture, d.MaxModelLen = c.engine, c.capture, 32768
+			})
+			b := r.Breakdown(c.shape)
+			want := time.Duration(0)
+			if c.wantGaps {
+				want = toDuration(eagerGapPerLayer.Seconds() * 28)
+			}
+			if b.LaunchGaps != want {
+				t.Errorf("launch gaps %v, want %v", b.LaunchGaps, want)
+			}
+		})
+	}
+	// max_model_len caps it, as vLLM's ModelConfig does.
+	d := DefaultDeployment(mustModel(t, "Qwen2-7B"), mustGPU(t, "H100"))
+	d.MaxModelLen, d.MaxSeqLenToCapture = 4096, 16384
+	if got := d.maxSeqLenToCapture(); got != 4096 {
+		t.Errorf("max_seq_len_to_capture %d with max_model_len 4096, want 4096", got)
 	}
 }

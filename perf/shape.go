@@ -21,6 +21,10 @@ type StepShape struct {
 	// DecodeContext is Σ_j ℓ_j, the decodes' share of AttnPairs: the
 	// cached tokens decode attention reads.
 	DecodeContext int64
+	// MaxDecodeContext is the longest ℓ_j: V0 replays a decode step from
+	// a CUDA graph only while every sequence's length (ℓ_j+1) is at most
+	// max_seq_len_to_capture.
+	MaxDecodeContext int
 	// KVTokens is the number of KV entries read or written:
 	// Σ_i (c_i+p_i) + Σ_j (ℓ_j+1).
 	KVTokens int64

@@ -48,7 +48,9 @@ type Engine struct {
 	NodeLink              string
 	Executor              string
 	EnforceEager          bool
-	KVCacheDType          string
+	// MaxSeqLenToCapture is --max-seq-len-to-capture (0: vLLM's 8192).
+	MaxSeqLenToCapture int
+	KVCacheDType       string
 	// Quantization is --quantization: fp8 quantizes an unquantized
 	// checkpoint as it loads; other methods must match the checkpoint's.
 	Quantization       string
@@ -96,6 +98,7 @@ func (e *Engine) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&e.NodeLink, "node-link", "", "network between nodes for NCCL: a preset ("+strings.Join(perf.Links(), ", ")+") optionally followed by :key=value overrides (bandwidth=200Gb/s, latency=40us, algo=auto|ring|tree, nics=N); default "+perf.DefaultNodeLink+" (NET/Socket) when --nodes > 1")
 	fs.StringVar(&e.Executor, "distributed-executor-backend", "", "how vLLM drives its GPU workers: ray, mp or uni (default as vLLM: uni for one GPU, ray across nodes, else mp); Ray adds per-step host cost")
 	fs.BoolVar(&e.EnforceEager, "enforce-eager", false, "always use eager-mode PyTorch (no CUDA graphs: slower steps, more KV memory)")
+	fs.IntVar(&e.MaxSeqLenToCapture, "max-seq-len-to-capture", 0, "v0: decode steps with a longer sequence run without CUDA graphs (default 8192, capped at max_model_len)")
 	fs.StringVar(&e.KVCacheDType, "kv-cache-dtype", "auto", "KV cache data type: auto, fp8, fp8_e4m3, fp8_e5m2")
 	fs.StringVarP(&e.Quantization, "quantization", "q", "", "weight quantization: fp8 quantizes an unquantized checkpoint as it loads (W8A8 on GPUs with FP8 units, FP8 Marlin on the others); gptq, awq or fp8 must match a quantized checkpoint's own (default: the checkpoint's config.json)")
 	fs.BoolVar(&e.ExpertParallel, "enable-expert-parallel", false, "MoE models: place whole experts on the tensor-parallel GPUs (EP size = TP) instead of slicing each expert")
@@ -140,7 +143,7 @@ func (e *Engine) check(changed func(string) bool) (vllm.Profile, error) {
 	for _, v := range []struct {
 		name string
 		n    int
-	}{{"max-model-len", e.MaxModelLen}, {"max-num-seqs", e.MaxNumSeqs}, {"max-num-batched-tokens", e.MaxNumBatchedTokens}, {"num-scheduler-steps", e.NumSchedulerSteps}} {
+	}{{"max-model-len", e.MaxModelLen}, {"max-num-seqs", e.MaxNumSeqs}, {"max-num-batched-tokens", e.MaxNumBatchedTokens}, {"num-scheduler-steps", e.NumSchedulerSteps}, {"max-seq-len-to-capture", e.MaxSeqLenToCapture}} {
 		if v.n < 0 || (v.n == 0 && changed(v.name)) {
 			return profile, fmt.Errorf("--%s %d: must be at least 1; leave it unset for vLLM's default", v.name, v.n)
 		}
@@ -173,7 +176,7 @@ func (e *Engine) options(changed func(string) bool, allowLong bool) (vllm.Option
 		MaxModelLen: e.MaxModelLen, MaxNumSeqs: e.MaxNumSeqs, MaxNumBatchedTokens: e.MaxNumBatchedTokens,
 		BlockSize: e.BlockSize, GPUMemoryUtilization: e.GPUMemoryUtilization,
 		PreemptionMode: e.PreemptionMode, SchedulerDelayFactor: e.SchedulerDelayFactor,
-		EnforceEager: e.EnforceEager, KVCacheDType: e.KVCacheDType,
+		EnforceEager: e.EnforceEager, MaxSeqLenToCapture: e.MaxSeqLenToCapture, KVCacheDType: e.KVCacheDType,
 		ExpertParallel: e.ExpertParallel, AllowLongMaxModelLen: allowLong,
 		NumSchedulerSteps: e.NumSchedulerSteps, NoHostOverhead: !e.HostOverhead,
 		HostSpeed:              e.HostSpeed,

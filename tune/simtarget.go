@@ -79,6 +79,8 @@ func setOption(o *vllm.Options, name, v string) error {
 		return atoi(&o.PipelineParallel)
 	case "num_scheduler_steps":
 		return atoi(&o.NumSchedulerSteps)
+	case "max_seq_len_to_capture":
+		return atoi(&o.MaxSeqLenToCapture)
 	case "gpu_memory_utilization":
 		return atof(&o.GPUMemoryUtilization)
 	case "scheduler_delay_factor":

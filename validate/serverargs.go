@@ -49,6 +49,7 @@ var modelledServerFlags = []string{"tensor-parallel-size", "pipeline-parallel-si
 	"max-num-batched-tokens", "block-size", "num-scheduler-steps", "gpu-memory-utilization", "swap-space",
 	"scheduler-delay-factor", "enable-chunked-prefill", "no-enable-chunked-prefill", "enable-prefix-caching",
 	"no-enable-prefix-caching", "preemption-mode", "kv-cache-dtype", "distributed-executor-backend", "enforce-eager",
+	"max-seq-len-to-capture",
 	"disable-async-output-proc", "enable-expert-parallel", "dtype", "quantization"}
 
 func newServerFlags() *serverFlags {
@@ -155,6 +156,7 @@ func (f *serverFlags) apply(o *vllm.Options) (args []string) {
 	setInt("max-num-batched-tokens", e.MaxNumBatchedTokens, &o.MaxNumBatchedTokens)
 	setInt("block-size", e.BlockSize, &o.BlockSize)
 	setInt("num-scheduler-steps", e.NumSchedulerSteps, &o.NumSchedulerSteps)
+	setInt("max-seq-len-to-capture", e.MaxSeqLenToCapture, &o.MaxSeqLenToCapture)
 	setFloat := func(name string, v float64, dst *float64) {
 		if f.changed(name) {
 			*dst = v

@@ -267,3 +267,39 @@ func TestLightLoadHostFloor(t *testing.T) {
 		t.Errorf("mean TPOT %v, want 7.41 ms within 10%%", tpot)
 	}
 }
+
+// The host model replaces the roofline's CPU overhead but keeps the GPU's
+// launch gaps: --enforce-eager, and V0 decodes past
+// max_seq_len_to_capture, run slower than graphed steps, with and without
+// host modelling.
+func TestHostModelKeepsLaunchGaps(t *testing.T) {
+	decode := perf.StepShape{Decodes: 8, AttnPairs: 8 * 9000, DecodeContext: 8 * 9000, MaxDecodeContext: 9000, KVTokens: 8 * 9001}
+	cases := []struct {
+		version string
+		o       vllm.Options
+		shape   perf.StepShape
+	}{
+		{"0.8.5", vllm.Options{EnforceEager: true}, decode},
+		{"0.6.6", vllm.Options{EnforceEager: true}, decode},
+		{"0.6.6", vllm.Options{MaxSeqLenToCapture: 4096}, decode},
+	}
+	for _, c := range cases {
+		for _, noHost := range []bool{false, true} {
+			graphed := vllm.Options{MaxModelLen: 16384, MaxSeqLenToCapture: 16384, NoHostOverhead: noHost}
+			eager := c.o
+			eager.MaxModelLen, eager.NoHostOverhead = 16384, noHost
+			step := func(o vllm.Options) time.Duration {
+				r, err := resolve(t, c.version, "", "Llama-3.1-8B", "H100", o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r.StepModel.StepTime(c.shape)
+			}
+			g, e := step(graphed), step(eager)
+			// 32 layers × 25 µs of launch gaps.
+			if d := e - g; d < 790*time.Microsecond || d > 810*time.Microsecond {
+				t.Errorf("%s %+v (no host %v): eager step %v, graphed %v; want 0.8 ms of launch gaps between them", c.version, c.o, noHost, e, g)
+			}
+		}
+	}
+}

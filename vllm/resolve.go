@@ -29,6 +29,7 @@ type Options struct {
 	PreemptionMode                   string
 	SchedulerDelayFactor             float64
 	EnforceEager                     bool
+	MaxSeqLenToCapture               int // 0: vLLM's 8192
 	KVCacheDType                     string
 	LegacyRequeueOrder               *bool
 	NumSchedulerSteps                int
@@ -149,7 +150,7 @@ func deploymentFor(p Profile, model perf.Model, gpu perf.GPU, o Options) perf.De
 	d := perf.Deployment{
 		Model: model, GPU: gpu, Link: o.Link, Nodes: o.Nodes, NodeLink: o.NodeLink,
 		TensorParallel: max(o.TensorParallel, 1), PipelineParallel: max(o.PipelineParallel, 1),
-		KVCacheDType: o.KVCacheDType, EnforceEager: o.EnforceEager,
+		KVCacheDType: o.KVCacheDType, EnforceEager: o.EnforceEager, MaxSeqLenToCapture: o.MaxSeqLenToCapture,
 		GPUMemoryUtilization: o.GPUMemoryUtilization, SwapSpaceGiB: p.Defaults.SwapSpaceGiB,
 		BlockSize: o.BlockSize, MaxNumSeqs: o.MaxNumSeqs, MaxModelLen: o.MaxModelLen,
 		EngineVersion:  string(p.Engine),
