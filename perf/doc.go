@@ -544,7 +544,8 @@
 // 1024 batched tokens) printed 17,595 GPU blocks with NVLS and a count
 // beginning "227…" with NCCL_NVLS_ENABLE=0 (the copy we could read is cut
 // there): about 5,100 blocks, 4.9–5.0 GiB, which two 8-rank communicators
-// (4.5 GiB) explain and one (2.25 GiB) does not. perf models that run at
+// (4.5 GiB) explain and one (2.25 GiB) does not [inferred: the measured
+// total, not its split between communicators, is what is modelled]. perf models that run at
 // 20,680 blocks with the buffers and 25,361 without: still +17.5% of the
 // blocks (2.4% of the budget) at max_num_seqs 1024, a gap that dstack's
 // 256-sequence runs (package vllm's doc) do not show [unexplained].

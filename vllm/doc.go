@@ -319,9 +319,12 @@
 //
 // NVLink SHARP buffers (perf's doc, "NVLink SHARP buffers": 288 MiB per
 // rank of each communicator over more than two ranks on H100 SXM, H200,
-// H20 and B200 nodes) count on top, on two communicators over the TP group:
+// H20 and B200 nodes) count on top, two 8-rank nvlsTotalSizes at TP 8 as
+// issue #9699 measured, taken as two communicators over the TP group:
 // PyNccl's, and the torch process group through which the V0 driver
-// broadcasts each step's input tensors. They are counted for V0 from
+// broadcasts each step's input tensors [inferred: which allocations make
+// up the second share is not established; the measured total is what
+// counts]. They are counted for V0 from
 // 0.6.4, the first release on PyTorch 2.5.1 and its NCCL 2.21.5, through
 // 0.6.6; the two measurements behind them ran that NCCL: vLLM issue #9699
 // (main of late October 2024) and dstack's 8×H100 SXM runs
