@@ -147,14 +147,7 @@ func TestNVLSByRelease(t *testing.T) {
 		{"0.8.5", "v1", 0},
 		{"0.11.0", "v1", 0},
 	}
-	m, err := perf.LookupModel("testdata/Llama-3.1-405B-FP8")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := perf.LookupGPU("H100-SXM")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, g := llama405bFP8OnH100(t)
 	for _, c := range cases {
 		t.Run(c.version+" "+string(c.engine), func(t *testing.T) {
 			p, err := vllm.Lookup(c.version, c.engine)
@@ -187,14 +180,7 @@ func TestPublishedStartups(t *testing.T) {
 		// --tensor-parallel-size 8`, the default 131072.
 		{"vLLM blog, Llama 3.1 (0.5.3)", "0.5.3", 0},
 	}
-	m, err := perf.LookupModel("testdata/Llama-3.1-405B-FP8")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := perf.LookupGPU("H100-SXM")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, g := llama405bFP8OnH100(t)
 	for _, c := range cases {
 		t.Run(c.source, func(t *testing.T) {
 			p, err := vllm.Lookup(c.version, "v0")
@@ -208,4 +194,19 @@ func TestPublishedStartups(t *testing.T) {
 			t.Logf("%s: %d tokens of KV cache for max_model_len %d", c.source, r.Capacity.Tokens(), r.Capacity.MaxModelLen)
 		})
 	}
+}
+
+// llama405bFP8OnH100 is Meta's FP8 Llama-3.1-405B (its config, with the
+// published quantization_config) and an H100 SXM.
+func llama405bFP8OnH100(t *testing.T) (perf.Model, perf.GPU) {
+	t.Helper()
+	m, err := perf.LookupModel("testdata/Llama-3.1-405B-FP8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := perf.LookupGPU("H100-SXM")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, g
 }
