@@ -32,7 +32,8 @@
 //     about 14× the KV bytes a token, so far fewer sequences fit.
 //
 // Defaults are vLLM 0.5.4's for V0 (256 sequences; max(max_model_len,
-// 2048) batched tokens, 512 with chunked prefill; chunked prefill on by
+// 2048) batched tokens, 512 with chunked prefill, 2048 from 0.6.5 (PR
+// #10544, profiles.go); chunked prefill on by
 // itself above 32K context; no prefix caching; 5 s stats) and 0.8.5's for
 // V1 (1024 sequences and 8192 tokens on GPUs with ≥ 70 GiB, else 256 and
 // 2048; prefix caching on; 10 s stats), as reference A.3/A.6/A.9 read them

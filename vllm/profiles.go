@@ -103,11 +103,17 @@ var (
 //     0.8.5.post1, so from 0.9.0) keeps A100s at the small V1 defaults
 //     (256 sequences, 2048 tokens): "a100" not in the device name is part
 //     of the large-GPU test in EngineArgs.
+//   - chunkedBudget2048Since: PR #10544 ("Update default
+//     max_num_batch_tokens for chunked prefill to 2048", opened
+//     2024-11-21, after 0.6.4.post1, so from 0.6.5; issue #11319 notes
+//     that 0.6.5's docs still said 512) raised V0's chunked-prefill budget
+//     from 512 to 2048.
 var (
 	multiStepSince             = Release{0, 5, 5}
 	legacyRequeueSince         = Release{0, 5, 4}
 	legacyRequeueBefore        = Release{0, 6, 0}
 	largeDefaultsSkipA100Since = Release{0, 9, 0}
+	chunkedBudget2048Since     = Release{0, 6, 5}
 )
 
 // patchSwitches applies the within-line switches to a profile.
@@ -123,6 +129,9 @@ func patchSwitches(rel Release, ep *EngineProfile) {
 		ep.Scheduler.MultiStep = true
 	}
 	ep.Scheduler.LegacyRequeueOrder = !rel.less(legacyRequeueSince) && rel.less(legacyRequeueBefore)
+	if !rel.less(chunkedBudget2048Since) {
+		ep.Defaults.ChunkedBudget = 2048
+	}
 }
 
 var lines = []Line{

@@ -43,6 +43,9 @@ func TestResolveDefaults(t *testing.T) {
 		{"0.5.4 at exactly 32K: no chunking", "0.5.4", "Qwen2-7B", "H100", vllm.Options{MaxModelLen: 32768}, false, false, 256, 32768, true},
 		{"0.5.4 128K context chunks by itself", "0.5.4", "Llama-3.1-8B", "H100", vllm.Options{}, true, false, 256, 512, true},
 		{"0.6.3 chunked on request", "0.6.3", "Qwen2-7B", "H100", vllm.Options{EnableChunkedPrefill: &on}, true, false, 256, 512, false},
+		{"0.6.4 128K context: still 512", "0.6.4", "Llama-3.1-8B", "H100", vllm.Options{}, true, false, 256, 512, false},
+		// PR #10544 (0.6.5): V0's chunked-prefill budget 512 -> 2048.
+		{"0.6.5 128K context: 2048", "0.6.5", "Llama-3.1-8B", "H100", vllm.Options{}, true, false, 256, 2048, false},
 		{"0.8.5 V1 on a large GPU", "0.8.5", "Qwen2-7B", "H100", vllm.Options{}, true, true, 1024, 8192, false},
 		{"0.8.5 V1 on a 24 GiB GPU", "0.8.5", "Qwen2-0.5B", "RTX-4090", vllm.Options{}, true, true, 256, 2048, false},
 		// PR #17885 (0.9.0): A100s keep the small values whatever their memory.
