@@ -7,6 +7,7 @@ import (
 
 	"github.com/servebench/servebench/metrics"
 	"github.com/servebench/servebench/vllm"
+	"github.com/servebench/servebench/workload"
 )
 
 // ClientCost is the CPU a single-threaded benchmark client spends on each
@@ -84,6 +85,37 @@ type ClientStage struct {
 	cost ClientCost
 	sink func(*metrics.Record) error
 	held []*metrics.Record
+	// noFirstToken marks by request index the replies to report with no
+	// first token (NoFirstTokenFrom).
+	noFirstToken []bool
+}
+
+// NoFirstTokenFrom makes the stage report the replies a replayed run's
+// lengths mark NoFirstToken as that run's client recorded them: vLLM's
+// benchmark_serving.py of 2024 timed the first token at the first chunk
+// with text, so a reply that carried none kept TTFT 0 and 0 output tokens,
+// both counted in its figures. The server still streamed one token (sim
+// replays it as one), so only the client's view changes; its latency
+// stays. For a vLLM-client view only (--client vllm-bench, validate).
+func (c *ClientStage) NoFirstTokenFrom(lengths []workload.RequestLengths) {
+	c.noFirstToken = nil
+	for i, l := range lengths {
+		if !l.NoFirstToken {
+			continue
+		}
+		if c.noFirstToken == nil {
+			c.noFirstToken = make([]bool, len(lengths))
+		}
+		c.noFirstToken[i] = true
+	}
+}
+
+// deliver passes rec to the sink as the client recorded it.
+func (c *ClientStage) deliver(rec *metrics.Record) error {
+	if i := rec.Index; rec.Success && i >= 0 && i < len(c.noFirstToken) && c.noFirstToken[i] {
+		rec.TTFT, rec.ITL, rec.OutputLen, rec.FirstChunkTokens, rec.GeneratedText = 0, nil, 0, 0, ""
+	}
+	return c.sink(rec)
 }
 
 // NewClientStage is a stage in front of sink.
@@ -100,7 +132,7 @@ func (c *ClientStage) Add(rec *metrics.Record) error {
 		c.held = append(c.held, rec)
 		return nil
 	}
-	return c.sink(rec)
+	return c.deliver(rec)
 }
 
 // Flush times the held records through the client and passes them to the
@@ -110,7 +142,7 @@ func (c *ClientStage) Flush() error {
 	ApplyClient(c.held, c.cost)
 	var first error
 	for _, rec := range c.held {
-		if err := c.sink(rec); err != nil && first == nil {
+		if err := c.deliver(rec); err != nil && first == nil {
 			first = err
 		}
 	}

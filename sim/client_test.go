@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/servebench/servebench/metrics"
+	"github.com/servebench/servebench/workload"
 )
 
 func TestApplyClient(t *testing.T) {
@@ -120,5 +121,38 @@ func TestClientStage(t *testing.T) {
 	// Both first chunks arrive at 10 ms; the one thread takes 1 ms each.
 	if a.TTFT != 11*ms || b.TTFT != 12*ms {
 		t.Errorf("TTFT %v and %v, want 11ms and 12ms", a.TTFT, b.TTFT)
+	}
+}
+
+// A replayed reply whose client recorded no first token is reported that
+// way, held or passed at once; the others keep what the client timed.
+func TestClientStageNoFirstToken(t *testing.T) {
+	const ms = time.Millisecond
+	lengths := []workload.RequestLengths{{Input: 5, Output: 0, NoFirstToken: true}, {Input: 5, Output: 3}, {Input: 5, Output: 0}}
+	for _, cost := range []ClientCost{{}, {PerChunk: ms}} {
+		var got []*metrics.Record
+		stage := NewClientStage(cost, func(rec *metrics.Record) error { got = append(got, rec); return nil })
+		stage.NoFirstTokenFrom(lengths)
+		for i := range lengths {
+			rec := &metrics.Record{Index: i, Success: true, TTFT: 10 * ms, Latency: 15 * ms, OutputLen: 1, FirstChunkTokens: 1,
+				ITL: []time.Duration{5 * ms}, GeneratedText: "x"}
+			if err := stage.Add(rec); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := stage.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 3 {
+			t.Fatalf("cost %+v: %d records", cost, len(got))
+		}
+		if r := got[0]; r.TTFT != 0 || r.OutputLen != 0 || r.ITL != nil || r.FirstChunkTokens != 0 || r.GeneratedText != "" || r.Latency < 15*ms {
+			t.Errorf("cost %+v: reply with no first token %+v, want TTFT 0, no output, its latency kept", cost, r)
+		}
+		for _, r := range got[1:] {
+			if r.TTFT < 10*ms || r.OutputLen != 1 || len(r.ITL) != 1 {
+				t.Errorf("cost %+v: request %d %+v changed", cost, r.Index, r)
+			}
+		}
 	}
 }

@@ -187,6 +187,13 @@ func (r *specRun) simulate(ctx context.Context, stream *workload.Stream, info re
 		_ = recorder.Add(rec)
 		return nil
 	})
+	if s.Simulation.Client == runspec.ClientVLLMBench {
+		lengths, err := r.work.Spec.ReplayedLengths()
+		if err != nil {
+			return err
+		}
+		stage.NoFirstTokenFrom(lengths)
+	}
 	cfg.ReuseRecords = !stage.Holds()
 	add := func(rec *metrics.Record) error {
 		if r.shard != nil && !r.shard.Shard.Owns(rec.Index) {

@@ -354,6 +354,9 @@ func (p *plan) simulate(ctx context.Context) (metrics.Summary, error) {
 		client = sim.VLLMBenchClient(1)
 	}
 	stage := sim.NewClientStage(client, recorder.Add)
+	if p.vllmClient {
+		stage.NoFirstTokenFrom(p.spec.Random.Lengths)
+	}
 	cfg.ReuseRecords = !stage.Holds()
 	res, err := sim.RunStream(ctx, cfg, stream, stage.Add)
 	_ = stage.Flush()

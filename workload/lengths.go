@@ -13,7 +13,15 @@ import (
 )
 
 // RequestLengths is one request's prompt and output length in tokens.
-type RequestLengths struct{ Input, Output int }
+type RequestLengths struct {
+	Input, Output int
+	// NoFirstToken: the file's client recorded no first token for this
+	// request (its ttfts entry is 0 with 0 output tokens). vLLM's
+	// benchmark_serving.py of 2024 took the first-token time from the
+	// first chunk carrying text, so a reply of no text kept TTFT 0.0 and
+	// counted 0 tokens, and both went into its means and percentiles.
+	NoFirstToken bool
+}
 
 // maxRequestLength bounds a length read from a file: prompts are indexed
 // with int32 (PromptRef), and no model has a context near it.
@@ -26,12 +34,15 @@ const maxRequestLength = math.MaxInt32
 type lengthsFile struct {
 	InputLens  json.RawMessage `json:"input_lens"`
 	OutputLens json.RawMessage `json:"output_lens"`
+	TTFTs      json.RawMessage `json:"ttfts"`
 }
 
 // ParseLengths reads a result JSON's "input_lens" and "output_lens" arrays
 // (vLLM's detailed result JSON, or servebench's); name appears in errors.
 // The arrays must be of integers >= 0 and of the same length; request i
-// gets input_lens[i] and output_lens[i].
+// gets input_lens[i] and output_lens[i]. An optional "ttfts" array of
+// seconds, as long, marks the replies whose client recorded no first token
+// (RequestLengths.NoFirstToken).
 func ParseLengths(data []byte, name string) ([]RequestLengths, error) {
 	data = bytes.TrimPrefix(data, []byte("\ufeff"))
 	if first := firstByte(data); first != '{' {
@@ -58,11 +69,39 @@ func ParseLengths(data []byte, name string) ([]RequestLengths, error) {
 	if len(inputs) == 0 {
 		return nil, fmt.Errorf("lengths file %q: input_lens and output_lens are empty; want a run with at least one request", name)
 	}
+	noFirst, err := parseNoFirstToken(f.TTFTs, outputs, name)
+	if err != nil {
+		return nil, err
+	}
 	lens := make([]RequestLengths, len(inputs))
 	for i := range lens {
-		lens[i] = RequestLengths{Input: inputs[i], Output: outputs[i]}
+		lens[i] = RequestLengths{Input: inputs[i], Output: outputs[i], NoFirstToken: noFirst != nil && noFirst[i]}
 	}
 	return lens, nil
+}
+
+// parseNoFirstToken reads the optional ttfts array: request i recorded no
+// first token when ttfts[i] is 0 and it has no output tokens. nil when the
+// file has no ttfts.
+func parseNoFirstToken(raw json.RawMessage, outputs []int, name string) ([]bool, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var ttfts []float64
+	if err := json.Unmarshal(raw, &ttfts); err != nil {
+		return nil, fmt.Errorf("lengths file %q: ttfts is not an array of numbers; want each request's time to first token in seconds", name)
+	}
+	if len(ttfts) != len(outputs) {
+		return nil, fmt.Errorf("lengths file %q: ttfts has %d entries but output_lens has %d; want one of each per request", name, len(ttfts), len(outputs))
+	}
+	out := make([]bool, len(ttfts))
+	for i, t := range ttfts {
+		if t < 0 || math.IsNaN(t) {
+			return nil, fmt.Errorf("lengths file %q: ttfts[%d] = %v: a time to first token cannot be negative", name, i, t)
+		}
+		out[i] = t == 0 && outputs[i] == 0
+	}
+	return out, nil
 }
 
 // parseLengthArray reads one array of token counts.
@@ -124,6 +163,19 @@ func readLengths(path string) ([]RequestLengths, error) {
 		return nil, &datasetError{fmt.Sprintf("lengths file %q: %v", path, err), err}
 	}
 	return ParseLengths(data, path)
+}
+
+// ReplayedLengths is the per-request lengths a random dataset replays
+// (RandomOptions.Lengths, or the file LengthsFrom names), nil when it
+// draws its lengths.
+func (s Spec) ReplayedLengths() ([]RequestLengths, error) {
+	if s.dataset() != DatasetRandom || !s.Random.useLengths() {
+		return nil, nil
+	}
+	if s.Random.Lengths != nil {
+		return s.Random.Lengths, nil
+	}
+	return readLengths(s.Random.LengthsFrom)
 }
 
 // lengthsSource names where lengths came from, for errors.

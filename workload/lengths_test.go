@@ -17,7 +17,7 @@ import (
 const smallLengthsFile = "testdata/lengths_small.json"
 
 // lengthsSmall is what testdata/lengths_small.json holds.
-var lengthsSmall = []RequestLengths{{12, 4}, {7, 0}, {30, 9}, {1, 2}, {19, 0}, {5, 16}}
+var lengthsSmall = []RequestLengths{{Input: 12, Output: 4}, {Input: 7, Output: 0}, {Input: 30, Output: 9}, {Input: 1, Output: 2}, {Input: 19, Output: 0}, {Input: 5, Output: 16}}
 
 func TestParseLengths(t *testing.T) {
 	good, err := os.ReadFile(smallLengthsFile)
@@ -31,9 +31,9 @@ func TestParseLengths(t *testing.T) {
 		err  string // substring of the error; "" means no error
 	}{
 		{"vLLM detailed result", string(good), lengthsSmall, ""},
-		{"only the arrays", `{"input_lens": [3], "output_lens": [0]}`, []RequestLengths{{3, 0}}, ""},
-		{"byte order mark and spaces", "\ufeff \n{\"output_lens\": [1, 2], \"input_lens\": [5, 6]}\n", []RequestLengths{{5, 1}, {6, 2}}, ""},
-		{"zero input is parsed", `{"input_lens": [0], "output_lens": [1]}`, []RequestLengths{{0, 1}}, ""},
+		{"only the arrays", `{"input_lens": [3], "output_lens": [0]}`, []RequestLengths{{Input: 3, Output: 0}}, ""},
+		{"byte order mark and spaces", "\ufeff \n{\"output_lens\": [1, 2], \"input_lens\": [5, 6]}\n", []RequestLengths{{Input: 5, Output: 1}, {Input: 6, Output: 2}}, ""},
+		{"zero input is parsed", `{"input_lens": [0], "output_lens": [1]}`, []RequestLengths{{Input: 0, Output: 1}}, ""},
 		{"mismatched arrays", `{"input_lens": [1, 2, 3], "output_lens": [1, 2]}`, nil, "input_lens has 3 entries but output_lens has 2"},
 		{"missing input_lens", `{"output_lens": [1]}`, nil, "no input_lens array"},
 		{"missing output_lens", `{"input_lens": [1]}`, nil, "no output_lens array"},
@@ -53,6 +53,13 @@ func TestParseLengths(t *testing.T) {
 		{"empty arrays", `{"input_lens": [], "output_lens": []}`, nil, "input_lens and output_lens are empty"},
 		{"broken JSON", `{"input_lens": [1, 2`, nil, "invalid JSON at byte 20: unexpected end of JSON input"},
 		{"trailing garbage", `{"input_lens": [1], "output_lens": [1]} x`, nil, "invalid JSON at byte"},
+		// vLLM's 2024 client left TTFT 0.0 for a reply with no text.
+		{"no first token", `{"input_lens": [3, 4, 5], "output_lens": [0, 0, 2], "ttfts": [0.0, 0.25, 0.0]}`,
+			[]RequestLengths{{Input: 3, Output: 0, NoFirstToken: true}, {Input: 4, Output: 0}, {Input: 5, Output: 2}}, ""},
+		{"null ttfts", `{"input_lens": [3], "output_lens": [0], "ttfts": null}`, []RequestLengths{{Input: 3, Output: 0}}, ""},
+		{"ttfts too short", `{"input_lens": [3, 4], "output_lens": [0, 1], "ttfts": [0.1]}`, nil, "ttfts has 1 entries but output_lens has 2"},
+		{"negative ttft", `{"input_lens": [3], "output_lens": [0], "ttfts": [-0.5]}`, nil, "ttfts[0] = -0.5: a time to first token cannot be negative"},
+		{"ttfts of strings", `{"input_lens": [3], "output_lens": [0], "ttfts": ["0"]}`, nil, "ttfts is not an array of numbers"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -86,6 +93,7 @@ func FuzzParseLengths(f *testing.F) {
 		`{"input_lens": [-1], "output_lens": [1]}`, `{"input_lens": [1.0], "output_lens": [1]}`, `{"input_lens": ["1"], "output_lens": [1]}`,
 		`{"input_lens": [1], "output_lens": [1]} {}`, `{"INPUT_LENS": [2], "output_lens": [2], "input_lens": [3]}`,
 		"\xef\xbb\xbf{\"input_lens\": [4], \"output_lens\": [4]}", `{"input_lens": [2147483648], "output_lens": [1]}`,
+		`{"input_lens": [1, 2], "output_lens": [0, 1], "ttfts": [0, 0.5]}`, `{"input_lens": [1], "output_lens": [0], "ttfts": [1e400]}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -229,12 +237,12 @@ func TestRandomLengthsErrors(t *testing.T) {
 			`lengths file "testdata/none.json": no such file (pass random_lengths_from)`, fs.ErrNotExist},
 		{"a directory", lengthsFromSpec(3, "testdata"), nil, `lengths file "testdata": is a directory`, fs.ErrInvalid},
 		{"not a result JSON", lengthsFromSpec(3, "testdata/sharegpt_small.json"), nil, "not a JSON object", nil},
-		{"an empty prompt", lengthsSpec(2, []RequestLengths{{3, 1}, {0, 1}}, 0), nil,
+		{"an empty prompt", lengthsSpec(2, []RequestLengths{{Input: 3, Output: 1}, {Input: 0, Output: 1}}, 0), nil,
 			"request 1 of RandomOptions.Lengths has 0 input tokens: its prompt would have 0 tokens", nil},
 		{"the BOS token empties a prompt", lengthsFromSpec(4, smallLengthsFile), countingSpecialTokenizer{bos},
 			`request 3 of "testdata/lengths_small.json" has 1 input tokens: its prompt would have 0 tokens (1 special tokens`, nil},
-		{"negative", lengthsSpec(1, []RequestLengths{{3, -1}}, 0), nil, "neither may be negative", nil},
-		{"too large", lengthsSpec(1, []RequestLengths{{math.MaxInt32 + 1, 1}}, 0), nil, "too large for a token count", nil},
+		{"negative", lengthsSpec(1, []RequestLengths{{Input: 3, Output: -1}}, 0), nil, "neither may be negative", nil},
+		{"too large", lengthsSpec(1, []RequestLengths{{Input: math.MaxInt32 + 1, Output: 1}}, 0), nil, "too large for a token count", nil},
 	}
 	arr := Arrivals{Rate: 4, Burstiness: 1}
 	for _, tt := range tests {
@@ -257,7 +265,7 @@ func TestRandomLengthsErrors(t *testing.T) {
 // TestPrefixAloneMakesZeroInputValid: a shared prefix gives a prompt of
 // input length 0 its tokens, as it does for --random-input-len 0.
 func TestPrefixAloneMakesZeroInputValid(t *testing.T) {
-	reqs, err := Build(context.Background(), lengthsSpec(1, []RequestLengths{{0, 3}}, 4), nil)
+	reqs, err := Build(context.Background(), lengthsSpec(1, []RequestLengths{{Input: 0, Output: 3}}, 4), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

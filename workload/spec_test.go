@@ -77,13 +77,13 @@ func TestSpecValidate(t *testing.T) {
 		{"prefix repetition zero output", func(s *Spec) { s.Dataset = DatasetPrefixRepetition; s.PrefixRepetition.OutputLen = 0 }, "prefix_repetition_output_len 0"},
 		{"lengths replace the length options", func(s *Spec) {
 			s.NumPrompts = 2
-			s.Random.Lengths = []RequestLengths{{3, 0}, {4, 1}}
+			s.Random.Lengths = []RequestLengths{{Input: 3, Output: 0}, {Input: 4, Output: 1}}
 			s.Random.InputLen, s.Random.OutputLen = 0, 0
 		}, ""},
 		{"a lengths file is read when built", func(s *Spec) { s.Random.LengthsFrom = "run.json"; s.Random.OutputLen = 0 }, ""},
 		{"lengths exclude a range ratio", func(s *Spec) { s.Random.LengthsFrom = "run.json"; s.Random.RangeRatio = 0.1 }, `random_range_ratio 0.1: the lengths from "run.json" are exact`},
-		{"lengths with a negative prefix", func(s *Spec) { s.Random.Lengths = []RequestLengths{{1, 1}}; s.Random.PrefixLen = -1 }, "random_prefix_len -1"},
-		{"too few lengths", func(s *Spec) { s.Random.Lengths = []RequestLengths{{1, 1}} }, "num_prompts 1000 but RandomOptions.Lengths has 1 requests"},
+		{"lengths with a negative prefix", func(s *Spec) { s.Random.Lengths = []RequestLengths{{Input: 1, Output: 1}}; s.Random.PrefixLen = -1 }, "random_prefix_len -1"},
+		{"too few lengths", func(s *Spec) { s.Random.Lengths = []RequestLengths{{Input: 1, Output: 1}} }, "num_prompts 1000 but RandomOptions.Lengths has 1 requests"},
 		{"lengths for another dataset", func(s *Spec) { s.Dataset = DatasetCustom; s.Path = "a"; s.Random.LengthsFrom = "run.json" }, "random_lengths_from is for the random dataset, not custom"},
 		{"other datasets' options are not read", func(s *Spec) { s.Sonnet.InputLen = -5; s.Custom.OutputLen = 0 }, ""},
 	}

@@ -195,3 +195,31 @@ func TestSimReplaysLengthsFromAResult(t *testing.T) {
 		t.Fatalf("2000 prompts from a file of %s: error %v, want %q", n, err, want)
 	}
 }
+
+// TestSimReplaysRepliesWithNoFirstToken: a result file whose client (vLLM's
+// of 2024) recorded no first token for an empty reply (ttfts 0.0, 0
+// tokens) is replayed that way under --client vllm-bench; the server's
+// view (--client none) still counts the one token generated.
+func TestSimReplaysRepliesWithNoFirstToken(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "run.json")
+	data := `{"input_lens": [40, 50, 60, 70], "output_lens": [0, 5, 0, 7], "ttfts": [0.0, 0.3, 0.2, 0.1]}`
+	if err := os.WriteFile(file, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		client    string
+		generated int
+	}{
+		{"vllm-bench", 13}, // request 0 counts 0 tokens; request 2's client timed a first token
+		{"none", 14},
+	} {
+		out, _, err := runCLI(t, "sim", "--model", defaultEmbeddedModel, "--gpu", "H100", "--dataset-name", "random",
+			"--random-lengths-from", file, "--num-prompts", "4", "--client", c.client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("Total generated tokens:                  %-10d\n", c.generated); !strings.Contains(out, want) {
+			t.Errorf("--client %s: output lacks %q:\n%s", c.client, want, out)
+		}
+	}
+}

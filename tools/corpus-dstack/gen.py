@@ -104,7 +104,11 @@ def write_lengths(corpus, rid, d):
     rel = f"lengths/{SOURCE}/{rid}.json"
     os.makedirs(os.path.join(corpus, os.path.dirname(rel)), exist_ok=True)
     with open(os.path.join(corpus, rel), "w") as f:
-        json.dump({"input_lens": d["input_lens"], "output_lens": d["output_lens"]}, f, separators=(",", ":"))
+        # ttfts to the microsecond: vLLM's client left 0.0 for a reply that
+        # carried no text, which the replay reports the same way.
+        ttfts = [round(t, 6) for t in d["ttfts"]]
+        json.dump({"input_lens": d["input_lens"], "output_lens": d["output_lens"], "ttfts": ttfts}, f,
+                  separators=(",", ":"))
         f.write("\n")
     return rel
 
@@ -131,6 +135,10 @@ def serving(root, corpus):
             f"input_len and output_len are their means, {d['total_input_tokens']} / {n} and "
             f"{d['total_output_tokens']} / {n} (no --ignore-eos: replies end at EOS or at the reference "
             "reply's length, and a reply the client counted as 0 tokens is simulated as 1)",
+            f"{sum(1 for t, o in zip(d['ttfts'], d['output_lens']) if t == 0 and o == 0)} of the {n} replies "
+            "carried no text: vLLM's client of the time (benchmark_serving.py, November 2024) left their TTFT at "
+            "0.0 and counted 0 tokens, and those zeros are in its TTFT mean, median and p99; the replay reports "
+            "them the same way (the lengths file keeps the run's ttfts)",
             f"the server kept up with less than the offered {rate} req/s "
             f"({d['request_throughput']:.2f} req/s completed), so the run is saturated",
         ])
