@@ -538,10 +538,10 @@ func (d Deployment) nonTorchBytes() int64 {
 	return d.runtimeBytes()
 }
 
-// nvlsBytesPerRank is the NVLS buffer NCCL 2.20–2.21 reserves on each GPU
+// NVLSBytesPerRank is the NVLS buffer NCCL 2.21 reserves on each GPU
 // per rank of a communicator: its log's nvlsPerRankSize 301989888, with
 // nvlsTotalSize = nvlsPerRankSize × ranks (doc.go, "NVLink SHARP buffers").
-const nvlsBytesPerRank = 301989888
+const NVLSBytesPerRank = 301989888
 
 // NVLSBytes is the NVLink SHARP buffer memory on each GPU: per communicator
 // over the TP group, nvlsPerRankSize × its ranks on the node. NCCL turns
@@ -556,7 +556,7 @@ func (d Deployment) NVLSBytes() int64 {
 	if local <= 2 {
 		return 0
 	}
-	return int64(d.NVLSCommunicators) * nvlsBytesPerRank * int64(local)
+	return int64(d.NVLSCommunicators) * NVLSBytesPerRank * int64(local)
 }
 
 // maxSeqLenToCapture is the longest sequence V0 decodes from a CUDA graph:

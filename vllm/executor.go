@@ -131,9 +131,9 @@ func DistributedLines(r *Resolved) []LogLine {
 		info("NCCL INFO TP group of %d ranks on %d node(s): Channel 00 : 0[0] -> %d[%d] via %s (%s: %.1f GB/s bus bandwidth, %v per message, %s)",
 			c.Ranks, c.Nodes, next, next%p.GPUsPerNode, l.Transport, l.Name, l.Bandwidth/1e9, l.Latency, algoNote(l, c))
 		if b := d.NVLSBytes(); b > 0 {
-			heads := int64(b) / int64(d.NVLSCommunicators) / nvlsBytesPerRank
+			heads := b / int64(d.NVLSCommunicators) / perf.NVLSBytesPerRank
 			info("NCCL INFO NVLS on the TP group: nHeads %d nvlsPerRankSize %d nvlsTotalSize %d, on each of %d communicators (%.2f GiB per GPU, counted by the memory profile)",
-				heads, nvlsBytesPerRank, heads*nvlsBytesPerRank, d.NVLSCommunicators, float64(b)/gibibyte)
+				heads, perf.NVLSBytesPerRank, heads*perf.NVLSBytesPerRank, d.NVLSCommunicators, float64(b)/gibibyte)
 		}
 	}
 	for s := range p.PipelineParallel - 1 {
@@ -149,10 +149,6 @@ func DistributedLines(r *Resolved) []LogLine {
 	}
 	return out
 }
-
-// nvlsBytesPerRank is NCCL's nvlsPerRankSize as perf counts it
-// (perf.Deployment.NVLSBytes), for the log line.
-const nvlsBytesPerRank = 301989888
 
 func span(a, b int) string {
 	if a == b {

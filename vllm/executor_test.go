@@ -126,3 +126,26 @@ func TestDistributedLines(t *testing.T) {
 		})
 	}
 }
+
+// On an NVLS node the distributed setup says what NCCL's NVLink SHARP
+// buffers take, in NCCL's terms, where the release counts them.
+func TestDistributedLinesNVLS(t *testing.T) {
+	for _, c := range []struct {
+		version string
+		want    bool
+	}{{"0.6.4", true}, {"0.6.3", false}} {
+		r, err := resolve(t, c.version, "", "testdata/Llama-3.1-405B-FP8", "H100-SXM", vllm.Options{TensorParallel: 8, MaxModelLen: 8192})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var all []string
+		for _, l := range vllm.DistributedLines(r) {
+			all = append(all, l.Text)
+		}
+		text := strings.Join(all, "\n")
+		const line = "NCCL INFO NVLS on the TP group: nHeads 8 nvlsPerRankSize 301989888 nvlsTotalSize 2415919104, on each of 2 communicators (4.50 GiB per GPU"
+		if got := strings.Contains(text, line); got != c.want {
+			t.Errorf("%s: NVLS line present %v, want %v:\n%s", c.version, got, c.want, text)
+		}
+	}
+}
