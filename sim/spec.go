@@ -134,6 +134,28 @@ func (r *specRun) run(ctx context.Context) error {
 	return r.simulate(ctx, stream, info, outs)
 }
 
+// clientStage is the view the records are taken from: with --client
+// vllm-bench they pass through vLLM's benchmark client's one thread, and a
+// replayed run's replies with no first token are reported as that client
+// did; otherwise they go straight to the recorder.
+func (r *specRun) clientStage(recorder *metrics.Recorder) (*ClientStage, error) {
+	s := r.spec
+	sink := func(rec *metrics.Record) error {
+		_ = recorder.Add(rec)
+		return nil
+	}
+	if s.Simulation.Client != runspec.ClientVLLMBench {
+		return NewClientStage(ClientCost{}, sink), nil
+	}
+	stage := NewClientStage(VLLMBenchClient(s.Engine.HostSpeed), sink)
+	lengths, err := r.work.Spec.ReplayedLengths()
+	if err != nil {
+		return nil, err
+	}
+	stage.NoFirstTokenFrom(lengths)
+	return stage, nil
+}
+
 // writeStartup prints vLLM's startup lines: the distributed setup and the
 // memory profile (the KV cache lines as --log-stats shows them).
 func (r *specRun) writeStartup() {
@@ -178,21 +200,9 @@ func (r *specRun) simulate(ctx context.Context, stream *workload.Stream, info re
 	if s.Simulation.LogStats {
 		r.logStats(&cfg, interval)
 	}
-	// --client vllm-bench: the records pass through the client's one thread.
-	var client ClientCost
-	if s.Simulation.Client == runspec.ClientVLLMBench {
-		client = VLLMBenchClient(s.Engine.HostSpeed)
-	}
-	stage := NewClientStage(client, func(rec *metrics.Record) error {
-		_ = recorder.Add(rec)
-		return nil
-	})
-	if s.Simulation.Client == runspec.ClientVLLMBench {
-		lengths, err := r.work.Spec.ReplayedLengths()
-		if err != nil {
-			return err
-		}
-		stage.NoFirstTokenFrom(lengths)
+	stage, err := r.clientStage(recorder)
+	if err != nil {
+		return err
 	}
 	cfg.ReuseRecords = !stage.Holds()
 	add := func(rec *metrics.Record) error {
@@ -206,7 +216,6 @@ func (r *specRun) simulate(ctx context.Context, stream *workload.Stream, info re
 	var trust [][2]string
 	extra := report.Section{Key: "engine"}
 	writeSection := func(w io.Writer) error { return writeEngineSection(w, res, trust) }
-	var err error
 	if r.topo != nil {
 		r.topo.MaxConcurrency = s.Workload.MaxConcurrency
 		extra, writeSection, err = runFleet(ctx, *r.topo, stream, add)
