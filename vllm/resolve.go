@@ -305,6 +305,9 @@ func checkChoices(p Profile, o Options) error {
 	if o.NumSchedulerSteps < 0 {
 		return optionError("num_scheduler_steps", "num_scheduler_steps (%d) must be at least 1", o.NumSchedulerSteps)
 	}
+	if o.MaxSeqLenToCapture < 0 {
+		return optionError("max_seq_len_to_capture", "max_seq_len_to_capture (%d) must be at least 1; vLLM's default is 8192", o.MaxSeqLenToCapture)
+	}
 	if o.NumSchedulerSteps > 1 && !p.Scheduler.MultiStep {
 		if p.Engine == engine.V1 {
 			return optionError("num_scheduler_steps", "num_scheduler_steps (%d) needs the V0 engine: V1 has no multi-step scheduling", o.NumSchedulerSteps)

@@ -86,6 +86,7 @@ func TestResolveErrors(t *testing.T) {
 		{"preemption mode", "0.5.4", "", vllm.Options{PreemptionMode: "recomputation"}, "argument --preemption-mode: invalid choice: 'recomputation' (choose from 'recompute', 'swap')", ""},
 		{"V1 swap", "0.8.5", "", vllm.Options{PreemptionMode: "swap"}, "preemption_mode=swap requires engine v0", ""},
 		{"V1 multi-step", "0.9.0", engine.V1, vllm.Options{NumSchedulerSteps: 8}, "num_scheduler_steps (8) needs the V0 engine", "num_scheduler_steps"},
+		{"negative graph length", "0.6.4", "", vllm.Options{MaxSeqLenToCapture: -1}, "max_seq_len_to_capture (-1) must be at least 1", "max_seq_len_to_capture"},
 		{"async output before 0.6", "0.5.4", "", vllm.Options{DisableAsyncOutputProc: true}, "vLLM 0.5.4 has no async output processing; it arrived in 0.6.0 (PR #7049)", "disable_async_output_proc"},
 		{"batched tokens below sequences", "0.6.3", "", vllm.Options{MaxNumSeqs: 256, MaxNumBatchedTokens: 128, EnableChunkedPrefill: new(true)},
 			"max_num_batched_tokens (128) must be greater than or equal to max_num_seqs (256).", ""},
