@@ -6,11 +6,13 @@ package report
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -342,7 +344,10 @@ func JSON(r *Result, detailed bool) ([]byte, error) {
 	return o.bytes()
 }
 
-// measured drops warmup records, which vLLM never reports.
+// measured drops warmup records, which vLLM never reports, and puts the
+// rest in request order: vLLM's client gathers its outputs in the order it
+// sent the requests, so its per-request arrays are in that order whatever
+// order the replies finished in (records are kept as they finish).
 func measured(recs []metrics.Record) []*metrics.Record {
 	out := make([]*metrics.Record, 0, len(recs))
 	for i := range recs {
@@ -350,6 +355,7 @@ func measured(recs []metrics.Record) []*metrics.Record {
 			out = append(out, &recs[i])
 		}
 	}
+	slices.SortStableFunc(out, func(a, b *metrics.Record) int { return cmp.Compare(a.Index, b.Index) })
 	return out
 }
 

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -284,5 +285,35 @@ func TestRetriesReportedOnlyWhenNonzero(t *testing.T) {
 		if got := bytes.Contains(js, []byte(`"retries": `)) && bytes.Contains(js, []byte(`"connections_reused": `)); got != wantKeys {
 			t.Errorf("retries %d reused %d: JSON keys present=%v, want %v", tc.retries, tc.reused, got, wantKeys)
 		}
+	}
+}
+
+// The detailed arrays are in request order, as vLLM's client gathers its
+// outputs, whatever order the records finished in.
+func TestDetailedArraysInRequestOrder(t *testing.T) {
+	var r Result
+
+	r.Records = []metrics.Record{
+		{Index: 2, PromptLen: 30, OutputLen: 3, TTFT: 30 * time.Millisecond, Success: true},
+		{Index: 0, PromptLen: 10, OutputLen: 1, TTFT: 10 * time.Millisecond, Success: true},
+		{Index: 5, Warmup: true, Success: true},
+		{Index: 1, PromptLen: 20, Success: false, Error: "HTTP 503"},
+	}
+	js, err := JSON(&r, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		InputLens  []int     `json:"input_lens"`
+		OutputLens []int     `json:"output_lens"`
+		TTFTs      []float64 `json:"ttfts"`
+		Errors     []string  `json:"errors"`
+	}
+	if err := json.Unmarshal(js, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.InputLens, []int{10, 20, 30}) || !slices.Equal(got.OutputLens, []int{1, 0, 3}) ||
+		!slices.Equal(got.TTFTs, []float64{0.01, 0, 0.03}) || !slices.Equal(got.Errors, []string{"", "HTTP 503", ""}) {
+		t.Errorf("detailed arrays %+v, want them in request order 0, 1, 2", got)
 	}
 }
