@@ -55,6 +55,15 @@ type Config struct {
 	// latency count them, a request holds its MaxConcurrency slot until
 	// its last token is received, and the run ends when the last one is.
 	Ingest, Delivery time.Duration
+	// AsyncOutputLag is V0's async output processing (vLLM 0.6–0.10 by
+	// default, PR #7049): the engine processes step i's outputs inside
+	// step i+1 (the model runner's async callback) and LLMEngine.step
+	// returns them when step i+1 ends, so each step's tokens, the first
+	// included, reach the client when the next step ends, or at once when
+	// no step follows. The engine's own state is not delayed. Single-step,
+	// single-batch runs only (no multi-step groups, no pipeline
+	// parallelism).
+	AsyncOutputLag bool
 }
 
 // StatsSample is the engine's state at one instant of virtual time, with
@@ -183,6 +192,7 @@ func RunStream(ctx context.Context, cfg Config, reqs *workload.Stream, emit func
 	r.host, _ = cfg.Model.(HostAwareModel)
 	r.depth = eng.MaxBatches()
 	r.virtualEngines = r.depth > 1 && cfg.Engine.Version == engine.V0
+	r.lag = cfg.AsyncOutputLag && r.steps <= 1 && r.depth == 1
 	if err := r.run(ctx); err != nil {
 		return nil, err
 	}
@@ -257,6 +267,13 @@ type runner struct {
 	groupLeft int
 	held      []engine.Output
 
+	// Async output processing (Config.AsyncOutputLag): lagged holds the
+	// last step's outputs until the next step ends (or no step follows);
+	// lagging says they are pending.
+	lag     bool
+	lagged  []engine.Output
+	lagging bool
+
 	// Request latencies (Config.Ingest, Delivery; lat says either is
 	// set). sent holds the requests the client has sent that have not
 	// reached the engine, oldest first (from sentHead); clientInFlight
@@ -307,6 +324,16 @@ func (r *runner) run(ctx context.Context) error {
 			return err
 		}
 		if len(r.inPipe) == 0 {
+			if r.lagging {
+				// No step follows: vLLM runs the sequences that just
+				// finished once more while it processes their outputs,
+				// then returns them.
+				r.advance(r.now + r.drainStep())
+				if err := r.deliverLagged(); err != nil {
+					return err
+				}
+				continue
+			}
 			if t, ok := r.nextArrival(next); ok {
 				r.advance(max(r.now, t))
 				continue
@@ -433,6 +460,16 @@ func (r *runner) completeOldestBatch() error {
 	head := r.inPipe[0]
 	r.inPipe = append(r.inPipe[:0], r.inPipe[1:]...)
 	r.advance(head.out)
+	if r.lag {
+		// The previous step's outputs go out as this one ends; this
+		// step's wait for the next.
+		if err := r.deliverLagged(); err != nil {
+			return err
+		}
+		r.lagged = append(r.lagged[:0], r.eng.Complete(head.st)...)
+		r.lagging = true
+		return nil
+	}
 	if head.cont {
 		// The group's chunk goes out when its last step ends.
 		r.outTimes[len(r.outTimes)-1] = r.now
@@ -484,6 +521,50 @@ func (r *runner) groupStep(s perf.StepShape) (cont, open bool) {
 }
 
 // deliverHeld applies the outputs of a multi-step group that ends early.
+// drainStep is the extra decode step vLLM runs with async output
+// processing when the lagged step finished sequences and nothing else is
+// scheduled: they are decoded once more while their outputs are processed
+// (vLLM 0.6's Scheduler._schedule_running: "With async postprocessor, an
+// extra decode run is done to process the final tokens"). When other
+// steps follow, the finished sequences ride in the next one and its time
+// is not changed [approximation].
+func (r *runner) drainStep() time.Duration {
+	var s perf.StepShape
+	for i := range r.lagged {
+		o := &r.lagged[i]
+		fl := r.flights.at(o.ID)
+		if fl == nil || !o.Finished || o.Err != nil {
+			continue
+		}
+		ctx := fl.promptLen + o.NumGenerated
+		s.Decodes++
+		s.AttnPairs += int64(ctx)
+		s.DecodeContext += int64(ctx)
+		s.MaxDecodeContext = max(s.MaxDecodeContext, ctx)
+		s.KVTokens += int64(ctx) + 1
+	}
+	switch {
+	case s.Decodes == 0:
+		return 0
+	case r.host != nil:
+		d, _ := r.host.StepTimeHost(s)
+		return d
+	default:
+		return r.cfg.Model.StepTime(s)
+	}
+}
+
+// deliverLagged hands the client the lagged step's outputs at the current
+// instant, as one completion.
+func (r *runner) deliverLagged() error {
+	if !r.lagging {
+		return nil
+	}
+	r.lagging = false
+	r.logCompletion()
+	return r.apply(r.lagged)
+}
+
 func (r *runner) deliverHeld() error {
 	err := r.apply(r.held)
 	r.held = r.held[:0]

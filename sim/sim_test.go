@@ -150,11 +150,14 @@ func TestRunRecordInvariants(t *testing.T) {
 		v                engine.Version
 		ingest, delivery time.Duration
 		name             string
-	}{{engine.V0, 0, 0, "v0"}, {engine.V1, 0, 0, "v1"}, {engine.V0, 9 * time.Millisecond, 2 * time.Millisecond, "v0-latencies"}, {engine.V1, 9 * time.Millisecond, 2 * time.Millisecond, "v1-latencies"}} {
+		lag              bool
+	}{{engine.V0, 0, 0, "v0", false}, {engine.V1, 0, 0, "v1", false}, {engine.V0, 9 * time.Millisecond, 2 * time.Millisecond, "v0-latencies", false},
+		{engine.V1, 9 * time.Millisecond, 2 * time.Millisecond, "v1-latencies", false}, {engine.V0, 0, 0, "v0-async-output", true},
+		{engine.V0, 9 * time.Millisecond, 2 * time.Millisecond, "v0-async-output-latencies", true}} {
 		v := c.v
 		t.Run(c.name, func(t *testing.T) {
 			reqs := randomWorkload(9, 400, 40)
-			cfg := Config{Engine: engineConfig(v), Model: simpleModel, Ingest: c.ingest, Delivery: c.delivery}
+			cfg := Config{Engine: engineConfig(v), Model: simpleModel, Ingest: c.ingest, Delivery: c.delivery, AsyncOutputLag: c.lag}
 			cfg.Engine.NumGPUBlocks = 400 // force preemptions
 			res, recs := collect(t, cfg, reqs)
 			if len(recs) != len(reqs) {
@@ -652,5 +655,36 @@ func TestRequestLatencies(t *testing.T) {
 				t.Errorf("duration %v, want %v", res.Duration, tt.wantDuration)
 			}
 		})
+	}
+}
+
+// V0's async output processing: each step's tokens reach the client when
+// the next step ends, and after the last step vLLM decodes the finished
+// sequence once more before returning its final token. One request of 5
+// tokens on a 10 ms + 0.1 ms/token model: prefill 20 ms, decodes 10.1 ms.
+func TestAsyncOutputLag(t *testing.T) {
+	const ms = time.Millisecond
+	reqs := []workload.Request{{Index: 0, PromptLen: 100, MaxTokens: 5}}
+	for _, c := range []struct {
+		lag           bool
+		ttft, latency time.Duration
+	}{
+		{false, 20 * ms, 20*ms + 4*10100*time.Microsecond},
+		{true, 20*ms + 10100*time.Microsecond, 20*ms + 5*10100*time.Microsecond},
+	} {
+		_, recs := collect(t, Config{Engine: engineConfig(engine.V0), Model: simpleModel, AsyncOutputLag: c.lag}, reqs)
+		if len(recs) != 1 {
+			t.Fatalf("lag %v: %d records", c.lag, len(recs))
+		}
+		r := recs[0]
+		if r.TTFT != c.ttft || r.Latency != c.latency || len(r.ITL) != 4 {
+			t.Errorf("lag %v: TTFT %v, latency %v, %d gaps; want %v, %v, 4", c.lag, r.TTFT, r.Latency, len(r.ITL), c.ttft, c.latency)
+		}
+		for _, g := range r.ITL {
+			if g != 10100*time.Microsecond {
+				t.Errorf("lag %v: gaps %v, want every one a decode step (10.1ms)", c.lag, r.ITL)
+				break
+			}
+		}
 	}
 }

@@ -196,7 +196,7 @@ func (r *specRun) simulate(ctx context.Context, stream *workload.Stream, info re
 	// records. A records write error does not stop the simulation (it costs
 	// no server time); it is reported after the result.
 	cfg := Config{Engine: ec, Model: r.eng.StepModel, StatsInterval: interval, MaxConcurrency: s.Workload.MaxConcurrency, ReuseRecords: true,
-		SchedulerSteps: r.eng.SchedulerSteps, Ingest: r.eng.Ingest, Delivery: r.eng.Delivery}
+		SchedulerSteps: r.eng.SchedulerSteps, Ingest: r.eng.Ingest, Delivery: r.eng.Delivery, AsyncOutputLag: r.eng.AsyncOutputLag}
 	if s.Simulation.LogStats {
 		r.logStats(&cfg, interval)
 	}

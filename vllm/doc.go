@@ -59,7 +59,13 @@
 // + output + api. 0.6–0.10 V0 (async output processing, PR #7049; the
 // OpenAI server in its own process, PR #6883): the engine thread
 // schedules step i+1, launches it and processes step i's outputs while
-// the GPU runs, so step = max(schedule + max(GPU, output), api); with
+// the GPU runs, so step = max(schedule + max(GPU, output), api). Those
+// outputs are returned when step i+1 ends, so every token reaches the
+// client one step late, and after the last step the finished sequences
+// are decoded once more before their final tokens go out (the
+// scheduler's "extra decode run"; Resolved.AsyncOutputLag,
+// sim.Config.AsyncOutputLag; tenstorrent/vllm PR #116 describes the
+// first token's lag in its fork). With
 // --disable-async-output-proc max(GPU + schedule + output, api). V1:
 // the engine core (scheduler, model runner, update_from_output) and the
 // API server (OutputProcessor, HTTP) are two processes, so step =

@@ -81,6 +81,10 @@ type Resolved struct {
 	// on this host (HostOverhead.Ingest, Delivery; zero offline or
 	// without host overhead), for sim.Config.
 	Ingest, Delivery time.Duration
+	// AsyncOutputLag: V0's async output processing (0.6–0.10, unless
+	// --disable-async-output-proc) hands a step's outputs to the client
+	// one step late (sim.Config.AsyncOutputLag).
+	AsyncOutputLag bool
 	// Executor is the distributed executor backend; ExecutorDefaulted
 	// says vLLM chose it (DistributedLines).
 	Executor          ExecutorBackend
@@ -138,7 +142,8 @@ func Resolve(ctx context.Context, p Profile, model perf.Model, gpu perf.GPU, o O
 	return &Resolved{Profile: p, Deployment: resolved, Capacity: capacity, Engine: ec,
 		StepModel: step, StatsInterval: p.Defaults.StatsInterval, SchedulerSteps: max(o.NumSchedulerSteps, 1),
 		Ingest: ingest, Delivery: delivery,
-		Executor: executor, ExecutorDefaulted: executorDefaulted}, nil
+		AsyncOutputLag: p.Engine == engine.V0 && p.Scheduler.AsyncOutputProc && !o.DisableAsyncOutputProc,
+		Executor:       executor, ExecutorDefaulted: executorDefaulted}, nil
 }
 
 // deploymentFor is the deployment the flags and the release's defaults

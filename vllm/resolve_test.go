@@ -109,3 +109,28 @@ func TestResolveErrors(t *testing.T) {
 		})
 	}
 }
+
+// Async output processing (V0 0.6–0.10 unless disabled) delivers a step's
+// outputs one step late (sim.Config.AsyncOutputLag).
+func TestAsyncOutputLagByRelease(t *testing.T) {
+	for _, c := range []struct {
+		version string
+		eng     engine.Version
+		o       vllm.Options
+		want    bool
+	}{
+		{"0.5.4", "", vllm.Options{}, false},
+		{"0.6.0", "", vllm.Options{}, true},
+		{"0.6.6", "", vllm.Options{DisableAsyncOutputProc: true}, false},
+		{"0.8.5", engine.V0, vllm.Options{}, true},
+		{"0.8.5", engine.V1, vllm.Options{}, false},
+	} {
+		r, err := resolve(t, c.version, c.eng, "Qwen2-7B", "H100", c.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.AsyncOutputLag != c.want {
+			t.Errorf("%s %s %+v: AsyncOutputLag %v, want %v", c.version, c.eng, c.o, r.AsyncOutputLag, c.want)
+		}
+	}
+}
