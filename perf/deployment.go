@@ -634,14 +634,15 @@ func (d Deployment) tensorParallelAdvice(t int) string {
 // capacity is Capacity for a resolved deployment.
 func (d Deployment) capacity() (Capacity, error) {
 	r := d
+	nvls := r.NVLSBytes()
 	c := Capacity{
 		EngineVersion:       r.EngineVersion,
 		BlockSize:           r.BlockSize,
 		BlockBytes:          int64(r.BlockSize) * r.kvBytesPerTokenPerGPU(),
 		WeightBytes:         r.weightBytesPerGPU(),
 		ActivationBytes:     r.activationPeakBytes(),
-		NonTorchBytes:       r.nonTorchBytes() + r.NVLSBytes(),
-		NVLSBytes:           r.NVLSBytes(),
+		NonTorchBytes:       r.nonTorchBytes() + nvls,
+		NVLSBytes:           nvls,
 		MaxModelLen:         r.MaxModelLen,
 		MaxNumBatchedTokens: r.MaxNumBatchedTokens,
 		MaxNumSeqs:          r.MaxNumSeqs,

@@ -291,17 +291,8 @@ func JSON(r *Result, detailed bool) ([]byte, error) {
 	o.add("output_throughput", s.OutputThroughput)
 	o.add("total_token_throughput", s.TotalTokenThroughput)
 
-	recs := measured(r.Records)
 	if detailed {
-		o.add("input_lens", mapRecords(recs, func(r *metrics.Record) any { return r.PromptLen }))
-		o.add("output_lens", mapRecords(recs, func(r *metrics.Record) any { return outputLen(r) }))
-		o.add("ttfts", mapRecords(recs, func(r *metrics.Record) any { return r.TTFT.Seconds() }))
-		o.add("itls", mapRecords(recs, func(r *metrics.Record) any { return seconds(r.ITL) }))
-		o.add("latencies", mapRecords(recs, func(r *metrics.Record) any { return r.Latency.Seconds() }))
-		o.add("start_times", mapRecords(recs, func(r *metrics.Record) any { return r.Start.Seconds() }))
-		o.add("queue_times", mapRecords(recs, func(r *metrics.Record) any { return r.QueueTime().Seconds() }))
-		o.add("generated_texts", mapRecords(recs, func(r *metrics.Record) any { return r.GeneratedText }))
-		o.add("errors", mapRecords(recs, func(r *metrics.Record) any { return r.Error }))
+		addDetailed(&o, r.Records)
 	}
 	o.add("max_output_tokens_per_s", s.MaxOutputTokensPerS)
 	o.add("max_concurrent_requests", s.MaxConcurrentRequests)
@@ -318,7 +309,14 @@ func JSON(r *Result, detailed bool) ([]byte, error) {
 			o.add("p"+percentileString(p)+"_"+m+"_ms", v)
 		}
 	}
-	// servebench additions, after every vLLM key so vLLM readers are unaffected.
+	addServebenchKeys(&o, r)
+	return o.bytes()
+}
+
+// addServebenchKeys adds servebench's own keys, after every vLLM key so
+// vLLM readers are unaffected.
+func addServebenchKeys(o *orderedJSON, r *Result) {
+	in, s := &r.Info, &r.Summary
 	if s.SendLag.Count > 0 {
 		p50, _ := s.SendLag.At(50)
 		p99, _ := s.SendLag.At(99)
@@ -341,7 +339,20 @@ func JSON(r *Result, detailed bool) ([]byte, error) {
 	for _, sec := range r.Extra {
 		o.add(sec.Key, sec.Value)
 	}
-	return o.bytes()
+}
+
+// addDetailed adds --save-detailed's per-request lists.
+func addDetailed(o *orderedJSON, records []metrics.Record) {
+	recs := measured(records)
+	o.add("input_lens", mapRecords(recs, func(r *metrics.Record) any { return r.PromptLen }))
+	o.add("output_lens", mapRecords(recs, func(r *metrics.Record) any { return outputLen(r) }))
+	o.add("ttfts", mapRecords(recs, func(r *metrics.Record) any { return r.TTFT.Seconds() }))
+	o.add("itls", mapRecords(recs, func(r *metrics.Record) any { return seconds(r.ITL) }))
+	o.add("latencies", mapRecords(recs, func(r *metrics.Record) any { return r.Latency.Seconds() }))
+	o.add("start_times", mapRecords(recs, func(r *metrics.Record) any { return r.Start.Seconds() }))
+	o.add("queue_times", mapRecords(recs, func(r *metrics.Record) any { return r.QueueTime().Seconds() }))
+	o.add("generated_texts", mapRecords(recs, func(r *metrics.Record) any { return r.GeneratedText }))
+	o.add("errors", mapRecords(recs, func(r *metrics.Record) any { return r.Error }))
 }
 
 // measured drops warmup records, which vLLM never reports, and puts the

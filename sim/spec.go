@@ -77,6 +77,11 @@ func (r *specRun) run(ctx context.Context) error {
 	if r.work, err = s.ResolveWorkload(); err != nil {
 		return err
 	}
+	// A lengths file is read once, here: the stream replays it and the
+	// client stage reads its first-token marks.
+	if r.work.Spec.Random.Lengths, err = r.work.Spec.ReplayedLengths(); err != nil {
+		return err
+	}
 	if r.shard, err = s.ShardPlan(); err != nil {
 		return err
 	}
@@ -138,22 +143,18 @@ func (r *specRun) run(ctx context.Context) error {
 // vllm-bench they pass through vLLM's benchmark client's one thread, and a
 // replayed run's replies with no first token are reported as that client
 // did; otherwise they go straight to the recorder.
-func (r *specRun) clientStage(recorder *metrics.Recorder) (*ClientStage, error) {
+func (r *specRun) clientStage(recorder *metrics.Recorder) *ClientStage {
 	s := r.spec
 	sink := func(rec *metrics.Record) error {
 		_ = recorder.Add(rec)
 		return nil
 	}
 	if s.Simulation.Client != runspec.ClientVLLMBench {
-		return NewClientStage(ClientCost{}, sink), nil
+		return NewClientStage(ClientCost{}, sink)
 	}
 	stage := NewClientStage(VLLMBenchClient(s.Engine.HostSpeed), sink)
-	lengths, err := r.work.Spec.ReplayedLengths()
-	if err != nil {
-		return nil, err
-	}
-	stage.NoFirstTokenFrom(lengths)
-	return stage, nil
+	stage.NoFirstTokenFrom(r.work.Spec.Random.Lengths)
+	return stage
 }
 
 // writeStartup prints vLLM's startup lines: the distributed setup and the
@@ -200,10 +201,7 @@ func (r *specRun) simulate(ctx context.Context, stream *workload.Stream, info re
 	if s.Simulation.LogStats {
 		r.logStats(&cfg, interval)
 	}
-	stage, err := r.clientStage(recorder)
-	if err != nil {
-		return err
-	}
+	stage := r.clientStage(recorder)
 	cfg.ReuseRecords = !stage.Holds()
 	add := func(rec *metrics.Record) error {
 		if r.shard != nil && !r.shard.Shard.Owns(rec.Index) {
@@ -216,6 +214,7 @@ func (r *specRun) simulate(ctx context.Context, stream *workload.Stream, info re
 	var trust [][2]string
 	extra := report.Section{Key: "engine"}
 	writeSection := func(w io.Writer) error { return writeEngineSection(w, res, trust) }
+	var err error
 	if r.topo != nil {
 		r.topo.MaxConcurrency = s.Workload.MaxConcurrency
 		extra, writeSection, err = runFleet(ctx, *r.topo, stream, add)
