@@ -1,22 +1,54 @@
 #!/bin/sh
-# One device lease, as one prepared command (README.md): the GPU profile,
-# then the emulator's 1,000-stream benchmark on the lease's cores. Every
-# part has its own time limit, so a part that hangs cannot cost the rest.
+# One device lease, as one prepared command (README.md). What DIR holds
+# picks the parts, each with its own time limit, so a part that hangs
+# cannot cost the rest:
+#   plan.json                       the GPU profile (SECTIONS: profile.py's --sections)
+#   vllm-trees.tgz                  vLLM's host work on this machine's CPU (tools/vllm-hosttime):
+#                                   extracted source trees and engines.txt ("tree commit engine..." lines)
+#   servebench.gz, e2ebench.test.gz the emulator's 1,000-stream benchmark on its cores
 # Usage, from the repository root: tools/gpu-profile/lease.sh DIR
-# where DIR holds plan.json, servebench.gz and e2ebench.test.gz.
 set -u
 dir=${1:?usage: lease.sh DIR}
 out=${OUT:?set OUT to the folder that results go to}
-mkdir -p "$out/profile"
+root=$(pwd)
 nproc
-PYTHONUNBUFFERED=1 timeout 280 python3 tools/gpu-profile/profile.py \
-	--shapes "$dir/plan.json" --out "$out/profile" --budget-s 240 >"$out/profile.log" 2>&1
-echo "profile: exit $?"
-gunzip -c "$dir/servebench.gz" >/tmp/servebench && chmod +x /tmp/servebench
-gunzip -c "$dir/e2ebench.test.gz" >/tmp/e2ebench.test && chmod +x /tmp/e2ebench.test
-cd /tmp || exit 1
-SERVEBENCH_E2E_BIN=/tmp/servebench timeout 100 /tmp/e2ebench.test -test.run '^$' \
-	-test.bench EmulatorStreams -test.benchtime 1x -test.count 3 >"$out/e2e.log" 2>&1
-echo "emulator: exit $?"
-timeout 30 /tmp/e2ebench.test -test.run '^$' -test.bench LoopbackFloor -test.benchtime 1x >>"$out/e2e.log" 2>&1
-echo "floor: exit $?"
+{ lscpu; grep -m1 "model name" /proc/cpuinfo; python3 --version; } >"$out/cpu.txt" 2>&1
+if [ -f "$dir/plan.json" ]; then
+	mkdir -p "$out/profile"
+	PYTHONUNBUFFERED=1 timeout "${PROFILE_S:-280}" python3 tools/gpu-profile/profile.py \
+		--shapes "$dir/plan.json" --out "$out/profile" --budget-s "$((${PROFILE_S:-280} - 40))" \
+		--sections "${SECTIONS:-gemm,prefill,decode,layer,gemm-fp8,layer-sharded}" >"$out/profile.log" 2>&1
+	echo "profile: exit $?"
+fi
+if [ -f "$dir/vllm-trees.tgz" ]; then
+	mkdir -p /tmp/trees "$out/hosttime"
+	tar xzf "$dir/vllm-trees.tgz" -C /tmp/trees
+	# engines.txt in the archive: one "tree-directory vllm-commit engine..." per line.
+	# Each release and engine runs on its own core, all at once.
+	while read -r tree commit engines; do
+		release=$(echo "$tree" | sed 's/^vllm-//')
+		for engine in $engines; do
+			(
+				timeout "${HOST_S:-300}" python3 -W ignore tools/vllm-hosttime/hosttime.py \
+					--vllm-src "/tmp/trees/$tree" --release "$release" --commit "$commit" --engine "$engine" \
+					${HOST_SIZES:+--sizes "$HOST_SIZES"} --passes "${HOST_PASSES:-3}" \
+					--out "$out/hosttime/host-$release-$engine.json" >"$out/hosttime/$release-$engine.log" 2>&1
+				echo "hosttime $release $engine: exit $?"
+			) &
+		done
+	done </tmp/trees/engines.txt
+	wait
+fi
+if [ -f "$dir/servebench.gz" ] && [ -f "$dir/e2ebench.test.gz" ]; then
+	gunzip -c "$dir/servebench.gz" >/tmp/servebench && chmod +x /tmp/servebench
+	gunzip -c "$dir/e2ebench.test.gz" >/tmp/e2ebench.test && chmod +x /tmp/e2ebench.test
+	cd /tmp || exit 1
+	SERVEBENCH_E2E_BIN=/tmp/servebench timeout 100 /tmp/e2ebench.test -test.run '^$' \
+		-test.bench EmulatorStreams -test.benchtime 1x -test.count 3 >"$out/e2e.log" 2>&1
+	echo "emulator: exit $?"
+	timeout 30 /tmp/e2ebench.test -test.run '^$' -test.bench LoopbackFloor -test.benchtime 1x >>"$out/e2e.log" 2>&1
+	echo "floor: exit $?"
+	cd "$root" || exit 1
+fi
+# The lease returns a few files only: everything also goes back as one archive.
+tar czf /tmp/lease-out.tgz -C "$out" . && mv /tmp/lease-out.tgz "$out/all.tgz"

@@ -21,16 +21,17 @@ func main() {
 
 func run(args []string, w io.Writer) error {
 	if len(args) == 0 || args[0] != "shapes" {
-		return fmt.Errorf("usage: gpu-profile shapes [-models A,B] [-tp 1,4] > plan.json")
+		return fmt.Errorf("usage: gpu-profile shapes [-models A,B] [-tp 1,4] [-sharded-layers M:TP,…] > plan.json")
 	}
 	fs := flag.NewFlagSet("shapes", flag.ContinueOnError)
 	models := fs.String("models", "Llama-3.1-8B,Qwen3-8B,Qwen3-14B,Qwen3-32B,Llama-3.1-70B", "catalog models whose GEMMs are measured")
 	layerModels := fs.String("layer-models", "Qwen3-14B,Qwen3-8B,Llama-3.1-8B", "models whose whole decoder layer is measured (must fit one GPU)")
+	sharded := fs.String("sharded-layers", "Llama-3.1-70B:4,vllm/testdata/Llama-3.1-405B-FP8:8", "model:tp pairs measured as one tensor-parallel rank's decoder layer, all-reduces left out (a catalog name or a config.json path)")
 	tps := fs.String("tp", "1,2,4,8", "tensor-parallel sizes whose per-GPU slices are measured (a model's smallest that fits 80 GB and up)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	p, err := makePlan(split(*models), split(*layerModels), split(*tps))
+	p, err := makePlan(split(*models), split(*layerModels), split(*tps), split(*sharded))
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/servebench/servebench/perf"
 )
@@ -11,9 +12,16 @@ import (
 type plan struct {
 	GEMMs  []gemm       `json:"gemms"`
 	Models []layerModel `json:"models"`
-	Grid   grid         `json:"grid"`
-	Smoke  grid         `json:"smoke"`
-	Notes  []string     `json:"notes"`
+	// FP8GEMMs are W8A8 GEMMs (per-token activation and per-channel
+	// weight scales, as vLLM runs FP8 checkpoints on Hopper): the FP8
+	// sharded layers' quantized shapes, then the grid.
+	FP8GEMMs []gemm `json:"gemms_fp8"`
+	// Sharded are decoder layers as one tensor-parallel rank runs them,
+	// without the all-reduces a single GPU cannot measure.
+	Sharded []layerModel `json:"sharded"`
+	Grid    grid         `json:"grid"`
+	Smoke   grid         `json:"smoke"`
+	Notes   []string     `json:"notes"`
 }
 
 // gemm is one linear layer: y[M, N] = x[M, K] · W[N, K]ᵀ.
@@ -37,6 +45,13 @@ type layerModel struct {
 	// QKNorm: Qwen3 normalises each head's query and key before the rotary
 	// embedding (Qwen3Attention's q_norm and k_norm).
 	QKNorm bool `json:"qk_norm"`
+	// TP is the tensor-parallel size the heads and MLP are sliced for
+	// (heads, kv_heads and intermediate above are one rank's share).
+	TP int `json:"tp"`
+	// MLPFP8: the MLP runs W8A8 FP8 GEMMs (the attention projections stay
+	// BF16 when the checkpoint skips them, as Meta's FP8 405B does).
+	MLPFP8       bool `json:"mlp_fp8"`
+	AttentionFP8 bool `json:"attention_fp8"`
 }
 
 type grid struct {
@@ -44,6 +59,7 @@ type grid struct {
 	AttentionPrefill attentionGrid `json:"attention_prefill"`
 	AttentionDecode  attentionGrid `json:"attention_decode"`
 	Layer            layerGrid     `json:"layer"`
+	Sharded          layerGrid     `json:"sharded"`
 }
 
 type attentionGrid struct {
@@ -70,7 +86,7 @@ var tableNK = []int{1024, 4096, 8192, 16384}
 
 const gpuBytes = 80e9
 
-func makePlan(models, layerModels, tpArgs []string) (plan, error) {
+func makePlan(models, layerModels, tpArgs, shardedArgs []string) (plan, error) {
 	var tps []int
 	for _, s := range tpArgs {
 		t, err := strconv.Atoi(s)
@@ -126,6 +142,9 @@ func makePlan(models, layerModels, tpArgs []string) (plan, error) {
 			QKNorm: m.QKNorm,
 		})
 	}
+	if err := addSharded(&p, shardedArgs); err != nil {
+		return plan{}, err
+	}
 	p.Grid = grid{
 		M: tableM,
 		AttentionPrefill: attentionGrid{
@@ -136,13 +155,15 @@ func makePlan(models, layerModels, tpArgs []string) (plan, error) {
 			Heads: [][2]int{{32, 8}, {40, 8}}, Batches: []int{1, 8, 32, 64, 128, 256},
 			Contexts: []int{128, 512, 1024, 2048, 4096, 8192, 16384}, MaxBytes: 24 << 30,
 		},
-		Layer: layerGrid{Prefill: []int{256, 1024, 2048, 4096, 8192}, Batches: []int{1, 16, 64, 128, 256}, Contexts: []int{1024, 4096}},
+		Layer:   layerGrid{Prefill: []int{256, 1024, 2048, 4096, 8192}, Batches: []int{1, 16, 64, 128, 256}, Contexts: []int{1024, 4096}},
+		Sharded: layerGrid{Prefill: []int{512, 2048, 8192}, Batches: []int{1, 4, 16, 32, 64, 128, 256}, Contexts: []int{2048}},
 	}
 	p.Smoke = grid{
 		M:                []int{1, 16},
 		AttentionPrefill: attentionGrid{Heads: [][2]int{{4, 2}}, Batches: []int{1}, ISL: []int{16}, MaxBytes: 1 << 20},
 		AttentionDecode:  attentionGrid{Heads: [][2]int{{4, 2}}, Batches: []int{2}, Contexts: []int{16}, MaxBytes: 1 << 20},
 		Layer:            layerGrid{Prefill: []int{8}, Batches: []int{2}, Contexts: []int{16}},
+		Sharded:          layerGrid{Prefill: []int{16}, Batches: []int{2}, Contexts: []int{16}},
 	}
 	return p, nil
 }
@@ -154,4 +175,54 @@ func linearShapes(m perf.Model, tp int) []gemm {
 		out = append(out, gemm{Model: m.Name, TP: tp, Name: s.Name, N: s.N, K: s.K})
 	}
 	return out
+}
+
+// addSharded adds each "model:tp" as one rank's decoder layer, and the
+// W8A8 GEMMs of the FP8 ones at their shapes and at the grid points.
+func addSharded(p *plan, args []string) error {
+	fp8Seen := map[[2]int]bool{}
+	for _, arg := range args {
+		name, tpText, ok := strings.Cut(arg, ":")
+		tp, err := strconv.Atoi(tpText)
+		if !ok || err != nil || tp < 1 {
+			return fmt.Errorf("-sharded-layers %q: want model:tp, such as Llama-3.1-70B:4", arg)
+		}
+		m, err := perf.LookupModel(name)
+		if err != nil {
+			return fmt.Errorf("-sharded-layers: %w", err)
+		}
+		if m.IsMoE() || m.IsMLA() || m.HeadDim != 128 || m.Heads%tp != 0 || m.Intermediate%tp != 0 {
+			return fmt.Errorf("-sharded-layers %s: only dense grouped-query models with head_dim 128 whose heads and MLP split %d ways", arg, tp)
+		}
+		q := m.Quantization
+		if q.Method != "" && q.Method != "fp8" {
+			return fmt.Errorf("-sharded-layers %s: %s checkpoints are not measured (bf16 and fp8 only)", arg, q.Method)
+		}
+		l := layerModel{
+			Name: m.Name, Layers: m.Layers, Hidden: m.Hidden, Heads: m.Heads / tp, KVHeads: max(m.KVHeads/tp, 1),
+			HeadDim: m.HeadDim, Intermediate: m.Intermediate / tp, Vocab: m.Vocab, QKNorm: m.QKNorm, TP: tp,
+			// A middle layer: the checkpoint's skipped MLPs are its first and last.
+			MLPFP8:       q.Method == "fp8" && q.SkippedMLPLayers < m.Layers,
+			AttentionFP8: q.Method == "fp8" && q.SkippedAttentionLayers < m.Layers,
+		}
+		p.Sharded = append(p.Sharded, l)
+		for _, s := range m.LinearShapes(tp) {
+			isMLP := s.Name == "gate_up_proj" || s.Name == "down_proj"
+			isAttention := s.Name == "qkv_proj" || s.Name == "o_proj"
+			if (isMLP && l.MLPFP8) || (isAttention && l.AttentionFP8) {
+				if !fp8Seen[[2]int{s.N, s.K}] {
+					fp8Seen[[2]int{s.N, s.K}] = true
+					p.FP8GEMMs = append(p.FP8GEMMs, gemm{Model: m.Name, TP: tp, Name: s.Name, N: s.N, K: s.K})
+				}
+			}
+		}
+	}
+	if len(p.FP8GEMMs) > 0 {
+		for _, n := range tableNK {
+			for _, k := range tableNK {
+				p.FP8GEMMs = append(p.FP8GEMMs, gemm{Model: "grid", TP: 1, Name: "grid", N: n, K: k})
+			}
+		}
+	}
+	return nil
 }

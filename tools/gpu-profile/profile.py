@@ -26,6 +26,8 @@ import torch
 import torch.nn.functional as F
 
 DTYPE = torch.bfloat16
+FP8 = getattr(torch, "float8_e4m3fn", None)
+FP8_MAX = 448.0
 
 
 class Budget:
@@ -140,6 +142,75 @@ def gemm_section(timer, device, shapes, ms, budget, out):
     return rows
 
 
+class FP8Linear:
+    """W8A8 as vLLM runs FP8 checkpoints on Hopper (fbgemm_fp8, fp8):
+    per-output-channel weight scales, a dynamic per-token activation scale,
+    one scaled GEMM into bf16 (torch._scaled_mm: cuBLASLt, where vLLM runs
+    CUTLASS). Rows are padded to a multiple of 16, which _scaled_mm needs;
+    a decode GEMM is weight-bound, so the padding costs next to nothing.
+    On the CPU (smoke test) the quantized weights are multiplied in bf16."""
+
+    def __init__(self, w):
+        scale = w.float().abs().amax(dim=1, keepdim=True).clamp(min=1e-12) / FP8_MAX
+        self.cuda = w.device.type == "cuda"
+        self.w = (w.float() / scale).to(FP8) if self.cuda else (w.float() / scale).to(DTYPE)
+        self.scale_w = scale.t().contiguous()  # [1, n]
+        self.n = w.shape[0]
+
+    def quantize(self, x):
+        scale = x.abs().amax(dim=1, keepdim=True).float().clamp(min=1e-12) / FP8_MAX
+        return (x / scale).to(FP8 if self.cuda else DTYPE), scale
+
+    def __call__(self, x):
+        m = x.shape[0]
+        pad = -m % 16
+        if pad:
+            x = F.pad(x, (0, 0, 0, pad))
+        xq, scale = self.quantize(x)
+        return self.gemm(xq, scale)[:m]
+
+    # Row-wise scales need PyTorch 2.5+ on Hopper; the first call (a
+    # warm-up, outside graph capture) falls back to one scale per tensor,
+    # which reads the same bytes, and env.tsv says which ran.
+    scaling = "rowwise"
+
+    def gemm(self, xq, scale):
+        if not self.cuda:
+            return (xq.float() @ self.w.float().t() * scale * self.scale_w).to(DTYPE)
+        if FP8Linear.scaling == "rowwise":
+            try:
+                return torch._scaled_mm(xq, self.w.t(), scale_a=scale, scale_b=self.scale_w, out_dtype=DTYPE)
+            except (RuntimeError, TypeError) as e:
+                print(f"fp8: row-wise scaled_mm failed ({e}); per-tensor scales from here on", flush=True)
+                FP8Linear.scaling = "tensorwise"
+        one = torch.ones((), device=xq.device, dtype=torch.float32)
+        return torch._scaled_mm(xq, self.w.t(), scale_a=one, scale_b=one, out_dtype=DTYPE)
+
+
+def gemm_fp8_section(timer, device, shapes, ms, budget, out):
+    """The scaled GEMM alone, its input already quantized (vLLM fuses the
+    per-token quantization into one small kernel before it)."""
+    rows = []
+    for s in shapes:
+        n, k = s["n"], s["k"]
+        lin = FP8Linear(torch.randn(n, k, device=device, dtype=DTYPE) / math.sqrt(k))
+        for m in ms:
+            if budget.spent("gemm-fp8"):
+                break
+            padded = m + (-m % 16)
+            x = torch.randn(m, k, device=device, dtype=DTYPE)
+            xq, scale = lin.quantize(F.pad(x, (0, 0, 0, padded - m)))
+            inner = 20 if m * n * k < 2**34 else 4
+            us = timer.us(lambda: lin.gemm(xq, scale), inner=inner)
+            # The whole linear as the layer runs it: pad, PyTorch's
+            # unfused per-token quantization, the GEMM, the slice.
+            whole = timer.us(lambda: lin(x), inner=inner)
+            rows.append((m, padded, n, k, us, 2 * m * n * k / us / 1e6, whole))
+        del lin
+        write_tsv(os.path.join(out, "gemm-fp8.tsv"), ["m", "m_padded", "n", "k", "us", "tflops", "us_with_quant"], rows)
+    return rows
+
+
 def rms_norm(x, weight):
     if hasattr(F, "rms_norm"):
         return F.rms_norm(x, (x.shape[-1],), weight)
@@ -243,10 +314,16 @@ class Layer:
         def weight(n, k):
             return torch.randn(n, k, device=device, dtype=DTYPE) / math.sqrt(k)
 
-        self.qkv = weight(self.q + 2 * self.kv, h)
-        self.o = weight(h, self.q)
-        self.gate_up = weight(2 * m["intermediate"], h)
-        self.down = weight(h, m["intermediate"])
+        def linear(n, k, fp8):
+            w = weight(n, k)
+            if not fp8:
+                return lambda x: F.linear(x, w)
+            return FP8Linear(w)
+
+        self.qkv = linear(self.q + 2 * self.kv, h, m.get("attention_fp8"))
+        self.o = linear(h, self.q, m.get("attention_fp8"))
+        self.gate_up = linear(2 * m["intermediate"], h, m.get("mlp_fp8"))
+        self.down = linear(h, m["intermediate"], m.get("mlp_fp8"))
         self.norm1 = torch.ones(h, device=device, dtype=DTYPE)
         self.norm2 = torch.ones(h, device=device, dtype=DTYPE)
         self.qk_norm = torch.ones(hd, device=device, dtype=DTYPE) if m.get("qk_norm") else None
@@ -261,18 +338,18 @@ class Layer:
         t = x.shape[0]
         r = x
         x = rms_norm(x, self.norm1)
-        qkv = F.linear(x, self.qkv)
+        qkv = self.qkv(x)
         q, k, v = qkv.split([self.q, self.kv, self.kv], dim=-1)
         q, k = q.view(t, -1, hd), k.view(t, -1, hd)
         if self.qk_norm is not None:
             q, k = rms_norm(q, self.qk_norm), rms_norm(k, self.qk_norm)
         q, k = self.rope(q, self.cos[:t], self.sin[:t]), self.rope(k, self.cos[:t], self.sin[:t])
         a = attend(q, k, v.view(t, -1, hd))
-        x = r + F.linear(a.reshape(t, self.q), self.o)
+        x = r + self.o(a.reshape(t, self.q))
         r = x
         x = rms_norm(x, self.norm2)
-        g, u = F.linear(x, self.gate_up).chunk(2, dim=-1)
-        return r + F.linear(F.silu(g) * u, self.down)
+        g, u = self.gate_up(x).chunk(2, dim=-1)
+        return r + self.down(F.silu(g) * u)
 
     def tables(self, tokens, device):
         hd = self.m["head_dim"]
@@ -283,15 +360,18 @@ class Layer:
         self.sin = ang.sin().to(DTYPE)[:, None, :]
 
 
-def layer_section(timer, device, cfg, models, backend, budget, out):
+def layer_section(timer, device, cfg, models, backend, budget, out, name="layer"):
+    """Whole decoder layers. For "layer-sharded" each model is one
+    tensor-parallel rank's slice (its tp column), the all-reduces after
+    attention and MLP left out: one GPU cannot run them."""
     rows = []
     for m in models:
-        if budget.spent("layer"):
+        if budget.spent(name):
             break
         layer = Layer(m, device)
         layer.tables(max(cfg["prefill"]) + max(cfg["batches"]), device)
         for tokens in cfg["prefill"]:
-            if budget.spent("layer"):
+            if budget.spent(name):
                 break
             x = torch.randn(tokens, m["hidden"], device=device, dtype=DTYPE)
 
@@ -301,10 +381,10 @@ def layer_section(timer, device, cfg, models, backend, budget, out):
 
             graph = timer.us(lambda: layer.forward(x, prefill), inner=2)
             eager = timer.eager_us(lambda: layer.forward(x, prefill))
-            rows.append((m["name"], "prefill", tokens, 1, tokens, graph, eager, backend))
+            rows.append(layer_row(m, "prefill", tokens, 1, tokens, graph, eager, backend, name))
         for ctx in cfg["contexts"]:
             for batch in cfg["batches"]:
-                if budget.spent("layer"):
+                if budget.spent(name):
                     break
                 kv = m["kv_heads"]
                 cache_k = torch.randn(batch, kv, ctx, m["head_dim"], device=device, dtype=DTYPE)
@@ -320,12 +400,22 @@ def layer_section(timer, device, cfg, models, backend, budget, out):
 
                 graph = timer.us(lambda: layer.forward(x, decode), inner=5)
                 eager = timer.eager_us(lambda: layer.forward(x, decode))
-                rows.append((m["name"], "decode", batch, batch, ctx, graph, eager, backend))
+                rows.append(layer_row(m, "decode", batch, batch, ctx, graph, eager, backend, name))
                 del cache_k, cache_v
         del layer
         if device.type == "cuda":
             torch.cuda.empty_cache()
-        write_tsv(os.path.join(out, "layer.tsv"), ["model", "mode", "tokens", "sequences", "context", "us_graph", "us_eager", "backend"], rows)
+        header = ["model", "mode", "tokens", "sequences", "context", "us_graph", "us_eager", "backend"]
+        if name != "layer":
+            header += ["tp", "mlp", "attention_proj"]
+        write_tsv(os.path.join(out, name + ".tsv"), header, rows)
+
+
+def layer_row(m, mode, tokens, seqs, ctx, graph, eager, backend, name):
+    row = (m["name"], mode, tokens, seqs, ctx, graph, eager, backend)
+    if name == "layer":
+        return row
+    return row + (m.get("tp", 1), "fp8" if m.get("mlp_fp8") else "bf16", "fp8" if m.get("attention_fp8") else "bf16")
 
 
 def environment(device, args, budget, started, backend, failed):
@@ -337,6 +427,7 @@ def environment(device, args, budget, started, backend, failed):
         ("seconds", f"{time.monotonic() - started:.0f}"),
         ("sections_cut_by_budget", ",".join(budget.cut) or "none"),
         ("sections_failed", "; ".join(failed) or "none"),
+        ("fp8_scaling", FP8Linear.scaling),
     ]
     if device.type == "cuda":
         p = torch.cuda.get_device_properties(device)
@@ -359,6 +450,8 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--budget-s", type=float, default=300)
     ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--sections", default="gemm,prefill,decode,layer,gemm-fp8,layer-sharded",
+                    help="comma-separated sections to run, in this order (a lease that needs only some)")
     ap.add_argument("--smoke", action="store_true", help="tiny grids on the CPU: checks the script, measures nothing")
     args = ap.parse_args()
     started = time.monotonic()
@@ -371,6 +464,8 @@ def main():
     grid = plan["smoke"] if args.smoke else plan["grid"]
     if args.smoke:
         plan["gemms"], plan["models"] = plan["gemms"][:3], plan["models"][-1:]
+        plan["gemms_fp8"] = [dict(g, n=256, k=128) for g in plan.get("gemms_fp8", [])[:1]]
+        plan["sharded"] = [dict(m, hidden=64, heads=4, kv_heads=1, intermediate=96) for m in plan.get("sharded", [])]
     timer = Timer(device, 3 if args.smoke else args.repeats, 2 if args.smoke else 20)
     budget = Budget(args.budget_s)
     backend = pick_backend(device)
@@ -386,7 +481,13 @@ def main():
         del a
     # Each section gets its share of what is left, so one slow section
     # cannot starve the others.
-    shares = [("gemm", 0.30), ("prefill", 0.15), ("decode", 0.15), ("layer", 1.0)]
+    shares = [("gemm", 0.25), ("prefill", 0.12), ("decode", 0.12), ("layer", 0.2), ("gemm-fp8", 0.3), ("layer-sharded", 1.0)]
+    wanted = args.sections.split(",")
+    unknown = [w for w in wanted if w not in dict(shares)]
+    if unknown:
+        sys.exit(f"profile.py: --sections {','.join(unknown)}: want some of {','.join(n for n, _ in shares)}")
+    shares = [(n, s) for n, s in shares if n in wanted]
+    shares[-1] = (shares[-1][0], 1.0)
     failed = []
     for name, share in shares:
         part = Budget(budget.left() * share)
@@ -397,8 +498,12 @@ def main():
                 attention_section(timer, device, grid["attention_prefill"], backend, part, args.out, decode=False)
             elif name == "decode":
                 attention_section(timer, device, grid["attention_decode"], backend, part, args.out, decode=True)
-            else:
+            elif name == "layer":
                 layer_section(timer, device, grid["layer"], plan["models"], backend, part, args.out)
+            elif name == "gemm-fp8":
+                gemm_fp8_section(timer, device, plan["gemms_fp8"], grid["m"], part, args.out)
+            else:
+                layer_section(timer, device, grid["sharded"], plan["sharded"], backend, part, args.out, name)
         except Exception as e:  # noqa: BLE001 - one section's failure must not lose the others
             failed.append(f"{name}: {type(e).__name__}: {e}".replace("\t", " ").replace("\n", " ")[:300])
             print(failed[-1], flush=True)
