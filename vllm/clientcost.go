@@ -10,7 +10,7 @@ func BenchClientCost(clientSpeed float64) (perRequest, perChunk time.Duration) {
 	if clientSpeed <= 0 {
 		clientSpeed = 1
 	}
-	f := measuredCPUSlowdown / clientSpeed
+	f := clientCPUSlowdown / clientSpeed
 	return time.Duration(float64(measuredClientPerRequest) * f),
 		time.Duration(float64(measuredClientPerChunk) * f)
 }

@@ -10,9 +10,9 @@ func TestBenchClientCost(t *testing.T) {
 		speed float64
 		scale float64
 	}{
-		{speed: 1, scale: measuredCPUSlowdown},
-		{speed: 0, scale: measuredCPUSlowdown},
-		{speed: 2, scale: measuredCPUSlowdown / 2},
+		{speed: 1, scale: clientCPUSlowdown},
+		{speed: 0, scale: clientCPUSlowdown},
+		{speed: 2, scale: clientCPUSlowdown / 2},
 	}
 	for _, tt := range tests {
 		req, chunk := BenchClientCost(tt.speed)

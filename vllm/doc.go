@@ -94,15 +94,22 @@
 //
 // # Host speed
 //
-// The tables were measured on measuredCPU (an AMD EPYC of family 26,
-// Zen 5, in a 2-vCPU VM shared with other work; Debian's Python 3.11 and
-// torch 1.13). The default host machine is the class of server CPU
-// behind the published runs: the dual-socket hosts of 8-GPU A100/H100
-// servers (DGX A100: AMD EPYC 7742; DGX H100: Intel Xeon Platinum 8480C)
-// and the cloud instances built like them, which run vLLM's one Python
-// thread per process at 3–3.8 GHz. measuredCPUSlowdown = 1.25 converts
-// the tables to it [approximate: Zen 5's published IPC gain over Zen 4
-// (+16%) at similar clocks; the fit on the corpus' fit runs refines it].
+// The default host machine is the class of server CPU behind the
+// published runs: the hosts of 8-GPU A100/H100 servers (DGX A100: AMD
+// EPYC 7742; DGX H100: Intel Xeon Platinum 8480C) and the cloud instances
+// built like them, which run vLLM's one Python thread per process at
+// 3–3.8 GHz. The tables were measured on one of them (measuredCPU): the
+// 16-core Intel Xeon (family 6, model 207, 5th generation) of a lent H100
+// SXM machine, 2026-11-27, Python 3.12.3 and PyTorch 2.11, 16 idle
+// cores with each release and engine on its own core. They grow linearly
+// with the running sequences up to 1,024. An earlier measurement on a
+// 2-vCPU AMD EPYC Zen 5 VM shared with other work grew faster past 256
+// sequences (main-98c89e16 V0 scheduling at 1,024: 30.1 ms there, 14.4
+// ms on the Xeon); the same code at 16-256 sequences, run side by side on
+// both machines that day, took 1.28× as long on the Xeon (median of 27
+// points, 0.98-1.53), which clientCPUSlowdown carries to the benchmark
+// client's tables, still measured on the VM [approximate: the two ran
+// different Python (3.12, 3.11) and PyTorch (2.11, 1.13) builds].
 // --host-speed S divides every host term by S (2: a CPU twice as fast as
 // the default host).
 //
@@ -197,11 +204,11 @@
 // thread that opens a new aiohttp session per request and parses every
 // SSE chunk with json.loads. tools/vllm-clientcost drives that client's
 // request function (commit 98c89e16, benchmarks/endpoint_request_func.py)
-// against a near-instant `servebench serve` on measuredCPU and fits its
+// against a near-instant `servebench serve` on an AMD EPYC Zen 5 VM and fits its
 // process CPU time: measuredClientPerRequest ≈ 0.71 ms (session, connect,
 // send, usage chunk, [DONE]) and measuredClientPerChunk ≈ 21 µs per token
 // chunk (clientcost_measured.go). BenchClientCost scales them by
-// measuredCPUSlowdown to the default host; sim.ApplyClient queues a run's
+// clientCPUSlowdown to the default host; sim.ApplyClient queues a run's
 // sends and chunks through them. At 1 ms per request the client caps near
 // 1,000 requests/s, far above the 37–45 req/s request ceiling of the
 // 128-in/4-out runs, so the client is not what holds those runs back.

@@ -39,7 +39,9 @@ func NewHostStepModel(gpu perf.StepModel, host HostOverhead, schedulerSteps int)
 		m.gpuOnly = gpu.StepTime
 	}
 	if host.Measured != nil {
-		f := measuredCPUSlowdown / host.speed()
+		// The tables were measured on the default host's class of CPU
+		// (measuredCPU, an H100 server's Xeon): only --host-speed scales them.
+		f := 1 / host.speed()
 		mh := host.Measured
 		m.schedule, m.output, m.frontend = newHostCurve(mh.Seqs, mh.Schedule, f), newHostCurve(mh.Seqs, mh.Output, f), newHostCurve(mh.Seqs, mh.Frontend, f)
 	}

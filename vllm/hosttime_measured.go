@@ -4,35 +4,35 @@
 package vllm
 
 // measuredCPU is the CPU the host-time tables were measured on.
-const measuredCPU = "AMD EPYC (family 26, model 2)"
+const measuredCPU = "Intel(R) Xeon(R) Processor (family 6, model 207)"
 
-// measuredV0_98c89e16: vLLM main-98c89e16 (V0), commit 98c89e16ff834f1c9f1c465e7342c5353e0eb627; Python 3.11.2; minimum over 24 decode steps x 3 passes, 128-token prompts; microseconds per step by running sequences.
+// measuredV0_98c89e16: vLLM main-98c89e16 (V0), commit 98c89e16ff834f1c9f1c465e7342c5353e0eb627; Python 3.12.3; minimum over 24 decode steps x 3 passes, 128-token prompts; microseconds per step by running sequences.
 var measuredV0_98c89e16 = MeasuredHost{Release: "main-98c89e16", Commit: "98c89e16ff834f1c9f1c465e7342c5353e0eb627",
 	Seqs:     []int{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024},
-	Schedule: []float64{26.1, 42.7, 66.4, 111.2, 194.9, 372.7, 755.1, 1665.5, 3884.9, 9167.7, 30125.9},
-	Output:   []float64{16.9, 31.3, 55.5, 99.6, 181.1, 378.4, 774.7, 2437.3, 3590, 11409.7, 23065.7},
+	Schedule: []float64{36.7, 61.4, 93.3, 140.6, 238.1, 445.4, 851, 1670.9, 3348.6, 7009.9, 14434.3},
+	Output:   []float64{23.1, 44.2, 75.1, 128.9, 219.6, 429.2, 865.3, 1711.5, 3665.8, 7277.1, 14795.9},
 }
 
-// measuredV1_98c89e16: vLLM main-98c89e16 (V1), commit 98c89e16ff834f1c9f1c465e7342c5353e0eb627; Python 3.11.2; minimum over 24 decode steps x 3 passes, 128-token prompts; microseconds per step by running sequences.
+// measuredV1_98c89e16: vLLM main-98c89e16 (V1), commit 98c89e16ff834f1c9f1c465e7342c5353e0eb627; Python 3.12.3; minimum over 24 decode steps x 3 passes, 128-token prompts; microseconds per step by running sequences.
 var measuredV1_98c89e16 = MeasuredHost{Release: "main-98c89e16", Commit: "98c89e16ff834f1c9f1c465e7342c5353e0eb627",
 	Seqs:     []int{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024},
-	Schedule: []float64{8, 9.1, 14.2, 21.9, 36.6, 65, 119.9, 258.3, 656.7, 2054.7, 4202.9},
-	Output:   []float64{7.2, 8.8, 13.7, 23.3, 39.5, 72.8, 140.3, 283.1, 648.8, 1815, 3714.9},
-	Frontend: []float64{7.9, 10.9, 18.6, 32.4, 61, 117.7, 233.6, 468.1, 1263.3, 4085.5, 7068.4},
+	Schedule: []float64{9.6, 12.9, 19.8, 31.3, 50, 89.4, 170, 323.4, 706.1, 1458.2, 3195.7},
+	Output:   []float64{9.4, 14.7, 23, 36, 61.3, 117.3, 212, 411.5, 832.8, 1733.4, 3889.6},
+	Frontend: []float64{8.6, 15.1, 26.2, 44.8, 78.7, 151.3, 291.1, 577.8, 1298, 2669.8, 5762.7},
 }
 
-// measuredV0_054: vLLM v0.5.4 (V0), commit 4db5176d9758b720b05460c50ace3c01026eb158; Python 3.11.2; minimum over 24 decode steps x 5 passes, 128-token prompts; microseconds per step by running sequences.
+// measuredV0_054: vLLM v0.5.4 (V0), commit 4db5176d9758b720b05460c50ace3c01026eb158; Python 3.12.3; minimum over 24 decode steps x 3 passes, 128-token prompts; microseconds per step by running sequences.
 var measuredV0_054 = MeasuredHost{Release: "v0.5.4", Commit: "4db5176d9758b720b05460c50ace3c01026eb158",
 	Seqs:     []int{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024},
-	Schedule: []float64{16.6, 25.9, 42.6, 64.4, 89.7, 245.9, 373.9, 1281.9, 2325.2, 5446.5, 8432.3},
-	Output:   []float64{13.5, 25.8, 48.3, 89.4, 138.9, 347.3, 618.3, 1700.7, 3671.6, 9567.3, 13046.8},
+	Schedule: []float64{16.9, 27.4, 38.2, 57.4, 93.7, 168.6, 315.8, 609.1, 1220.1, 2625.5, 5352.4},
+	Output:   []float64{14, 28.4, 47.3, 80, 147.8, 284.3, 545, 1080.6, 2261.1, 5069.9, 10496.4},
 }
 
-// measuredV0_061p2: vLLM v0.6.1.post2 (V0), commit 9ba0817ff1eb514f51cc6de9cb8e16c98d6ee44f; Python 3.11.2; minimum over 24 decode steps x 5 passes, 128-token prompts; microseconds per step by running sequences.
+// measuredV0_061p2: vLLM v0.6.1.post2 (V0), commit 9ba0817ff1eb514f51cc6de9cb8e16c98d6ee44f; Python 3.12.3; minimum over 24 decode steps x 3 passes, 128-token prompts; microseconds per step by running sequences.
 var measuredV0_061p2 = MeasuredHost{Release: "v0.6.1.post2", Commit: "9ba0817ff1eb514f51cc6de9cb8e16c98d6ee44f",
 	Seqs:     []int{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024},
-	Schedule: []float64{16.2, 27.5, 40.8, 63.5, 111.7, 207.5, 411.3, 991.3, 2146.4, 4713.6, 11052.9},
-	Output:   []float64{14, 28.1, 48.9, 86.9, 160.1, 328.3, 665.8, 1634.3, 3619.8, 8309.2, 18590.8},
+	Schedule: []float64{31.2, 36.4, 50.6, 91.8, 152.7, 248.9, 501.3, 992.6, 2075.8, 4019.7, 8718.7},
+	Output:   []float64{26.9, 38.5, 61.5, 121.3, 220.6, 374.1, 805.8, 1543.5, 3309.5, 6758.9, 15405.1},
 }
 
 // samplerPeaks: the profile run's sampler at its peak, in bytes per
