@@ -37,6 +37,16 @@ type StepShape struct {
 // Tokens is the number of tokens the forward pass processes.
 func (s StepShape) Tokens() int { return s.PrefillTokens + s.Decodes }
 
+// AddDecode adds one sequence decoding a token over context cached
+// tokens, as the engine counts it.
+func (s *StepShape) AddDecode(context int) {
+	s.Decodes++
+	s.AttnPairs += int64(context)
+	s.DecodeContext += int64(context)
+	s.MaxDecodeContext = max(s.MaxDecodeContext, context)
+	s.KVTokens += int64(context) + 1
+}
+
 // StepModel predicts the duration of one engine step.
 type StepModel interface {
 	StepTime(s StepShape) time.Duration

@@ -93,6 +93,12 @@ type Config struct {
 	// charges no Ingest, and a KV producer (whose one-token answer goes
 	// to the proxy, not the client) charges no Delivery. 0: none.
 	Ingest, Delivery time.Duration
+	// AsyncOutputLag is V0's async output processing (vLLM 0.6–0.10 by
+	// default; vllm.Resolved.AsyncOutputLag, sim.Config's field of the
+	// same name): a step's tokens go out when the next step ends, and
+	// when no step follows, after one more decode of the sequences that
+	// just finished. Without pipeline parallelism only, as in sim.
+	AsyncOutputLag bool
 	// Version is what /version reports; "" → the vLLM release whose
 	// behaviour the engine version models (0.5.4 for V0, 0.8.5 for V1).
 	Version string

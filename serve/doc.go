@@ -18,6 +18,9 @@
 // batches in flight, timed through perf.Pipeline as sim does, and sleeps
 // until the oldest is due (V0's virtual engines also wake for a new
 // request while one of them is free).
+// With V0's async output processing (Config.AsyncOutputLag) a step's
+// tokens are released when the next step ends, or after one more decode
+// of the finished sequences when none follows, as sim does.
 // Under the same arrivals the timeline is exactly sim's (TestDriverMatchesSim).
 //
 // Tokens reach a request's handler through a mutex-guarded backlog and a

@@ -54,6 +54,15 @@ type driver struct {
 	intervalLag    *lagHistogram
 	intervalBehind time.Duration
 
+	// Async output processing (Config.AsyncOutputLag, one batch in
+	// flight): lagged holds the last step's outputs until the next step
+	// ends, from the step that started at laggedStart; lagging says they
+	// are pending.
+	lag         bool
+	lagged      []engine.Output
+	laggedStart time.Duration
+	lagging     bool
+
 	statsEvery   time.Duration
 	statsAt      time.Duration // engine clock of the last stats line
 	statsPrev    engine.Stats
@@ -96,6 +105,7 @@ func (s *Server) Run(ctx context.Context) error {
 	// first; without, one step at a time.
 	depth := d.eng.MaxBatches()
 	virtualEngines := depth > 1 && d.eng.Config().Version == engine.V0
+	d.lag = s.cfg.AsyncOutputLag && depth == 1
 	var pipe perf.Pipeline
 	var inPipe []servedBatch
 	for ctx.Err() == nil {
@@ -111,6 +121,16 @@ func (s *Server) Run(ctx context.Context) error {
 				break
 			}
 			inPipe = append(inPipe, servedBatch{step, clock, d.batchDue(&pipe, depth, clock, step)})
+		}
+		if len(inPipe) == 0 && d.lagging {
+			// No step follows: vLLM runs the sequences that just finished
+			// once more while it processes their outputs, then returns them.
+			due := clock + d.drainStep()
+			if !wait(due) {
+				break
+			}
+			clock = d.completeLagged(due)
+			continue
 		}
 		if len(inPipe) == 0 {
 			if busy {
@@ -172,17 +192,69 @@ func (d *driver) completeBatch(b servedBatch) time.Duration {
 	if s.slowHost != nil {
 		s.slowHost()
 	}
-	d.deliver(outs, b.start, due)
+	if d.lag {
+		// The previous step's outputs go out as this one ends; this
+		// step's wait for the next.
+		d.deliverLagged(due)
+		d.lagged = append(d.lagged[:0], outs...)
+		d.laggedStart, d.lagging = b.start, true
+	} else {
+		d.deliver(outs, b.start, due)
+	}
 	d.flushHandOffs(due)
 	d.observeLag(s.now() - due)
 	d.observe()
 	d.maybeLogStats(due)
-	if now := s.now(); now-due > maxClockDebt {
+	return d.nextClock(due)
+}
+
+// nextClock is the engine clock for the step after one due at due: due,
+// or now when the loop fell more than maxClockDebt behind.
+func (d *driver) nextClock(due time.Duration) time.Duration {
+	if now := d.s.now(); now-due > maxClockDebt {
 		d.clockResets++
 		d.fellBehind(now - due)
 		return now
 	}
 	return due
+}
+
+// deliverLagged hands the lagged step's outputs to their streams at due.
+func (d *driver) deliverLagged(due time.Duration) {
+	if !d.lagging {
+		return
+	}
+	d.lagging = false
+	d.deliver(d.lagged, d.laggedStart, due)
+}
+
+// completeLagged delivers the lagged outputs after the drain step that
+// ended at due, and returns the engine clock for the next step, as
+// completeBatch does.
+func (d *driver) completeLagged(due time.Duration) time.Duration {
+	d.deliverLagged(due)
+	d.flushHandOffs(due)
+	d.observe()
+	return d.nextClock(due)
+}
+
+// drainStep is the extra decode vLLM runs, with no step following, over
+// the sequences whose outputs are lagged and finished (sim's runner does
+// the same).
+func (d *driver) drainStep() time.Duration {
+	var s perf.StepShape
+	for i := range d.lagged {
+		o := &d.lagged[i]
+		st := d.streams[o.ID]
+		if st == nil || !o.Finished || o.Err != nil {
+			continue
+		}
+		s.AddDecode(st.req.PromptLen + o.NumGenerated)
+	}
+	if s.Decodes == 0 {
+		return 0
+	}
+	return d.stepTime(s)
 }
 
 // servedBatch is a step in flight: the engine clock it was scheduled at

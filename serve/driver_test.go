@@ -75,19 +75,26 @@ func TestDriverMatchesSim(t *testing.T) {
 		// maxConcurrency caps the requests in flight as bench does: a
 		// request holds its slot until its last chunk is received.
 		maxConcurrency int
+		// lag: V0's async output processing (Config.AsyncOutputLag),
+		// tokens out one step late; with PP it must change nothing.
+		lag bool
 	}{
-		{"v1", engine.V1, "", true, 1, false, 0},
-		{"v0", engine.V0, "", false, 1, false, 0},
-		{"v0-chunked", engine.V0, "", true, 1, false, 0},
-		{"v0-swap", engine.V0, engine.PreemptSwap, false, 1, false, 0},
-		{"v1-pp2", engine.V1, "", true, 2, false, 0},
-		{"v0-pp2", engine.V0, "", false, 2, false, 0},
-		{"v0-chunked-pp3", engine.V0, "", true, 3, false, 0},
-		{"v1-latencies", engine.V1, "", true, 1, true, 0},
-		{"v0-latencies", engine.V0, "", false, 1, true, 0},
-		{"v0-chunked-pp3-latencies", engine.V0, "", true, 3, true, 0},
-		{"v1-latencies-cap", engine.V1, "", true, 1, true, 24},
-		{"v0-latencies-cap", engine.V0, "", false, 1, true, 24},
+		{"v1", engine.V1, "", true, 1, false, 0, false},
+		{"v0", engine.V0, "", false, 1, false, 0, false},
+		{"v0-chunked", engine.V0, "", true, 1, false, 0, false},
+		{"v0-swap", engine.V0, engine.PreemptSwap, false, 1, false, 0, false},
+		{"v1-pp2", engine.V1, "", true, 2, false, 0, false},
+		{"v0-pp2", engine.V0, "", false, 2, false, 0, false},
+		{"v0-chunked-pp3", engine.V0, "", true, 3, false, 0, false},
+		{"v1-latencies", engine.V1, "", true, 1, true, 0, false},
+		{"v0-latencies", engine.V0, "", false, 1, true, 0, false},
+		{"v0-chunked-pp3-latencies", engine.V0, "", true, 3, true, 0, false},
+		{"v1-latencies-cap", engine.V1, "", true, 1, true, 24, false},
+		{"v0-latencies-cap", engine.V0, "", false, 1, true, 24, false},
+		{"v0-async-output", engine.V0, "", false, 1, false, 0, true},
+		{"v0-chunked-swap-async-output", engine.V0, engine.PreemptSwap, true, 1, false, 0, true},
+		{"v0-async-output-latencies-cap", engine.V0, "", false, 1, true, 24, true},
+		{"v0-pp2-async-output", engine.V0, "", false, 2, false, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ec := testEngineConfig()
@@ -118,7 +125,7 @@ func TestDriverMatchesSim(t *testing.T) {
 				ingest, delivery = 9300*time.Microsecond+17, 1850*time.Microsecond+3
 			}
 			want := map[int]*metrics.Record{}
-			simCfg := sim.Config{Engine: ec, Model: model, Ingest: ingest, Delivery: delivery, MaxConcurrency: tc.maxConcurrency}
+			simCfg := sim.Config{Engine: ec, Model: model, Ingest: ingest, Delivery: delivery, MaxConcurrency: tc.maxConcurrency, AsyncOutputLag: tc.lag}
 			_, err := sim.Run(context.Background(), simCfg, reqs, func(r *metrics.Record) error {
 				want[r.Index] = r
 				return nil
@@ -128,7 +135,7 @@ func TestDriverMatchesSim(t *testing.T) {
 			}
 
 			cfg := testConfig(t)
-			cfg.Engine, cfg.StepModel, cfg.Ingest, cfg.Delivery = ec, model, ingest, delivery
+			cfg.Engine, cfg.StepModel, cfg.Ingest, cfg.Delivery, cfg.AsyncOutputLag = ec, model, ingest, delivery, tc.lag
 			got, snap := runInBubble(t, cfg, reqs, tc.maxConcurrency)
 			if snap.Engine.Preemptions == 0 {
 				t.Errorf("the workload caused no preemption; make the KV cache smaller")

@@ -152,6 +152,9 @@ func configOf(ctx context.Context, s *runspec.Spec, r *runspec.ResolvedEngine) (
 		MaxConnections:            srv.MaxConnections,
 		Ingest:                    ingest,
 		Delivery:                  delivery,
+		// Fixed latencies are what the client sees; multi-step groups
+		// are not served step by step.
+		AsyncOutputLag: r.AsyncOutputLag && fixed == nil && r.SchedulerSteps <= 1,
 	}, fixed, nil
 }
 

@@ -3,6 +3,8 @@ package serve
 import (
 	"testing"
 
+	"github.com/spf13/pflag"
+
 	"github.com/servebench/servebench/runspec"
 )
 
@@ -12,5 +14,45 @@ func TestRunSpecDefaultsAreServes(t *testing.T) {
 	s := runspec.New(runspec.Serve)
 	if s.Server.Tokenizer != DefaultTokenizer || s.Server.ErrorStyle != string(ErrorStyleNested) {
 		t.Errorf("runspec's serve defaults: tokenizer %q, error style %q; serve's %q, %q", s.Server.Tokenizer, s.Server.ErrorStyle, DefaultTokenizer, ErrorStyleNested)
+	}
+}
+
+// TestConfigOfAsyncOutputLag: serve delivers a step's tokens one step
+// late where sim does (V0 0.6–0.10 with async output processing), and not
+// when it is switched off, on V1 or before 0.6, with multi-step
+// scheduling, or under fixed latencies (what the client sees end to end).
+func TestConfigOfAsyncOutputLag(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		args []string
+		want bool
+	}{
+		{"0.6.4", []string{"--vllm-version", "0.6.4"}, true},
+		{"0.6.4 with it off", []string{"--vllm-version", "0.6.4", "--disable-async-output-proc"}, false},
+		{"0.5.4", []string{"--vllm-version", "0.5.4"}, false},
+		{"V1", []string{"--vllm-version", "0.8.5"}, false},
+		{"multi-step", []string{"--vllm-version", "0.6.4", "--num-scheduler-steps", "8"}, false},
+		{"fixed latencies", []string{"--vllm-version", "0.6.4", "--time-to-first-token", "20ms"}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := runspec.New(runspec.Serve)
+			fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+			s.Register(fs)
+			if err := fs.Parse(append([]string{"--model", "Qwen2.5-0.5B-Instruct", "--gpu", "H100"}, tt.args...)); err != nil {
+				t.Fatal(err)
+			}
+			s.MarkChanged(fs)
+			r, err := s.Engine.Resolve(t.Context(), s.ChangedFunc(), s.Env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, _, err := configOf(t.Context(), s, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.AsyncOutputLag != tt.want {
+				t.Errorf("AsyncOutputLag = %v, want %v", cfg.AsyncOutputLag, tt.want)
+			}
+		})
 	}
 }

@@ -536,12 +536,7 @@ func (r *runner) drainStep() time.Duration {
 		if fl == nil || !o.Finished || o.Err != nil {
 			continue
 		}
-		ctx := fl.promptLen + o.NumGenerated
-		s.Decodes++
-		s.AttnPairs += int64(ctx)
-		s.DecodeContext += int64(ctx)
-		s.MaxDecodeContext = max(s.MaxDecodeContext, ctx)
-		s.KVTokens += int64(ctx) + 1
+		s.AddDecode(fl.promptLen + o.NumGenerated)
 	}
 	switch {
 	case s.Decodes == 0:

@@ -83,7 +83,7 @@ type Resolved struct {
 	Ingest, Delivery time.Duration
 	// AsyncOutputLag: V0's async output processing (0.6–0.10, unless
 	// --disable-async-output-proc) hands a step's outputs to the client
-	// one step late (sim.Config.AsyncOutputLag).
+	// one step late (sim.Config.AsyncOutputLag, serve.Config.AsyncOutputLag).
 	AsyncOutputLag bool
 	// Executor is the distributed executor backend; ExecutorDefaulted
 	// says vLLM chose it (DistributedLines).
