@@ -61,12 +61,39 @@ type Deployment struct {
 	// Kernels is the release's choice of quantized-GEMM kernels (package
 	// vllm sets it); the zero value is today's vLLM.
 	Kernels KernelPolicy
-	// SamplerBytesPerCell, when positive, is the live tensor memory the
-	// profile run's sampler peaks at, in bytes per logits cell
-	// (max_num_seqs × vocab), the model-dtype logits included; it differs
-	// by release (package vllm sets it from vLLM's own sampler, measured).
-	// Zero keeps perf's estimate: one fp32 copy of the logits.
-	SamplerBytesPerCell float64
+	// SamplerPeak is the memory the profile run's sampler peaks at, in
+	// bytes per logits cell (max_num_seqs × vocab) by rows, the
+	// model-dtype logits included; it differs by release (package vllm
+	// sets it from vLLM's own sampler, measured on a GPU). The zero value
+	// keeps perf's estimate: one fp32 copy of the logits.
+	SamplerPeak SamplerPeak
+}
+
+// SamplerPeak is a sampler's memory peak in bytes per logits cell by the
+// number of rows (sequences) it samples: linear between measured rows,
+// held beyond the first and last.
+type SamplerPeak struct {
+	Rows         []int
+	BytesPerCell []float64
+}
+
+// At is the peak in bytes per cell for rows rows; the zero SamplerPeak
+// gives perf's estimate, one fp32 copy (4 bytes).
+func (p SamplerPeak) At(rows int) float64 {
+	n := min(len(p.Rows), len(p.BytesPerCell))
+	switch {
+	case n == 0:
+		return defaultSamplerBytesPerCell
+	case rows <= p.Rows[0]:
+		return p.BytesPerCell[0]
+	}
+	for i := 1; i < n; i++ {
+		if rows <= p.Rows[i] {
+			f := float64(rows-p.Rows[i-1]) / float64(p.Rows[i]-p.Rows[i-1])
+			return p.BytesPerCell[i-1] + f*(p.BytesPerCell[i]-p.BytesPerCell[i-1])
+		}
+	}
+	return p.BytesPerCell[n-1]
 }
 
 // DefaultDeployment is m on one g with vLLM's defaults, including the
@@ -512,20 +539,13 @@ func (d Deployment) activationPeakBytes() int64 {
 	m := d.Model
 	tokens := float64(d.MaxNumBatchedTokens)
 	forward := tokens * activationBytes * (3*m.mlpActiveWidth()/float64(d.TensorParallel) + 4*float64(m.Hidden))
-	rows := float64(min(d.MaxNumSeqs, d.MaxNumBatchedTokens))
-	return int64(math.Max(forward, tokens*activationBytes*float64(m.Hidden)+rows*float64(m.Vocab)*d.samplerBytesPerCell()))
+	rows := min(d.MaxNumSeqs, d.MaxNumBatchedTokens)
+	return int64(math.Max(forward, tokens*activationBytes*float64(m.Hidden)+float64(rows)*float64(m.Vocab)*d.SamplerPeak.At(rows)))
 }
 
 // defaultSamplerBytesPerCell is perf's estimate without a release: one
 // fp32 copy of the logits.
 const defaultSamplerBytesPerCell = 4
-
-func (d Deployment) samplerBytesPerCell() float64 {
-	if d.SamplerBytesPerCell > 0 {
-		return d.SamplerBytesPerCell
-	}
-	return defaultSamplerBytesPerCell
-}
 
 func (d Deployment) nonTorchBytes() int64 {
 	override := d.NonTorchBytes

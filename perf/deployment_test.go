@@ -428,3 +428,26 @@ func TestAllowLongMaxModelLen(t *testing.T) {
 		}
 	}
 }
+
+func TestSamplerPeakAt(t *testing.T) {
+	measured := SamplerPeak{Rows: []int{64, 96, 128, 1024}, BytesPerCell: []float64{50, 50, 38, 38}}
+	for _, tt := range []struct {
+		name string
+		peak SamplerPeak
+		rows int
+		want float64
+	}{
+		{"no measurement: one fp32 copy", SamplerPeak{}, 256, 4},
+		{"below the first row count: held", measured, 8, 50},
+		{"at a measured point", measured, 96, 50},
+		{"between two points: linear", measured, 112, 44},
+		{"past the last: held", measured, 4096, 38},
+		{"one point", SamplerPeak{Rows: []int{256}, BytesPerCell: []float64{32}}, 1024, 32},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.peak.At(tt.rows); got != tt.want {
+				t.Errorf("At(%d) = %v, want %v", tt.rows, got, tt.want)
+			}
+		})
+	}
+}

@@ -556,8 +556,9 @@
 // there): about 5,100 blocks, 4.9–5.0 GiB, which two 8-rank communicators
 // (4.5 GiB) explain and one (2.25 GiB) does not [inferred: the measured
 // total, not its split between communicators, is what is modelled]. perf models that run at
-// 20,680 blocks with the buffers and 25,361 without: still +17.5% of the
-// blocks (2.4% of the budget) at max_num_seqs 1024, a gap that dstack's
+// 20,680 blocks with the buffers and 25,361 without; with the sampler's
+// peak measured on a GPU (package vllm's doc) 19,914: still +13.2% of the
+// blocks (1.8% of the budget) at max_num_seqs 1024, a gap that dstack's
 // 256-sequence runs (package vllm's doc) do not show [unexplained].
 //
 // CUDA graphs: vLLM 0.5–0.8 capture graphs after the KV cache is sized, so

@@ -286,29 +286,47 @@
 // sampler on one row of logits per sequence; perf.Deployment.Capacity does
 // the arithmetic: budget − weights − activation peak − non-torch memory.
 // The activation peak is the larger of the forward pass (perf's estimate)
-// and the sampler phase: the final hidden states plus the sampler's peak
-// of live tensors, which vLLM's own sampler of each release sets
-// (samplerRules, profiles.go), measured by tools/vllm-oracle/sampler_peak.py
-// with the profile's sampling parameters (V0: top_p 0.99, top_k vocab−1;
-// V1: temperature 0.5, top_p 0.9, top_k vocab−1) on bf16 logits, in bytes
-// per logits cell (max_num_seqs × vocab):
+// and the sampler phase: the final hidden states plus the sampler's peak,
+// which vLLM's own sampler of each release sets (samplerRules,
+// profiles.go), run by tools/vllm-oracle/sampler_peak.py with the
+// profile's sampling parameters (V0: top_p 0.99, top_k vocab−1; V1:
+// temperature 0.5, top_p 0.9, top_k vocab−1) on bf16 logits, in bytes per
+// logits cell (max_num_seqs × vocab). The table is its GPU run (--device
+// cuda): the CUDA caching allocator's peak of allocated bytes on a lent
+// H100 SXM, PyTorch 2.11, 2026-11-27, at 64–1,024 rows and vocabularies
+// of 32,000, 128,256 and 151,936 (the median over them; they differ by
+// under 1.3%). vLLM's profile reads that allocator's peak from 0.6.4 (PR
+// #9352); before, the device's free memory, which the reserved peak
+// (0–2.1 bytes a cell more at 128 rows and up) would match better
+// [approximate]. From 128 rows:
 //
-//   - 0.5.0–0.5.4: 28.1 (v0.5.4): the bf16 logits, their sort (bf16
+//   - 0.5.0–0.5.4: 30.0 (v0.5.4): the bf16 logits, their sort (bf16
 //     values and int64 indices), softmax and cumsum of the sorted rows,
 //     two boolean masks, the gathered rows and an int64 inverse
 //     permutation;
 //   - 0.5.5–0.6.1: 40.1 (v0.6.1.post2): PR #2937 (merged 2024-08-13)
 //     turns the logits to fp32 before temperature, doubling each copy;
-//   - 0.6.2–0.10 V0: 32.0 (0.8.5-era V0): PR #8619 (merged 2024-09-20)
+//   - 0.6.2–0.10 V0: 38.0 (0.8.5-era V0): PR #8619 (merged 2024-09-20)
 //     drops the int64 inverse permutation;
-//   - V1: 28.0 (0.8.5-era V1): fp32 logits, PyTorch's top-k/top-p (vLLM's
+//   - V1: 38.0 (0.8.5-era V1): fp32 logits, PyTorch's top-k/top-p (vLLM's
 //     wheels ship no FlashInfer), no inverse permutation.
 //
+// At 96 rows and fewer every release takes about 10.4 bytes a cell more
+// (40.4 and 50.3–50.6): PyTorch's CUDA sort needs more workspace for few
+// rows; between 96 and 128 rows perf.SamplerPeak interpolates
+// [approximate]. The same code on the CPU (the oracle's peak of live
+// tensors, its first measurement) gives 28.1, 40.1, 32.0 and 28.0: the
+// GPU adds the sort's workspace, which no tensor shows, and where the sort
+// sets the peak (V1, 0.6.2+ V0) the releases' other differences vanish.
+// It moved vLLM issue #9699's 405B at 1,024 sequences from +17.5% to
+// +13.2% of its published blocks and PR #10511's 8B at 256 from +0.4% to
+// +0.1% (TestPublishedBlockCounts).
+//
 // perf alone (no release) keeps one fp32 copy, 4 bytes a cell. For
-// Llama-3-8B at 256 sequences the sampler phase is 0.92–1.29 GiB by
+// Llama-3-8B at 256 sequences the sampler phase is 0.98–1.29 GiB by
 // release, against 0.91 GiB for the forward pass over 8192 tokens; at
-// 1024 sequences (V1's default on ≥ 70 GiB GPUs) 3.49 GiB, 2.1 GiB (about
-// 1,070 blocks of 2 MiB) more than the former estimate (forward pass plus
+// 1024 sequences (V1's default on ≥ 70 GiB GPUs) 4.71 GiB, 3.8 GiB (about
+// 1,940 blocks of 2 MiB) more than the former estimate (forward pass plus
 // one fp32 copy).
 //
 // CUDA graphs take no part: V0 (Worker._warm_up_model after

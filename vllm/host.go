@@ -182,7 +182,10 @@ func (c hostCurve) at(n int) time.Duration {
 // as tools/vllm-oracle/sampler_peak.py measured it (hosttime_measured.go).
 type samplerPeak struct {
 	Release, Engine, Commit string
-	// BytesPerCell is the peak of live tensor bytes per logits cell
-	// (max_num_seqs × vocab), the model-dtype logits included.
-	BytesPerCell float64
+	// GPU is the card the peak was measured on.
+	GPU string
+	// Peak is the CUDA caching allocator's peak of allocated bytes per
+	// logits cell (max_num_seqs × vocab) by rows, the model-dtype logits
+	// included.
+	Peak perf.SamplerPeak
 }

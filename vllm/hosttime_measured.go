@@ -3,6 +3,8 @@
 
 package vllm
 
+import "github.com/servebench/servebench/perf"
+
 // measuredCPU is the CPU the host-time tables were measured on.
 const measuredCPU = "Intel(R) Xeon(R) Processor (family 6, model 207)"
 
@@ -35,12 +37,18 @@ var measuredV0_061p2 = MeasuredHost{Release: "v0.6.1.post2", Commit: "9ba0817ff1
 	Output:   []float64{26.9, 38.5, 61.5, 121.3, 220.6, 374.1, 805.8, 1543.5, 3309.5, 6758.9, 15405.1},
 }
 
-// samplerPeaks: the profile run's sampler at its peak, in bytes per
-// logits cell (rows x vocab), the bf16 logits included
-// (tools/vllm-oracle/sampler_peak.py).
+// samplerPeaks: the profile run's sampler at its peak on a GPU, the
+// CUDA caching allocator's allocated bytes per logits cell (rows x
+// vocab), the bf16 logits included, by rows: the median over the
+// vocabularies measured at each (tools/vllm-oracle/sampler_peak.py
+// --device cuda).
 var samplerPeaks = []samplerPeak{
-	{Release: "main-98c89e16", Engine: "v0", Commit: "98c89e16ff834f1c9f1c465e7342c5353e0eb627", BytesPerCell: 32.001}, // rows 256, 64: [32.001]
-	{Release: "main-98c89e16", Engine: "v1", Commit: "98c89e16ff834f1c9f1c465e7342c5353e0eb627", BytesPerCell: 28},     // rows 256, 64: [28.0]
-	{Release: "v0.5.4", Engine: "v0", Commit: "4db5176d9758b720b05460c50ace3c01026eb158", BytesPerCell: 28.125},        // rows 256, 64: [28.032, 28.125]
-	{Release: "v0.6.1.post2", Engine: "v0", Commit: "9ba0817ff1eb514f51cc6de9cb8e16c98d6ee44f", BytesPerCell: 40.126},  // rows 256, 64: [40.032, 40.126]
+	{Release: "main-98c89e16", Engine: "v0", Commit: "98c89e16ff834f1c9f1c465e7342c5353e0eb627", GPU: "NVIDIA H100 80GB HBM3",
+		Peak: perf.SamplerPeak{Rows: []int{64, 96, 128, 160, 192, 256, 512, 1024}, BytesPerCell: []float64{50.586, 50.323, 38.148, 38.044, 38.024, 38.056, 38.052, 38.024}}}, // vocab 32000, 128256, 151936; torch 2.11.0+cu130
+	{Release: "main-98c89e16", Engine: "v1", Commit: "98c89e16ff834f1c9f1c465e7342c5353e0eb627", GPU: "NVIDIA H100 80GB HBM3",
+		Peak: perf.SamplerPeak{Rows: []int{64, 96, 128, 160, 192, 256, 512, 1024}, BytesPerCell: []float64{50.586, 50.323, 38.148, 38.044, 38.024, 38.056, 38.052, 38.024}}}, // vocab 32000, 128256, 151936; torch 2.11.0+cu130
+	{Release: "v0.5.4", Engine: "v0", Commit: "4db5176d9758b720b05460c50ace3c01026eb158", GPU: "NVIDIA H100 80GB HBM3",
+		Peak: perf.SamplerPeak{Rows: []int{64, 96, 128, 160, 192, 256, 512, 1024}, BytesPerCell: []float64{40.351, 40.367, 30.184, 30.103, 30.011, 30.028, 30.056, 30}}}, // vocab 32000, 128256, 151936; torch 2.11.0+cu130
+	{Release: "v0.6.1.post2", Engine: "v0", Commit: "9ba0817ff1eb514f51cc6de9cb8e16c98d6ee44f", GPU: "NVIDIA H100 80GB HBM3",
+		Peak: perf.SamplerPeak{Rows: []int{64, 96, 128, 160, 192, 256, 512, 1024}, BytesPerCell: []float64{50.586, 50.323, 40.162, 40.094, 40.063, 40.111, 40.052, 40.04}}}, // vocab 32000, 128256, 151936; torch 2.11.0+cu130
 }

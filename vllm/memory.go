@@ -27,10 +27,7 @@ func MemoryLines(r *Resolved) []string {
 	budget := float64(d.GPU.MemoryBytes) * d.GPUMemoryUtilization
 	gib := func(b float64) string { return fmt.Sprintf("%.2fGiB", b/gibibyte) }
 	rows := min(d.MaxNumSeqs, d.MaxNumBatchedTokens)
-	perCell := d.SamplerBytesPerCell
-	if perCell <= 0 {
-		perCell = 4 // perf's estimate: one fp32 copy
-	}
+	perCell := d.SamplerPeak.At(rows)
 	logits := float64(rows) * float64(d.Model.Vocab) * perCell
 	sampler := fmt.Sprintf("the sampler's peak %s (%d rows x %d vocab x %.1f bytes)", gib(logits), rows, d.Model.Vocab, perCell)
 	nonTorch, nvls := gib(float64(c.NonTorchBytes)), ""

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/servebench/servebench/engine"
+	"github.com/servebench/servebench/perf"
 )
 
 // Release is a vLLM version X.Y.Z.
@@ -189,11 +190,11 @@ type MemoryAccounting struct {
 	// hold NVLink SHARP buffers the profile counts (V0 only; doc.go,
 	// "NVLink SHARP buffers").
 	NVLSCommunicators int
-	// SamplerBytesPerCell is the profile run's sampler peak in bytes per
-	// logits cell (max_num_seqs × vocab), as vLLM's own sampler of the
-	// release measured (SamplerMeasuredAt names the tree).
-	SamplerBytesPerCell float64
-	SamplerMeasuredAt   string
+	// SamplerPeak is the profile run's sampler peak in bytes per logits
+	// cell (max_num_seqs × vocab) by rows, as vLLM's own sampler of the
+	// release measured on a GPU (SamplerMeasuredAt names the tree).
+	SamplerPeak       perf.SamplerPeak
+	SamplerMeasuredAt string
 }
 
 // Name is how the profile reports itself: "0.6.3 (V0)".
@@ -293,7 +294,7 @@ func memoryAccountingOf(rel Release, e engine.Version) MemoryAccounting {
 	}
 	for _, r := range samplerRules {
 		if r.engine == e && !rel.less(r.since) {
-			m.SamplerBytesPerCell, m.SamplerMeasuredAt = samplerPeakOf(r.measuredAt, e), r.measuredAt
+			m.SamplerPeak, m.SamplerMeasuredAt = samplerPeakOf(r.measuredAt, e), r.measuredAt
 		}
 	}
 	return m
@@ -302,11 +303,11 @@ func memoryAccountingOf(rel Release, e engine.Version) MemoryAccounting {
 // samplerPeakOf is the measured sampler peak of a vLLM tree
 // (hosttime_measured.go); the table holds every tree samplerRules names
 // (TestSamplerRulesMeasured).
-func samplerPeakOf(tree string, e engine.Version) float64 {
+func samplerPeakOf(tree string, e engine.Version) perf.SamplerPeak {
 	for _, p := range samplerPeaks {
 		if p.Release == tree && p.Engine == string(e) {
-			return p.BytesPerCell
+			return p.Peak
 		}
 	}
-	return 0
+	return perf.SamplerPeak{}
 }

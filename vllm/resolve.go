@@ -168,7 +168,7 @@ func deploymentFor(p Profile, model perf.Model, gpu perf.GPU, o Options) perf.De
 	d.NonTorchBytes = int64(p.Memory.NonTorchGiB * gibibyte)
 	d.NonTorchMultiGPUBytes = int64(p.Memory.NonTorchMultiGPUGiB * gibibyte)
 	d.NVLSCommunicators = p.Memory.NVLSCommunicators
-	d.SamplerBytesPerCell = p.Memory.SamplerBytesPerCell
+	d.SamplerPeak = p.Memory.SamplerPeak
 	if o.SwapSpaceGiB != nil && p.Engine == engine.V0 {
 		d.SwapSpaceGiB = *o.SwapSpaceGiB
 	}

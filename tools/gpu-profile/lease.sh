@@ -3,7 +3,8 @@
 # picks the parts, each with its own time limit, so a part that hangs
 # cannot cost the rest:
 #   plan.json                       the GPU profile (SECTIONS: profile.py's --sections)
-#   vllm-trees.tgz                  vLLM's host work on this machine's CPU (tools/vllm-hosttime):
+#   vllm-trees.tgz                  vLLM's host work on this machine's CPU (tools/vllm-hosttime),
+#                                   then the profile run's sampler on its GPU (tools/vllm-oracle):
 #                                   extracted source trees and engines.txt ("tree commit engine..." lines)
 #   servebench.gz, e2ebench.test.gz the emulator's 1,000-stream benchmark on its cores
 # Usage, from the repository root: tools/gpu-profile/lease.sh DIR
@@ -34,6 +35,27 @@ if [ -f "$dir/vllm-trees.tgz" ]; then
 					${HOST_SIZES:+--sizes "$HOST_SIZES"} --passes "${HOST_PASSES:-3}" \
 					--out "$out/hosttime/host-$release-$engine.json" >"$out/hosttime/$release-$engine.log" 2>&1
 				echo "hosttime $release $engine: exit $?"
+			) &
+		done
+	done </tmp/trees/engines.txt
+	wait
+	# The profile run's sampler on this GPU (tools/vllm-oracle/sampler_peak.py
+	# --device cuda): the caching allocator's peaks by rows and vocabulary.
+	mkdir -p "$out/sampler"
+	while read -r tree commit engines; do
+		release=$(echo "$tree" | sed 's/^vllm-//')
+		for engine in $engines; do
+			(
+				for rows in ${SAMPLER_ROWS:-64 256 1024}; do
+					for vocab in ${SAMPLER_VOCABS:-32000 128256 151936}; do
+						timeout 120 python3 -W ignore tools/vllm-oracle/sampler_peak.py --device cuda \
+							--vllm-src "/tmp/trees/$tree" --release "$release" --commit "$commit" \
+							--engine "$engine" --rows "$rows" --vocab "$vocab" \
+							--out "$out/sampler/sampler-$release-$engine-$rows-$vocab.json" \
+							>>"$out/sampler/$release-$engine.log" 2>&1
+					done
+				done
+				echo "sampler $release $engine: exit $?"
 			) &
 		done
 	done </tmp/trees/engines.txt

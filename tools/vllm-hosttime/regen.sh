@@ -5,10 +5,12 @@
 #   VLLM_GIT_DIR: any git directory holding vLLM's history (a clone or a
 #   bare mirror); the commits below are upstream vLLM commits.
 # PYTHON (default python3) must import torch (Debian: python3-torch).
+# SAMPLER_DIR: the sampler/ folder of a GPU lease (tools/gpu-profile/lease.sh).
 # Takes about 15 minutes on an idle core; the figures move with the CPU
 # and its load (README.md).
 set -eu
 git_dir=$1
+sampler_dir=${SAMPLER_DIR:?set SAMPLER_DIR to a GPU lease\'s sampler folder (sampler_peak.py --device cuda)}
 python=${PYTHON:-python3}
 root=$(git rev-parse --show-toplevel)
 here=$root/tools/vllm-hosttime
@@ -23,16 +25,13 @@ while read -r release commit engines; do
 		"$python" -W ignore "$here/hosttime.py" --vllm-src "$src" --release "$release" \
 			--commit "$commit" --engine "$engine" --passes "${PASSES:-3}" \
 			--out "$work/out/host-$release-$engine.json"
-		for rows in 64 256; do
-			"$python" -W ignore "$root/tools/vllm-oracle/sampler_peak.py" --vllm-src "$src" \
-				--release "$release" --commit "$commit" --engine "$engine" \
-				--rows "$rows" --out "$work/out/sampler-$release-$engine-$rows.json"
-		done
 	done
 done <<LIST
 v0.5.4 4db5176d9758b720b05460c50ace3c01026eb158 v0
 v0.6.1.post2 9ba0817ff1eb514f51cc6de9cb8e16c98d6ee44f v0
 main-98c89e16 98c89e16ff834f1c9f1c465e7342c5353e0eb627 v0,v1
 LIST
+# The sampler peaks come from a GPU (tools/gpu-profile/lease.sh's sampler/).
+cp "$sampler_dir"/sampler-*.json "$work/out/"
 "$python" "$here/gen_go.py" "$work/out" >"$root/vllm/hosttime_measured.go"
 gofmt -w "$root/vllm/hosttime_measured.go"

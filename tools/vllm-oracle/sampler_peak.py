@@ -11,7 +11,9 @@ This script runs that sampler call from an extracted vLLM tree on CPU
 logits in the model's dtype as the LM head returns them, and records every
 allocation and free of the CPU allocator (torch.profiler's memory events):
 the peak of live tensor bytes, counting the input logits, divided by
-rows x vocab. The GPU path differs only where a kernel differs (V0 and V1
+rows x vocab. With --device cuda it runs on a GPU instead and reads the
+CUDA caching allocator's peaks, allocated and reserved, which also hold
+what no tensor shows (cub's sort workspace). The GPU path differs only where a kernel differs (V0 and V1
 on CUDA run the same PyTorch ops; V1 would use FlashInfer's sampler where
 installed, which vLLM's wheels of these releases do not ship).
 
@@ -88,7 +90,25 @@ def peak_bytes(fn, live_before):
     return state["peak"], state["at_peak"]
 
 
-def v0_sampler_call(rows, vocab, dtype, max_num_batched_tokens):
+def cuda_peak_bytes(fn, make_input):
+    """On a GPU: the peak of the caching allocator's allocated bytes, and
+    of its reserved bytes (what vLLM's profile sees as used device memory,
+    since it reads free memory after the run), from before the input
+    logits exist through fn. cub's sort workspace and every other
+    temporary go through the allocator, so both count them."""
+    import torch
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    alloc0, reserved0 = torch.cuda.memory_allocated(), torch.cuda.memory_reserved()
+    torch.cuda.reset_peak_memory_stats()
+    x = make_input()
+    fn(x)
+    torch.cuda.synchronize()
+    return (torch.cuda.max_memory_allocated() - alloc0,
+            torch.cuda.max_memory_reserved() - reserved0)
+
+
+def v0_sampler_call(rows, vocab, dtype, max_num_batched_tokens, device="cpu"):
     import torch
     from vllm.model_executor.layers.sampler import Sampler
     from vllm.model_executor.sampling_metadata import SamplingMetadata
@@ -107,7 +127,7 @@ def v0_sampler_call(rows, vocab, dtype, max_num_batched_tokens):
             request_id=str(g), is_prompt=True, seq_data={g: data},
             sampling_params=params, block_tables=None))
         seq_lens.append(n)
-    meta = SamplingMetadata.prepare(seqs, seq_lens, seq_lens, "cpu", False)
+    meta = SamplingMetadata.prepare(seqs, seq_lens, seq_lens, device, device != "cpu")
     sampler = Sampler()
 
     def run(logits, holder):
@@ -116,13 +136,13 @@ def v0_sampler_call(rows, vocab, dtype, max_num_batched_tokens):
     return run
 
 
-def v1_sampler_call(rows, vocab, dtype, max_num_batched_tokens):
+def v1_sampler_call(rows, vocab, dtype, max_num_batched_tokens, device="cpu"):
     import torch
     from vllm.v1.sample.metadata import SamplingMetadata
     from vllm.v1.sample.sampler import Sampler
 
     def full(v):
-        return torch.full((rows,), v)
+        return torch.full((rows,), v, device=device)
 
     fields = dict(
         temperature=full(0.5), all_greedy=False, all_random=False,
@@ -143,6 +163,40 @@ def v1_sampler_call(rows, vocab, dtype, max_num_batched_tokens):
     return run
 
 
+def hide_pydantic_1(oracle):
+    """vLLM 0.6's quantization configs, imported on the sampler's path, are
+    written for pydantic 2; a pydantic 1 installed here (Debian 12's) is
+    hidden, so the loader stubs it as it stubs a missing one."""
+    try:
+        import pydantic
+    except ImportError:
+        return
+    if hasattr(pydantic, "field_validator"):
+        return
+    for name in [m for m in sys.modules if m == "pydantic" or m.startswith("pydantic.")]:
+        del sys.modules[name]
+    sys.meta_path.insert(0, oracle._StubFinder(["pydantic"]))
+
+
+def hide_incompatible_triton(oracle, src):
+    """Trees of 0.5-0.6 import triton.runtime.cache.default_cache_dir,
+    which later Triton releases dropped; the sampler calls no Triton kernel
+    (its Triton path is commented out), so such a Triton is stubbed."""
+    try:
+        import triton.runtime.cache as cache
+    except ImportError:
+        return
+    path = os.path.join(src, "vllm", "triton_utils", "custom_cache_manager.py")
+    if hasattr(cache, "default_cache_dir") or not os.path.exists(path):
+        return
+    with open(path) as f:
+        if "default_cache_dir" not in f.read():
+            return
+    for name in [m for m in sys.modules if m == "triton" or m.startswith("triton.")]:
+        del sys.modules[name]
+    sys.meta_path.insert(0, oracle._StubFinder(["triton"]))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--vllm-src", required=True)
@@ -154,6 +208,8 @@ def main():
     ap.add_argument("--tokens", type=int, default=2048,
                     help="max_num_batched_tokens of the dummy batch")
     ap.add_argument("--dtype", default="bfloat16")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                    help="cuda: run on the GPU and read the caching allocator's peaks")
     ap.add_argument("--out", default="-",
                     help="JSON file to write (vLLM's logger owns stdout)")
     args = ap.parse_args()
@@ -175,34 +231,45 @@ def main():
                  "float8_e5m2fnuz", "uint16", "uint32", "uint64"):
         if not hasattr(torch, name):
             setattr(torch, name, torch.uint8)
+    hide_pydantic_1(oracle)
+    hide_incompatible_triton(oracle, args.vllm_src)
     oracle.load_vllm(args.vllm_src, v1=args.engine == "v1", real=real)
     import torch
     import vllm.utils
-    # No CUDA here: pinned host buffers are for copies to a GPU (and the
-    # probe reads vLLM's installed-package metadata, which an extracted
-    # tree has none of).
-    vllm.utils.is_pin_memory_available = lambda: False
+    pinned = args.device == "cuda"
+    # Pinned host buffers are for copies to a GPU (and the probe reads
+    # vLLM's installed-package metadata, which an extracted tree has none
+    # of).
+    vllm.utils.is_pin_memory_available = lambda: pinned
     import vllm.model_executor.sampling_metadata as sm
-    sm.is_pin_memory_available = lambda: False
+    sm.is_pin_memory_available = lambda: pinned
     dtype = getattr(torch, args.dtype)
     make = v0_sampler_call if args.engine == "v0" else v1_sampler_call
-    run = make(args.rows, args.vocab, dtype, args.tokens)
+    run = make(args.rows, args.vocab, dtype, args.tokens, args.device)
     gen = torch.Generator().manual_seed(0)
 
     def logits():
         # The LM head's output: one row per sequence, in the model's dtype.
-        return torch.randn(args.rows, args.vocab, generator=gen).to(dtype)
+        return torch.randn(args.rows, args.vocab, generator=gen).to(dtype).to(args.device)
 
     run(logits(), [])  # warm-up: lazy initialisation stays out of the figure
-    held, x = [], logits()
-    peak, at_peak = peak_bytes(lambda: run(x, held), [x])
     cell = args.rows * args.vocab
-    res = json.dumps({
-        "release": args.release, "commit": args.commit,
-        "engine": args.engine, "rows": args.rows, "vocab": args.vocab,
-        "logits_dtype": args.dtype, "peak_bytes": peak,
-        "bytes_per_row_vocab": round(peak / cell, 3),
-        "live_at_peak": at_peak})
+    res = {"release": args.release, "commit": args.commit,
+           "engine": args.engine, "rows": args.rows, "vocab": args.vocab,
+           "logits_dtype": args.dtype, "device": args.device}
+    if args.device == "cuda":
+        held = []
+        allocated, reserved = cuda_peak_bytes(lambda x: run(x, held), logits)
+        res.update(gpu=torch.cuda.get_device_name(), torch=torch.__version__,
+                   peak_bytes=allocated, bytes_per_row_vocab=round(allocated / cell, 3),
+                   reserved_peak_bytes=reserved,
+                   reserved_bytes_per_row_vocab=round(reserved / cell, 3))
+    else:
+        held, x = [], logits()
+        peak, at_peak = peak_bytes(lambda: run(x, held), [x])
+        res.update(peak_bytes=peak, bytes_per_row_vocab=round(peak / cell, 3),
+                   live_at_peak=at_peak)
+    res = json.dumps(res)
     if args.out == "-":
         print(res)
     else:
