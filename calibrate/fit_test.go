@@ -80,7 +80,10 @@ func TestRecoversHiddenParameters(t *testing.T) {
 	}
 	d := testDeployment(t)
 	var fitRuns, otherRuns []Observation
-	for i, rate := range []float64{2, 10, 20} {
+	// The per-sequence overhead is a small share of a step at light
+	// load; the 30 req/s load's larger batches are what pin it down
+	// (without it the fit lands 10% off, trading it against the scales).
+	for i, rate := range []float64{2, 10, 20, 30} {
 		fitRuns = append(fitRuns, groundTruthRun(t, d, rate, 400, 0.02, int64(10+i)))
 	}
 	for i, rate := range []float64{5, 14, 24} {
