@@ -533,7 +533,7 @@ func (d Deployment) weightBytesPerGPU() int64 {
 //     through (for MoE its top-k experts plus shared experts) and a few
 //     hidden-sized buffers;
 //   - the sampler on one row of logits per sequence (max_num_seqs rows),
-//     its peak of live tensors (SamplerBytesPerCell), while the final
+//     its allocator peak (SamplerPeak, by rows), while the final
 //     hidden states are still held.
 func (d Deployment) activationPeakBytes() int64 {
 	m := d.Model

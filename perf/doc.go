@@ -528,7 +528,9 @@
 // Activation peak = max_num_batched_tokens · 2 B · (3·f/t + 4·d) + min(
 // max_num_seqs, max_num_batched_tokens) · V · 4 B: the SwiGLU gate/up output
 // and product plus hidden-sized buffers of the dummy batch, and fp32 logits
-// of the dummy sampler run. It brackets vLLM's logs: Llama-3-8B shows 1.26
+// of the dummy sampler run (the larger of the two; package vllm replaces
+// the 4 B with its release's sampler peak, Deployment.SamplerPeak, measured
+// on a GPU by rows). It brackets vLLM's logs: Llama-3-8B shows 1.26
 // GiB at 8192 tokens on H100 (vLLM 0.6.5, PR #10511; this formula 1.03
 // GiB), and 2.07 GiB at 20000 tokens on an RTX 3090 (vLLM 0.6.3, issue
 // #10517; this formula 2.33 GiB).
