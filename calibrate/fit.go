@@ -250,8 +250,8 @@ func simulate(ctx context.Context, o *Observation, p Params) (Figures, error) {
 	if err != nil {
 		return Figures{}, fmt.Errorf("%s: resolving %s on %s: %w", o.Name(), d.Model.Name, d.GPU.Name, err)
 	}
-	cfg := sim.Config{Engine: r.Engine, Model: p.WrapStepModel(r.StepModel), MaxConcurrency: o.MaxConcurrency, ReuseRecords: true,
-		SchedulerSteps: r.SchedulerSteps, Ingest: r.Ingest, Delivery: r.Delivery, AsyncOutputLag: r.AsyncOutputLag}
+	cfg := sim.ConfigFor(r)
+	cfg.Model, cfg.MaxConcurrency, cfg.ReuseRecords = p.WrapStepModel(r.StepModel), o.MaxConcurrency, true
 	ttft := make([]float64, 0, len(o.Requests))
 	tpot := make([]float64, 0, len(o.Requests))
 	_, err = sim.Run(ctx, cfg, o.Requests, func(rec *metrics.Record) error {

@@ -252,6 +252,26 @@ type Output struct {
 	Err error
 }
 
+// FinishedDecodes is the step V0's async output processing runs when no
+// other step follows a step whose outputs are outs: one more decode of
+// every sequence that finished there without an error, over its prompt and
+// generated tokens (vLLM 0.6's scheduler: "With async postprocessor, an
+// extra decode run is done to process the final tokens"). promptLen gives
+// a request's prompt length, or false for one no longer tracked.
+func FinishedDecodes(outs []Output, promptLen func(id uint64) (int, bool)) perf.StepShape {
+	var s perf.StepShape
+	for i := range outs {
+		o := &outs[i]
+		if !o.Finished || o.Err != nil {
+			continue
+		}
+		if p, ok := promptLen(o.ID); ok {
+			s.AddDecode(p + o.NumGenerated)
+		}
+	}
+	return s
+}
+
 // Stats is a snapshot of the engine's gauges and cumulative counters.
 type Stats struct {
 	Running, Waiting, Swapped                                    int

@@ -563,11 +563,7 @@ func (e *Engine) addEntry(s *sequence, tokens, charged int) {
 		sh.KVTokens += c + p
 		return
 	}
-	sh.Decodes++
-	sh.AttnPairs += int64(ctx)
-	sh.DecodeContext += int64(ctx)
-	sh.MaxDecodeContext = max(sh.MaxDecodeContext, ctx)
-	sh.KVTokens += int64(ctx) + 1
+	sh.AddDecode(ctx)
 }
 
 // reject gives up on s (already out of its queue) with a FINISHED_IGNORED

@@ -494,3 +494,22 @@ func TestMaxDecodeContext(t *testing.T) {
 		})
 	}
 }
+
+// FinishedDecodes: V0's extra decode with no step following covers the
+// requests that finished without an error and are still tracked, each over
+// its prompt and generated tokens.
+func TestFinishedDecodes(t *testing.T) {
+	outs := []Output{
+		{ID: 1, NumGenerated: 5, Finished: true},
+		{ID: 2, NumGenerated: 3},                                  // still running
+		{ID: 3, NumGenerated: 2, Finished: true, Err: ErrIgnored}, // rejected
+		{ID: 4, NumGenerated: 9, Finished: true},                  // no longer tracked
+		{ID: 5, NumGenerated: 1, Finished: true},
+	}
+	prompts := map[uint64]int{1: 100, 2: 50, 3: 40, 5: 20}
+	got := FinishedDecodes(outs, func(id uint64) (int, bool) { p, ok := prompts[id]; return p, ok })
+	want := perf.StepShape{Decodes: 2, AttnPairs: 105 + 21, DecodeContext: 105 + 21, MaxDecodeContext: 105, KVTokens: 106 + 22}
+	if got != want {
+		t.Errorf("FinishedDecodes = %+v, want %+v", got, want)
+	}
+}

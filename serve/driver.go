@@ -78,15 +78,8 @@ func (s *Server) Run(ctx context.Context) error {
 	if !s.started.CompareAndSwap(false, true) {
 		return errors.New("serve: Run called twice on one Server")
 	}
-	d := &driver{s: s, eng: s.eng, streams: make(map[uint64]*stream), statsEvery: s.cfg.StatsInterval, intervalLag: new(lagHistogram)}
-	if d.quiet = s.cfg.Delivery > 0; d.quiet {
-		go s.deliverer.run(s.stopped)
-	}
+	d := s.startDriver()
 	defer d.shutdown()
-	for _, line := range s.StartupLines() {
-		s.log.Info(line)
-	}
-	close(s.logged)
 
 	timer := time.NewTimer(time.Hour) // idle waits for new requests
 	timer.Stop()
@@ -113,15 +106,7 @@ func (s *Server) Run(ctx context.Context) error {
 			clock = s.now()
 		}
 		d.drain(clock)
-		for len(inPipe) < depth {
-			step := d.eng.Schedule(clock)
-			d.fail(step.Rejected, clock)
-			d.flushHandOffs(clock)
-			if step.Empty() {
-				break
-			}
-			inPipe = append(inPipe, servedBatch{step, clock, d.batchDue(&pipe, depth, clock, step)})
-		}
+		inPipe = d.fillPipeline(inPipe, &pipe, depth, clock)
 		if len(inPipe) == 0 && d.lagging {
 			// No step follows: vLLM runs the sequences that just finished
 			// once more while it processes their outputs, then returns them.
@@ -170,6 +155,35 @@ func (s *Server) Run(ctx context.Context) error {
 		d.endBusyPeriod(periodWall, clock-periodStart)
 	}
 	return nil
+}
+
+// startDriver starts the step loop's state: the deliverer when chunks
+// wait out Config.Delivery, and the startup lines logged.
+func (s *Server) startDriver() *driver {
+	d := &driver{s: s, eng: s.eng, streams: make(map[uint64]*stream), statsEvery: s.cfg.StatsInterval, intervalLag: new(lagHistogram)}
+	if d.quiet = s.cfg.Delivery > 0; d.quiet {
+		go s.deliverer.run(s.stopped)
+	}
+	for _, line := range s.StartupLines() {
+		s.log.Info(line)
+	}
+	close(s.logged)
+	return d
+}
+
+// fillPipeline schedules steps at clock until depth batches are in flight
+// or the engine has nothing to run, failing the requests it rejects.
+func (d *driver) fillPipeline(inPipe []servedBatch, pipe *perf.Pipeline, depth int, clock time.Duration) []servedBatch {
+	for len(inPipe) < depth {
+		step := d.eng.Schedule(clock)
+		d.fail(step.Rejected, clock)
+		d.flushHandOffs(clock)
+		if step.Empty() {
+			break
+		}
+		inPipe = append(inPipe, servedBatch{step, clock, d.batchDue(pipe, depth, clock, step)})
+	}
+	return inPipe
 }
 
 // endBusyPeriod adds a busy period's wall time and model time, whose
@@ -239,18 +253,15 @@ func (d *driver) completeLagged(due time.Duration) time.Duration {
 }
 
 // drainStep is the extra decode vLLM runs, with no step following, over
-// the sequences whose outputs are lagged and finished (sim's runner does
-// the same).
+// the sequences whose outputs are lagged and finished
+// (engine.FinishedDecodes, as sim's runner).
 func (d *driver) drainStep() time.Duration {
-	var s perf.StepShape
-	for i := range d.lagged {
-		o := &d.lagged[i]
-		st := d.streams[o.ID]
-		if st == nil || !o.Finished || o.Err != nil {
-			continue
+	s := engine.FinishedDecodes(d.lagged, func(id uint64) (int, bool) {
+		if st := d.streams[id]; st != nil {
+			return st.req.PromptLen, true
 		}
-		s.AddDecode(st.req.PromptLen + o.NumGenerated)
-	}
+		return 0, false
+	})
 	if s.Decodes == 0 {
 		return 0
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/servebench/servebench/engine"
 	"github.com/servebench/servebench/metrics"
 	"github.com/servebench/servebench/perf"
+	"github.com/servebench/servebench/vllm"
 	"github.com/servebench/servebench/workload"
 )
 
@@ -64,6 +65,15 @@ type Config struct {
 	// single-batch runs only (no multi-step groups, no pipeline
 	// parallelism).
 	AsyncOutputLag bool
+}
+
+// ConfigFor is the Config that times a resolved vLLM deployment: its
+// engine, step model, multi-step groups, the OpenAI server's request
+// latencies and V0's async output processing. Callers add their run's own
+// settings (statistics, concurrency, record reuse).
+func ConfigFor(r *vllm.Resolved) Config {
+	return Config{Engine: r.Engine, Model: r.StepModel, SchedulerSteps: r.SchedulerSteps,
+		Ingest: r.Ingest, Delivery: r.Delivery, AsyncOutputLag: r.AsyncOutputLag}
 }
 
 // StatsSample is the engine's state at one instant of virtual time, with
@@ -520,33 +530,23 @@ func (r *runner) groupStep(s perf.StepShape) (cont, open bool) {
 	return cont, r.groupLeft > 0
 }
 
-// deliverHeld applies the outputs of a multi-step group that ends early.
 // drainStep is the extra decode step vLLM runs with async output
 // processing when the lagged step finished sequences and nothing else is
-// scheduled: they are decoded once more while their outputs are processed
-// (vLLM 0.6's Scheduler._schedule_running: "With async postprocessor, an
-// extra decode run is done to process the final tokens"). When other
-// steps follow, the finished sequences ride in the next one and its time
-// is not changed [approximation].
+// scheduled (engine.FinishedDecodes). When other steps follow, the
+// finished sequences ride in the next one and its time is not changed
+// [approximation]. It is not counted in the step statistics.
 func (r *runner) drainStep() time.Duration {
-	var s perf.StepShape
-	for i := range r.lagged {
-		o := &r.lagged[i]
-		fl := r.flights.at(o.ID)
-		if fl == nil || !o.Finished || o.Err != nil {
-			continue
+	s := engine.FinishedDecodes(r.lagged, func(id uint64) (int, bool) {
+		if fl := r.flights.at(id); fl != nil {
+			return fl.promptLen, true
 		}
-		s.AddDecode(fl.promptLen + o.NumGenerated)
-	}
-	switch {
-	case s.Decodes == 0:
+		return 0, false
+	})
+	if s.Decodes == 0 {
 		return 0
-	case r.host != nil:
-		d, _ := r.host.StepTimeHost(s)
-		return d
-	default:
-		return r.cfg.Model.StepTime(s)
 	}
+	d, _ := r.modelTime(s)
+	return d
 }
 
 // deliverLagged hands the client the lagged step's outputs at the current
@@ -560,6 +560,7 @@ func (r *runner) deliverLagged() error {
 	return r.apply(r.lagged)
 }
 
+// deliverHeld applies the outputs of a multi-step group that ends early.
 func (r *runner) deliverHeld() error {
 	err := r.apply(r.held)
 	r.held = r.held[:0]
@@ -597,14 +598,9 @@ func (r *runner) batchOut(s perf.StepShape) time.Duration {
 	return r.pipe.Enter(r.now, d, perf.StageTime(r.cfg.Model, s, r.depth))
 }
 
+// stepTime is modelTime, counted in the run's step statistics.
 func (r *runner) stepTime(s perf.StepShape) time.Duration {
-	if r.host == nil {
-		d := r.cfg.Model.StepTime(s)
-		r.stepTimeSum += d
-		r.stepsTimed++
-		return d
-	}
-	d, hostBound := r.host.StepTimeHost(s)
+	d, hostBound := r.modelTime(s)
 	if hostBound {
 		r.hostBound++
 		r.hostBoundTime += d
@@ -612,6 +608,14 @@ func (r *runner) stepTime(s perf.StepShape) time.Duration {
 	r.stepTimeSum += d
 	r.stepsTimed++
 	return d
+}
+
+// modelTime is the step model's time for s, and whether the host set it.
+func (r *runner) modelTime(s perf.StepShape) (time.Duration, bool) {
+	if r.host == nil {
+		return r.cfg.Model.StepTime(s), false
+	}
+	return r.host.StepTimeHost(s)
 }
 
 func (r *runner) full() bool {

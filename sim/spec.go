@@ -196,8 +196,8 @@ func (r *specRun) simulate(ctx context.Context, stream *workload.Stream, info re
 	// The recorder copies what it keeps, so the simulator may recycle
 	// records. A records write error does not stop the simulation (it costs
 	// no server time); it is reported after the result.
-	cfg := Config{Engine: ec, Model: r.eng.StepModel, StatsInterval: interval, MaxConcurrency: s.Workload.MaxConcurrency, ReuseRecords: true,
-		SchedulerSteps: r.eng.SchedulerSteps, Ingest: r.eng.Ingest, Delivery: r.eng.Delivery, AsyncOutputLag: r.eng.AsyncOutputLag}
+	cfg := ConfigFor(r.eng.Resolved)
+	cfg.StatsInterval, cfg.MaxConcurrency = interval, s.Workload.MaxConcurrency
 	if s.Simulation.LogStats {
 		r.logStats(&cfg, interval)
 	}

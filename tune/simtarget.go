@@ -146,7 +146,9 @@ func (s *SimTarget) Run(ctx context.Context, t Trial) (*Outcome, error) {
 	reqs := make([]workload.Request, len(s.Requests))
 	copy(reqs, s.Requests)
 	rec := metrics.NewRecorder(s.Summary, nil, metrics.KeepNone)
-	res, err := sim.Run(ctx, sim.Config{Engine: r.Engine, Model: r.StepModel, ReuseRecords: true, SchedulerSteps: r.SchedulerSteps, Ingest: r.Ingest, Delivery: r.Delivery, AsyncOutputLag: r.AsyncOutputLag}, reqs, func(m *metrics.Record) error {
+	cfg := sim.ConfigFor(r)
+	cfg.ReuseRecords = true
+	res, err := sim.Run(ctx, cfg, reqs, func(m *metrics.Record) error {
 		return rec.Add(m)
 	})
 	if err != nil {

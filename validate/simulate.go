@@ -342,9 +342,8 @@ func (p *plan) simulate(ctx context.Context) (metrics.Summary, error) {
 		return metrics.Summary{}, cannot("workload: %v", err)
 	}
 	recorder := metrics.NewRecorder(p.summary, nil, metrics.KeepNone)
-	cfg := sim.Config{Engine: r.Engine, Model: r.StepModel, StatsInterval: r.StatsInterval,
-		MaxConcurrency: p.maxConcurrency, SchedulerSteps: r.SchedulerSteps,
-		Ingest: r.Ingest, Delivery: r.Delivery, AsyncOutputLag: r.AsyncOutputLag}
+	cfg := sim.ConfigFor(r)
+	cfg.StatsInterval, cfg.MaxConcurrency = r.StatsInterval, p.maxConcurrency
 	// The published figures are what vLLM's benchmark client observed: its
 	// one thread queues every send and chunk (vllm doc, "Benchmark client"),
 	// so those runs keep their records whole and pass them through it
