@@ -327,20 +327,9 @@ func sumSquares(r []float64) float64 {
 // resampled by request; otherwise runs are resampled.
 func bootstrap(ctx context.Context, obs []Observation, x []float64, at []RunFit, n int, seed int64) (Params, string, error) {
 	base := residuals(at)
-	steps := []float64{0.02, 0.02, 1, 0.05}[:len(x)]
-	jac := make([][]float64, len(x)) // jac[k][i] = ∂r_i/∂x_k
-	for k := range x {
-		xk := slices.Clone(x)
-		xk[k] += steps[k]
-		fits, err := Predict(ctx, obs, paramsAt(xk))
-		if err != nil {
-			return Params{}, "", err
-		}
-		r := residuals(fits)
-		jac[k] = make([]float64, len(r))
-		for i := range r {
-			jac[k][i] = (r[i] - base[i]) / steps[k]
-		}
+	jac, err := jacobian(ctx, obs, x, base)
+	if err != nil {
+		return Params{}, "", err
 	}
 	byRequest := true
 	for _, o := range obs {
@@ -351,6 +340,12 @@ func bootstrap(ctx context.Context, obs []Observation, x []float64, at []RunFit,
 	if !byRequest && len(obs) < 2 {
 		return Params{}, "", nil // one run without records: nothing to resample
 	}
+	var observed [][4]float64 // each run's figures as measured, for the by-request resamples
+	if byRequest {
+		for _, o := range obs {
+			observed = append(observed, timingFigures(o.Timings).values())
+		}
+	}
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
 	samples := make([][4]float64, 0, n)
 	weights := make([]float64, len(base))
@@ -358,7 +353,7 @@ func bootstrap(ctx context.Context, obs []Observation, x []float64, at []RunFit,
 	for range n {
 		if byRequest {
 			for i, o := range obs {
-				ref := timingFigures(o.Timings).values()
+				ref := observed[i]
 				res := timingFigures(resample(o.Timings, rng)).values()
 				for j := range ref {
 					// The observed figure moves by res/ref; the residual
@@ -390,9 +385,40 @@ func bootstrap(ctx context.Context, obs []Observation, x []float64, at []RunFit,
 	if len(samples) < 2 {
 		return Params{}, "", nil
 	}
-	var ps []Params
+	what := "runs"
+	if byRequest {
+		what = "requests"
+	}
+	return spread(samples, len(x)), what, nil
+}
+
+// jacobian is ∂r_i/∂x_k (jac[k][i]) by forward differences from the
+// residuals base at x, one prediction per parameter.
+func jacobian(ctx context.Context, obs []Observation, x, base []float64) ([][]float64, error) {
+	steps := []float64{0.02, 0.02, 1, 0.05}[:len(x)]
+	jac := make([][]float64, len(x))
+	for k := range x {
+		xk := slices.Clone(x)
+		xk[k] += steps[k]
+		fits, err := Predict(ctx, obs, paramsAt(xk))
+		if err != nil {
+			return nil, err
+		}
+		r := residuals(fits)
+		jac[k] = make([]float64, len(r))
+		for i := range r {
+			jac[k][i] = (r[i] - base[i]) / steps[k]
+		}
+	}
+	return jac, nil
+}
+
+// spread is the sample standard deviation of each parameter over the
+// bootstrap samples (the first nx values of each are the parameters).
+func spread(samples [][4]float64, nx int) Params {
+	ps := make([]Params, 0, len(samples))
 	for _, s := range samples {
-		ps = append(ps, paramsAt(s[:len(x)]))
+		ps = append(ps, paramsAt(s[:nx]))
 	}
 	sd := func(get func(Params) float64) float64 {
 		m := 0.0
@@ -406,16 +432,12 @@ func bootstrap(ctx context.Context, obs []Observation, x []float64, at []RunFit,
 		}
 		return math.Sqrt(v / float64(len(ps)-1))
 	}
-	what := "runs"
-	if byRequest {
-		what = "requests"
-	}
 	return Params{
 		ComputeScale:       sd(func(p Params) float64 { return p.ComputeScale }),
 		BandwidthScale:     sd(func(p Params) float64 { return p.BandwidthScale }),
 		SequenceOverheadUs: sd(func(p Params) float64 { return p.SequenceOverheadUs }),
 		RequestOverheadUs:  sd(func(p Params) float64 { return p.RequestOverheadUs }),
-	}, what, nil
+	}
 }
 
 func resample(ts []report.RequestTiming, rng *rand.Rand) []report.RequestTiming {
