@@ -179,10 +179,18 @@ func TestImportedAttentionTablesMatchProfiles(t *testing.T) {
 func TestStepModelLayerMatchesProfiles(t *testing.T) {
 	for _, p := range gpuProfiles {
 		t.Run(p.gpu, func(t *testing.T) {
-			stepModelLayerMatchesProfile(t, filepath.Join(p.dir, "layer.tsv"), p.gpu, p.layerLo, 1)
+			stepModelLayerMatchesProfile(t, filepath.Join(p.dir, "layer.tsv"), p.gpu, p.layerLo, layerHi)
 		})
 	}
 }
+
+// layerHi bounds the step model's layer from above against PyTorch's
+// unfused one. The unfused layer is the slower in truth, but the model's
+// GEMMs carry the imported tables' own error on this card (5–7% median at
+// M ≥ 768, TestImportedGEMMTablesMatchProfiles) and, at prefill, Vidur's
+// in-model rate (inModelComputeRate), where PyTorch's extra small kernels
+// weigh least: so up to 5% over.
+const layerHi = 1.05
 
 // shardedProfile is one lease's measurement of decoder layers as one
 // tensor-parallel rank runs them (tools/gpu-profile's layer-sharded
@@ -209,7 +217,7 @@ var shardedConfigs = map[string]string{"Llama-3.1-405B-FP8": "testdata/llama-3.1
 // TP>1 step adds beyond it, communication and the ranks waiting on each
 // other, is what one GPU cannot measure (perf/doc.go).
 func TestStepModelShardedLayerMatchesProfile(t *testing.T) {
-	stepModelLayerMatchesProfile(t, filepath.Join(shardedProfile, "layer-sharded.tsv"), "H100-SXM", 0.62, 1)
+	stepModelLayerMatchesProfile(t, filepath.Join(shardedProfile, "layer-sharded.tsv"), "H100-SXM", 0.62, layerHi)
 }
 
 // unfusedQuantUS is the measured cost of PyTorch's unfused per-token FP8

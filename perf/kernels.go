@@ -3,6 +3,7 @@ package perf
 import (
 	"fmt"
 	"math"
+	"strings"
 )
 
 // The table-driven step model: GEMMs, attention and collectives timed from
@@ -108,6 +109,24 @@ func calibrated(g GPU, fp8 bool, flops, bytes float64) float64 {
 	if sc == 1 && sb == 1 {
 		return 1
 	}
+	return shareScaled(g, fp8, flops, bytes, sc, sb)
+}
+
+// inModelComputeRate is the rate a GEMM's compute runs at inside a
+// model's layer, as a share of the rate aiconfigurator measured for it on
+// its own (doc.go, "In-model GEMMs"; TestInModelComputeRateMatchesVidur
+// recomputes it from Vidur's figures).
+const inModelComputeRate = 0.87
+
+// inModel is the factor inModelComputeRate puts on a GEMM time measured
+// on its own on src: only the roofline's compute share slows.
+func inModel(src GPU, fp8 bool, flops, bytes float64) float64 {
+	return shareScaled(src, fp8, flops, bytes, inModelComputeRate, 1)
+}
+
+// shareScaled divides a kernel time's roofline compute share on g by
+// computeScale and its memory share by bandwidthScale.
+func shareScaled(g GPU, fp8 bool, flops, bytes, computeScale, bandwidthScale float64) float64 {
 	peak := g.BF16FLOPS
 	if fp8 && g.FP8FLOPS > 0 {
 		peak = g.FP8FLOPS
@@ -117,7 +136,7 @@ func calibrated(g GPU, fp8 bool, flops, bytes float64) float64 {
 		return 1
 	}
 	f := c / (c + m)
-	return f/sc + (1-f)/sb
+	return f/computeScale + (1-f)/bandwidthScale
 }
 
 // curve is a time as a function of one coordinate, on a log grid:
@@ -442,6 +461,9 @@ type gemmTimer struct {
 	weightFactor float64 // bytes per weight relative to the table's dtype
 	kernel       QuantKernel
 	byNK         bool // the table's axes are (M, N·K)
+	// isolated: the table timed each GEMM on its own (aiconfigurator's),
+	// not inside a model's layer (Vidur's A40 table), so inModel applies.
+	isolated bool
 }
 
 func newGEMMTimer(cat *kernelCatalog, src, dst GPU, kernel QuantKernel, m Model) *gemmTimer {
@@ -467,6 +489,7 @@ func newGEMMTimer(cat *kernelCatalog, src, dst GPU, kernel QuantKernel, m Model)
 			g.weightFactor = 1
 		}
 	}
+	g.isolated = strings.Contains(g.table.header["source"], "ai-dynamo/aiconfigurator")
 	return g
 }
 
@@ -480,6 +503,9 @@ func (g *gemmTimer) at(m, n, k float64) float64 {
 	}
 	flops := 2 * m * n * k
 	bytes := activationBytes * (m*k + m*n + n*k)
+	if g.isolated {
+		t *= inModel(g.src, g.fp8, flops, bytes)
+	}
 	t *= deriveScale(g.src, g.dst, g.fp8, flops, bytes) * calibrated(g.dst, g.fp8, flops, bytes)
 	if g.weightFactor == 1 {
 		return t

@@ -42,14 +42,17 @@ func grid(s *Space) []Point {
 }
 
 // TestSearchQualityOnSim compares TPE and random search with the
-// exhaustive grid's best: the mean over 10 seeds of the best feasible
+// exhaustive grid's best: the mean over 30 seeds of the best feasible
 // objective found in 30 trials, and the trials each needed to reach 95%
 // of the grid's best. It simulates the 100 grid points once (memoised).
+// Thirty seeds, not ten: a seed that never reaches the best region ends
+// on whatever the landscape's runner-up is worth, so ten seeds' mean has a
+// standard error near 0.03, as large as the margin the test asserts.
 func TestSearchQualityOnSim(t *testing.T) {
 	if testing.Short() {
-		t.Skip("search-quality study: about 10 s of simulation; run without -short")
+		t.Skip("search-quality study: about 15 s of simulation; run without -short")
 	}
-	const seeds, budget = 10, 30
+	const seeds, budget = 30, 30
 	target := newSimTarget(t, 150)
 	space := qualitySpace()
 	sla, err := sweep.ParseSLA("p99_tpot_ms<=60")
