@@ -141,100 +141,128 @@ func Load(paths []string, o LoadOptions) ([]Observation, error) {
 	return out, nil
 }
 
+// observe reads one run of a result file: its tags resolved to a
+// deployment, the figures a fit matches, and its workload rebuilt from
+// per-request records or, without them, from its rate and mean lengths.
 func observe(r report.LoadedResult, o LoadOptions, resolve Resolver) (*Observation, error) {
 	obs := &Observation{Path: r.Path, Index: r.Index}
-	fail := func(format string, args ...any) (*Observation, error) {
-		return nil, fmt.Errorf("%s: %s", obs.Name(), fmt.Sprintf(format, args...))
+	fail := func(err error) (*Observation, error) {
+		return nil, fmt.Errorf("%s: %w", obs.Name(), err)
 	}
-	tags := Tags{Model: text(r, "model"), GPU: text(r, "gpu"), VLLMVersion: text(r, "vllm_version")}
-	if tags.Model == "" {
-		tags.Model = text(r, "model_id")
-	}
-	if o.Given.Model != "" {
-		tags.Model = o.Given.Model
-	}
-	if o.Given.GPU != "" {
-		tags.GPU = o.Given.GPU
-	}
-	if o.Given.VLLMVersion != "" {
-		tags.VLLMVersion = o.Given.VLLMVersion
-	}
-	if tags.Model == "" {
-		return fail("no model recorded; pass --model")
-	}
-	if tags.GPU == "" {
-		return fail("no GPU recorded (servebench writes it with --metadata gpu=NAME); pass --gpu")
+	tags, err := runTags(r, o.Given)
+	if err != nil {
+		return fail(err)
 	}
 	obs.Tags = tags
 	model, gpu, profile, err := resolve(tags)
 	if err != nil {
-		return fail("%v", err)
+		return fail(err)
 	}
 	obs.Tags.GPU, obs.Tags.VLLMVersion = gpu.Name, profile.Release.String()
 	obs.Deployment = Deployment{Profile: profile, Model: model, GPU: gpu, Options: fileOptions(r, o.Options)}
-
-	for i, key := range figureNames {
-		v, ok := r.Number(key)
-		if !ok || math.IsNaN(v) || v < 0 {
-			return fail("no %s: is this a benchmark result (servebench or vLLM --save-result JSON)?", key)
-		}
-		switch i {
-		case 0:
-			obs.Observed.MeanTTFT = v
-		case 1:
-			obs.Observed.MedianTTFT = v
-		case 2:
-			obs.Observed.MeanTPOT = v
-		case 3:
-			obs.Observed.MedianTPOT = v
-		}
+	if obs.Observed, err = observedFigures(r); err != nil {
+		return fail(err)
 	}
-	if obs.Observed.MedianTTFT <= 0 || obs.Observed.MedianTPOT <= 0 {
-		return fail("median TTFT %.3g ms and TPOT %.3g ms must both be positive; a run needs requests with more than one output token",
-			obs.Observed.MedianTTFT, obs.Observed.MedianTPOT)
+	completed, meanIn, meanOut, err := meanLengths(r)
+	if err != nil {
+		return fail(err)
 	}
-	completed, ok := r.Number("completed")
-	if !ok || completed < 1 {
-		return fail("no completed requests recorded (key completed)")
-	}
-	totalIn, okIn := r.Number("total_input_tokens")
-	totalOut, okOut := r.Number("total_output_tokens")
-	if !okIn || !okOut || totalIn <= 0 || totalOut <= 0 {
-		return fail("no total_input_tokens / total_output_tokens: the workload's lengths cannot be rebuilt")
-	}
-	meanIn := max(1, int(math.Round(totalIn/completed)))
-	meanOut := max(1, int(math.Round(totalOut/completed)))
-
 	timings, err := r.Requests()
 	if err != nil {
-		return fail("reading per-request timings: %v", err)
+		return fail(fmt.Errorf("reading per-request timings: %w", err))
 	}
 	if reqs, ok := requestsFromTimings(timings, meanIn, meanOut); ok {
 		obs.Requests, obs.FromRecords, obs.Timings = reqs, true, successful(timings)
 		return obs, nil
 	}
+	if obs.Requests, err = rebuiltArrivals(r, completed, meanIn, meanOut, o.Seed); err != nil {
+		return fail(err)
+	}
+	if c, ok := r.Number("max_concurrency"); ok && c >= 1 && !math.IsInf(c, 1) {
+		obs.MaxConcurrency = int(c)
+	}
+	return obs, nil
+}
+
+// runTags are the model, GPU and release a file records, overridden by
+// what the user gave.
+func runTags(r report.LoadedResult, given Tags) (Tags, error) {
+	tags := Tags{Model: text(r, "model"), GPU: text(r, "gpu"), VLLMVersion: text(r, "vllm_version")}
+	if tags.Model == "" {
+		tags.Model = text(r, "model_id")
+	}
+	if given.Model != "" {
+		tags.Model = given.Model
+	}
+	if given.GPU != "" {
+		tags.GPU = given.GPU
+	}
+	if given.VLLMVersion != "" {
+		tags.VLLMVersion = given.VLLMVersion
+	}
+	if tags.Model == "" {
+		return tags, errors.New("no model recorded; pass --model")
+	}
+	if tags.GPU == "" {
+		return tags, errors.New("no GPU recorded (servebench writes it with --metadata gpu=NAME); pass --gpu")
+	}
+	return tags, nil
+}
+
+// observedFigures are the run's TTFT and TPOT statistics a fit matches.
+func observedFigures(r report.LoadedResult) (Figures, error) {
+	var v [len(figureNames)]float64
+	for i, key := range figureNames {
+		x, ok := r.Number(key)
+		if !ok || math.IsNaN(x) || x < 0 {
+			return Figures{}, fmt.Errorf("no %s: is this a benchmark result (servebench or vLLM --save-result JSON)?", key)
+		}
+		v[i] = x
+	}
+	f := Figures{MeanTTFT: v[0], MedianTTFT: v[1], MeanTPOT: v[2], MedianTPOT: v[3]}
+	if f.MedianTTFT <= 0 || f.MedianTPOT <= 0 {
+		return Figures{}, fmt.Errorf("median TTFT %.3g ms and TPOT %.3g ms must both be positive; a run needs requests with more than one output token",
+			f.MedianTTFT, f.MedianTPOT)
+	}
+	return f, nil
+}
+
+// meanLengths are the completed requests and their mean prompt and output
+// lengths, from the run's totals.
+func meanLengths(r report.LoadedResult) (completed, meanIn, meanOut int, err error) {
+	n, ok := r.Number("completed")
+	if !ok || n < 1 {
+		return 0, 0, 0, errors.New("no completed requests recorded (key completed)")
+	}
+	totalIn, okIn := r.Number("total_input_tokens")
+	totalOut, okOut := r.Number("total_output_tokens")
+	if !okIn || !okOut || totalIn <= 0 || totalOut <= 0 {
+		return 0, 0, 0, errors.New("no total_input_tokens / total_output_tokens: the workload's lengths cannot be rebuilt")
+	}
+	return int(n), max(1, int(math.Round(totalIn/n))), max(1, int(math.Round(totalOut/n))), nil
+}
+
+// rebuiltArrivals is a run without per-request records replayed from its
+// request rate and burstiness at its mean lengths.
+func rebuiltArrivals(r report.LoadedResult, n, meanIn, meanOut int, seed int64) ([]workload.Request, error) {
 	rate, ok := r.Number("request_rate")
 	if !ok || rate <= 0 {
-		return fail("no per-request records and no request_rate: the arrivals cannot be rebuilt")
+		return nil, errors.New("no per-request records and no request_rate: the arrivals cannot be rebuilt")
 	}
 	burstiness, ok := r.Number("burstiness")
 	if !ok || burstiness <= 0 {
 		burstiness = 1
 	}
-	n := int(completed)
-	offsets, err := workload.Schedule(n, workload.Arrivals{Rate: rate, Burstiness: burstiness, Seed: o.Seed})
+	offsets, err := workload.Schedule(n, workload.Arrivals{Rate: rate, Burstiness: burstiness, Seed: seed})
 	if err != nil {
-		return fail("rebuilding arrivals: %v", err)
+		return nil, fmt.Errorf("rebuilding arrivals: %w", err)
 	}
-	obs.Requests = make([]workload.Request, n)
-	for i := range obs.Requests {
-		obs.Requests[i] = workload.Request{Index: i, PromptLen: meanIn, MaxTokens: meanOut}
+	reqs := make([]workload.Request, n)
+	for i := range reqs {
+		reqs[i] = workload.Request{Index: i, PromptLen: meanIn, MaxTokens: meanOut}
 	}
-	workload.Assign(obs.Requests, offsets)
-	if c, ok := r.Number("max_concurrency"); ok && c >= 1 && !math.IsInf(c, 1) {
-		obs.MaxConcurrency = int(c)
-	}
-	return obs, nil
+	workload.Assign(reqs, offsets)
+	return reqs, nil
 }
 
 // requestsFromTimings replays recorded starts and output lengths. Prompt
