@@ -1,0 +1,81 @@
+package calibrate
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestLoadRejectsIncompleteRuns: a result file that lacks what a fit
+// needs gets one error that names the file and what is missing, and a
+// complete file without per-request records is rebuilt from its rate and
+// mean lengths.
+func TestLoadRejectsIncompleteRuns(t *testing.T) {
+	complete := func() map[string]any {
+		return map[string]any{
+			"model_id": "Qwen2-0.5B", "completed": 10, "total_input_tokens": 1000, "total_output_tokens": 500,
+			"mean_ttft_ms": 20.0, "median_ttft_ms": 19.0, "mean_tpot_ms": 5.5, "median_tpot_ms": 5.0,
+			"request_rate": 4.0, "burstiness": 1.0, "max_concurrency": 8,
+		}
+	}
+	tests := []struct {
+		name   string
+		edit   func(map[string]any)
+		given  Tags
+		errHas string // empty: loads
+	}{
+		{name: "complete", given: Tags{GPU: "H100"}},
+		{name: "no model", edit: func(m map[string]any) { delete(m, "model_id") }, given: Tags{GPU: "H100"}, errHas: "no model recorded; pass --model"},
+		{name: "no GPU", errHas: "no GPU recorded (servebench writes it with --metadata gpu=NAME); pass --gpu"},
+		{name: "unknown model", given: Tags{Model: "no-such-model", GPU: "H100"}, errHas: "no-such-model"},
+		{name: "no TPOT", edit: func(m map[string]any) { delete(m, "median_tpot_ms") }, given: Tags{GPU: "H100"}, errHas: "no median_tpot_ms: is this a benchmark result"},
+		{name: "zero TPOT", edit: func(m map[string]any) { m["median_tpot_ms"] = 0.0 }, given: Tags{GPU: "H100"}, errHas: "must both be positive"},
+		{name: "nothing completed", edit: func(m map[string]any) { m["completed"] = 0 }, given: Tags{GPU: "H100"}, errHas: "no completed requests recorded"},
+		{name: "no totals", edit: func(m map[string]any) { delete(m, "total_output_tokens") }, given: Tags{GPU: "H100"}, errHas: "no total_input_tokens / total_output_tokens"},
+		{name: "no rate, no records", edit: func(m map[string]any) { delete(m, "request_rate") }, given: Tags{GPU: "H100"}, errHas: "no per-request records and no request_rate"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			run := complete()
+			if tc.edit != nil {
+				tc.edit(run)
+			}
+			path := filepath.Join(t.TempDir(), "run.json")
+			b, err := json.Marshal(run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			obs, err := Load([]string{path}, LoadOptions{Given: tc.given, Seed: 1})
+			if tc.errHas != "" {
+				if err == nil {
+					t.Fatalf("loaded; want an error containing %q", tc.errHas)
+				}
+				msg := err.Error()
+				if !strings.HasPrefix(msg, path+": ") || !strings.Contains(msg, tc.errHas) || strings.Contains(msg, "\n") {
+					t.Fatalf("error %q; want one line naming %s and containing %q", msg, path, tc.errHas)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := obs[0]
+			if o.FromRecords || len(o.Requests) != 10 || o.MaxConcurrency != 8 {
+				t.Fatalf("rebuilt %d requests (from records %v, concurrency %d); want 10 from the rate, concurrency 8", len(o.Requests), o.FromRecords, o.MaxConcurrency)
+			}
+			for _, r := range o.Requests {
+				if r.PromptLen != 100 || r.MaxTokens != 50 {
+					t.Fatalf("request %d: %d in, %d out; want the means 100 and 50", r.Index, r.PromptLen, r.MaxTokens)
+				}
+			}
+			if want := (Figures{MeanTTFT: 20, MedianTTFT: 19, MeanTPOT: 5.5, MedianTPOT: 5}); o.Observed != want {
+				t.Fatalf("figures %+v; want %+v", o.Observed, want)
+			}
+		})
+	}
+}
