@@ -47,7 +47,12 @@ type driver struct {
 	prev engineSample
 
 	modelTime, busyWall time.Duration
-	clockResets         int64
+	// busy says a busy period is under way, since engine clock
+	// periodStart and wall time periodWall (endBusyPeriod).
+	busy        bool
+	periodStart time.Duration
+	periodWall  time.Time
+	clockResets int64
 	// behind is how far the model's timeline was pushed back in total;
 	// intervalLag and intervalBehind cover the current stats interval.
 	behind         time.Duration
@@ -91,9 +96,7 @@ func (s *Server) Run(ctx context.Context) error {
 		return sleeper.Until(ctx, func() time.Duration { return until - s.now() })
 	}
 
-	busy := false
-	var clock, periodStart time.Duration // engine clock of the next step start, and of this busy period
-	var periodWall time.Time
+	var clock time.Duration // engine clock of the next step start
 	// With pipeline parallelism up to depth batches are in flight, oldest
 	// first; without, one step at a time.
 	depth := d.eng.MaxBatches()
@@ -102,7 +105,7 @@ func (s *Server) Run(ctx context.Context) error {
 	var pipe perf.Pipeline
 	var inPipe []servedBatch
 	for ctx.Err() == nil {
-		if !busy {
+		if !d.busy {
 			clock = s.now()
 		}
 		d.drain(clock)
@@ -118,10 +121,7 @@ func (s *Server) Run(ctx context.Context) error {
 			continue
 		}
 		if len(inPipe) == 0 {
-			if busy {
-				d.endBusyPeriod(periodWall, clock-periodStart)
-				busy = false
-			}
+			d.endBusyPeriod(clock)
 			d.observe()
 			d.maybeLogStats(clock)
 			if !d.idleWait(ctx, timer) {
@@ -129,9 +129,7 @@ func (s *Server) Run(ctx context.Context) error {
 			}
 			continue
 		}
-		if !busy {
-			busy, periodStart, periodWall = true, clock, time.Now()
-		}
+		d.beginBusyPeriod(clock)
 		head := inPipe[0]
 		due := head.due
 		if virtualEngines && len(inPipe) < depth {
@@ -151,9 +149,7 @@ func (s *Server) Run(ctx context.Context) error {
 		inPipe = append(inPipe[:0], inPipe[1:]...)
 		clock = d.completeBatch(head)
 	}
-	if busy {
-		d.endBusyPeriod(periodWall, clock-periodStart)
-	}
+	d.endBusyPeriod(clock)
 	return nil
 }
 
@@ -188,9 +184,21 @@ func (d *driver) fillPipeline(inPipe []servedBatch, pipe *perf.Pipeline, depth i
 
 // endBusyPeriod adds a busy period's wall time and model time, whose
 // ratio tells whether the host kept up with the model.
-func (d *driver) endBusyPeriod(startWall time.Time, model time.Duration) {
-	d.busyWall += time.Since(startWall)
-	d.modelTime += model
+func (d *driver) endBusyPeriod(clock time.Duration) {
+	if !d.busy {
+		return
+	}
+	d.busy = false
+	d.busyWall += time.Since(d.periodWall)
+	d.modelTime += clock - d.periodStart
+}
+
+// beginBusyPeriod starts a busy period at engine clock clock, unless one
+// is under way.
+func (d *driver) beginBusyPeriod(clock time.Duration) {
+	if !d.busy {
+		d.busy, d.periodStart, d.periodWall = true, clock, time.Now()
+	}
 }
 
 // completeBatch releases the tokens of a batch whose time is up and
