@@ -67,6 +67,10 @@ type Deployment struct {
 	// sets it from vLLM's own sampler, measured on a GPU). The zero value
 	// keeps perf's estimate: one fp32 copy of the logits.
 	SamplerPeak SamplerPeak
+	// SamplerKernels is the GPU time of the release's sampler per step,
+	// by sampled rows and vocabulary (package vllm sets it from vLLM's own
+	// sampler, timed on a GPU). The zero value counts no sampler time.
+	SamplerKernels SamplerKernels
 }
 
 // SamplerPeak is a sampler's memory peak in bytes per logits cell by the

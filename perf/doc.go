@@ -496,7 +496,20 @@
 // bound], on elements stretched by the ratio of bandwidths, so a kernel
 // at its launch floor keeps it and a bandwidth-bound one scales with the
 // bandwidth. Not counted: inter-kernel gaps inside CUDA graphs, the KV
-// cache write kernel's own floor, sampling kernels.
+// cache write kernel's own floor.
+//
+// # Sampler (sampler.go)
+//
+// Deployment.SamplerKernels is the GPU time of the release's sampler by
+// sampled rows and vocabulary, measured on one GPU (package vllm sets it
+// from vLLM's own sampler timed on an H100 SXM; its doc, "Sampler time").
+// Between measured rows and vocabularies it is linear; past the last row
+// count and outside the vocabularies it grows with the logits cells. Every
+// step that samples adds it to the last stage's GPU time (Breakdown.GPU,
+// StageSplit.Stage), on both the table-driven and the roofline path. Other
+// GPUs run it on rows stretched by the ratio of bandwidths, as the
+// element-wise kernels run on stretched elements. The zero value counts
+// no sampler.
 //
 // # Fused MoE (fusedmoe.go)
 //
@@ -713,7 +726,7 @@
 // all-to-all traffic (EP is modelled for memory only), MLA's replicated
 // down-projections and its absorbed decode kernels, LoRA, sliding windows
 // (Gemma-2 and Mistral-7B-v0.1 attend locally in some layers), sampling
-// parameters (top-k, penalties), CUDA-graph padding of batch sizes,
+// parameters other than greedy (top-k, top-p, penalties), CUDA-graph padding of batch sizes,
 // overlap of communication with compute, uneven layer splits between stages, and GPU
 // clocks or thermals. Calibrated replaces the roofline with a linear fit
 // when measurements exist.

@@ -27,7 +27,7 @@ func StageTime(m StepModel, s StepShape, stages int) time.Duration {
 // sends, every stage and Host; with one stage Stage is the whole GPU time.
 type StageSplit struct {
 	// Stage is the GPU time of the busiest stage: its layers and their TP
-	// all-reduces, the lm_head and logits gather on the last stage, and
+	// all-reduces, the lm_head, logits gather and sampler on the last stage, and
 	// kernel launch gaps when the step runs without CUDA graphs.
 	Stage time.Duration
 	// Send is one activation send (hidden states and residual, 2·T·d·2
@@ -55,7 +55,7 @@ func (r *Roofline) StageSplit(s StepShape) StageSplit {
 	// to the stages, not to the host.
 	gaps := p.gaps / r.stages
 	inner := larger(w.layerCompute, w.layerMemory) + comm + gaps
-	last := larger(w.layerCompute+w.headCompute, w.layerMemory+w.headMemory) + comm + gaps
+	last := larger(w.layerCompute+w.headCompute, w.layerMemory+w.headMemory) + w.sampler + comm + gaps
 	if w.sampled > 0 {
 		last += r.gatherSeconds(w.sampled)
 	}

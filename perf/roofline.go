@@ -78,6 +78,9 @@ type Roofline struct {
 	// logits gather by sampled rows from measured collective tables (one node, NVLink
 	// or PCIe through host memory); nil for the parametric link model.
 	tpAllReduce, tpGather *curve
+	// sampler times the release's sampler by sampled rows (last stage);
+	// nil when the deployment carries no sampler figures.
+	sampler *curve
 
 	fixedOverhead  float64
 	perSequence    float64
@@ -103,6 +106,7 @@ func NewRoofline(d Deployment) (*Roofline, error) {
 	r := newRooflineWork(d)
 	r.setOverheads()
 	r.kern, r.source = kernelPlan(d, r)
+	r.sampler = newSamplerCurve(d)
 	if d.TensorParallel > 1 {
 		r.setTPCollectives()
 	}
@@ -264,7 +268,8 @@ func (r *Roofline) gatherSeconds(sampled float64) float64 {
 // StepBreakdown splits one step's predicted time.
 type StepBreakdown struct {
 	// Compute and Memory are the FLOP time and byte time summed over
-	// pipeline stages; GPU is Σ over stages of max(compute, memory).
+	// pipeline stages; GPU is Σ over stages of max(compute, memory), plus
+	// the sampler's kernels on the last stage.
 	Compute, Memory, GPU time.Duration
 	// Communication is TP all-reduces and gathers plus PP sends.
 	Communication time.Duration
@@ -306,6 +311,8 @@ type stageWork struct {
 	tokens, decode, sampled   float64
 	layerCompute, layerMemory float64
 	headCompute, headMemory   float64
+	// sampler is the sampler's kernels after the lm_head (last stage).
+	sampler float64
 }
 
 // work is the per-stage work of a step with tokens.
@@ -320,6 +327,7 @@ func (r *Roofline) work(s StepShape) stageWork {
 			layerCompute: r.kern.layerSeconds(s, prefill, decode, tokens)}
 		if sampled > 0 {
 			w.headCompute = r.kern.head.at(sampled)
+			w.sampler = r.samplerSeconds(sampled)
 		}
 		return w
 	}
@@ -336,8 +344,17 @@ func (r *Roofline) work(s StepShape) stageWork {
 	w := stageWork{tokens: tokens, decode: decode, sampled: sampled, layerCompute: layerCompute, layerMemory: layerMemory}
 	if sampled > 0 {
 		w.headCompute, w.headMemory = sampled*r.sampleCompute, r.headMemory
+		w.sampler = r.samplerSeconds(sampled)
 	}
 	return w
+}
+
+// samplerSeconds is the sampler's GPU time for a step that samples rows.
+func (r *Roofline) samplerSeconds(sampled float64) float64 {
+	if r.sampler == nil {
+		return 0
+	}
+	return r.sampler.at(sampled)
 }
 
 // seconds splits a step into its parts; StepTime is their sum.
@@ -356,7 +373,7 @@ func (r *Roofline) seconds(s StepShape) stepSeconds {
 	}
 	out.compute = r.stages*layerCompute + headCompute
 	out.memory = r.stages*layerMemory + headMemory
-	out.gpu = (r.stages-1)*larger(layerCompute, layerMemory) + larger(layerCompute+headCompute, layerMemory+headMemory)
+	out.gpu = (r.stages-1)*larger(layerCompute, layerMemory) + larger(layerCompute+headCompute, layerMemory+headMemory) + w.sampler
 	out.overhead = r.fixedOverhead + r.perSequence*(w.decode+nonNegative(s.Prefills))
 	if s.PrefillTokens <= 0 && (r.enforceEager || !r.graphed(s)) {
 		// Only decode steps: a prompt's kernels outlast their launches, so

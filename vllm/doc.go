@@ -421,4 +421,37 @@
 // Not reproduced: gateway-api-inference-extension PR #550's "# cuda
 // blocks: 7191" (modelled 7443, +2.8% of the budget): that server enabled
 // LoRA, whose activation (2.38 GiB logged) the model does not count.
+//
+// # Sampler time
+//
+// Every step ends with the sampler on one row of logits per sequence
+// that samples, after the lm_head and before the outputs go to the CPU.
+// Profile.SamplerKernels (perf.Deployment.SamplerKernels) is that call's
+// GPU time: tools/vllm-oracle/sampler_time.py runs each release's own
+// sampler (the trees samplerRules names, as for the memory peak) on a
+// lent H100 SXM (PyTorch 2.11, 2026-11-27) at temperature 0 on every row,
+// the sampling parameters vLLM's benchmark_serving.py and SGLang's
+// bench_serving sent (the former until PR #32723), with 1 to 1,024 rows
+// and vocabularies of 32,000, 128,256 and 151,936, and sums its CUDA
+// kernels (torch.profiler, median of 3 calls; hosttime_measured.go,
+// samplerKernels). perf adds it to the last stage's GPU time of every
+// step that samples, on other GPUs with the rows stretched by the ratio
+// of bandwidths (its kernels sweep the logits). At 256 rows of a 128K
+// vocabulary:
+//
+//   - V0 (0.5.4, 0.6.1.post2 and the 0.8.5-era tree alike): 0.77–0.83 ms,
+//     22–28 ps a logits cell from 128 rows: the fp32 logits,
+//     softmax and log-softmax of every row, the argmax, and the sampled
+//     token's rank (a comparison of every cell with it), which V0 builds
+//     for its Logprob whether or not the request asked for logprobs;
+//   - V1: 0.17 ms, about 5 ps a cell: fp32 logits and the argmax.
+//
+// At one row either is 12–110 µs of launches. The same calls' wall time
+// between synchronisations is larger (V0 10.5–11.7 ms at 1,024 rows of 128K
+// against 3.0–3.2 ms of kernels): the sampler's Python, which the host model's
+// fitted per-step and per-sequence terms already stand for, so only the
+// kernels are added [inferred: no measurement separates the two in the
+// fits]. With top-p and top-k on every row (the profile run's
+// parameters) the sort makes it 125–175 ps a cell (V1 19.1 ms at 1,024
+// rows of 128K); requests that set sampling parameters are not modelled.
 package vllm

@@ -189,3 +189,13 @@ type samplerPeak struct {
 	// included.
 	Peak perf.SamplerPeak
 }
+
+// samplerKernel is one release's sampler time per step on a GPU, as
+// tools/vllm-oracle/sampler_time.py measured it (hosttime_measured.go).
+type samplerKernel struct {
+	Release, Engine, Commit string
+	// Kernels is the sum of the sampler's CUDA kernels by vocabulary and
+	// rows at temperature 0, the sampling parameters the published
+	// benchmarks send.
+	Kernels perf.SamplerKernels
+}

@@ -52,3 +52,26 @@ var samplerPeaks = []samplerPeak{
 	{Release: "v0.6.1.post2", Engine: "v0", Commit: "9ba0817ff1eb514f51cc6de9cb8e16c98d6ee44f", GPU: "NVIDIA H100 80GB HBM3",
 		Peak: perf.SamplerPeak{Rows: []int{64, 96, 128, 160, 192, 256, 512, 1024}, BytesPerCell: []float64{50.586, 50.323, 40.162, 40.094, 40.063, 40.111, 40.052, 40.04}}}, // vocab 32000, 128256, 151936; torch 2.11.0+cu130
 }
+
+// samplerKernels: vLLM's own sampler at the benchmarks' sampling
+// parameters (temperature 0 on every row), the sum of its CUDA kernels'
+// durations in microseconds per call by vocabulary and rows: the median
+// over 3 profiled calls (tools/vllm-oracle/sampler_time.py).
+var samplerKernels = []samplerKernel{
+	{Release: "main-98c89e16", Engine: "v0", Commit: "98c89e16ff834f1c9f1c465e7342c5353e0eb627",
+		Kernels: perf.SamplerKernels{MeasuredOn: "H100", Rows: []int{1, 8, 32, 64, 128, 256, 512, 1024},
+			Vocabs: []int{32000, 128256, 151936},
+			Micros: [][]float64{{45.6, 45, 50.2, 59.8, 81, 172.7, 369.1, 725.5}, {109.7, 111.8, 146.2, 243.6, 426.9, 774, 1503, 2960.3}, {99.3, 107.9, 157.5, 285, 499.2, 919.4, 1785.1, 3505}}}}, // NVIDIA H100 80GB HBM3; torch 2.11.0+cu130
+	{Release: "main-98c89e16", Engine: "v1", Commit: "98c89e16ff834f1c9f1c465e7342c5353e0eb627",
+		Kernels: perf.SamplerKernels{MeasuredOn: "H100", Rows: []int{1, 8, 32, 64, 128, 256, 512, 1024},
+			Vocabs: []int{32000, 128256, 151936},
+			Micros: [][]float64{{12.6, 12.8, 14.4, 16.7, 21, 39.9, 83.1, 165.6}, {30.2, 31.7, 38.2, 64.8, 102.6, 167, 306, 598.7}, {11.9, 15.9, 29.4, 55.2, 112.5, 203.8, 369.7, 705.8}}}}, // NVIDIA H100 80GB HBM3; torch 2.11.0+cu130
+	{Release: "v0.5.4", Engine: "v0", Commit: "4db5176d9758b720b05460c50ace3c01026eb158",
+		Kernels: perf.SamplerKernels{MeasuredOn: "H100", Rows: []int{1, 8, 32, 64, 128, 256, 512, 1024},
+			Vocabs: []int{32000, 128256, 151936},
+			Micros: [][]float64{{46.7, 47, 51.9, 62.3, 86.7, 181.4, 398.3, 790}, {110.1, 115, 149.3, 262.7, 455.9, 834.2, 1631, 3213.9}, {101, 110.7, 161.1, 298, 533.5, 991.1, 1938.4, 3807.4}}}}, // NVIDIA H100 80GB HBM3; torch 2.11.0+cu130
+	{Release: "v0.6.1.post2", Engine: "v0", Commit: "9ba0817ff1eb514f51cc6de9cb8e16c98d6ee44f",
+		Kernels: perf.SamplerKernels{MeasuredOn: "H100", Rows: []int{1, 8, 32, 64, 128, 256, 512, 1024},
+			Vocabs: []int{32000, 128256, 151936},
+			Micros: [][]float64{{45.3, 44.2, 50, 60.5, 80.8, 173.3, 369.4, 723.1}, {108.9, 112.4, 142.6, 243.8, 427.7, 772.7, 1501.2, 2957.2}, {98.5, 107.8, 156.5, 285.9, 500.3, 919.3, 1785.5, 3509.6}}}}, // NVIDIA H100 80GB HBM3; torch 2.11.0+cu130
+}

@@ -1,6 +1,8 @@
 package vllm
 
 import (
+	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -151,6 +153,54 @@ func TestHostCurvePowersOfTwo(t *testing.T) {
 	for n := 0; n <= 3000; n++ {
 		if a, b := fast.at(n), slow.at(n); a != b {
 			t.Fatalf("at(%d): %v with the shortcut, %v without", n, a, b)
+		}
+	}
+}
+
+// Every release the sampler rules cover carries its sampler's measured
+// GPU time, and the figures keep what the trees' code says: V0 builds
+// softmax, log-softmax and every row's rank of the sampled token at
+// temperature 0, V1 takes the argmax of fp32 logits.
+func TestSamplerKernelsMeasured(t *testing.T) {
+	at := map[string]float64{}
+	for _, tc := range []struct{ version, engine string }{
+		{"0.5.0", "v0"}, {"0.5.4", "v0"}, {"0.5.5", "v0"}, {"0.6.1", "v0"}, {"0.6.2", "v0"},
+		{"0.8.5", "v0"}, {"0.8.5", "v1"}, {"0.11.0", "v1"},
+	} {
+		p, err := Lookup(tc.version, engine.Version(tc.engine))
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := p.SamplerKernels
+		if k.MeasuredOn != "H100" || len(k.Rows) == 0 {
+			t.Fatalf("%s %s: sampler kernels %+v, want the H100 measurement", tc.version, tc.engine, k)
+		}
+		at[tc.version+tc.engine] = k.At(256, 128256)
+	}
+	if v0, v1 := at["0.8.5v0"], at["0.8.5v1"]; !(v0 > 3*v1) {
+		t.Errorf("256 rows of a 128K vocabulary: V0 %v µs, V1 %v µs; want V0 above 3× V1", v0, v1)
+	}
+	if v := at["0.11.0v1"]; v < 100 || v > 300 {
+		t.Errorf("V1 at 256 rows of a 128K vocabulary: %v µs, want the measured ~170 µs", v)
+	}
+}
+
+// Held back, each measured row count of each table comes back from its
+// neighbours within 30 µs, and within 10% from 256 rows up, where the
+// sampler is a visible share of a step.
+func TestSamplerKernelsReproduceHeldBackRows(t *testing.T) {
+	for _, s := range samplerKernels {
+		k := s.Kernels
+		for v, vocab := range k.Vocabs {
+			for i := 1; i+1 < len(k.Rows); i++ {
+				held := perf.SamplerKernels{MeasuredOn: k.MeasuredOn, Vocabs: []int{vocab},
+					Rows:   slices.Delete(slices.Clone(k.Rows), i, i+1),
+					Micros: [][]float64{slices.Delete(slices.Clone(k.Micros[v]), i, i+1)}}
+				got, want := held.At(float64(k.Rows[i]), vocab), k.Micros[v][i]
+				if math.Abs(got-want) > 30 || (k.Rows[i] >= 256 && math.Abs(got/want-1) > 0.10) {
+					t.Errorf("%s %s, %d rows of %d: %.1f µs from its neighbours, measured %.1f", s.Release, s.Engine, k.Rows[i], vocab, got, want)
+				}
+			}
 		}
 	}
 }

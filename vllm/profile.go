@@ -175,6 +175,10 @@ type Profile struct {
 	Line    string
 	EngineProfile
 	Memory MemoryAccounting
+	// SamplerKernels is the GPU time of the release's sampler per step at
+	// the benchmarks' sampling parameters, measured on a GPU from the
+	// tree samplerRules names for it (doc.go, "Sampler time").
+	SamplerKernels perf.SamplerKernels
 }
 
 // MemoryAccounting is how a release's profile run counts memory outside
@@ -267,7 +271,8 @@ func Lookup(version string, eng engine.Version) (Profile, error) {
 		if !ok {
 			return Profile{}, fmt.Errorf("vLLM %s has no %s engine (line %s supports %s)", rel, strings.ToUpper(string(eng)), l.Name, engineList(l))
 		}
-		return Profile{Release: rel, Line: l.Name, EngineProfile: ep, Memory: memoryAccountingOf(rel, ep.Engine)}, nil
+		return Profile{Release: rel, Line: l.Name, EngineProfile: ep, Memory: memoryAccountingOf(rel, ep.Engine),
+			SamplerKernels: samplerKernelsOf(rel, ep.Engine)}, nil
 	}
 	return Profile{}, fmt.Errorf("vLLM version %s is not modelled; known release lines: %s", rel, KnownLines())
 }
@@ -298,6 +303,24 @@ func memoryAccountingOf(rel Release, e engine.Version) MemoryAccounting {
 		}
 	}
 	return m
+}
+
+// samplerKernelsOf is the measured sampler time of the tree samplerRules
+// names for rel's engine; the table holds every such tree
+// (TestSamplerRulesMeasured).
+func samplerKernelsOf(rel Release, e engine.Version) perf.SamplerKernels {
+	var out perf.SamplerKernels
+	for _, r := range samplerRules {
+		if r.engine != e || rel.less(r.since) {
+			continue
+		}
+		for _, k := range samplerKernels {
+			if k.Release == r.measuredAt && k.Engine == string(e) {
+				out = k.Kernels
+			}
+		}
+	}
+	return out
 }
 
 // samplerPeakOf is the measured sampler peak of a vLLM tree

@@ -169,6 +169,7 @@ func deploymentFor(p Profile, model perf.Model, gpu perf.GPU, o Options) perf.De
 	d.NonTorchMultiGPUBytes = int64(p.Memory.NonTorchMultiGPUGiB * gibibyte)
 	d.NVLSCommunicators = p.Memory.NVLSCommunicators
 	d.SamplerPeak = p.Memory.SamplerPeak
+	d.SamplerKernels = p.SamplerKernels
 	if o.SwapSpaceGiB != nil && p.Engine == engine.V0 {
 		d.SwapSpaceGiB = *o.SwapSpaceGiB
 	}

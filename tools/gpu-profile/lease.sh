@@ -4,14 +4,17 @@
 # cannot cost the rest:
 #   plan.json                       the GPU profile (SECTIONS: profile.py's --sections)
 #   vllm-trees.tgz                  vLLM's host work on this machine's CPU (tools/vllm-hosttime),
-#                                   then the profile run's sampler on its GPU (tools/vllm-oracle):
-#                                   extracted source trees and engines.txt ("tree commit engine..." lines)
+#                                   then the profile run's sampler on its GPU, its memory peak and
+#                                   the time it takes per step (tools/vllm-oracle): extracted source
+#                                   trees and engines.txt ("tree commit engine..." lines); TREE_PARTS
+#                                   picks among hosttime, sampler-peak and sampler-time (all three)
 #   servebench.gz, e2ebench.test.gz the emulator's 1,000-stream benchmark on its cores
 # Usage, from the repository root: tools/gpu-profile/lease.sh DIR
 set -u
 dir=${1:?usage: lease.sh DIR}
 out=${OUT:?set OUT to the folder that results go to}
 root=$(pwd)
+want() { case $parts in *" $1 "*) return 0 ;; esac; return 1; }
 nproc
 { lscpu; grep -m1 "model name" /proc/cpuinfo; python3 --version; } >"$out/cpu.txt" 2>&1
 if [ -f "$dir/plan.json" ]; then
@@ -22,8 +25,11 @@ if [ -f "$dir/plan.json" ]; then
 	echo "profile: exit $?"
 fi
 if [ -f "$dir/vllm-trees.tgz" ]; then
-	mkdir -p /tmp/trees "$out/hosttime"
+	mkdir -p /tmp/trees
 	tar xzf "$dir/vllm-trees.tgz" -C /tmp/trees
+	parts=" ${TREE_PARTS:-hosttime sampler-peak sampler-time} "
+	if want hosttime; then
+	mkdir -p "$out/hosttime"
 	# engines.txt in the archive: one "tree-directory vllm-commit engine..." per line.
 	# Each release and engine runs on its own core, all at once.
 	while read -r tree commit engines; do
@@ -39,8 +45,10 @@ if [ -f "$dir/vllm-trees.tgz" ]; then
 		done
 	done </tmp/trees/engines.txt
 	wait
+	fi
 	# The profile run's sampler on this GPU (tools/vllm-oracle/sampler_peak.py
 	# --device cuda): the caching allocator's peaks by rows and vocabulary.
+	if want sampler-peak; then
 	mkdir -p "$out/sampler"
 	while read -r tree commit engines; do
 		release=$(echo "$tree" | sed 's/^vllm-//')
@@ -60,6 +68,21 @@ if [ -f "$dir/vllm-trees.tgz" ]; then
 		done
 	done </tmp/trees/engines.txt
 	wait
+	fi
+	# The sampler's time per step on this GPU (tools/vllm-oracle/sampler_time.py),
+	# one release and engine after another: they share the GPU.
+	if want sampler-time; then
+	mkdir -p "$out/sampler-time"
+	while read -r tree commit engines; do
+		release=$(echo "$tree" | sed 's/^vllm-//')
+		for engine in $engines; do
+			timeout "${SAMPLER_TIME_S:-150}" python3 -W ignore tools/vllm-oracle/sampler_time.py \
+				--vllm-src "/tmp/trees/$tree" --release "$release" --commit "$commit" --engine "$engine" \
+				--out "$out/sampler-time/time-$release-$engine.json" >"$out/sampler-time/$release-$engine.log" 2>&1
+			echo "sampler-time $release $engine: exit $?"
+		done
+	done </tmp/trees/engines.txt
+	fi
 fi
 if [ -f "$dir/servebench.gz" ] && [ -f "$dir/e2ebench.test.gz" ]; then
 	gunzip -c "$dir/servebench.gz" >/tmp/servebench && chmod +x /tmp/servebench

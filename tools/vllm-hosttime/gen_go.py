@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Writes vllm/hosttime_measured.go from hosttime.py's and
-sampler_peak.py's JSON outputs (regen.sh runs it).
+"""Writes vllm/hosttime_measured.go from hosttime.py's, sampler_peak.py's
+and sampler_time.py's JSON outputs (regen.sh runs it).
 
 Usage: gen_go.py OUT_DIR > vllm/hosttime_measured.go
 """
@@ -9,6 +9,9 @@ import json
 import os
 import statistics
 import sys
+
+# The catalog names (perf.LookupGPU) of the cards the sampler was timed on.
+CATALOG_GPU = {"NVIDIA H100 80GB HBM3": "H100"}
 
 CURVES = {"v0": [("schedule", "Schedule"), ("output", "Output")],
           "v1": [("schedule", "Schedule"), ("update", "Output"),
@@ -78,7 +81,42 @@ def main():
           f"\t\tPeak: perf.SamplerPeak{{Rows: []int{{{', '.join(map(str, rows))}}}, "
           f"BytesPerCell: []float64{{{', '.join(f'{v:g}' for v in per)}}}}}}}, "
           f"// vocab {', '.join(map(str, vocabs))}; torch {runs[0]['torch']}\n")
+    w("}\n\n")
+    write_sampler_kernels(w, out)
+
+
+def write_sampler_kernels(w, out):
+    runs = [json.load(open(p)) for p in
+            sorted(glob.glob(os.path.join(out, "time-*.json")))]
+    runs = [r for r in runs if r.get("device") == "cuda"]
+    if not runs:
+        sys.exit(f"gen_go.py: no time-*.json measured on a GPU (sampler_time.py) in {out}")
+    w("// samplerKernels: vLLM's own sampler at the benchmarks' sampling\n")
+    w("// parameters (temperature 0 on every row), the sum of its CUDA kernels'\n")
+    w("// durations in microseconds per call by vocabulary and rows: the median\n")
+    w("// over 3 profiled calls (tools/vllm-oracle/sampler_time.py).\n")
+    w("var samplerKernels = []samplerKernel{\n")
+    for r in sorted(runs, key=lambda r: (r["release"], r["engine"])):
+        if r["gpu"] not in CATALOG_GPU:
+            sys.exit(f"gen_go.py: {r['gpu']} has no catalog name in CATALOG_GPU")
+        pts = [p for p in r["points"] if p["params"] == "greedy"]
+        bad = [p for p in pts if "kernel_us" not in p]
+        if bad:
+            sys.exit(f"gen_go.py: {r['release']} {r['engine']}: no kernel time at {bad[0]}")
+        rows = sorted({p["rows"] for p in pts})
+        vocabs = sorted({p["vocab"] for p in pts})
+        at = {(p["vocab"], p["rows"]): p["kernel_us"] for p in pts}
+        grid = ", ".join("{" + ", ".join(f"{at[(v, n)]:g}" for n in rows) + "}"
+                         for v in vocabs)
+        w(f"\t{{Release: {json.dumps(r['release'])}, Engine: {json.dumps(r['engine'])}, "
+          f"Commit: {json.dumps(r['commit'])},\n"
+          f"\t\tKernels: perf.SamplerKernels{{MeasuredOn: {json.dumps(CATALOG_GPU[r['gpu']])}, "
+          f"Rows: []int{{{', '.join(map(str, rows))}}},\n"
+          f"\t\t\tVocabs: []int{{{', '.join(map(str, vocabs))}}},\n"
+          f"\t\t\tMicros: [][]float64{{{grid}}}}}}}, "
+          f"// {r['gpu']}; torch {r['torch']}\n")
     w("}\n")
+
 
 if __name__ == "__main__":
     main()
