@@ -62,6 +62,10 @@ type Engine struct {
 	// default host (vllm.Options.HostSpeed).
 	HostSpeed              float64
 	DisableAsyncOutputProc bool
+	// AsyncScheduling and NoAsyncScheduling are --async-scheduling and
+	// --no-async-scheduling (V1, vLLM ≥ 0.10); neither keeps the
+	// release's default.
+	AsyncScheduling, NoAsyncScheduling bool
 	// Calibration is --calibration: a file written by servebench calibrate.
 	Calibration string
 	// Offline is no flag: sim --throughput sets it, as vLLM's throughput
@@ -78,6 +82,8 @@ func (e *Engine) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&e.VLLMVersion, "vllm-version", "", "vLLM release X.Y[.Z] to emulate: its defaults, flags, validation, scheduler switches and host overhead (lines "+vllm.KnownLines()+"; default: from --engine)")
 	fs.IntVar(&e.NumSchedulerSteps, "num-scheduler-steps", 0, "multi-step scheduling: schedule once per this many steps (V0, vLLM ≥ 0.5.5; default 1)")
 	fs.BoolVar(&e.DisableAsyncOutputProc, "disable-async-output-proc", false, "V0, vLLM ≥ 0.6: process outputs on the engine's critical path instead of overlapping them with the next step")
+	fs.BoolVar(&e.AsyncScheduling, "async-scheduling", false, "V1, vLLM ≥ 0.10: schedule the next step while the GPU runs this one (default: on from 0.14 without pipeline parallelism)")
+	fs.BoolVar(&e.NoAsyncScheduling, "no-async-scheduling", false, "V1, vLLM ≥ 0.10: schedule each step after the previous one ends (turns off 0.14's default)")
 	fs.BoolVar(&e.HostOverhead, "host-overhead", true, "model the release's CPU work (scheduling, output processing, API server) and how it overlaps the GPU; false times steps by the GPU roofline alone")
 	fs.Float64Var(&e.HostSpeed, "host-speed", 1, "server CPU speed relative to the default host (the server CPUs behind the published A100/H100 runs): 2 halves every host-overhead term, 0.5 doubles it")
 	fs.IntVar(&e.MaxModelLen, "max-model-len", 0, "model context length (default: derived from the model config)")
@@ -154,6 +160,9 @@ func (e *Engine) check(changed func(string) bool) (vllm.Profile, error) {
 	if e.SwapSpace < 0 {
 		return profile, fmt.Errorf("--swap-space (%g) must be 0 or more GiB; vLLM's default is 4", e.SwapSpace)
 	}
+	if e.AsyncScheduling && e.NoAsyncScheduling {
+		return profile, fmt.Errorf("--async-scheduling and --no-async-scheduling: give one of them, or neither for the release's default")
+	}
 	if e.SchedulerDelayFactor < 0 {
 		return profile, fmt.Errorf("--scheduler-delay-factor (%g) must not be negative", e.SchedulerDelayFactor)
 	}
@@ -199,6 +208,14 @@ func (e *Engine) options(changed func(string) bool, allowLong bool) (vllm.Option
 	if changed("no-enable-prefix-caching") && e.NoEnablePrefixCaching {
 		off := false
 		o.EnablePrefixCaching = &off
+	}
+	switch {
+	case changed("no-async-scheduling") && e.NoAsyncScheduling:
+		off := false
+		o.AsyncScheduling = &off
+	case changed("async-scheduling"):
+		v := e.AsyncScheduling
+		o.AsyncScheduling = &v
 	}
 	if changed("legacy-requeue-order") {
 		v := e.LegacyRequeueOrder

@@ -10,6 +10,7 @@ import (
 
 	"github.com/servebench/servebench/engine"
 	"github.com/servebench/servebench/perf"
+	"github.com/servebench/servebench/vllm"
 )
 
 // isolateEnv keeps the user's Hugging Face cache and vLLM variables out of
@@ -362,5 +363,41 @@ func TestQuantizationFlag(t *testing.T) {
 	_, same, _, err := buildInEnv(t, "--model", "Qwen2.5-7B-Instruct-GPTQ-Int4", "--quantization", "gptq_marlin")
 	if err != nil || same.Model.Quantization.Method != "gptq" || same.Model.Quantization.Bits != 4 {
 		t.Errorf("gptq_marlin on a GPTQ checkpoint: %v, %+v", err, same.Model.Quantization)
+	}
+}
+
+// --async-scheduling and --no-async-scheduling reach the host model, and
+// the releases or combinations vLLM refuses fail with one line naming the
+// flag.
+func TestAsyncSchedulingFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		want    vllm.Overlap
+		wantErr string
+	}{
+		{"0.14 default", []string{"--vllm-version", "0.15.1"}, vllm.OverlapAsyncScheduling, ""},
+		{"turned off", []string{"--vllm-version", "0.15.1", "--no-async-scheduling"}, vllm.OverlapEngineCore, ""},
+		{"turned on before the default", []string{"--vllm-version", "0.11.0", "--async-scheduling"}, vllm.OverlapAsyncScheduling, ""},
+		{"both", []string{"--vllm-version", "0.15.1", "--async-scheduling", "--no-async-scheduling"}, "", "give one of them"},
+		{"before the flag", []string{"--vllm-version", "0.9.2", "--async-scheduling"}, "", "--async-scheduling: vLLM 0.9.2 has no async scheduling; it arrived in 0.10.0"},
+		{"V0", []string{"--vllm-version", "0.8.5", "--engine", "v0", "--no-async-scheduling"}, "", "needs the V1 engine"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, r, err := resolveArgs(t, tc.args...)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || strings.Contains(err.Error(), "\n") {
+					t.Fatalf("error %v, want one line containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, ok := r.StepModel.(*vllm.HostStepModel)
+			if !ok || m.Host.Overlap != tc.want {
+				t.Errorf("step model %T overlap %v, want %s", r.StepModel, m, tc.want)
+			}
+		})
 	}
 }

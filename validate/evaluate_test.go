@@ -154,6 +154,8 @@ func TestServerArgs(t *testing.T) {
 		{args: []string{"--no-enable-chunked-prefill", "--max-num-batched-tokens=4096", "-pp", "2"},
 			want: []string{"--max-num-batched-tokens", "4096", "--enable-chunked-prefill=false"}},
 		{args: []string{"--max-num-seqs", "many"}, err: "server flags: invalid argument"},
+		{args: []string{"--async-scheduling"}, want: []string{"--async-scheduling"}},
+		{args: []string{"--no-async-scheduling"}, want: []string{"--no-async-scheduling"}},
 	}
 	for _, tt := range tests {
 		f, err := parseServerArgs(tt.args)

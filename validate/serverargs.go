@@ -50,7 +50,7 @@ var modelledServerFlags = []string{"tensor-parallel-size", "pipeline-parallel-si
 	"scheduler-delay-factor", "enable-chunked-prefill", "no-enable-chunked-prefill", "enable-prefix-caching",
 	"no-enable-prefix-caching", "preemption-mode", "kv-cache-dtype", "distributed-executor-backend", "enforce-eager",
 	"max-seq-len-to-capture",
-	"disable-async-output-proc", "enable-expert-parallel", "dtype", "quantization"}
+	"disable-async-output-proc", "async-scheduling", "no-async-scheduling", "enable-expert-parallel", "dtype", "quantization"}
 
 func newServerFlags() *serverFlags {
 	f := &serverFlags{fs: pflag.NewFlagSet("vllm serve", pflag.ContinueOnError)}
@@ -190,6 +190,12 @@ func (f *serverFlags) apply(o *vllm.Options) (args []string) {
 		setBool(false, &o.EnablePrefixCaching, "--enable-prefix-caching", "--no-enable-prefix-caching")
 	case f.changed("enable-prefix-caching"):
 		setBool(e.EnablePrefixCaching, &o.EnablePrefixCaching, "--enable-prefix-caching", "--no-enable-prefix-caching")
+	}
+	switch {
+	case f.changed("no-async-scheduling") && e.NoAsyncScheduling:
+		setBool(false, &o.AsyncScheduling, "--async-scheduling", "--no-async-scheduling")
+	case f.changed("async-scheduling"):
+		setBool(e.AsyncScheduling, &o.AsyncScheduling, "--async-scheduling", "--no-async-scheduling")
 	}
 	setString := func(name, v string, dst *string) {
 		if f.changed(name) {

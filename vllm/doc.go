@@ -70,7 +70,12 @@
 // the engine core (scheduler, model runner, update_from_output) and the
 // API server (OutputProcessor, HTTP) are two processes, so step =
 // max(GPU + schedule, output + api); the API server's own ceiling is
-// output + api per step. A step is host-bound when the host term decides
+// output + api per step. V1 with async scheduling (--async-scheduling,
+// PR #19970, from 0.10.0 [approximate]; the default from 0.14.0, PR
+// #27614, whose release notes name --no-async-scheduling and pipeline
+// parallelism among the exclusions): the engine core schedules step i+1
+// and applies step i's outputs while the GPU runs step i, so step =
+// max(GPU, schedule, output + api). A step is host-bound when the host term decides
 // it (or scheduling alone outlasts the GPU); sim reports the share of
 // steps and of step time. The GPU time is the roofline's without its own
 // fixed CPU cost, which this replaces.

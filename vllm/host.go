@@ -85,7 +85,7 @@ func (m *HostStepModel) Parts(s perf.StepShape) HostParts {
 		Output:   scale(time.Duration(tokens)*h.OutputPerToken) + m.frontend.at(tokens),
 		API:      scale(h.APIPerStep + time.Duration(tokens)*h.APIPerChunk + time.Duration(s.PrefillsDone)*h.APIPerRequest),
 	}
-	if h.Overlap == OverlapEngineCore {
+	if h.Overlap == OverlapEngineCore || h.Overlap == OverlapAsyncScheduling {
 		p.Schedule += m.output.at(tokens) // update_from_output runs in the engine core
 	} else {
 		p.Output += m.output.at(tokens)
@@ -117,6 +117,12 @@ func (m *HostStepModel) StepTimeHost(s perf.StepShape) (time.Duration, bool) {
 		engine := p.Schedule + max(gpu, p.Output)
 		d := max(engine, p.API)
 		return d, d > gpu+p.Schedule || p.Schedule > gpu
+	case OverlapAsyncScheduling:
+		// The engine core prepares step i+1 and applies step i's outputs
+		// while the GPU runs step i (PR #19970).
+		core := max(gpu, p.Schedule)
+		d := max(core, p.Output+p.API)
+		return d, d > gpu
 	default: // OverlapEngineCore
 		core := gpu + p.Schedule
 		d := max(core, p.Output+p.API)

@@ -164,6 +164,10 @@ func TestHostOverlap(t *testing.T) {
 		// Four prompts finish: API work 4·40 µs + 4·5 ms outlasts the engine.
 		{vllm.OverlapEngineCore, 1, perf.StepShape{Prefills: 4, PrefillsDone: 4, PrefillTokens: 400}, 20*ms + 160*time.Microsecond + 80*time.Microsecond, true},
 		{vllm.OverlapAsyncOutput, 1, perf.StepShape{}, 0, false},
+		// Scheduling (6 ms) hides behind the GPU (10 ms).
+		{vllm.OverlapAsyncScheduling, 1, decodes, 10 * ms, false},
+		// 250 decodes: scheduling 13.5 ms and output + API 15 ms outlast it.
+		{vllm.OverlapAsyncScheduling, 1, perf.StepShape{Decodes: 250}, 15 * ms, true},
 	}
 	for _, c := range cases {
 		h := host

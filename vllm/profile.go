@@ -49,6 +49,11 @@ const (
 	// process. A step lasts max(GPU + scheduling, output processing + API
 	// work).
 	OverlapEngineCore Overlap = "engine-core"
+	// OverlapAsyncScheduling: V1 with async scheduling (PR #19970): the
+	// engine core schedules step i+1 and applies step i's outputs while
+	// the GPU runs step i. A step lasts max(GPU, scheduling, output
+	// processing + API work).
+	OverlapAsyncScheduling Overlap = "async-scheduling"
 )
 
 // HostOverhead is the CPU work per engine step, in the release's process
@@ -115,6 +120,11 @@ type Scheduler struct {
 	AsyncOutputProc bool
 	// MultiStep: --num-scheduler-steps exists (PR #7000, 0.5.5; V0 only).
 	MultiStep bool
+	// AsyncScheduling: --async-scheduling exists (PR #19970, V1 from
+	// 0.10.0); AsyncSchedulingDefault: it is on unless
+	// --no-async-scheduling (PR #27614, 0.14.0; not with pipeline
+	// parallelism).
+	AsyncScheduling, AsyncSchedulingDefault bool
 }
 
 // Defaults are the values a release picks for flags the user left unset.

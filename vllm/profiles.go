@@ -108,23 +108,34 @@ var (
 //     0.8.5.post1, so from 0.9.0) keeps A100s at the small V1 defaults
 //     (256 sequences, 2048 tokens): "a100" not in the device name is part
 //     of the large-GPU test in EngineArgs.
+//   - asyncSchedulingSince: PR #19970 ("Implement Async Scheduling",
+//     opened 2025-06-23) added --async-scheduling to V1 as an
+//     experimental flag [approximate: released in 0.10.0];
+//     asyncSchedulingDefaultSince: PR #27614 turned it on by default, in
+//     0.14.0 ("Async scheduling is now enabled by default", its release
+//     notes, which name --no-async-scheduling and pipeline parallelism
+//     among the configurations it excludes).
 //   - chunkedBudget2048Since: PR #10544 ("Update default
 //     max_num_batch_tokens for chunked prefill to 2048", opened
 //     2024-11-21, after 0.6.4.post1, so from 0.6.5; issue #11319 notes
 //     that 0.6.5's docs still said 512) raised V0's chunked-prefill budget
 //     from 512 to 2048.
 var (
-	multiStepSince             = Release{0, 5, 5}
-	legacyRequeueSince         = Release{0, 5, 4}
-	legacyRequeueBefore        = Release{0, 6, 0}
-	largeDefaultsSkipA100Since = Release{0, 9, 0}
-	chunkedBudget2048Since     = Release{0, 6, 5}
+	multiStepSince              = Release{0, 5, 5}
+	legacyRequeueSince          = Release{0, 5, 4}
+	legacyRequeueBefore         = Release{0, 6, 0}
+	largeDefaultsSkipA100Since  = Release{0, 9, 0}
+	chunkedBudget2048Since      = Release{0, 6, 5}
+	asyncSchedulingSince        = Release{0, 10, 0}
+	asyncSchedulingDefaultSince = Release{0, 14, 0}
 )
 
 // patchSwitches applies the within-line switches to a profile.
 func patchSwitches(rel Release, ep *EngineProfile) {
 	if ep.Engine == engine.V1 {
 		ep.Defaults.LargeGPUExcludesA100 = !rel.less(largeDefaultsSkipA100Since)
+		ep.Scheduler.AsyncScheduling = !rel.less(asyncSchedulingSince)
+		ep.Scheduler.AsyncSchedulingDefault = !rel.less(asyncSchedulingDefaultSince)
 		return
 	}
 	if ep.Engine != engine.V0 {

@@ -35,7 +35,11 @@ type Options struct {
 	NumSchedulerSteps                int
 	// DisableAsyncOutputProc is --disable-async-output-proc (0.6+ V0).
 	DisableAsyncOutputProc bool
-	ExpertParallel         bool
+	// AsyncScheduling is --async-scheduling (true) or
+	// --no-async-scheduling (false), V1 from 0.10.0; nil keeps the
+	// release's default (on from 0.14.0 without pipeline parallelism).
+	AsyncScheduling *bool
+	ExpertParallel  bool
 	// AllowLongMaxModelLen is VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, read by
 	// the caller.
 	AllowLongMaxModelLen bool
@@ -257,6 +261,9 @@ func hostStep(p Profile, o Options, roof *perf.Roofline, executor ExecutorBacken
 		if o.DisableAsyncOutputProc {
 			host.Overlap = OverlapSeparateAPI
 		}
+		if asyncScheduling(p, o) {
+			host.Overlap = OverlapAsyncScheduling
+		}
 		host.SchedFixed += executorStepCost(p, executor)
 		host.Speed = o.HostSpeed
 		if o.Offline {
@@ -266,6 +273,16 @@ func hostStep(p Profile, o Options, roof *perf.Roofline, executor ExecutorBacken
 		ingest, delivery = host.scaled(host.Ingest), host.scaled(host.Delivery)
 	}
 	return step, ingest, delivery
+}
+
+// asyncScheduling reports whether the engine core schedules one step
+// ahead: --async-scheduling or --no-async-scheduling where given, else the
+// release's default, which pipeline parallelism turns off.
+func asyncScheduling(p Profile, o Options) bool {
+	if o.AsyncScheduling != nil {
+		return *o.AsyncScheduling && p.Scheduler.AsyncScheduling
+	}
+	return p.Scheduler.AsyncSchedulingDefault && max(o.PipelineParallel, 1) == 1
 }
 
 // checkChoices applies argparse's choices and the checks vLLM makes on
@@ -319,6 +336,15 @@ func checkChoices(p Profile, o Options) error {
 			return optionError("num_scheduler_steps", "num_scheduler_steps (%d) needs the V0 engine: V1 has no multi-step scheduling", o.NumSchedulerSteps)
 		}
 		return optionError("num_scheduler_steps", "num_scheduler_steps (%d): vLLM %s has no multi-step scheduling; it arrived in %s (PR #7000)", o.NumSchedulerSteps, p.Release, multiStepSince)
+	}
+	if o.AsyncScheduling != nil && !p.Scheduler.AsyncScheduling {
+		if p.Engine != engine.V1 {
+			return optionError("async_scheduling", "async scheduling needs the V1 engine: V0 has no async scheduler")
+		}
+		return optionError("async_scheduling", "vLLM %s has no async scheduling; it arrived in %s (PR #19970)", p.Release, asyncSchedulingSince)
+	}
+	if o.AsyncScheduling != nil && *o.AsyncScheduling && max(o.PipelineParallel, 1) > 1 {
+		return optionError("async_scheduling", "async scheduling does not support pipeline parallelism (pipeline_parallel_size %d); drop it or run one stage", o.PipelineParallel)
 	}
 	if o.DisableAsyncOutputProc && !p.Scheduler.AsyncOutputProc {
 		if p.Engine == engine.V1 {

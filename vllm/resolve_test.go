@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/servebench/servebench/engine"
 	"github.com/servebench/servebench/perf"
@@ -88,6 +89,10 @@ func TestResolveErrors(t *testing.T) {
 		{"V1 multi-step", "0.9.0", engine.V1, vllm.Options{NumSchedulerSteps: 8}, "num_scheduler_steps (8) needs the V0 engine", "num_scheduler_steps"},
 		{"negative graph length", "0.6.4", "", vllm.Options{MaxSeqLenToCapture: -1}, "max_seq_len_to_capture (-1) must be at least 1", "max_seq_len_to_capture"},
 		{"async output before 0.6", "0.5.4", "", vllm.Options{DisableAsyncOutputProc: true}, "vLLM 0.5.4 has no async output processing; it arrived in 0.6.0 (PR #7049)", "disable_async_output_proc"},
+		{"async scheduling on V0", "0.8.5", engine.V0, vllm.Options{AsyncScheduling: new(true)}, "async scheduling needs the V1 engine", "async_scheduling"},
+		{"async scheduling before 0.10", "0.9.2", "", vllm.Options{AsyncScheduling: new(false)}, "vLLM 0.9.2 has no async scheduling; it arrived in 0.10.0 (PR #19970)", "async_scheduling"},
+		{"async scheduling with pipeline parallelism", "0.15.1", "", vllm.Options{AsyncScheduling: new(true), PipelineParallel: 2},
+			"async scheduling does not support pipeline parallelism (pipeline_parallel_size 2)", "async_scheduling"},
 		{"batched tokens below sequences", "0.6.3", "", vllm.Options{MaxNumSeqs: 256, MaxNumBatchedTokens: 128, EnableChunkedPrefill: new(true)},
 			"max_num_batched_tokens (128) must be greater than or equal to max_num_seqs (256).", ""},
 	}
@@ -132,5 +137,53 @@ func TestAsyncOutputLagByRelease(t *testing.T) {
 		if r.AsyncOutputLag != c.want {
 			t.Errorf("%s %s %+v: AsyncOutputLag %v, want %v", c.version, c.eng, c.o, r.AsyncOutputLag, c.want)
 		}
+	}
+}
+
+// Async scheduling (V1): --async-scheduling from 0.10, on by default from
+// 0.14 unless --no-async-scheduling or pipeline parallelism; it overlaps
+// the engine core's scheduling with the GPU, so a step gets shorter.
+func TestAsyncSchedulingByRelease(t *testing.T) {
+	decode := perf.StepShape{Decodes: 64, AttnPairs: 64 * 1000, KVTokens: 64 * 1001}
+	sync := map[string]time.Duration{}
+	for _, c := range []struct {
+		version string
+		o       vllm.Options
+		want    vllm.Overlap
+	}{
+		{"0.11.0", vllm.Options{}, vllm.OverlapEngineCore},
+		{"0.11.0", vllm.Options{AsyncScheduling: new(true)}, vllm.OverlapAsyncScheduling},
+		{"0.13.0", vllm.Options{}, vllm.OverlapEngineCore},
+		{"0.14.0", vllm.Options{}, vllm.OverlapAsyncScheduling},
+		{"0.15.1", vllm.Options{}, vllm.OverlapAsyncScheduling},
+		{"0.15.1", vllm.Options{AsyncScheduling: new(false)}, vllm.OverlapEngineCore},
+		{"0.15.1", vllm.Options{PipelineParallel: 2}, vllm.OverlapEngineCore},
+		{"0.8.5", vllm.Options{}, vllm.OverlapEngineCore},
+	} {
+		r, err := resolve(t, c.version, "", "Qwen2-7B", "H100", c.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, ok := r.StepModel.(*vllm.HostStepModel)
+		if !ok {
+			t.Fatalf("%s %+v: step model %T", c.version, c.o, r.StepModel)
+		}
+		if m.Host.Overlap != c.want {
+			t.Errorf("%s %+v: overlap %s, want %s", c.version, c.o, m.Host.Overlap, c.want)
+		}
+		if c.o.PipelineParallel == 0 {
+			if c.want == vllm.OverlapEngineCore {
+				sync[c.version] = m.StepTime(decode)
+			} else if s, ok := sync[c.version]; ok && m.StepTime(decode) >= s {
+				t.Errorf("%s: a decode step takes %v with async scheduling, %v without; want shorter", c.version, m.StepTime(decode), s)
+			}
+		}
+	}
+	r, err := resolve(t, "0.15.1", "", "Qwen2-7B", "H100", vllm.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := r.StepModel.StepTime(decode); s >= sync["0.15.1"] || sync["0.15.1"] == 0 {
+		t.Errorf("0.15.1: default step %v, with --no-async-scheduling %v; want the default shorter", s, sync["0.15.1"])
 	}
 }
