@@ -86,12 +86,13 @@ func TestMeasuredHostTables(t *testing.T) {
 	}
 }
 
-// TestSamplerRules: every release takes its sampler peak from a measured
-// tree, above perf's one fp32 copy (4 bytes a cell), and fp32 logits
-// (0.5.5–0.6.1) cost more than the model-dtype ones before them (at 256
-// sequences, vLLM's V0 default).
+// TestSamplerRules: every release takes its sampler peak and its
+// sampler's GPU time from a measured tree; the peak is above perf's one
+// fp32 copy (4 bytes a cell), and fp32 logits (0.5.5–0.6.1) cost more
+// than the model-dtype ones before them (at 256 sequences, vLLM's V0
+// default).
 func TestSamplerRules(t *testing.T) {
-	got := map[string]float64{}
+	got, kernels := map[string]float64{}, map[string]float64{}
 	for _, tc := range []struct{ version, engine string }{
 		{"0.5.0", "v0"}, {"0.5.4", "v0"}, {"0.5.5", "v0"}, {"0.6.1", "v0"}, {"0.6.2", "v0"},
 		{"0.8.5", "v0"}, {"0.8.5", "v1"}, {"0.11.0", "v1"},
@@ -105,6 +106,19 @@ func TestSamplerRules(t *testing.T) {
 			t.Errorf("%s %s: sampler %v bytes a cell measured at %q", tc.version, tc.engine, b, p.Memory.SamplerMeasuredAt)
 		}
 		got[tc.version+tc.engine] = b
+		k := p.SamplerKernels
+		if k.MeasuredOn != "H100" || len(k.Rows) == 0 {
+			t.Fatalf("%s %s: sampler kernels %+v, want the H100 measurement", tc.version, tc.engine, k)
+		}
+		kernels[tc.version+tc.engine] = k.At(256, 128256)
+	}
+	// At temperature 0 V0 still builds softmax, log-softmax and every
+	// row's rank of the sampled token; V1 takes the argmax of fp32 logits.
+	if v0, v1 := kernels["0.8.5v0"], kernels["0.8.5v1"]; !(v0 > 3*v1) {
+		t.Errorf("256 rows of a 128K vocabulary: V0 %v µs, V1 %v µs; want V0 above 3× V1", v0, v1)
+	}
+	if v := kernels["0.11.0v1"]; v < 100 || v > 300 {
+		t.Errorf("V1 at 256 rows of a 128K vocabulary: %v µs, want the measured ~170 µs", v)
 	}
 	if !(got["0.5.5v0"] > got["0.5.4v0"] && got["0.5.5v0"] > got["0.6.2v0"]) {
 		t.Errorf("sampler peaks 0.5.4 %v, 0.5.5 %v, 0.6.2 %v: want 0.5.5's fp32 logits the largest", got["0.5.4v0"], got["0.5.5v0"], got["0.6.2v0"])
@@ -154,34 +168,6 @@ func TestHostCurvePowersOfTwo(t *testing.T) {
 		if a, b := fast.at(n), slow.at(n); a != b {
 			t.Fatalf("at(%d): %v with the shortcut, %v without", n, a, b)
 		}
-	}
-}
-
-// Every release the sampler rules cover carries its sampler's measured
-// GPU time, and the figures keep what the trees' code says: V0 builds
-// softmax, log-softmax and every row's rank of the sampled token at
-// temperature 0, V1 takes the argmax of fp32 logits.
-func TestSamplerKernelsMeasured(t *testing.T) {
-	at := map[string]float64{}
-	for _, tc := range []struct{ version, engine string }{
-		{"0.5.0", "v0"}, {"0.5.4", "v0"}, {"0.5.5", "v0"}, {"0.6.1", "v0"}, {"0.6.2", "v0"},
-		{"0.8.5", "v0"}, {"0.8.5", "v1"}, {"0.11.0", "v1"},
-	} {
-		p, err := Lookup(tc.version, engine.Version(tc.engine))
-		if err != nil {
-			t.Fatal(err)
-		}
-		k := p.SamplerKernels
-		if k.MeasuredOn != "H100" || len(k.Rows) == 0 {
-			t.Fatalf("%s %s: sampler kernels %+v, want the H100 measurement", tc.version, tc.engine, k)
-		}
-		at[tc.version+tc.engine] = k.At(256, 128256)
-	}
-	if v0, v1 := at["0.8.5v0"], at["0.8.5v1"]; !(v0 > 3*v1) {
-		t.Errorf("256 rows of a 128K vocabulary: V0 %v µs, V1 %v µs; want V0 above 3× V1", v0, v1)
-	}
-	if v := at["0.11.0v1"]; v < 100 || v > 300 {
-		t.Errorf("V1 at 256 rows of a 128K vocabulary: %v µs, want the measured ~170 µs", v)
 	}
 }
 

@@ -136,23 +136,25 @@ def v0_sampler_call(rows, vocab, dtype, max_num_batched_tokens, device="cpu"):
     return run
 
 
-def v1_sampler_call(rows, vocab, dtype, max_num_batched_tokens, device="cpu"):
+def v1_sampler_run(rows, device, **params):
+    """V1's sampler over rows sequences: params are SamplingMetadata
+    fields that differ from no sampling parameters at all (greedy rows,
+    penalties off); fields a tree's SamplingMetadata lacks are dropped."""
     import torch
     from vllm.v1.sample.metadata import SamplingMetadata
     from vllm.v1.sample.sampler import Sampler
 
-    def full(v):
-        return torch.full((rows,), v, device=device)
-
     fields = dict(
-        temperature=full(0.5), all_greedy=False, all_random=False,
-        top_p=full(0.9), top_k=full(vocab - 1), min_p=None, generators={},
+        temperature=None, all_greedy=True, all_random=False,
+        top_p=None, top_k=None, min_p=None, generators={},
         max_num_logprobs=None, no_penalties=True, prompt_token_ids=None,
-        frequency_penalties=full(0.1), presence_penalties=full(0.1),
-        repetition_penalties=full(0.1),
+        frequency_penalties=torch.zeros(rows, device=device),
+        presence_penalties=torch.zeros(rows, device=device),
+        repetition_penalties=torch.ones(rows, device=device),
         output_token_ids=[[] for _ in range(rows)], min_tokens={},
         logit_bias=[None for _ in range(rows)], allowed_token_ids_mask=None,
         bad_words_token_ids={})
+    fields.update(params)
     known = getattr(SamplingMetadata, "__dataclass_fields__", fields)
     meta = SamplingMetadata(**{k: v for k, v in fields.items() if k in known})
     sampler = Sampler()
@@ -161,6 +163,19 @@ def v1_sampler_call(rows, vocab, dtype, max_num_batched_tokens, device="cpu"):
         holder.append(sampler(logits=logits, sampling_metadata=meta))
 
     return run
+
+
+def v1_sampler_call(rows, vocab, dtype, max_num_batched_tokens, device="cpu"):
+    import torch
+
+    def full(v):
+        return torch.full((rows,), v, device=device)
+
+    return v1_sampler_run(
+        rows, device, temperature=full(0.5), all_greedy=False,
+        top_p=full(0.9), top_k=full(vocab - 1),
+        frequency_penalties=full(0.1), presence_penalties=full(0.1),
+        repetition_penalties=full(0.1))
 
 
 def hide_pydantic_1(oracle):
@@ -197,22 +212,10 @@ def hide_incompatible_triton(oracle, src):
     sys.meta_path.insert(0, oracle._StubFinder(["triton"]))
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--vllm-src", required=True)
-    ap.add_argument("--release", default="")
-    ap.add_argument("--commit", default="")
-    ap.add_argument("--engine", choices=["v0", "v1"], required=True)
-    ap.add_argument("--rows", type=int, default=256)
-    ap.add_argument("--vocab", type=int, default=32000)
-    ap.add_argument("--tokens", type=int, default=2048,
-                    help="max_num_batched_tokens of the dummy batch")
-    ap.add_argument("--dtype", default="bfloat16")
-    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
-                    help="cuda: run on the GPU and read the caching allocator's peaks")
-    ap.add_argument("--out", default="-",
-                    help="JSON file to write (vLLM's logger owns stdout)")
-    args = ap.parse_args()
+def load_sampler(vllm_src, engine, device, before_stubs=None):
+    """Loads a tree's sampler path through the oracle's loader, stubbing
+    what it imports but never calls; before_stubs runs first, while every
+    installed module is still the real one."""
     oracle = load_oracle()
     real = ["vllm.model_executor.layers.sampler",
             "vllm.model_executor.sampling_metadata",
@@ -231,18 +234,57 @@ def main():
                  "float8_e5m2fnuz", "uint16", "uint32", "uint64"):
         if not hasattr(torch, name):
             setattr(torch, name, torch.uint8)
+    if before_stubs is not None:
+        before_stubs()
     hide_pydantic_1(oracle)
-    hide_incompatible_triton(oracle, args.vllm_src)
-    oracle.load_vllm(args.vllm_src, v1=args.engine == "v1", real=real)
-    import torch
+    hide_incompatible_triton(oracle, vllm_src)
+    oracle.load_vllm(vllm_src, v1=engine == "v1", real=real)
     import vllm.utils
-    pinned = args.device == "cuda"
+    pinned = device == "cuda"
     # Pinned host buffers are for copies to a GPU (and the probe reads
     # vLLM's installed-package metadata, which an extracted tree has none
     # of).
     vllm.utils.is_pin_memory_available = lambda: pinned
     import vllm.model_executor.sampling_metadata as sm
     sm.is_pin_memory_available = lambda: pinned
+
+
+def tree_args(doc):
+    """The argument parser both sampler scripts start from: which tree,
+    release and engine."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--vllm-src", required=True)
+    ap.add_argument("--release", default="")
+    ap.add_argument("--commit", default="")
+    ap.add_argument("--engine", choices=["v0", "v1"], required=True)
+    return ap
+
+
+def write_json(obj, out):
+    """Writes one JSON object to out ("-": stdout; vLLM's logger owns
+    stdout, so a file is the safer target)."""
+    text = json.dumps(obj)
+    if out == "-":
+        print(text)
+    else:
+        with open(out, "w") as f:
+            f.write(text + "\n")
+
+
+def main():
+    ap = tree_args(__doc__)
+    ap.add_argument("--rows", type=int, default=256)
+    ap.add_argument("--vocab", type=int, default=32000)
+    ap.add_argument("--tokens", type=int, default=2048,
+                    help="max_num_batched_tokens of the dummy batch")
+    ap.add_argument("--dtype", default="bfloat16")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                    help="cuda: run on the GPU and read the caching allocator's peaks")
+    ap.add_argument("--out", default="-",
+                    help="JSON file to write (vLLM's logger owns stdout)")
+    args = ap.parse_args()
+    load_sampler(args.vllm_src, args.engine, args.device)
+    import torch
     dtype = getattr(torch, args.dtype)
     make = v0_sampler_call if args.engine == "v0" else v1_sampler_call
     run = make(args.rows, args.vocab, dtype, args.tokens, args.device)
@@ -269,12 +311,7 @@ def main():
         peak, at_peak = peak_bytes(lambda: run(x, held), [x])
         res.update(peak_bytes=peak, bytes_per_row_vocab=round(peak / cell, 3),
                    live_at_peak=at_peak)
-    res = json.dumps(res)
-    if args.out == "-":
-        print(res)
-    else:
-        with open(args.out, "w") as f:
-            f.write(res + "\n")
+    write_json(res, args.out)
 
 
 if __name__ == "__main__":

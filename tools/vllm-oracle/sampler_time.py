@@ -24,7 +24,6 @@ Usage: sampler_time.py --vllm-src /tmp/vllm-v0.5.4 --engine v0 \
            [--rows 1,8,64,256,1024] [--vocabs 32000,128256] [--out FILE]
 Writes one JSON object.
 """
-import argparse
 import importlib.util
 import json
 import os
@@ -40,6 +39,10 @@ def load_sibling(name, file):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+# sampler_peak.py holds the loader and the profile run's sampler calls.
+PEAK = load_sibling("sampler_peak", "sampler_peak.py")
 
 
 def v0_greedy_call(rows, vocab, dtype, tokens, device):
@@ -72,30 +75,7 @@ def v0_greedy_call(rows, vocab, dtype, tokens, device):
 
 def v1_greedy_call(rows, vocab, dtype, tokens, device):
     """V1's sampler with every row greedy (all_greedy), no logprobs."""
-    import torch
-    from vllm.v1.sample.metadata import SamplingMetadata
-    from vllm.v1.sample.sampler import Sampler
-
-    def full(v):
-        return torch.full((rows,), v, device=device)
-
-    fields = dict(
-        temperature=None, all_greedy=True, all_random=False,
-        top_p=None, top_k=None, min_p=None, generators={},
-        max_num_logprobs=None, no_penalties=True, prompt_token_ids=None,
-        frequency_penalties=full(0.0), presence_penalties=full(0.0),
-        repetition_penalties=full(1.0),
-        output_token_ids=[[] for _ in range(rows)], min_tokens={},
-        logit_bias=[None for _ in range(rows)], allowed_token_ids_mask=None,
-        bad_words_token_ids={})
-    known = getattr(SamplingMetadata, "__dataclass_fields__", fields)
-    meta = SamplingMetadata(**{k: v for k, v in fields.items() if k in known})
-    sampler = Sampler()
-
-    def run(logits, holder):
-        holder.append(sampler(logits=logits, sampling_metadata=meta))
-
-    return run
+    return PEAK.v1_sampler_run(rows, device)
 
 
 def kernel_us(torch, fn):
@@ -145,11 +125,7 @@ def time_point(torch, run, make_logits, device, repeats):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--vllm-src", required=True)
-    ap.add_argument("--release", default="")
-    ap.add_argument("--commit", default="")
-    ap.add_argument("--engine", choices=["v0", "v1"], required=True)
+    ap = PEAK.tree_args(__doc__)
     ap.add_argument("--rows", default="1,8,32,64,128,256,512,1024")
     ap.add_argument("--vocabs", default="32000,128256,151936")
     ap.add_argument("--params", default="greedy,random")
@@ -158,37 +134,19 @@ def main():
     ap.add_argument("--device", default="cuda", choices=["cpu", "cuda"])
     ap.add_argument("--out", default="-")
     args = ap.parse_args()
-    peak = load_sibling("sampler_peak", "sampler_peak.py")
-    oracle = peak.load_oracle()
-    real = ["vllm.model_executor.layers.sampler",
-            "vllm.model_executor.sampling_metadata",
-            "vllm.model_executor.layers.utils",
-            "vllm.triton_utils", "vllm.v1.sample"]
-    # As vLLM's wheels of these releases ran on CUDA: no FlashInfer sampler.
-    sys.modules["flashinfer"] = None
     import torch
-    import torch.library
-    torch.library.Library = oracle._Inert
-    for name in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
-                 "float8_e5m2fnuz", "uint16", "uint32", "uint64"):
-        if not hasattr(torch, name):
-            setattr(torch, name, torch.uint8)
-    if args.device == "cuda":
+
+    def warm_profiler():
         # The profiler imports its own helpers on first use; run it once
         # before the loader's stubs can stand in for any of them.
         kernel_us(torch, lambda: torch.ones(8, device="cuda") + 1)
-    peak.hide_pydantic_1(oracle)
-    peak.hide_incompatible_triton(oracle, args.vllm_src)
-    oracle.load_vllm(args.vllm_src, v1=args.engine == "v1", real=real)
-    import vllm.utils
-    pinned = args.device == "cuda"
-    vllm.utils.is_pin_memory_available = lambda: pinned
-    import vllm.model_executor.sampling_metadata as sm
-    sm.is_pin_memory_available = lambda: pinned
+
+    PEAK.load_sampler(args.vllm_src, args.engine, args.device,
+                      before_stubs=warm_profiler if args.device == "cuda" else None)
     dtype = getattr(torch, args.dtype)
     makers = {
         ("v0", "greedy"): v0_greedy_call, ("v1", "greedy"): v1_greedy_call,
-        ("v0", "random"): peak.v0_sampler_call, ("v1", "random"): peak.v1_sampler_call,
+        ("v0", "random"): PEAK.v0_sampler_call, ("v1", "random"): PEAK.v1_sampler_call,
     }
     points = []
     for params in args.params.split(","):
@@ -212,12 +170,7 @@ def main():
            "torch": torch.__version__, "points": points}
     if args.device == "cuda":
         out["gpu"] = torch.cuda.get_device_name()
-    text = json.dumps(out)
-    if args.out == "-":
-        print(text)
-    else:
-        with open(args.out, "w") as f:
-            f.write(text + "\n")
+    PEAK.write_json(out, args.out)
 
 
 if __name__ == "__main__":
