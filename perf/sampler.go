@@ -27,12 +27,15 @@ func (k SamplerKernels) valid() bool {
 }
 
 // At is the time in microseconds for rows rows of vocab logits on the
-// measuring GPU:
-// linear between measured rows and vocabularies, held at the first row
-// count, and in proportion to the cells beyond the last row count and
-// outside the measured vocabularies (a bandwidth-bound sweep over rows ×
-// vocab cells).
+// measuring GPU: linear between measured rows and vocabularies, held at
+// the first row count, and in proportion to the cells beyond the last row
+// count and outside the measured vocabularies (a bandwidth-bound sweep
+// over rows × vocab cells). An incomplete grid (the zero value among
+// them) counts no time.
 func (k SamplerKernels) At(rows float64, vocab int) float64 {
+	if !k.valid() {
+		return 0
+	}
 	at := func(v int) float64 { return interpolateRows(k.Rows, k.Micros[v], rows) }
 	n := len(k.Vocabs)
 	switch {

@@ -53,6 +53,9 @@ func TestSamplerKernelsRejectsIncompleteGrids(t *testing.T) {
 			if tc.k.valid() {
 				t.Fatalf("%+v counted as a complete grid", tc.k)
 			}
+			if got := tc.k.At(64, 32000); got != 0 {
+				t.Errorf("At on an incomplete grid = %v µs, want 0", got)
+			}
 			d := deployment(t, "Llama-3.1-8B", "H100", func(d *Deployment) { d.SamplerKernels = tc.k })
 			if c := newSamplerCurve(d); c != nil {
 				t.Errorf("an incomplete grid gave a sampler curve")
