@@ -95,6 +95,8 @@ func setOption(o *vllm.Options, name, v string) error {
 		return boolPtr(&o.EnableChunkedPrefill)
 	case "enable_prefix_caching":
 		return boolPtr(&o.EnablePrefixCaching)
+	case "async_scheduling":
+		return boolPtr(&o.AsyncScheduling)
 	case "preemption_mode":
 		o.PreemptionMode = v
 	case "kv_cache_dtype":
