@@ -81,13 +81,12 @@ func newSamplerCurve(d Deployment) *curve {
 	}
 	scale := calibrated(g, false, 0, 1)
 	maxRows := max(d.MaxNumSeqs, 1)
-	xs := []float64{1}
+	xs := []float64{1} // then the measured row counts, ascending as valid() requires
 	for _, r := range k.Rows {
 		if x := float64(r); x > 1 && x/stretch > 1 {
 			xs = append(xs, x/stretch)
 		}
 	}
-	sort.Float64s(xs)
 	return newCurve(xs, func(rows float64) float64 {
 		return k.At(rows*stretch, d.Model.Vocab) * 1e-6 * scale
 	}).densify(maxRows)

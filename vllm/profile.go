@@ -281,8 +281,9 @@ func Lookup(version string, eng engine.Version) (Profile, error) {
 		if !ok {
 			return Profile{}, fmt.Errorf("vLLM %s has no %s engine (line %s supports %s)", rel, strings.ToUpper(string(eng)), l.Name, engineList(l))
 		}
-		return Profile{Release: rel, Line: l.Name, EngineProfile: ep, Memory: memoryAccountingOf(rel, ep.Engine),
-			SamplerKernels: samplerKernelsOf(rel, ep.Engine)}, nil
+		mem := memoryAccountingOf(rel, ep.Engine)
+		return Profile{Release: rel, Line: l.Name, EngineProfile: ep, Memory: mem,
+			SamplerKernels: samplerKernelsOf(mem.SamplerMeasuredAt, ep.Engine)}, nil
 	}
 	return Profile{}, fmt.Errorf("vLLM version %s is not modelled; known release lines: %s", rel, KnownLines())
 }
@@ -315,27 +316,21 @@ func memoryAccountingOf(rel Release, e engine.Version) MemoryAccounting {
 	return m
 }
 
-// samplerKernelsOf is the measured sampler time of the tree samplerRules
-// names for rel's engine; the table holds every such tree
-// (TestSamplerRulesMeasured).
-func samplerKernelsOf(rel Release, e engine.Version) perf.SamplerKernels {
-	var out perf.SamplerKernels
-	for _, r := range samplerRules {
-		if r.engine != e || rel.less(r.since) {
-			continue
-		}
-		for _, k := range samplerKernels {
-			if k.Release == r.measuredAt && k.Engine == string(e) {
-				out = k.Kernels
-			}
+// samplerKernelsOf is the measured sampler time of a vLLM tree
+// (hosttime_measured.go); the table holds every tree samplerRules names
+// (TestSamplerRules).
+func samplerKernelsOf(tree string, e engine.Version) perf.SamplerKernels {
+	for _, k := range samplerKernels {
+		if k.Release == tree && k.Engine == string(e) {
+			return k.Kernels
 		}
 	}
-	return out
+	return perf.SamplerKernels{}
 }
 
 // samplerPeakOf is the measured sampler peak of a vLLM tree
 // (hosttime_measured.go); the table holds every tree samplerRules names
-// (TestSamplerRulesMeasured).
+// (TestSamplerRules).
 func samplerPeakOf(tree string, e engine.Version) perf.SamplerPeak {
 	for _, p := range samplerPeaks {
 		if p.Release == tree && p.Engine == string(e) {

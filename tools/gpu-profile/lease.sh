@@ -28,60 +28,59 @@ if [ -f "$dir/vllm-trees.tgz" ]; then
 	mkdir -p /tmp/trees
 	tar xzf "$dir/vllm-trees.tgz" -C /tmp/trees
 	parts=" ${TREE_PARTS:-hosttime sampler-peak sampler-time} "
-	if want hosttime; then
-	mkdir -p "$out/hosttime"
 	# engines.txt in the archive: one "tree-directory vllm-commit engine..." per line.
-	# Each release and engine runs on its own core, all at once.
-	while read -r tree commit engines; do
-		release=$(echo "$tree" | sed 's/^vllm-//')
-		for engine in $engines; do
-			(
-				timeout "${HOST_S:-300}" python3 -W ignore tools/vllm-hosttime/hosttime.py \
-					--vllm-src "/tmp/trees/$tree" --release "$release" --commit "$commit" --engine "$engine" \
-					${HOST_SIZES:+--sizes "$HOST_SIZES"} --passes "${HOST_PASSES:-3}" \
-					--out "$out/hosttime/host-$release-$engine.json" >"$out/hosttime/$release-$engine.log" 2>&1
-				echo "hosttime $release $engine: exit $?"
-			) &
+	# each_engine CMD runs CMD tree commit release engine for each release and engine.
+	each_engine() {
+		while read -r tree commit engines; do
+			for engine in $engines; do
+				"$@" "$tree" "$commit" "${tree#vllm-}" "$engine"
+			done
+		done </tmp/trees/engines.txt
+	}
+	in_background() { "$@" & }
+	hosttime() {
+		timeout "${HOST_S:-300}" python3 -W ignore tools/vllm-hosttime/hosttime.py \
+			--vllm-src "/tmp/trees/$1" --release "$3" --commit "$2" --engine "$4" \
+			${HOST_SIZES:+--sizes "$HOST_SIZES"} --passes "${HOST_PASSES:-3}" \
+			--out "$out/hosttime/host-$3-$4.json" >"$out/hosttime/$3-$4.log" 2>&1
+		echo "hosttime $3 $4: exit $?"
+	}
+	sampler_peak() {
+		for rows in ${SAMPLER_ROWS:-64 256 1024}; do
+			for vocab in ${SAMPLER_VOCABS:-32000 128256 151936}; do
+				timeout 120 python3 -W ignore tools/vllm-oracle/sampler_peak.py --device cuda \
+					--vllm-src "/tmp/trees/$1" --release "$3" --commit "$2" \
+					--engine "$4" --rows "$rows" --vocab "$vocab" \
+					--out "$out/sampler/sampler-$3-$4-$rows-$vocab.json" \
+					>>"$out/sampler/$3-$4.log" 2>&1
+			done
 		done
-	done </tmp/trees/engines.txt
-	wait
+		echo "sampler $3 $4: exit $?"
+	}
+	sampler_time() {
+		timeout "${SAMPLER_TIME_S:-150}" python3 -W ignore tools/vllm-oracle/sampler_time.py \
+			--vllm-src "/tmp/trees/$1" --release "$3" --commit "$2" --engine "$4" \
+			--out "$out/sampler-time/time-$3-$4.json" >"$out/sampler-time/$3-$4.log" 2>&1
+		echo "sampler-time $3 $4: exit $?"
+	}
+	# vLLM's host work: each release and engine on its own core, all at once.
+	if want hosttime; then
+		mkdir -p "$out/hosttime"
+		each_engine in_background hosttime
+		wait
 	fi
 	# The profile run's sampler on this GPU (tools/vllm-oracle/sampler_peak.py
 	# --device cuda): the caching allocator's peaks by rows and vocabulary.
 	if want sampler-peak; then
-	mkdir -p "$out/sampler"
-	while read -r tree commit engines; do
-		release=$(echo "$tree" | sed 's/^vllm-//')
-		for engine in $engines; do
-			(
-				for rows in ${SAMPLER_ROWS:-64 256 1024}; do
-					for vocab in ${SAMPLER_VOCABS:-32000 128256 151936}; do
-						timeout 120 python3 -W ignore tools/vllm-oracle/sampler_peak.py --device cuda \
-							--vllm-src "/tmp/trees/$tree" --release "$release" --commit "$commit" \
-							--engine "$engine" --rows "$rows" --vocab "$vocab" \
-							--out "$out/sampler/sampler-$release-$engine-$rows-$vocab.json" \
-							>>"$out/sampler/$release-$engine.log" 2>&1
-					done
-				done
-				echo "sampler $release $engine: exit $?"
-			) &
-		done
-	done </tmp/trees/engines.txt
-	wait
+		mkdir -p "$out/sampler"
+		each_engine in_background sampler_peak
+		wait
 	fi
 	# The sampler's time per step on this GPU (tools/vllm-oracle/sampler_time.py),
 	# one release and engine after another: they share the GPU.
 	if want sampler-time; then
-	mkdir -p "$out/sampler-time"
-	while read -r tree commit engines; do
-		release=$(echo "$tree" | sed 's/^vllm-//')
-		for engine in $engines; do
-			timeout "${SAMPLER_TIME_S:-150}" python3 -W ignore tools/vllm-oracle/sampler_time.py \
-				--vllm-src "/tmp/trees/$tree" --release "$release" --commit "$commit" --engine "$engine" \
-				--out "$out/sampler-time/time-$release-$engine.json" >"$out/sampler-time/$release-$engine.log" 2>&1
-			echo "sampler-time $release $engine: exit $?"
-		done
-	done </tmp/trees/engines.txt
+		mkdir -p "$out/sampler-time"
+		each_engine sampler_time
 	fi
 fi
 if [ -f "$dir/servebench.gz" ] && [ -f "$dir/e2ebench.test.gz" ]; then
