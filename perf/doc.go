@@ -201,7 +201,9 @@
 //     1678/2476 at batch 64 (sgl-project/sglang#28, SOLAR-10.7B 4-bit);
 //     its prefill dequantizes to cuBLAS (factor 1). FP8: W8A8 on FP8
 //     tensor cores (Ada, Hopper, Blackwell), weight-only FP8 Marlin on
-//     Ampere.
+//     Ampere. In every release, --quantization gptq or awq named
+//     explicitly keeps the older kernel (PR #3922's description:
+//     quantization="gptq" "uses old gptq kernels"; vllm's kernelPolicy).
 //   - Decode bandwidth (MBU) stays flat in tokens per step (the values
 //     above): no public per-batch measurement was found [assumption]; ECC
 //     costs GDDR parts 10–15% of bandwidth (Marlin README), inside the
@@ -456,7 +458,15 @@
 // half the A10's rate per SM, 70 TF; L4 58 SMs at 2040 MHz; L40S 142
 // SMs at 2520 MHz; RTX 4090 128 SMs at 2520 MHz at half the L40S's rate
 // per SM with FP32 accumulate; H20 78 SMs, 148 TF), its
-// memory share by the bandwidths. MI300X (and any GPU not in the map, or
+// memory share by the bandwidths. Attention keeps its launch floor: the
+// table's smallest problem's time (12.5 µs for the A100's decode kernel at
+// 8 KV heads) stays and only the time above it scales (aboveFloor;
+// TestDerivedAttentionKeepsLaunchFloor), since a launch takes no longer
+// for the bandwidth an A10G lacks; reading the table at a stretched batch,
+// as the per-layer kernels do, would walk along the source's L2 knees
+// (the L40S's 96 MB holds a small batch's KV cache). The GEMM tables
+// scale whole: the A40's smallest GEMV is within 1.7× of its weight read.
+// MI300X (and any GPU not in the map, or
 // a GPU YAML file) has no table and keeps the roofline. Roofline.
 // KernelSource says which ("measured: H100-SXM", "derived from A40
 // (attention: A100-80GB)", "roofline: no table"; MoE models add the

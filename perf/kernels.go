@@ -350,6 +350,15 @@ func (k *stepKernels) setExpertGEMMs(d Deployment, gemm *gemmTimer, moeLayers fl
 // setAttention slices the attention tables at the deployment's heads per
 // GPU, in head-dim-128 units: the prefill table's query heads carry the
 // FLOPs per pair, the decode table's KV heads the bytes per cached token.
+// A GPU whose attention comes from another part's table keeps the
+// table's launch floor (its smallest problem's time, 12.5 µs for the
+// A100's decode kernel) and scales only the time above it by deriveScale:
+// a launch is not 3.4× longer on an A10G for having 3.4× less bandwidth.
+// Reading the table at a stretched batch instead, as the per-layer kernels
+// and the sampler do, would move along the source's cache knees (the
+// L40S's 96 MB L2 holds a small batch's KV cache, an L4's 48 MB does not
+// hold the same bytes at a 2.9× batch) and slow mid-size batches beyond
+// the bandwidth ratio.
 func (k *stepKernels) setAttention(d Deployment, prefillT, decodeT *kernelTable, attnSrc GPU) {
 	m, g, t := d.Model, d.GPU, float64(d.TensorParallel)
 	headsEq := m.attentionFLOPsPerPair() / t / (4 * 128)
@@ -358,18 +367,31 @@ func (k *stepKernels) setAttention(d Deployment, prefillT, decodeT *kernelTable,
 	if isFP8KVCache(d.KVCacheDType) {
 		prefillScale, decodeScale = prefillT.fp8KVRatio(), decodeT.fp8KVRatio()
 	}
+	// The smallest problem's time is the launch floor (the tables are
+	// monotone, so no cell is faster).
+	prefillFloor := prefillT.at(prefillT.axes[0].values[0], prefillT.axes[1].values[0], headsEq)
+	decodeFloor := decodeAt(decodeT, decodeT.axes[0].values[0], decodeT.axes[1].values[0], kvEq)
 	k.prefill = prefillT.slice(func(isl, batch float64) float64 {
 		pairs := batch * isl * (isl + 1) / 2
 		flops := 4 * 128 * headsEq * pairs
 		bytes := activationBytes * 4 * 128 * headsEq * batch * isl
-		return prefillT.at(isl, batch, headsEq) * prefillScale * deriveScale(attnSrc, g, false, flops, bytes) * calibrated(g, false, flops, bytes)
+		t := aboveFloor(prefillT.at(isl, batch, headsEq), prefillFloor, deriveScale(attnSrc, g, false, flops, bytes))
+		return t * prefillScale * calibrated(g, false, flops, bytes)
 	})
 	k.maxISL = prefillT.axes[0].values[len(prefillT.axes[0].values)-1]
 	k.decode = decodeT.slice(func(ctx, batch float64) float64 {
 		bytes := activationBytes * 2 * 128 * kvEq * batch * ctx
 		flops := 4 * 128 * 4 * kvEq * batch * ctx
-		return decodeAt(decodeT, ctx, batch, kvEq) * decodeScale * deriveScale(attnSrc, g, false, flops, bytes) * calibrated(g, false, flops, bytes)
+		t := aboveFloor(decodeAt(decodeT, ctx, batch, kvEq), decodeFloor, deriveScale(attnSrc, g, false, flops, bytes))
+		return t * decodeScale * calibrated(g, false, flops, bytes)
 	})
+}
+
+// aboveFloor is a kernel time measured on one GPU as it runs on another
+// that does the same work scale× as long: the launch floor stays, the
+// time above it scales.
+func aboveFloor(t, floor, scale float64) float64 {
+	return floor + (t-floor)*scale
 }
 
 // decodeAt is the decode table at a KV-head count per GPU that may lie past

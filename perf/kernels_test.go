@@ -344,3 +344,32 @@ func TestDecodeAtPastLastKVHeads(t *testing.T) {
 		t.Errorf("32 KV heads at batch 1: %.1f µs against %.1f µs for 8, want within 1.5×", thirtyTwo*1e6, one*1e6)
 	}
 }
+
+// TestDerivedAttentionKeepsLaunchFloor: a GPU timed from another part's
+// attention tables keeps that part's launch floor and scales the time
+// above it by the bandwidth (decode) or peak (prefill) ratio. Scaling the
+// whole time made an A10G's decode of one short sequence 3.4× the A100's
+// (the bandwidth ratio) and a 16-token prefill 4.5× (the peak ratio).
+func TestDerivedAttentionKeepsLaunchFloor(t *testing.T) {
+	src := tabled(t, "Llama-3-8B", "A100-80GB", nil)
+	derived := tabled(t, "Llama-3-8B", "A10G", nil)
+	a100, a10g := mustGPU(t, "A100-80GB"), mustGPU(t, "A10G")
+	bw, peak := a100.MemoryBandwidth/a10g.MemoryBandwidth, a100.BF16FLOPS/a10g.BF16FLOPS
+	cases := []struct {
+		name              string
+		at                func(r *Roofline) float64
+		wantLow, wantHigh float64
+	}{
+		{"decode, 1 sequence at context 2 (the floor)", func(r *Roofline) float64 { return r.kern.decode.at2(2, 1) }, 1, 1.001},
+		{"decode, 4 sequences at context 512 (mostly floor)", func(r *Roofline) float64 { return r.kern.decode.at2(512, 4) }, 1.2, 0.8 * bw},
+		{"decode, 256 sequences at context 4096 (bandwidth)", func(r *Roofline) float64 { return r.kern.decode.at2(4096, 256) }, 0.95 * bw, 1.05 * bw},
+		{"prefill, 1 prompt of 16 tokens (the floor)", func(r *Roofline) float64 { return r.kern.prefill.at2(16, 1) }, 1, 1.001},
+		{"prefill, 8 prompts of 4096 tokens (compute)", func(r *Roofline) float64 { return r.kern.prefill.at2(4096, 8) }, 0.9 * peak, peak},
+	}
+	for _, c := range cases {
+		ratio := c.at(derived) / c.at(src)
+		if ratio < c.wantLow || ratio > c.wantHigh {
+			t.Errorf("%s: A10G/A100 = %.2f×, want %.2f–%.2f×", c.name, ratio, c.wantLow, c.wantHigh)
+		}
+	}
+}

@@ -106,7 +106,7 @@ func (e *Engine) Register(fs *pflag.FlagSet) {
 	fs.BoolVar(&e.EnforceEager, "enforce-eager", false, "always use eager-mode PyTorch (no CUDA graphs: slower steps, more KV memory)")
 	fs.IntVar(&e.MaxSeqLenToCapture, "max-seq-len-to-capture", 0, "v0: decode steps with a longer sequence run without CUDA graphs (default 8192, capped at max_model_len)")
 	fs.StringVar(&e.KVCacheDType, "kv-cache-dtype", "auto", "KV cache data type: auto, fp8, fp8_e4m3, fp8_e5m2")
-	fs.StringVarP(&e.Quantization, "quantization", "q", "", "weight quantization: fp8 quantizes an unquantized checkpoint as it loads (W8A8 on GPUs with FP8 units, FP8 Marlin on the others); gptq, awq or fp8 must match a quantized checkpoint's own (default: the checkpoint's config.json)")
+	fs.StringVarP(&e.Quantization, "quantization", "q", "", "weight quantization: fp8 quantizes an unquantized checkpoint as it loads (W8A8 on GPUs with FP8 units, FP8 Marlin on the others); gptq, awq or fp8 must match a quantized checkpoint's own, and gptq or awq named explicitly runs the pre-Marlin kernel (ExLlamaV2, AutoAWQ GEMM) as vLLM does; gptq_marlin and awq_marlin name Marlin (default: the checkpoint's config.json, on Marlin)")
 	fs.BoolVar(&e.ExpertParallel, "enable-expert-parallel", false, "MoE models: place whole experts on the tensor-parallel GPUs (EP size = TP) instead of slicing each expert")
 	fs.StringVar(&e.Calibration, "calibration", "", "calibration YAML written by servebench calibrate for this model and GPU: scales the step-time model to measured runs")
 	fs.BoolVar(&e.LegacyRequeueOrder, "legacy-requeue-order", false, "v0 chunked prefill: vLLM ≤0.5.4's running-queue order (new prefills first), before PR #7874 (default: on for 0.5.4 and 0.5.5, where PR #6867 introduced it)")
@@ -186,6 +186,7 @@ func (e *Engine) options(changed func(string) bool, allowLong bool) (vllm.Option
 		BlockSize: e.BlockSize, GPUMemoryUtilization: e.GPUMemoryUtilization,
 		PreemptionMode: e.PreemptionMode, SchedulerDelayFactor: e.SchedulerDelayFactor,
 		EnforceEager: e.EnforceEager, MaxSeqLenToCapture: e.MaxSeqLenToCapture, KVCacheDType: e.KVCacheDType,
+		Quantization:   e.Quantization,
 		ExpertParallel: e.ExpertParallel, AllowLongMaxModelLen: allowLong,
 		NumSchedulerSteps: e.NumSchedulerSteps, NoHostOverhead: !e.HostOverhead,
 		HostSpeed:              e.HostSpeed,

@@ -401,3 +401,39 @@ func TestAsyncSchedulingFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestQuantizationFlagPicksKernel: --quantization gptq on a GPTQ
+// checkpoint runs vLLM's pre-Marlin kernel, gptq_marlin (and no flag)
+// Marlin; a method the checkpoint does not carry is refused.
+func TestQuantizationFlagPicksKernel(t *testing.T) {
+	for _, tc := range []struct {
+		flag        string
+		wantExLlama bool
+		wantErr     string
+	}{
+		{"", false, ""},
+		{"gptq", true, ""},
+		{"gptq_marlin", false, ""},
+		{"awq", false, "--quantization: quantization method specified in the model config (gptq) does not match"},
+	} {
+		t.Run(tc.flag, func(t *testing.T) {
+			args := []string{"--model", "Qwen2.5-7B-Instruct-GPTQ-Int4", "--gpu", "A10G", "--max-model-len", "4096"}
+			if tc.flag != "" {
+				args = append(args, "--quantization", tc.flag)
+			}
+			_, r, err := resolveArgs(t, args...)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := r.Deployment.Kernels.GPTQExLlama; got != tc.wantExLlama {
+				t.Errorf("GPTQ on ExLlamaV2 = %v, want %v", got, tc.wantExLlama)
+			}
+		})
+	}
+}

@@ -263,3 +263,45 @@ func TestPlanClient(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanQuantizationFlag: a run of a release older than the profile it
+// is simulated with keeps the GPTQ kernel it ran (ExLlamaV2 before vLLM
+// converted GPTQ to Marlin), through the flag that selects it, named in
+// the reproducing command; later runs and on-the-fly fp8 keep theirs.
+func TestPlanQuantizationFlag(t *testing.T) {
+	c, err := LoadBuiltin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		id, want string
+	}{
+		{"nm-vllm-nightly-2024-03/a10g-gptq-decode-bs32", "gptq"},
+		{"nm-vllm-nightly-2024-06/a10g-gptq-qps1", ""},
+		{"nm-vllm-nightly-2024-03/a10g-llama2-7b-decode-bs1", ""},
+		{"gpustack-quantization-impact/h100-fp8-dynamic", "fp8"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id, func(t *testing.T) {
+			i := slices.IndexFunc(c.Runs, func(r *Run) bool { return r.FullID() == tt.id })
+			if i < 0 {
+				t.Fatalf("run %s not in the built-in corpus", tt.id)
+			}
+			p, err := newPlan(c.Runs[i], c, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.options.Quantization != tt.want {
+				t.Errorf("--quantization %q, want %q", p.options.Quantization, tt.want)
+			}
+			at := slices.Index(p.args, "--quantization")
+			if got := at >= 0 && at+1 < len(p.args) && p.args[at+1] == tt.want; got != (tt.want != "") {
+				t.Errorf("reproduce command %q: --quantization %s present %v, want %v", p.args, tt.want, got, tt.want != "")
+			}
+			noted := slices.ContainsFunc(p.notes, func(n string) bool { return strings.Contains(n, "pre-Marlin kernel") })
+			if noted != (tt.want == "gptq") {
+				t.Errorf("notes %q: pre-Marlin note present %v, want %v", p.notes, noted, tt.want == "gptq")
+			}
+		})
+	}
+}

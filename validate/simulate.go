@@ -117,8 +117,9 @@ func newPlan(r *Run, c *Corpus, o Options) (*plan, error) {
 	if kvDType != "auto" {
 		p.args = append(p.args, "--kv-cache-dtype", kvDType)
 	}
-	if onTheFly != "" {
-		p.args = append(p.args, "--quantization", onTheFly)
+	if quantization := p.quantizationFlag(r, release, server, onTheFly); quantization != "" {
+		p.options.Quantization = quantization
+		p.args = append(p.args, "--quantization", quantization)
 	}
 	if r.Link != "" {
 		link, err := perf.ParseLink(r.Link, "link")
@@ -167,6 +168,26 @@ func (p *plan) planPrecision(r *Run, server *serverFlags) (kvDType, onTheFly str
 	}
 	p.notes = append(p.notes, fmt.Sprintf("quantization %s applied to the unquantized checkpoint as it loads, as sim --quantization %s does", onTheFly, onTheFly))
 	return kvDType, onTheFly, nil
+}
+
+// quantizationFlag is sim's --quantization for the run: the server's
+// own flag, else the method applied on the fly, else, for a release
+// older than the one simulated that ran the checkpoint's method before
+// vLLM converted it to Marlin, the flag that selects that older kernel
+// in the simulated release.
+func (p *plan) quantizationFlag(r *Run, release string, server *serverFlags, onTheFly string) string {
+	if server.changed("quantization") {
+		return server.engine.Quantization
+	}
+	if onTheFly != "" {
+		return onTheFly
+	}
+	method := p.model.Quantization.Method
+	flag := vllm.PreMarlinQuantizationFlag(r.VLLMVersion, release, method)
+	if flag != "" {
+		p.notes = append(p.notes, fmt.Sprintf("vLLM %s ran %s checkpoints on its pre-Marlin kernel: simulated with --quantization %s, which selects that kernel in %s", r.VLLMVersion, method, flag, release))
+	}
+	return flag
 }
 
 // checkPrecision refuses what sim cannot express: quantization other than

@@ -1,6 +1,10 @@
 package vllm
 
-import "github.com/servebench/servebench/perf"
+import (
+	"strings"
+
+	"github.com/servebench/servebench/perf"
+)
 
 // Which quantized-GEMM kernel each release runs (perf.KernelPolicy; perf's
 // doc.go cites the PRs):
@@ -37,12 +41,51 @@ func expandsMLA(rel Release, v1 bool) bool {
 	return rel.less(mlaSinceV0)
 }
 
-// kernelPolicy is rel's choice of quantized-GEMM kernels.
-func kernelPolicy(rel Release) perf.KernelPolicy {
+// kernelPolicy is rel's choice of quantized-GEMM kernels under
+// --quantization quantization. Naming "gptq" or "awq" explicitly keeps a
+// checkpoint vLLM would convert to Marlin on the older kernel: PR #3922's
+// description gives LLM(..., quantization="gptq") as the way to "use old
+// gptq kernels", and GPTQMarlinConfig and AWQMarlinConfig's
+// override_quantization_method convert only when the flag is unset,
+// "marlin" or their own name, logging "you specified quantization=gptq
+// explicitly, so forcing gptq" (likewise awq) otherwise.
+func kernelPolicy(rel Release, quantization string) perf.KernelPolicy {
+	flag := strings.ToLower(strings.TrimSpace(quantization))
 	return perf.KernelPolicy{
-		GPTQExLlama: rel.less(gptqMarlinSince),
-		AWQGEMM:     rel.less(awqMarlinSince),
+		GPTQExLlama: rel.less(gptqMarlinSince) || flag == "gptq",
+		AWQGEMM:     rel.less(awqMarlinSince) || flag == "awq",
 	}
+}
+
+// PreMarlinQuantizationFlag is the --quantization value that makes a
+// release at or after simulated run a method's checkpoint on the kernel
+// release ran it on, when ran predates vLLM's automatic conversion of
+// that method to Marlin and simulated does not ("" otherwise, or when a
+// version does not parse). validate simulates runs of releases older
+// than any profile this way.
+func PreMarlinQuantizationFlag(ran, simulated, method string) string {
+	r, okRan := leadingRelease(ran)
+	s, okSim := leadingRelease(simulated)
+	if !okRan || !okSim {
+		return ""
+	}
+	since := map[string]Release{"gptq": gptqMarlinSince, "awq": awqMarlinSince}
+	conversion, ok := since[method]
+	if ok && r.less(conversion) && !s.less(conversion) {
+		return method
+	}
+	return ""
+}
+
+// leadingRelease reads a version's first three numbers ("0.6.3.post2"
+// is 0.6.3).
+func leadingRelease(version string) (Release, bool) {
+	parts := strings.SplitN(strings.TrimPrefix(strings.TrimSpace(version), "v"), ".", 4)
+	if len(parts) > 3 {
+		parts = parts[:3]
+	}
+	rel, _, err := ParseRelease(strings.Join(parts, "."))
+	return rel, err == nil
 }
 
 // KernelSource says whether measured kernel tables or the roofline time

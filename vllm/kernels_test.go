@@ -1,7 +1,9 @@
 package vllm_test
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/servebench/servebench/engine"
 	"github.com/servebench/servebench/perf"
@@ -75,5 +77,83 @@ func TestMLAPerRelease(t *testing.T) {
 	}
 	if ratio := float64(tokens[false]) / float64(tokens[true]); ratio < 10 || ratio > 16 {
 		t.Errorf("V1 KV tokens with MLA %d, expanded %d: ratio %.1f, want the 14.2× of 442,368 over 31,104 bytes a token (less the activation peak)", tokens[false], tokens[true], ratio)
+	}
+}
+
+// TestQuantizationFlagForcesOlderKernel: --quantization gptq or awq named
+// explicitly keeps the pre-Marlin kernel in a release that would convert
+// the checkpoint (PR #3922: quantization="gptq" "uses old gptq
+// kernels"); gptq_marlin, marlin, awq_marlin and no flag run Marlin. The
+// GPTQ checkpoint decodes a batch of 32 slower on ExLlamaV2.
+func TestQuantizationFlagForcesOlderKernel(t *testing.T) {
+	cases := []struct {
+		version, flag            string
+		wantExLlama, wantAWQGEMM bool
+	}{
+		{"0.6.3", "", false, false},
+		{"0.6.3", "gptq", true, false},
+		{"0.6.3", " GPTQ ", true, false},
+		{"0.6.3", "gptq_marlin", false, false},
+		{"0.6.3", "marlin", false, false},
+		{"0.6.3", "awq", false, true},
+		{"0.6.3", "awq_marlin", false, false},
+		{"0.5.0", "awq_marlin", false, true}, // before PR #6612 every AWQ checkpoint ran the GEMM kernel
+		{"0.11.0", "gptq", true, false},
+	}
+	model, err := perf.LookupModel("Qwen2.5-7B-Instruct-GPTQ-Int4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		t.Run(c.version+" "+c.flag, func(t *testing.T) {
+			p, err := vllm.Lookup(c.version, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, _ := perf.LookupGPU("A10G")
+			r, err := vllm.Resolve(context.Background(), p, model, g, vllm.Options{MaxModelLen: 4096, Quantization: c.flag})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := r.Deployment.Kernels; got.GPTQExLlama != c.wantExLlama || got.AWQGEMM != c.wantAWQGEMM {
+				t.Errorf("kernel policy %+v, want GPTQExLlama %v, AWQGEMM %v", got, c.wantExLlama, c.wantAWQGEMM)
+			}
+		})
+	}
+	step := func(flag string) time.Duration {
+		p, _ := vllm.Lookup("0.6.3", "")
+		g, _ := perf.LookupGPU("A10G")
+		r, err := vllm.Resolve(context.Background(), p, model, g, vllm.Options{MaxModelLen: 4096, Quantization: flag, NoHostOverhead: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.StepModel.StepTime(perf.StepShape{Decodes: 32, AttnPairs: 32 * 512, DecodeContext: 32 * 512, KVTokens: 32 * 513, MaxDecodeContext: 512})
+	}
+	if exllama, marlin := step("gptq"), step(""); exllama <= marlin {
+		t.Errorf("batch-32 decode with --quantization gptq %v, not slower than Marlin's %v", exllama, marlin)
+	}
+}
+
+// TestPreMarlinQuantizationFlag: a run of a release that predates vLLM's
+// conversion of its checkpoint's method to Marlin, simulated as a later
+// release, gets the flag that selects the older kernel there.
+func TestPreMarlinQuantizationFlag(t *testing.T) {
+	cases := []struct {
+		ran, simulated, method, want string
+	}{
+		{"0.3.3", "0.5.0", "gptq", "gptq"},
+		{"0.4.0.post1", "0.5.0", "gptq", "gptq"},
+		{"0.4.2", "0.5.0", "gptq", ""},   // converted since PR #3922
+		{"0.3.3", "0.5.0", "awq", ""},    // 0.5.0 itself runs the AWQ GEMM kernel
+		{"0.5.2", "0.5.4", "awq", "awq"}, // awq_marlin from 0.5.3
+		{"0.3.3", "0.5.0", "", ""},
+		{"0.3.3", "0.5.0", "fp8", ""},
+		{"main", "0.5.0", "gptq", ""},
+		{"0.6.3.post2.dev308", "0.6.3", "gptq", ""},
+	}
+	for _, c := range cases {
+		if got := vllm.PreMarlinQuantizationFlag(c.ran, c.simulated, c.method); got != c.want {
+			t.Errorf("PreMarlinQuantizationFlag(%q, %q, %q) = %q, want %q", c.ran, c.simulated, c.method, got, c.want)
+		}
 	}
 }

@@ -31,8 +31,13 @@ type Options struct {
 	EnforceEager                     bool
 	MaxSeqLenToCapture               int // 0: vLLM's 8192
 	KVCacheDType                     string
-	LegacyRequeueOrder               *bool
-	NumSchedulerSteps                int
+	// Quantization is --quantization as given: "gptq" or "awq" named
+	// explicitly keeps a checkpoint vLLM would convert to Marlin on its
+	// older kernel (kernelPolicy). The model passed to Resolve already
+	// carries the method (perf.Model.WithQuantization).
+	Quantization       string
+	LegacyRequeueOrder *bool
+	NumSchedulerSteps  int
 	// DisableAsyncOutputProc is --disable-async-output-proc (0.6+ V0).
 	DisableAsyncOutputProc bool
 	// AsyncScheduling is --async-scheduling (true) or
@@ -164,7 +169,7 @@ func deploymentFor(p Profile, model perf.Model, gpu perf.GPU, o Options) perf.De
 		BlockSize: o.BlockSize, MaxNumSeqs: o.MaxNumSeqs, MaxModelLen: o.MaxModelLen,
 		EngineVersion:  string(p.Engine),
 		ExpertParallel: o.ExpertParallel, AllowLongMaxModelLen: o.AllowLongMaxModelLen,
-		Kernels: kernelPolicy(p.Release), NoKernelTables: o.NoKernelTables,
+		Kernels: kernelPolicy(p.Release, o.Quantization), NoKernelTables: o.NoKernelTables,
 	}
 	if d.BlockSize == 0 {
 		d.BlockSize = p.Defaults.BlockSize
