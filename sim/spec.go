@@ -157,12 +157,12 @@ func (r *specRun) clientStage(recorder *metrics.Recorder) *ClientStage {
 	return stage
 }
 
-// writeStartup prints vLLM's startup lines: the distributed setup and the
-// memory profile (the KV cache lines as --log-stats shows them).
+// writeStartup prints vLLM's startup lines: the quantized kernel, the
+// distributed setup and the memory profile (the KV cache lines as --log-stats shows them).
 func (r *specRun) writeStartup() {
-	startup := append(distributedText(r.eng.Resolved), r.eng.Capacity.LogLines()...)
+	startup := append(startupText(r.eng.Resolved), r.eng.Capacity.LogLines()...)
 	if r.spec.Simulation.LogStats {
-		startup = append(distributedText(r.eng.Resolved), vllm.MemoryLines(r.eng.Resolved)...)
+		startup = append(startupText(r.eng.Resolved), vllm.MemoryLines(r.eng.Resolved)...)
 	}
 	for _, l := range startup {
 		fmt.Fprintln(r.errw, l)
@@ -393,11 +393,11 @@ func writeStatsLine(w io.Writer, ec engine.Config, instance string, s StatsSampl
 	}
 }
 
-// distributedText is vLLM's executor, placement and NCCL transport lines
-// as sim prints them, warnings marked.
-func distributedText(r *vllm.Resolved) []string {
+// startupText is vLLM's quantized-kernel, executor, placement and NCCL
+// transport lines as sim prints them, warnings marked.
+func startupText(r *vllm.Resolved) []string {
 	var out []string
-	for _, l := range vllm.DistributedLines(r) {
+	for _, l := range vllm.StartupLines(r) {
 		if l.Warning {
 			out = append(out, "WARNING "+l.Text)
 		} else {

@@ -1,6 +1,7 @@
 package vllm
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/servebench/servebench/perf"
@@ -95,4 +96,43 @@ func (m *HostStepModel) KernelSource() perf.KernelSource {
 		return k.KernelSource()
 	}
 	return perf.KernelSource{Mode: "roofline", Reason: "no table"}
+}
+
+// QuantizationLines are the startup lines vLLM logs about a GPTQ or AWQ
+// checkpoint's kernel (GPTQMarlinConfig and AWQMarlinConfig's
+// override_quantization_method, and ModelConfig's warning for methods it
+// does not consider optimized): conversion to Marlin, or the older kernel
+// kept because --quantization named the method explicitly. Releases that
+// predate the conversion log nothing about it.
+func QuantizationLines(r *Resolved) []LogLine {
+	d := r.Deployment
+	method := d.Model.Quantization.Method
+	var marlinSince Release
+	var older bool
+	switch method {
+	case "gptq":
+		marlinSince, older = gptqMarlinSince, d.Kernels.GPTQExLlama
+	case "awq":
+		marlinSince, older = awqMarlinSince, d.Kernels.AWQGEMM
+	default:
+		return nil
+	}
+	if perf.QuantKernelFor(d.Model, d.GPU) != perf.KernelMarlin {
+		return nil // ROCm: no Marlin to convert to
+	}
+	marlin := method + "_marlin"
+	if !older {
+		return []LogLine{{Text: fmt.Sprintf("The model is convertible to %s during runtime. Using %s kernel.", marlin, marlin)}}
+	}
+	var out []LogLine
+	if !r.Profile.Release.less(marlinSince) {
+		out = append(out, LogLine{Text: fmt.Sprintf("Detected that the model can run with %s, however you specified quantization=%s explicitly, so forcing %s. Use quantization=%s for faster inference", marlin, method, method, marlin)})
+	}
+	return append(out, LogLine{Warning: true, Text: fmt.Sprintf("%s quantization is not fully optimized yet. The speed can be slower than non-quantized models.", method)})
+}
+
+// StartupLines are every startup line sim and serve print before the
+// memory profile's: the quantized kernel's, then the distributed setup's.
+func StartupLines(r *Resolved) []LogLine {
+	return append(QuantizationLines(r), DistributedLines(r)...)
 }

@@ -2,6 +2,7 @@ package vllm_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -155,5 +156,36 @@ func TestPreMarlinQuantizationFlag(t *testing.T) {
 		if got := vllm.PreMarlinQuantizationFlag(c.ran, c.simulated, c.method); got != c.want {
 			t.Errorf("PreMarlinQuantizationFlag(%q, %q, %q) = %q, want %q", c.ran, c.simulated, c.method, got, c.want)
 		}
+	}
+}
+
+// TestQuantizationLines: the startup lines say which kernel a GPTQ or AWQ
+// checkpoint runs, in vLLM's words, and warn when it is the older one.
+func TestQuantizationLines(t *testing.T) {
+	cases := []struct {
+		name, model, version, gpu, flag string
+		want                            []vllm.LogLine
+	}{
+		{"converted", "Qwen2.5-7B-Instruct-GPTQ-Int4", "0.6.3", "A10G", "",
+			[]vllm.LogLine{{Text: "The model is convertible to gptq_marlin during runtime. Using gptq_marlin kernel."}}},
+		{"forced", "Qwen2.5-7B-Instruct-GPTQ-Int4", "0.6.3", "A10G", "gptq", []vllm.LogLine{
+			{Text: "Detected that the model can run with gptq_marlin, however you specified quantization=gptq explicitly, so forcing gptq. Use quantization=gptq_marlin for faster inference"},
+			{Warning: true, Text: "gptq quantization is not fully optimized yet. The speed can be slower than non-quantized models."}}},
+		{"ROCm has no Marlin", "Qwen2.5-7B-Instruct-GPTQ-Int4", "0.6.3", "MI300X", "", nil},
+		{"unquantized", "Qwen2.5-7B-Instruct", "0.6.3", "A10G", "", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := resolve(t, c.version, "", c.model, c.gpu, vllm.Options{MaxModelLen: 4096, Quantization: c.flag})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := vllm.QuantizationLines(r); !slices.Equal(got, c.want) {
+				t.Errorf("lines %+v, want %+v", got, c.want)
+			}
+			if got := vllm.StartupLines(r); len(got) < len(c.want) || !slices.Equal(got[:len(c.want)], c.want) {
+				t.Errorf("startup lines %+v do not begin with %+v", got, c.want)
+			}
+		})
 	}
 }
