@@ -246,14 +246,7 @@ func TestPlanClient(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {
-			i := slices.IndexFunc(c.Runs, func(r *Run) bool { return r.FullID() == tt.id })
-			if i < 0 {
-				t.Fatalf("run %s not in the built-in corpus", tt.id)
-			}
-			p, err := newPlan(c.Runs[i], c, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := builtinPlan(t, c, tt.id)
 			if p.vllmClient != tt.vllmClient {
 				t.Errorf("vllmClient = %v, want %v", p.vllmClient, tt.vllmClient)
 			}
@@ -283,14 +276,7 @@ func TestPlanQuantizationFlag(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {
-			i := slices.IndexFunc(c.Runs, func(r *Run) bool { return r.FullID() == tt.id })
-			if i < 0 {
-				t.Fatalf("run %s not in the built-in corpus", tt.id)
-			}
-			p, err := newPlan(c.Runs[i], c, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := builtinPlan(t, c, tt.id)
 			if p.options.Quantization != tt.want {
 				t.Errorf("--quantization %q, want %q", p.options.Quantization, tt.want)
 			}
@@ -304,4 +290,18 @@ func TestPlanQuantizationFlag(t *testing.T) {
 			}
 		})
 	}
+}
+
+// builtinPlan is the simulation plan of the built-in corpus run id.
+func builtinPlan(t *testing.T, c *Corpus, id string) *plan {
+	t.Helper()
+	i := slices.IndexFunc(c.Runs, func(r *Run) bool { return r.FullID() == id })
+	if i < 0 {
+		t.Fatalf("run %s not in the built-in corpus", id)
+	}
+	p, err := newPlan(c.Runs[i], c, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
