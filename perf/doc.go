@@ -193,8 +193,9 @@
 //     measurement of FP8 GEMV bandwidth found]. Bytes per weight come from
 //     the checkpoint format (below), so W4A16 decode streams ~3.9× fewer.
 //     Per release (package vllm sets KernelPolicy): GPTQ checkpoints were
-//     converted to Marlin automatically from vLLM PR #3922 (April 2024;
-//     0.4.1 on [inferred from the merge date]), and ran ExLlamaV2 before;
+//     converted to Marlin automatically from vLLM PR #3922 (merged
+//     2024-04-29, after 0.4.1's version bump on 04-19: 0.4.2 on), and ran
+//     ExLlamaV2 before;
 //     AWQ from PR #6612 in 0.5.3 (vLLM PR #6654's note: "vLLM 0.5.3 is
 //     released tomorrow"), and the AutoAWQ GEMM kernel in 0.5.0–0.5.2,
 //     whose decode reaches 79/102 of Marlin's tokens/s at batch 1 and

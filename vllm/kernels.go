@@ -10,7 +10,8 @@ import (
 // Which quantized-GEMM kernel each release runs (perf.KernelPolicy; perf's
 // doc.go cites the PRs):
 //   - GPTQ: vLLM converts GPTQ checkpoints to Marlin by itself since PR
-//     #3922 (April 2024, first in 0.4.1 [inferred from the merge date]);
+//     #3922 (merged 2024-04-29, between the version bumps of 0.4.1 on
+//     04-19 and 0.4.2 on 05-04 in vLLM's history, so first in 0.4.2);
 //     before, the "gptq" method ran the ExLlamaV2 kernel. Every release
 //     line modelled here (0.5 on) runs Marlin on NVIDIA Ampere and newer.
 //   - AWQ: awq_marlin became automatic with PR #6612 in 0.5.3; 0.5.0 to
@@ -18,7 +19,7 @@ import (
 //   - FP8: W8A8 on GPUs with FP8 tensor cores (Ada, Hopper, Blackwell),
 //     weight-only FP8 Marlin (W8A16) on Ampere (perf.QuantKernelFor).
 var (
-	gptqMarlinSince = Release{0, 4, 1}
+	gptqMarlinSince = Release{0, 4, 2}
 	awqMarlinSince  = Release{0, 5, 3}
 )
 

@@ -144,9 +144,10 @@ func TestPreMarlinQuantizationFlag(t *testing.T) {
 	}{
 		{"0.3.3", "0.5.0", "gptq", "gptq"},
 		{"0.4.0.post1", "0.5.0", "gptq", "gptq"},
-		{"0.4.2", "0.5.0", "gptq", ""},   // converted since PR #3922
-		{"0.3.3", "0.5.0", "awq", ""},    // 0.5.0 itself runs the AWQ GEMM kernel
-		{"0.5.2", "0.5.4", "awq", "awq"}, // awq_marlin from 0.5.3
+		{"0.4.1", "0.5.0", "gptq", "gptq"}, // PR #3922 merged after 0.4.1
+		{"0.4.2", "0.5.0", "gptq", ""},     // converted since PR #3922
+		{"0.3.3", "0.5.0", "awq", ""},      // 0.5.0 itself runs the AWQ GEMM kernel
+		{"0.5.2", "0.5.4", "awq", "awq"},   // awq_marlin from 0.5.3
 		{"0.3.3", "0.5.0", "", ""},
 		{"0.3.3", "0.5.0", "fp8", ""},
 		{"main", "0.5.0", "gptq", ""},
