@@ -202,7 +202,14 @@
 //     1678/2476 at batch 64 (sgl-project/sglang#28, SOLAR-10.7B 4-bit);
 //     its prefill dequantizes to cuBLAS (factor 1). FP8: W8A8 on FP8
 //     tensor cores (Ada, Hopper, Blackwell), weight-only FP8 Marlin on
-//     Ampere. In every release, --quantization gptq or awq named
+//     Ampere. Attention: the Hopper tables time FlashAttention 3, which
+//     vLLM runs there from PR #12093 (0.7.0); before, prefill attention
+//     on Hopper takes fa2OverFA3 times the table's time by prompt length
+//     (KernelPolicy.HopperFA2: 1 up to 256 tokens, 1.31 at 1K, 1.7 from
+//     4K; the median of PyTorch's FlashAttention 2 on our own H100 SXM and
+//     H200 over the tables, TestFA2OverFA3MatchesProfiles). Decode is
+//     left as is: there the two agree within 4% (median). In every
+//     release, --quantization gptq or awq named
 //     explicitly keeps the older kernel (PR #3922's description:
 //     quantization="gptq" "uses old gptq kernels"; vllm's kernelPolicy).
 //   - Decode bandwidth (MBU) stays flat in tokens per step (the values

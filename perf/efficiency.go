@@ -129,7 +129,21 @@ type KernelPolicy struct {
 	// AWQGEMM: AWQ checkpoints run the AutoAWQ GEMM kernel, as before
 	// awq_marlin became automatic (PR #6612, vLLM 0.5.3).
 	AWQGEMM bool
+	// HopperFA2: prefill attention on Hopper runs FlashAttention 2, as
+	// before vLLM made FlashAttention 3 its default there (PR #12093);
+	// the Hopper tables time FlashAttention 3.
+	HopperFA2 bool
 }
+
+// fa2OverFA3 is FlashAttention 2's prefill time over the Hopper tables'
+// FlashAttention 3 by prompt length: the median of PyTorch's
+// FlashAttention 2 measured on our own H100 SXM and H200 over the
+// tables' time at the same points (testdata/gpu-profile, 8 points a
+// length; TestFA2OverFA3MatchesProfiles recomputes it). Up to 256 tokens
+// the kernels sit at their launch floors, where the measurement found
+// FlashAttention 2 no slower (0.71 at 128 tokens, held at 1); from 4K
+// tokens FA3 is 1.7× faster, as its paper's 1.5–2.0× says.
+var fa2OverFA3 = []curvePoint{{256, 1}, {512, 1.089}, {1024, 1.305}, {2048, 1.5}, {4096, 1.707}, {8192, 1.679}, {16384, 1.69}}
 
 // Kernel is the kernel the release runs for m's linear layers on g.
 func (p KernelPolicy) Kernel(m Model, g GPU) QuantKernel {

@@ -317,3 +317,38 @@ func shardedRoofline(t *testing.T, name, gpu string, tp int) *Roofline {
 	}
 	return r
 }
+
+// TestFA2OverFA3MatchesProfiles recomputes fa2OverFA3 from our own H100
+// SXM and H200 profiles: at each prompt length, the median over both cards
+// of PyTorch's FlashAttention 2 time over the imported (FlashAttention 3)
+// table's at the same point; up to 256 tokens the curve holds 1.
+func TestFA2OverFA3MatchesProfiles(t *testing.T) {
+	cat := kernelTables()
+	byISL := map[float64][]float64{}
+	for _, p := range gpuProfiles {
+		prefill := cat.find("attention-prefill", p.gpu, "")
+		for _, row := range tsvRows(t, filepath.Join(p.dir, "attention-prefill.tsv")) {
+			heads := figure(t, row, "heads")
+			if heads != 32 && heads != 64 {
+				continue
+			}
+			isl := figure(t, row, "isl")
+			byISL[isl] = append(byISL[isl], figure(t, row, "us")/(prefill.at(isl, figure(t, row, "batch"), heads)*1e6))
+		}
+	}
+	if len(byISL) == 0 {
+		t.Fatal("no prefill profile points")
+	}
+	for isl, ratios := range byISL {
+		want := statsOf(ratios).median
+		if isl <= 256 {
+			want = max(want, 1)
+			if isl == 256 && math.Abs(statsOf(ratios).median-1) > 0.05 {
+				t.Errorf("256 tokens: FA2/FA3 median %.3f, the curve holds 1", statsOf(ratios).median)
+			}
+		}
+		if got := interpolateLog2(fa2OverFA3, isl); isl >= 256 && math.Abs(got-want) > 0.01 {
+			t.Errorf("%g tokens: fa2OverFA3 %.3f, profiles' median %.3f", isl, got, want)
+		}
+	}
+}

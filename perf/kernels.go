@@ -367,6 +367,7 @@ func (k *stepKernels) setAttention(d Deployment, prefillT, decodeT *kernelTable,
 	if isFP8KVCache(d.KVCacheDType) {
 		prefillScale, decodeScale = prefillT.fp8KVRatio(), decodeT.fp8KVRatio()
 	}
+	fa2 := d.Kernels.HopperFA2 && hopperAttentionTables[attnSrc.Name]
 	// The smallest problem's time is the launch floor (the tables are
 	// monotone, so no cell is faster).
 	prefillFloor := prefillT.at(prefillT.axes[0].values[0], prefillT.axes[1].values[0], headsEq)
@@ -376,6 +377,9 @@ func (k *stepKernels) setAttention(d Deployment, prefillT, decodeT *kernelTable,
 		flops := 4 * 128 * headsEq * pairs
 		bytes := activationBytes * 4 * 128 * headsEq * batch * isl
 		t := aboveFloor(prefillT.at(isl, batch, headsEq), prefillFloor, deriveScale(attnSrc, g, false, flops, bytes))
+		if fa2 {
+			t *= interpolateLog2(fa2OverFA3, isl)
+		}
 		return t * prefillScale * calibrated(g, false, flops, bytes)
 	})
 	k.maxISL = prefillT.axes[0].values[len(prefillT.axes[0].values)-1]
@@ -386,6 +390,11 @@ func (k *stepKernels) setAttention(d Deployment, prefillT, decodeT *kernelTable,
 		return t * decodeScale * calibrated(g, false, flops, bytes)
 	})
 }
+
+// hopperAttentionTables are the attention tables measured on Hopper,
+// where vLLM's prefill ran FlashAttention 2 before FlashAttention 3
+// (KernelPolicy.HopperFA2).
+var hopperAttentionTables = map[string]bool{"H100-SXM": true, "H200": true}
 
 // aboveFloor is a kernel time measured on one GPU as it runs on another
 // that does the same work scale× as long: the launch floor stays, the

@@ -373,3 +373,28 @@ func TestDerivedAttentionKeepsLaunchFloor(t *testing.T) {
 		}
 	}
 }
+
+// TestHopperFA2SlowsLongPrefills: releases before FlashAttention 3 run
+// Hopper's prefill attention on FlashAttention 2, about 1.7× the tables'
+// time from 4K tokens and the same at the launch floor; other GPUs' tables
+// (FlashAttention 2 already on the A100) do not change.
+func TestHopperFA2SlowsLongPrefills(t *testing.T) {
+	fa2 := func(d *Deployment) { d.Kernels.HopperFA2 = true }
+	for _, c := range []struct {
+		gpu               string
+		isl               float64
+		wantLow, wantHigh float64
+	}{
+		{"H100", 8192, 1.6, 1.75},
+		{"H200", 16384, 1.6, 1.75},
+		{"H100", 128, 1, 1},
+		{"H20", 4096, 1.6, 1.75}, // derived from the H100's tables
+		{"A100-80GB", 8192, 1, 1},
+	} {
+		base, old := tabled(t, "Llama-3-8B", c.gpu, nil), tabled(t, "Llama-3-8B", c.gpu, fa2)
+		ratio := old.kern.prefill.at2(c.isl, 1) / base.kern.prefill.at2(c.isl, 1)
+		if ratio < c.wantLow-1e-9 || ratio > c.wantHigh+1e-9 {
+			t.Errorf("%s, %g-token prefill: FlashAttention 2 / 3 = %.3f, want %.2f–%.2f", c.gpu, c.isl, ratio, c.wantLow, c.wantHigh)
+		}
+	}
+}

@@ -18,10 +18,21 @@ import (
 //     0.5.2 ran the AutoAWQ GEMM kernel.
 //   - FP8: W8A8 on GPUs with FP8 tensor cores (Ada, Hopper, Blackwell),
 //     weight-only FP8 Marlin (W8A16) on Ampere (perf.QuantKernelFor).
+//   - Attention on Hopper: FlashAttention 3 from 0.7.0 (fa3Since),
+//     FlashAttention 2 before (perf.KernelPolicy.HopperFA2).
 var (
 	gptqMarlinSince = Release{0, 4, 2}
 	awqMarlinSince  = Release{0, 5, 3}
 )
+
+// fa3Since: vLLM runs FlashAttention 3 on Hopper from PR #12093 ("[Kernel]
+// Flash Attention 3 Support", opened 2025-01-15; issue #12429 of
+// 2025-01-25: "As of #12093 Flash Attention 3 is now supported in vLLM for
+// Hopper GPUs (SM 9.0)", the default there as get_flash_attn_version
+// reads: "if hopper default to FA3, otherwise stick to FA2"), for V0's and
+// V1's FlashAttention backends alike; first in 0.7.0 (2025-01-27)
+// [inferred from the dates]. Before, vllm-flash-attn was FlashAttention 2.
+var fa3Since = Release{0, 7, 0}
 
 // MLA (DeepSeek's latent attention) as MLA, per engine: V0 from 0.7.1,
 // whose release introduced it (vLLM issue #12835 compares its MLA with
@@ -56,6 +67,7 @@ func kernelPolicy(rel Release, quantization string) perf.KernelPolicy {
 	return perf.KernelPolicy{
 		GPTQExLlama: rel.less(gptqMarlinSince) || flag == "gptq",
 		AWQGEMM:     rel.less(awqMarlinSince) || flag == "awq",
+		HopperFA2:   rel.less(fa3Since),
 	}
 }
 

@@ -190,3 +190,27 @@ func TestQuantizationLines(t *testing.T) {
 		})
 	}
 }
+
+// TestFA3ByRelease: Hopper's prefill runs FlashAttention 2 before 0.7.0
+// (PR #12093), on either engine.
+func TestFA3ByRelease(t *testing.T) {
+	for _, c := range []struct {
+		version string
+		eng     engine.Version
+		wantFA2 bool
+	}{
+		{"0.5.4", engine.V0, true},
+		{"0.6.6", engine.V0, true},
+		{"0.7.0", engine.V0, false},
+		{"0.7.3", engine.V1, false},
+		{"0.11.0", engine.V1, false},
+	} {
+		r, err := resolve(t, c.version, c.eng, "Llama-3-8B", "H100", vllm.Options{MaxModelLen: 4096})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Deployment.Kernels.HopperFA2; got != c.wantFA2 {
+			t.Errorf("%s %s: HopperFA2 %v, want %v", c.version, c.eng, got, c.wantFA2)
+		}
+	}
+}
