@@ -354,7 +354,8 @@
 //     of 12.4% (TestGEMMTablesMatchVidur), an error that is a bias where
 //     compute decides (In-model GEMMs, below).
 //   - This project's own H100 SXM and H200 (tools/gpu-profile,
-//     2026-11-27; testdata/gpu-profile) are a check, not a source: cuBLAS
+//     2026-11-27; testdata/gpu-profile) are a check, and a source only of
+//     fa2OverFA3 (FlashAttention 2 before vLLM 0.7, above): cuBLAS
 //     bf16 GEMMs, PyTorch's FlashAttention (and cuBLAS batched products
 //     for decode) and whole decoder layers with random weights. The GEMM
 //     tables are within 3.8–7.7% (median per M band) of them; prefill
