@@ -733,7 +733,15 @@
 // V0's model runner checks before replaying a graph), and V1 steps over
 // 512 tokens. Steps with prompt tokens add none: their kernels outlast
 // the launches, so the CPU stays ahead [inferred]. BLIS fits the same
-// shape (β5·layers + β6·batch + β7).
+// shape (β5·layers + β6·batch + β7). A step that replays a graph runs
+// the batch it was captured for: vLLM pads the tokens up to the next
+// captured size, 1, 2, 4 and then multiples of 8 (V0's
+// _BATCH_SIZES_TO_CAPTURE and cuda_graph_pad_size, read at v0.5.4 and
+// v0.6.1.post2; V1's pad_for_cudagraph over [1, 2, 4] + range(8, 513, 8)
+// in the 0.8.5-era tree; later V1 releases step by 16 from 256 tokens
+// [not modelled]). The padding rows cost GEMM, small-kernel and
+// collective work (graphRows); attention, KV writes, the lm_head and
+// the sampler see only the real rows.
 //
 // The roofline times GPUs without kernel tables (above); with tables,
 // the GPU time per stage is the sum of the measured kernels rather than
@@ -745,7 +753,7 @@
 // all-to-all traffic (EP is modelled for memory only), MLA's replicated
 // down-projections and its absorbed decode kernels, LoRA, sliding windows
 // (Gemma-2 and Mistral-7B-v0.1 attend locally in some layers), sampling
-// parameters other than greedy (top-k, top-p, penalties), CUDA-graph padding of batch sizes,
+// parameters other than greedy (top-k, top-p, penalties),
 // overlap of communication with compute, uneven layer splits between stages, and GPU
 // clocks or thermals. Calibrated replaces the roofline with a linear fit
 // when measurements exist.

@@ -578,14 +578,16 @@ func (t *kernelTable) fp8KVRatio() float64 {
 }
 
 // layerSeconds is the stage's GPU time for a step's layers (without the
-// lm_head), from the tables.
-func (k *stepKernels) layerSeconds(s StepShape, prefill, decode, tokens float64) float64 {
-	t := k.linear.at(tokens)
+// lm_head), from the tables: GEMMs and the small kernels over rows (the
+// tokens padded to a CUDA graph's batch), attention and KV writes over the
+// real tokens.
+func (k *stepKernels) layerSeconds(s StepShape, prefill, decode, tokens, rows float64) float64 {
+	t := k.linear.at(rows)
 	if k.moe != nil {
-		t += k.moe.at(tokens)
+		t += k.moe.at(rows)
 	} else if k.expert != nil {
-		touched := k.experts * (1 - math.Pow(1-k.perToken/k.experts, tokens))
-		perExpert := tokens * k.perToken / touched
+		touched := k.experts * (1 - math.Pow(1-k.perToken/k.experts, rows))
+		perExpert := rows * k.perToken / touched
 		t += touched / k.expertParallelDivs * k.expert.at(perExpert)
 	}
 	decodeCtx := nonNegative64(s.DecodeContext)
@@ -610,7 +612,7 @@ func (k *stepKernels) layerSeconds(s StepShape, prefill, decode, tokens float64)
 		t += k.layers * k.decode.at2(math.Max(decodeCtx/decode, 1), decode)
 	}
 	if k.smallKernels != nil {
-		t += k.smallKernels.at(tokens)
+		t += k.smallKernels.at(rows)
 	}
 	return t + tokens*k.tokenTraffic
 }

@@ -307,6 +307,8 @@ func larger(a, b float64) float64 {
 
 // stageWork is one pipeline stage's share of a step: its layers' compute
 // and memory time, and the lm_head's, which only the last stage runs.
+// tokens are the rows the layers and collectives run: the step's tokens,
+// padded to the CUDA graph's batch when the step replays one.
 type stageWork struct {
 	tokens, decode, sampled   float64
 	layerCompute, layerMemory float64
@@ -319,12 +321,13 @@ type stageWork struct {
 func (r *Roofline) work(s StepShape) stageWork {
 	prefill, decode := nonNegative(s.PrefillTokens), nonNegative(s.Decodes)
 	tokens := prefill + decode
+	rows := r.graphRows(s, tokens)
 	sampled := decode + nonNegative(s.PrefillsDone)
 	kv, pairs := nonNegative64(s.KVTokens), nonNegative64(s.AttnPairs)
 
 	if r.kern != nil {
-		w := stageWork{tokens: tokens, decode: decode, sampled: sampled,
-			layerCompute: r.kern.layerSeconds(s, prefill, decode, tokens)}
+		w := stageWork{tokens: rows, decode: decode, sampled: sampled,
+			layerCompute: r.kern.layerSeconds(s, prefill, decode, tokens, rows)}
 		if sampled > 0 {
 			w.headCompute = r.kern.head.at(sampled)
 			w.sampler = r.samplerSeconds(sampled)
@@ -335,13 +338,13 @@ func (r *Roofline) work(s StepShape) stageWork {
 	// step is bound by streaming weights, which the memory term times.
 	gemmShape := 1.0
 	if prefill > 0 {
-		gemmShape = r.eff.gemmShape(tokens)
+		gemmShape = r.eff.gemmShape(rows)
 	}
-	layerCompute := (prefill*r.prefillTokenCompute+decode*r.decodeTokenCompute)/gemmShape +
+	layerCompute := (prefill*r.prefillTokenCompute+(rows-prefill)*r.decodeTokenCompute)/gemmShape +
 		pairs*r.attnPairCompute/r.eff.attentionShape(pairs/tokens)
-	weights := r.layerWeightMemory + r.touchedExperts(tokens)*r.expertMemory
-	layerMemory := weights/r.eff.weightStreamFactor(tokens) + kv*r.kvTokenMemory + tokens*r.actTokenMemory
-	w := stageWork{tokens: tokens, decode: decode, sampled: sampled, layerCompute: layerCompute, layerMemory: layerMemory}
+	weights := r.layerWeightMemory + r.touchedExperts(rows)*r.expertMemory
+	layerMemory := weights/r.eff.weightStreamFactor(rows) + kv*r.kvTokenMemory + rows*r.actTokenMemory
+	w := stageWork{tokens: rows, decode: decode, sampled: sampled, layerCompute: layerCompute, layerMemory: layerMemory}
 	if sampled > 0 {
 		w.headCompute, w.headMemory = sampled*r.sampleCompute, r.headMemory
 		w.sampler = r.samplerSeconds(sampled)
@@ -393,6 +396,32 @@ func (r *Roofline) touchedExperts(n float64) float64 {
 		return 0
 	}
 	return r.experts * (1 - math.Pow(1-r.expertsPerToken/r.experts, n))
+}
+
+// graphRows is the number of rows a step's layers run: vLLM replays a
+// graph captured for a fixed batch and pads the step's tokens up to it
+// (V0 ModelInputForGPUBuilder's cuda_graph_pad_size, V1
+// GPUModelRunner's pad_for_cudagraph). The captured sizes are 1, 2, 4
+// and then multiples of 8 (V0's _BATCH_SIZES_TO_CAPTURE; V1's default
+// capture list, [1, 2, 4] + range(8, 513, 8), in the 0.8.5-era tree).
+// The padding rows cost GEMM, elementwise and collective work; attention,
+// KV writes and sampling see only the real ones.
+func (r *Roofline) graphRows(s StepShape, tokens float64) float64 {
+	if r.enforceEager || !r.graphed(s) {
+		return tokens
+	}
+	return float64(cudaGraphBatch(int(tokens)))
+}
+
+// cudaGraphBatch is the captured batch a step of n tokens replays.
+func cudaGraphBatch(n int) int {
+	switch {
+	case n <= 2:
+		return n
+	case n <= 4:
+		return 4
+	}
+	return (n + 7) / 8 * 8
 }
 
 // graphed reports whether vLLM would replay this step from a CUDA graph.

@@ -389,3 +389,38 @@ func TestMaxSeqLenToCapture(t *testing.T) {
 		t.Errorf("max_seq_len_to_capture %d with max_model_len 4096, want 4096", got)
 	}
 }
+
+// TestCUDAGraphPadding: a step replayed from a CUDA graph runs its layers
+// over the captured batch the tokens round up to (1, 2, 4, then multiples
+// of 8), so 129 decodes cost what 136 do in the GEMMs, while an eager step
+// (V0 with a prefill, --enforce-eager) runs exactly its tokens.
+func TestCUDAGraphPadding(t *testing.T) {
+	for _, c := range []struct{ n, want int }{{1, 1}, {2, 2}, {3, 4}, {4, 4}, {5, 8}, {8, 8}, {9, 16}, {129, 136}, {256, 256}} {
+		if got := cudaGraphBatch(c.n); got != c.want {
+			t.Errorf("cudaGraphBatch(%d) = %d, want %d", c.n, got, c.want)
+		}
+	}
+	for _, engine := range []string{"v0", "v1"} {
+		r := tabled(t, "Llama-3-8B", "H100", func(d *Deployment) { d.EngineVersion = engine })
+		// The layers run 136 rows; attention and KV writes see the 129
+		// real decodes.
+		s129 := StepShape{Decodes: 129, AttnPairs: 129 * 512, DecodeContext: 129 * 512, MaxDecodeContext: 512, KVTokens: 129 * 513}
+		w := r.work(s129)
+		if w.tokens != 136 {
+			t.Errorf("%s: 129 graphed decodes run %g rows, want 136", engine, w.tokens)
+		}
+		padded, unpadded := r.kern.layerSeconds(s129, 0, 129, 129, 136), r.kern.layerSeconds(s129, 0, 129, 129, 129)
+		if w.layerCompute != padded || !(padded > unpadded) {
+			t.Errorf("%s: 129 graphed decodes' layers %.9g s, want the 136-row time %.9g s (> the unpadded %.9g s)", engine, w.layerCompute, padded, unpadded)
+		}
+		eager := tabled(t, "Llama-3-8B", "H100", func(d *Deployment) { d.EngineVersion = engine; d.EnforceEager = true })
+		if got := eager.work(s129).tokens; got != 129 {
+			t.Errorf("%s --enforce-eager: 129 decodes run %g rows, want 129", engine, got)
+		}
+	}
+	// A V0 step with a prefill runs eagerly: no padding.
+	r := tabled(t, "Llama-3-8B", "H100", func(d *Deployment) { d.EngineVersion = "v0" })
+	if got := r.graphRows(StepShape{PrefillTokens: 100, Prefills: 1, Decodes: 29}, 129); got != 129 {
+		t.Errorf("V0 mixed step runs %g rows, want 129", got)
+	}
+}
