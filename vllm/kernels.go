@@ -54,14 +54,14 @@ func expandsMLA(rel Release, v1 bool) bool {
 	return rel.less(mlaSinceV0)
 }
 
-// kernelPolicy is rel's choice of quantized-GEMM kernels under
-// --quantization quantization. Naming "gptq" or "awq" explicitly keeps a
-// checkpoint vLLM would convert to Marlin on the older kernel: PR #3922's
-// description gives LLM(..., quantization="gptq") as the way to "use old
-// gptq kernels", and GPTQMarlinConfig and AWQMarlinConfig's
-// override_quantization_method convert only when the flag is unset,
-// "marlin" or their own name, logging "you specified quantization=gptq
-// explicitly, so forcing gptq" (likewise awq) otherwise.
+// kernelPolicy is rel's choice of kernels (quantized GEMMs, Hopper's
+// prefill attention) under --quantization quantization. Naming "gptq" or
+// "awq" explicitly keeps a checkpoint vLLM would convert to Marlin on the
+// older kernel: PR #3922's description gives LLM(..., quantization="gptq")
+// as the way to "use old gptq kernels", and GPTQMarlinConfig and
+// AWQMarlinConfig's override_quantization_method convert only when the
+// flag is unset, "marlin" or their own name, logging "you specified
+// quantization=gptq explicitly, so forcing gptq" (likewise awq) otherwise.
 func kernelPolicy(rel Release, quantization string) perf.KernelPolicy {
 	flag := strings.ToLower(strings.TrimSpace(quantization))
 	return perf.KernelPolicy{
@@ -71,12 +71,12 @@ func kernelPolicy(rel Release, quantization string) perf.KernelPolicy {
 	}
 }
 
-// PreMarlinQuantizationFlag is the --quantization value that makes a
-// release at or after simulated run a method's checkpoint on the kernel
-// release ran it on, when ran predates vLLM's automatic conversion of
-// that method to Marlin and simulated does not ("" otherwise, or when a
-// version does not parse). validate simulates runs of releases older
-// than any profile this way.
+// PreMarlinQuantizationFlag is the --quantization value under which
+// release simulated runs a method's checkpoint on the kernel release ran
+// ran it on: the method's own name when ran predates vLLM's automatic
+// conversion of that method to Marlin and simulated does not; "" otherwise,
+// or when a version does not parse. validate simulates runs of releases
+// older than any profile this way.
 func PreMarlinQuantizationFlag(ran, simulated, method string) string {
 	r, okRan := leadingRelease(ran)
 	s, okSim := leadingRelease(simulated)
