@@ -29,7 +29,11 @@ type Deployment struct {
 	EnforceEager bool
 	// MaxSeqLenToCapture is V0's --max-seq-len-to-capture: longer
 	// sequences decode without CUDA graphs (0: vLLM's 8192).
-	MaxSeqLenToCapture   int
+	MaxSeqLenToCapture int
+	// V0GraphsUpToMaxSeqs: V0 replays decode batches of up to
+	// max_num_seqs (padded to a captured size, at most 8192) from CUDA
+	// graphs, as vLLM does from 0.6.0; before, only up to 256.
+	V0GraphsUpToMaxSeqs  bool
 	GPUMemoryUtilization float64
 	SwapSpaceGiB         float64
 	BlockSize            int

@@ -727,7 +727,9 @@
 // much of it). Decode steps that run without CUDA graphs add 25 µs of
 // launch gaps per layer (Breakdown.LaunchGaps, GPU idle time that a host
 // model keeps when it replaces the CPU overhead): all of them with
-// EnforceEager; otherwise V0 steps of more than 256 decodes or with a
+// EnforceEager; otherwise V0 steps of more than 256 decodes (0.5.x; from
+// 0.6.0 more than max_num_seqs padded to a multiple of 8,
+// Deployment.V0GraphsUpToMaxSeqs) or with a
 // sequence longer than max_seq_len_to_capture (Deployment.
 // MaxSeqLenToCapture, 8192 by default and capped at max_model_len, as
 // V0's model runner checks before replaying a graph), and V1 steps over

@@ -21,9 +21,14 @@ const (
 	// layer, for K and for V.
 	swapCopyOverhead = 2 * time.Microsecond
 	// CUDA-graph coverage: V0 captures decode-only batches up to 256
-	// sequences; V1 (0.8.5 piecewise graphs) batches up to 512 tokens.
-	v0GraphMaxDecodes = 256
-	v1GraphMaxTokens  = 512
+	// sequences (0.5.x's _BATCH_SIZES_TO_CAPTURE), from 0.6.0 up to
+	// max_num_seqs padded to a captured size, at most 8·1024 (PR #7894,
+	// "extend cuda graph size for H200", merged 2024-08-27; v0.6.1.post2's
+	// _get_max_graph_batch_size); V1 (0.8.5 piecewise graphs) batches up to
+	// 512 tokens.
+	v0GraphMaxDecodes        = 256
+	v0GraphMaxDecodesSince06 = 8 * 1024
+	v1GraphMaxTokens         = 512
 	// v0MaxSeqLenToCapture is V0's default --max-seq-len-to-capture
 	// (max_context_len_to_capture before vLLM 0.4.1): decode steps with a
 	// longer sequence run eagerly (ModelConfig caps it at max_model_len).
@@ -171,6 +176,9 @@ func (r *Roofline) setOverheads() {
 	r.enforceEager = d.EnforceEager
 	r.v0 = d.EngineVersion == "v0"
 	r.graphMaxDecode = v0GraphMaxDecodes
+	if d.V0GraphsUpToMaxSeqs {
+		r.graphMaxDecode = min(cudaGraphBatch(max(d.MaxNumSeqs, 1)), v0GraphMaxDecodesSince06)
+	}
 	r.graphMaxTokens = v1GraphMaxTokens
 	r.graphMaxSeqLen = d.maxSeqLenToCapture()
 	r.eagerGap = eagerGapPerLayer.Seconds() * float64(d.Model.Layers)

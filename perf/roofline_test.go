@@ -424,3 +424,26 @@ func TestCUDAGraphPadding(t *testing.T) {
 		t.Errorf("V0 mixed step runs %g rows, want 129", got)
 	}
 }
+
+// TestV0GraphCoverageByRelease: V0 decodes up to 256 sequences from CUDA
+// graphs in 0.5.x and up to max_num_seqs from 0.6.0, so 512 decodes with
+// --max-num-seqs 512 pay the eager launch gaps only in the older release.
+func TestV0GraphCoverageByRelease(t *testing.T) {
+	step := StepShape{Decodes: 512, AttnPairs: 512 * 256, DecodeContext: 512 * 256, MaxDecodeContext: 256, KVTokens: 512 * 257}
+	for _, c := range []struct {
+		since06  bool
+		maxSeqs  int
+		wantGaps bool
+	}{
+		{false, 512, true},
+		{true, 512, false},
+		{true, 300, true}, // past max_num_seqs' graph (304), still eager
+	} {
+		r := tabled(t, "Llama-3-8B", "H100", func(d *Deployment) {
+			d.EngineVersion, d.V0GraphsUpToMaxSeqs, d.MaxNumSeqs = "v0", c.since06, c.maxSeqs
+		})
+		if got := r.Breakdown(step).LaunchGaps > 0; got != c.wantGaps {
+			t.Errorf("V0GraphsUpToMaxSeqs %v, max_num_seqs %d: 512 decodes pay launch gaps %v, want %v", c.since06, c.maxSeqs, got, c.wantGaps)
+		}
+	}
+}

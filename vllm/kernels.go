@@ -34,6 +34,13 @@ var (
 // [inferred from the dates]. Before, vllm-flash-attn was FlashAttention 2.
 var fa3Since = Release{0, 7, 0}
 
+// v0LargeGraphsSince: V0 captures decode graphs up to max_num_seqs (padded
+// to a multiple of 8, at most 8192) from PR #7894 ("extend cuda graph size
+// for H200", merged 2024-08-27, so 0.6.0; v0.6.1.post2's
+// _BATCH_SIZES_TO_CAPTURE runs to 8·1024), where 0.5.x stopped at 256
+// (v0.5.4's list); larger batches ran eagerly.
+var v0LargeGraphsSince = Release{0, 6, 0}
+
 // MLA (DeepSeek's latent attention) as MLA, per engine: V0 from 0.7.1,
 // whose release introduced it (vLLM issue #12835 compares its MLA with
 // 0.6.6.post1's), V1 from 0.8.0 (PR #13789, "[Attention] MLA support for

@@ -214,3 +214,20 @@ func TestFA3ByRelease(t *testing.T) {
 		}
 	}
 }
+
+// TestV0GraphCoverageByRelease: V0 captures decode graphs up to
+// max_num_seqs from 0.6.0 (PR #7894), up to 256 before.
+func TestV0GraphCoverageByRelease(t *testing.T) {
+	for _, c := range []struct {
+		version string
+		want    bool
+	}{{"0.5.4", false}, {"0.5.5", false}, {"0.6.0", true}, {"0.6.6", true}} {
+		r, err := resolve(t, c.version, engine.V0, "Llama-3-8B", "H100", vllm.Options{MaxModelLen: 4096})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Deployment.V0GraphsUpToMaxSeqs; got != c.want {
+			t.Errorf("%s: V0GraphsUpToMaxSeqs %v, want %v", c.version, got, c.want)
+		}
+	}
+}

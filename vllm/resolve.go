@@ -165,6 +165,7 @@ func deploymentFor(p Profile, model perf.Model, gpu perf.GPU, o Options) perf.De
 		Model: model, GPU: gpu, Link: o.Link, Nodes: o.Nodes, NodeLink: o.NodeLink,
 		TensorParallel: max(o.TensorParallel, 1), PipelineParallel: max(o.PipelineParallel, 1),
 		KVCacheDType: o.KVCacheDType, EnforceEager: o.EnforceEager, MaxSeqLenToCapture: o.MaxSeqLenToCapture,
+		V0GraphsUpToMaxSeqs:  !p.Release.less(v0LargeGraphsSince),
 		GPUMemoryUtilization: o.GPUMemoryUtilization, SwapSpaceGiB: p.Defaults.SwapSpaceGiB,
 		BlockSize: o.BlockSize, MaxNumSeqs: o.MaxNumSeqs, MaxModelLen: o.MaxModelLen,
 		EngineVersion:  string(p.Engine),
