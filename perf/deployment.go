@@ -89,19 +89,10 @@ type SamplerPeak struct {
 // gives perf's estimate, one fp32 copy (4 bytes).
 func (p SamplerPeak) At(rows int) float64 {
 	n := min(len(p.Rows), len(p.BytesPerCell))
-	switch {
-	case n == 0:
+	if n == 0 {
 		return defaultSamplerBytesPerCell
-	case rows <= p.Rows[0]:
-		return p.BytesPerCell[0]
 	}
-	for i := 1; i < n; i++ {
-		if rows <= p.Rows[i] {
-			f := float64(rows-p.Rows[i-1]) / float64(p.Rows[i]-p.Rows[i-1])
-			return p.BytesPerCell[i-1] + f*(p.BytesPerCell[i]-p.BytesPerCell[i-1])
-		}
-	}
-	return p.BytesPerCell[n-1]
+	return linearAt(p.Rows[:n], p.BytesPerCell[:n], float64(rows))
 }
 
 // DefaultDeployment is m on one g with vLLM's defaults, including the

@@ -49,17 +49,27 @@ func (k SamplerKernels) At(rows float64, vocab int) float64 {
 	return at(i-1) + f*(at(i)-at(i-1))
 }
 
+// interpolateRows is linearAt, in proportion to the rows past the last.
 func interpolateRows(rows []int, micros []float64, x float64) float64 {
-	n := len(rows)
-	switch {
-	case x <= float64(rows[0]):
-		return micros[0]
-	case x >= float64(rows[n-1]):
-		return micros[n-1] * x / float64(rows[n-1])
+	if last := rows[len(rows)-1]; x >= float64(last) {
+		return micros[len(rows)-1] * x / float64(last)
 	}
-	i := sort.Search(n, func(i int) bool { return float64(rows[i]) >= x })
-	f := (x - float64(rows[i-1])) / float64(rows[i]-rows[i-1])
-	return micros[i-1] + f*(micros[i]-micros[i-1])
+	return linearAt(rows, micros, x)
+}
+
+// linearAt is ys at x, linear between the ascending knots xs and held
+// beyond the first and the last.
+func linearAt(xs []int, ys []float64, x float64) float64 {
+	n := len(xs)
+	switch {
+	case x <= float64(xs[0]):
+		return ys[0]
+	case x >= float64(xs[n-1]):
+		return ys[n-1]
+	}
+	i := sort.Search(n, func(i int) bool { return float64(xs[i]) >= x })
+	f := (x - float64(xs[i-1])) / float64(xs[i]-xs[i-1])
+	return ys[i-1] + f*(ys[i]-ys[i-1])
 }
 
 // newSamplerCurve is the deployment's sampler time in seconds by sampled

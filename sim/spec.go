@@ -160,11 +160,11 @@ func (r *specRun) clientStage(recorder *metrics.Recorder) *ClientStage {
 // writeStartup prints vLLM's startup lines: the quantized kernel, the
 // distributed setup and the memory profile (the KV cache lines as --log-stats shows them).
 func (r *specRun) writeStartup() {
-	startup := append(startupText(r.eng.Resolved), r.eng.Capacity.LogLines()...)
+	memory := r.eng.Capacity.LogLines()
 	if r.spec.Simulation.LogStats {
-		startup = append(startupText(r.eng.Resolved), vllm.MemoryLines(r.eng.Resolved)...)
+		memory = vllm.MemoryLines(r.eng.Resolved)
 	}
-	for _, l := range startup {
+	for _, l := range append(startupText(r.eng.Resolved), memory...) {
 		fmt.Fprintln(r.errw, l)
 	}
 }

@@ -2,7 +2,6 @@ package validate
 
 import (
 	"math"
-	"regexp"
 	"strings"
 
 	"github.com/servebench/servebench/perf"
@@ -51,8 +50,7 @@ func matchesGPU(filter, gpu, class string) bool {
 // "0.7-0.10", "0.11+"), as the vllm package groups its rules; "unmodelled"
 // for releases sim has no profile for.
 func ReleaseLine(version string) string {
-	base, _ := releaseOf(version)
-	p, err := vllm.Lookup(base, "")
+	p, err := vllm.Lookup(vllm.ReleaseOf(version), "")
 	if err != nil {
 		return "unmodelled"
 	}
@@ -199,21 +197,6 @@ func lookupGPU(name string) (string, error) {
 	return g.Name, err
 }
 
-// publishedVersion splits a published version (0.6.3.post1, v0.7.0,
-// 0.6.4.dev308+gb489fc3c) into its release, X.Y or X.Y.Z, and the suffix.
-var publishedVersion = regexp.MustCompile(`^v?(\d+\.\d+(?:\.\d+)?)(.*)$`)
-
-// releaseOf is the release sim simulates for a published version: post,
-// dev and local builds as the release they carry the number of. ok is false
-// when a suffix was dropped.
-func releaseOf(version string) (string, bool) {
-	m := publishedVersion.FindStringSubmatch(strings.TrimSpace(version))
-	if m == nil {
-		return version, true
-	}
-	return m[1], m[2] == ""
-}
-
 // simRelease is the release sim simulates the run as: sim_vllm_version,
 // else vllm_version, a post, dev or local build as the release it carries
 // the number of.
@@ -221,6 +204,5 @@ func (r *Run) simRelease() string {
 	if r.SimVLLMVersion != "" {
 		return r.SimVLLMVersion
 	}
-	base, _ := releaseOf(r.VLLMVersion)
-	return base
+	return vllm.ReleaseOf(r.VLLMVersion)
 }

@@ -23,6 +23,8 @@ import (
 var (
 	gptqMarlinSince = Release{0, 4, 2}
 	awqMarlinSince  = Release{0, 5, 3}
+	// marlinConversionSince is each method's release of the two above.
+	marlinConversionSince = map[string]Release{"gptq": gptqMarlinSince, "awq": awqMarlinSince}
 )
 
 // fa3Since: vLLM runs FlashAttention 3 on Hopper from PR #12093 ("[Kernel]
@@ -85,28 +87,16 @@ func kernelPolicy(rel Release, quantization string) perf.KernelPolicy {
 // or when a version does not parse. validate simulates runs of releases
 // older than any profile this way.
 func PreMarlinQuantizationFlag(ran, simulated, method string) string {
-	r, okRan := leadingRelease(ran)
-	s, okSim := leadingRelease(simulated)
-	if !okRan || !okSim {
+	r, _, errRan := ParseRelease(ReleaseOf(ran))
+	s, _, errSim := ParseRelease(ReleaseOf(simulated))
+	if errRan != nil || errSim != nil {
 		return ""
 	}
-	since := map[string]Release{"gptq": gptqMarlinSince, "awq": awqMarlinSince}
-	conversion, ok := since[method]
+	conversion, ok := marlinConversionSince[method]
 	if ok && r.less(conversion) && !s.less(conversion) {
 		return method
 	}
 	return ""
-}
-
-// leadingRelease reads a version's first three numbers ("0.6.3.post2"
-// is 0.6.3).
-func leadingRelease(version string) (Release, bool) {
-	parts := strings.SplitN(strings.TrimPrefix(strings.TrimSpace(version), "v"), ".", 4)
-	if len(parts) > 3 {
-		parts = parts[:3]
-	}
-	rel, _, err := ParseRelease(strings.Join(parts, "."))
-	return rel, err == nil
 }
 
 // KernelSource says whether measured kernel tables or the roofline time
@@ -127,18 +117,13 @@ func (m *HostStepModel) KernelSource() perf.KernelSource {
 func QuantizationLines(r *Resolved) []LogLine {
 	d := r.Deployment
 	method := d.Model.Quantization.Method
-	var marlinSince Release
-	var older bool
-	switch method {
-	case "gptq":
-		marlinSince, older = gptqMarlinSince, d.Kernels.GPTQExLlama
-	case "awq":
-		marlinSince, older = awqMarlinSince, d.Kernels.AWQGEMM
-	default:
-		return nil
+	marlinSince, ok := marlinConversionSince[method]
+	if !ok || perf.QuantKernelFor(d.Model, d.GPU) != perf.KernelMarlin {
+		return nil // not GPTQ or AWQ, or ROCm, which has no Marlin to convert to
 	}
-	if perf.QuantKernelFor(d.Model, d.GPU) != perf.KernelMarlin {
-		return nil // ROCm: no Marlin to convert to
+	older := d.Kernels.GPTQExLlama
+	if method == "awq" {
+		older = d.Kernels.AWQGEMM
 	}
 	marlin := method + "_marlin"
 	if !older {

@@ -2,6 +2,7 @@ package vllm
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -223,6 +224,21 @@ func KnownLines() string {
 		names[i] = l.Name
 	}
 	return strings.Join(names, ", ")
+}
+
+// publishedVersion splits a published version (0.6.3.post1, v0.7.0,
+// 0.6.4.dev308+gb489fc3c) into its release, X.Y or X.Y.Z, and the suffix.
+var publishedVersion = regexp.MustCompile(`^v?(\d+\.\d+(?:\.\d+)?)(.*)$`)
+
+// ReleaseOf is the release a published version carries the number of:
+// post, dev and local builds as that release; anything else (a branch
+// name) as it is.
+func ReleaseOf(version string) string {
+	m := publishedVersion.FindStringSubmatch(strings.TrimSpace(version))
+	if m == nil {
+		return version
+	}
+	return m[1]
 }
 
 // ParseRelease reads "X.Y" or "X.Y.Z" (a leading "v" is accepted).
