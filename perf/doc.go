@@ -604,7 +604,10 @@
 // Non-torch memory (CUDA context, cuBLAS/attention workspaces) is 1.25 GiB
 // on one GPU and 3.0 GiB with more than one (NCCL and custom all-reduce
 // buffers): vLLM measured 0.35 GiB on a 3090 (0.6.3 accounting) and 1.79
-// GiB on an H100 (0.6.5), which doubled to 3.58 GiB at TP=2.
+// GiB on an H100 (0.6.5), which doubled to 3.58 GiB at TP=2. A vLLM
+// release replaces both with what its own profile counts (package vllm,
+// MemoryAccounting: from 0.7, 0.16 GiB on one GPU and 0.60 GiB on each of
+// several, from published KV cache sizes).
 //
 // NVLink SHARP buffers (Deployment.NVLSBytes). On GPUs whose node joins
 // them through NVLink switches that multicast (GPU.NVLinkSHARP: H100 SXM,

@@ -163,7 +163,8 @@ var lines = []Line{
 
 // memoryRules: how each release counted non-torch memory (doc.go, "Memory
 // profile"), by the first release that counted it that way. Multi-GPU
-// values without a published log keep perf's 3.0 GiB. V0 releases from
+// values without a published log keep perf's 3.0 GiB; 0.7+'s 0.60 GiB is
+// what inference-sim's 0.15.1 KV cache sizes at TP 2 and 4 leave. V0 releases from
 // 0.6.4 (PyTorch 2.5.1, NCCL 2.21.5) through 0.6.6 also count NVLink SHARP
 // buffers on two communicators over the TP group, PyNccl's and the torch
 // group that broadcasts each step's inputs (doc.go, "NVLink SHARP
@@ -176,7 +177,7 @@ var memoryRules = []MemoryAccounting{
 	{Since: Release{0, 6, 5}, Method: "memory profiling overhaul (PR #10511)",
 		NonTorchGiB: 1.79, NonTorchMultiGPUGiB: 3.58, NVLSCommunicators: 2},
 	{Since: Release{0, 7, 0}, Method: "non-torch increase over the post-initialisation baseline (PR #12126)",
-		NonTorchGiB: 0.16, NonTorchMultiGPUGiB: 3.0},
+		NonTorchGiB: 0.16, NonTorchMultiGPUGiB: 0.60},
 }
 
 // samplerRules: which measured vLLM tree's sampler each release runs at
