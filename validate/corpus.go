@@ -108,7 +108,11 @@ type Run struct {
 
 // Workload is what the benchmark client sent.
 type Workload struct {
-	Dataset        string  `yaml:"dataset"`
+	Dataset string `yaml:"dataset"`
+	// InputLen is a request's whole prompt (the mean where lengths vary),
+	// as total_input_tokens counts it: PrefixLen's shared tokens are part
+	// of it, as in vLLM's sonnet dataset (--sonnet-input-len), not added
+	// to it as --random-prefix-len is to --random-input-len.
 	InputLen       int     `yaml:"input_len"`
 	OutputLen      int     `yaml:"output_len"`
 	RangeRatio     float64 `yaml:"range_ratio"`
@@ -436,6 +440,8 @@ func (r *Run) checkValues() error {
 		return fmt.Errorf("field workload.range_ratio %g: must be in [0, 1)", w.RangeRatio)
 	case w.PrefixLen < 0:
 		return fmt.Errorf("field workload.prefix_len %d: must not be negative", w.PrefixLen)
+	case w.PrefixLen >= w.InputLen && w.PrefixLen > 0:
+		return fmt.Errorf("field workload.prefix_len %d: must be below input_len %d, which counts the whole prompt, the shared prefix included", w.PrefixLen, w.InputLen)
 	case w.MaxConcurrency < 0:
 		return fmt.Errorf("field workload.max_concurrency %d: must not be negative (0: no cap)", w.MaxConcurrency)
 	case w.Burstiness < 0:

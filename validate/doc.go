@@ -19,11 +19,13 @@
 //
 //   - every dataset is simulated as token-ID prompts of the run's lengths:
 //     ShareGPT at its mean lengths, sonnet with its shared prefix as
-//     random_prefix_len, fixed lengths with range ratio 0; a run that
-//     publishes every request's lengths (workload.lengths, or a user's
-//     detailed result file with input_lens and output_lens) replays those,
-//     in order (--random-lengths-from), once they add up to its published
-//     totals;
+//     random_prefix_len (input_len counts the whole prompt, so the random
+//     part is input_len − prefix_len), fixed lengths with range ratio 0;
+//     a run that publishes every request's lengths (workload.lengths, or
+//     a user's detailed result file with input_lens and output_lens)
+//     replays those, in order (--random-lengths-from), once they add up to
+//     its published totals, without a shared prefix (they are whole
+//     prompts);
 //   - a run whose outputs stopped at EOS (ignore_eos false) is simulated at
 //     its published mean output length (total_output_tokens / completed),
 //     unless it replays its own lengths;

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -293,6 +294,68 @@ func TestPlanQuantizationFlag(t *testing.T) {
 }
 
 // builtinPlan is the simulation plan of the built-in corpus run id.
+// TestPlanPrefixIsPartOfInputLen: a run's input_len counts the whole
+// prompt (vLLM's sonnet dataset and the runs' token totals count the
+// shared prefix in it), while sim's random dataset, as vLLM's, adds
+// random_prefix_len tokens before random_input_len: the plan passes the
+// difference. Replayed per-request lengths are whole prompts, so a run
+// that replays them simulates no shared prefix.
+func TestPlanPrefixIsPartOfInputLen(t *testing.T) {
+	c, err := LoadBuiltin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		id                string
+		prefixOnLengths   int // set on a run that replays per-request lengths
+		wantInput, prefix int
+		wantNote          string
+	}{
+		// --sonnet-input-len 1024 --sonnet-prefix-len 512: 955 tokens a request in its totals.
+		{id: "vllm-pr-7921/h100-llama31-8b-sonnet-rps10-ms8", wantInput: 512, prefix: 512},
+		// 575 tokens measured, a 100-token system prompt among them.
+		{id: "inference-sim-training/llama-2-7b-tp1-general-stage0", wantInput: 475, prefix: 100},
+		{id: "gpustack-qwen3-14b-h100/random-128-4", wantInput: 128},
+		{id: "dstack-h100-llama405b-fp8/sharegpt-qps16", prefixOnLengths: 40, wantNote: "the 40-token shared prefix is not simulated"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id, func(t *testing.T) {
+			i := slices.IndexFunc(c.Runs, func(r *Run) bool { return r.FullID() == tt.id })
+			if i < 0 {
+				t.Fatalf("run %s not in the built-in corpus", tt.id)
+			}
+			run := *c.Runs[i]
+			if tt.prefixOnLengths > 0 {
+				if run.lengths == nil {
+					t.Fatalf("%s replays no per-request lengths", tt.id)
+				}
+				run.Workload.PrefixLen = tt.prefixOnLengths
+			}
+			p, err := newPlan(&run, c, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := p.spec.Random
+			if got.PrefixLen != tt.prefix {
+				t.Errorf("random prefix %d tokens, want %d", got.PrefixLen, tt.prefix)
+			}
+			if tt.prefixOnLengths == 0 && got.InputLen != tt.wantInput {
+				t.Errorf("random input %d tokens, want %d (input_len %d less prefix_len %d)", got.InputLen, tt.wantInput, run.Workload.InputLen, run.Workload.PrefixLen)
+			}
+			at := slices.Index(p.args, "--random-prefix-len")
+			if (at >= 0) != (tt.prefix > 0) || (at >= 0 && p.args[at+1] != strconv.Itoa(tt.prefix)) {
+				t.Errorf("reproduce command %q: want --random-prefix-len only when %d > 0", p.args, tt.prefix)
+			}
+			if at := slices.Index(p.args, "--random-input-len"); at >= 0 && p.args[at+1] != strconv.Itoa(tt.wantInput) {
+				t.Errorf("reproduce command %q: want --random-input-len %d", p.args, tt.wantInput)
+			}
+			if noted := slices.ContainsFunc(p.notes, func(n string) bool { return strings.Contains(n, tt.wantNote) }); tt.wantNote != "" && !noted {
+				t.Errorf("notes %q: want one saying %q", p.notes, tt.wantNote)
+			}
+		})
+	}
+}
+
 func builtinPlan(t *testing.T, c *Corpus, id string) *plan {
 	t.Helper()
 	i := slices.IndexFunc(c.Runs, func(r *Run) bool { return r.FullID() == id })

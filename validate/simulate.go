@@ -239,7 +239,11 @@ func checkPrecision(r *Run, m perf.Model, server *serverFlags) (kvDType, onTheFl
 // prefix and fixed lengths all have a random-dataset spelling.
 func (p *plan) planWorkload(r *Run) {
 	w := r.Workload
-	p.inputLen, p.outputLen = w.InputLen, w.OutputLen
+	// input_len is the whole prompt, as a run's token totals count it;
+	// sim's random dataset (as vLLM's) puts random_prefix_len shared
+	// tokens before random_input_len of its own.
+	prefixLen := w.PrefixLen
+	p.inputLen, p.outputLen = w.InputLen-prefixLen, w.OutputLen
 	if !*w.IgnoreEOS && r.lengths == nil {
 		completed, out := r.Published["completed"], r.Published["total_output_tokens"]
 		if completed > 0 && out > 0 {
@@ -255,6 +259,10 @@ func (p *plan) planWorkload(r *Run) {
 	switch {
 	case r.lengths != nil:
 		p.notes = append(p.notes, fmt.Sprintf("%s replayed with the run's own per-request lengths (%s; random token prompts)", w.Dataset, r.lengthsFile))
+		if prefixLen > 0 {
+			p.notes = append(p.notes, fmt.Sprintf("the replayed lengths are whole prompts: the %d-token shared prefix is not simulated, so no prompt shares cached blocks", prefixLen))
+			prefixLen = 0
+		}
 	case w.Dataset == "sharegpt":
 		p.notes = append(p.notes, "ShareGPT approximated by its mean lengths (random token prompts)")
 	case w.Dataset == "sonnet":
@@ -263,7 +271,7 @@ func (p *plan) planWorkload(r *Run) {
 	spec := workload.DefaultSpec()
 	spec.Dataset = workload.DatasetRandom
 	spec.NumPrompts = w.NumPrompts
-	spec.Random = workload.RandomOptions{InputLen: p.inputLen, OutputLen: p.outputLen, RangeRatio: w.RangeRatio, PrefixLen: w.PrefixLen,
+	spec.Random = workload.RandomOptions{InputLen: p.inputLen, OutputLen: p.outputLen, RangeRatio: w.RangeRatio, PrefixLen: prefixLen,
 		Lengths: r.lengths}
 	rate := float64(w.RequestRate)
 	switch r.Benchmark {
@@ -289,8 +297,8 @@ func (p *plan) planWorkload(r *Run) {
 	if w.RangeRatio != 0 {
 		p.args = append(p.args, "--random-range-ratio", strconv.FormatFloat(w.RangeRatio, 'g', -1, 64))
 	}
-	if w.PrefixLen != 0 {
-		p.args = append(p.args, "--random-prefix-len", strconv.Itoa(w.PrefixLen))
+	if prefixLen != 0 {
+		p.args = append(p.args, "--random-prefix-len", strconv.Itoa(prefixLen))
 	}
 	p.vllmClient = r.Benchmark == BenchmarkServing && !r.ownClient && r.Client == ""
 	if p.vllmClient {
