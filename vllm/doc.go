@@ -203,17 +203,18 @@
 // running sequence in decode; a prefill is charged as one.
 //
 // Against the published multi-step runs sim is fast [open]. PR #7921
-// (Llama-3.1-8B, one H100, 10 req/s, 8 steps) measured a mean TPOT of
-// 28.10 ms without and 21.36 ms with asynchronous output processing, where
-// sim gives 16.6 and 14.8 ms; PR #8050 (500 ShareGPT prompts at once)
-// 44.48 and 32.38 ms, sim 19.7 and 16.0 ms. What the asynchronous mode
-// hides there, 6.7 and 12.1 ms a step, is the group's blocking
-// post-processing (pythonisation and output processing, PR #7921's
-// description): 45–60 µs per sequence and step at the 110–256 sequences
-// those runs hold, against the ≈ 16 µs of the measured output path. Paying
-// every host term on every step instead of once a group still leaves sim
-// 15% (PR #7921) and 27% (PR #8050) under, so more than the amortisation
-// is missing. Nothing is fitted: both runs are fit runs whose step count
+// (Llama-3.1-8B, one H100, 10 req/s, 8 steps, sonnet prompts of 1,024
+// tokens, 512 of them shared) measured a mean TPOT of 28.10 ms without and
+// 21.36 ms with asynchronous output processing, where sim gives 13.8 and
+// 12.3 ms; PR #8050 (500 ShareGPT prompts at once) 44.48 and 32.38 ms, sim
+// 21.2 and 17.5 ms. What the asynchronous mode hides there, 6.7 and 12.1
+// ms a step, is the group's blocking post-processing (pythonisation and
+// output processing, PR #7921's description): 45–60 µs per sequence and
+// step at the 110–256 sequences those runs hold, against the ≈ 16 µs of
+// the measured output path. Paying every host term on every step instead
+// of once a group left sim 15% (PR #7921, then simulated with 1,536-token
+// prompts) and 27% (PR #8050) under, so more than the amortisation is
+// missing. Nothing is fitted: both runs are fit runs whose step count
 // and request rate are not printed, and two runs cannot separate a cost
 // per step from one per sequence.
 //
