@@ -81,6 +81,27 @@ func TestLoadResultRunsErrors(t *testing.T) {
 	}
 }
 
+// A result whose prompts began with a shared prefix (vLLM's
+// random_prefix_len) counts the prefix in its token totals: the run's
+// input_len is the whole prompt, and sim's random dataset gets the rest.
+func TestLoadResultRunsSharedPrefix(t *testing.T) {
+	runs, err := LoadResultRuns([]string{results("with-prefix.json")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := runs[0].Workload
+	if w.InputLen != 127 || w.PrefixLen != 100 {
+		t.Fatalf("input_len %d, prefix_len %d: want 127 (6350 tokens / 50) and 100", w.InputLen, w.PrefixLen)
+	}
+	p, err := newPlan(runs[0], nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.spec.Random; got.InputLen != 27 || got.PrefixLen != 100 {
+		t.Errorf("sim's random prompts: %d tokens after a %d-token prefix, want 27 after 100", got.InputLen, got.PrefixLen)
+	}
+}
+
 // FuzzSidecar: any sidecar bytes set up the run or fail with one line.
 func FuzzSidecar(f *testing.F) {
 	for _, name := range []string{"sidecar-ok.json.setup.yaml", "sidecar-published.json.setup.yaml", "sidecar-unknown-key.json.setup.yaml"} {
