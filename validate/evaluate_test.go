@@ -293,7 +293,6 @@ func TestPlanQuantizationFlag(t *testing.T) {
 	}
 }
 
-// builtinPlan is the simulation plan of the built-in corpus run id.
 // TestPlanPrefixIsPartOfInputLen: a run's input_len counts the whole
 // prompt (vLLM's sonnet dataset and the runs' token totals count the
 // shared prefix in it), while sim's random dataset, as vLLM's, adds
@@ -356,6 +355,7 @@ func TestPlanPrefixIsPartOfInputLen(t *testing.T) {
 	}
 }
 
+// builtinPlan is the simulation plan of the built-in corpus run id.
 func builtinPlan(t *testing.T, c *Corpus, id string) *plan {
 	t.Helper()
 	i := slices.IndexFunc(c.Runs, func(r *Run) bool { return r.FullID() == id })
