@@ -37,7 +37,11 @@
 // itself above 32K context; no prefix caching; 5 s stats) and 0.8.5's for
 // V1 (1024 sequences and 8192 tokens on GPUs with ≥ 70 GiB, else 256 and
 // 2048; prefix caching on; 10 s stats), as reference A.3/A.6/A.9 read them
-// in the source. Metric names: serve holds V0's and V1's families; a
+// in the source. V1 sets the LLM class's token budget apart
+// (UsageContext.LLM_CLASS in _set_default_args_v1, read in the 0.8.5-era
+// tree and in later releases' test_defaults_with_usage_context): 16384
+// on GPUs with ≥ 70 GiB, else 8192, so offline runs (Options.Offline: the
+// throughput and latency benchmarks, sim --throughput) take those. Metric names: serve holds V0's and V1's families; a
 // profile names which set applies (EngineProfile.Metrics).
 //
 // # Host overhead

@@ -135,6 +135,10 @@ type Defaults struct {
 	// (the API server's values); V0 takes max(max_model_len, 2048), or
 	// ChunkedBudget once chunked prefill is on.
 	MaxNumBatchedTokens, MaxNumBatchedTokensLargeGPU int
+	// OfflineMaxNumBatchedTokens(LargeGPU): V1's budget for the LLM class
+	// (UsageContext.LLM_CLASS: the throughput and latency benchmarks),
+	// which vLLM sets apart from the API server's; 0 takes the server's.
+	OfflineMaxNumBatchedTokens, OfflineMaxNumBatchedTokensLargeGPU int
 	// LargeGPUExcludesA100: the large-GPU values skip A100s whatever their
 	// memory (vLLM 0.9.0+, PR #17885).
 	LargeGPUExcludesA100 bool

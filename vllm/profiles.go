@@ -30,12 +30,15 @@ var v0Defaults = Defaults{
 	StatsInterval: 5 * time.Second, BlockSize: 16, Watermark: 0.01, SwapSpaceGiB: 4,
 }
 
-// v1Defaults: vLLM 0.8.5's EngineArgs for the API server: 1024 sequences
-// and 8192 tokens on GPUs with ≥ 70 GiB, else 256 and 2048; chunked
-// prefill and prefix caching always on; stats every 10 s; no swap.
+// v1Defaults: vLLM 0.8.5's EngineArgs (_set_default_args_v1) for the API
+// server: 1024 sequences and 8192 tokens on GPUs with ≥ 70 GiB, else 256
+// and 2048; for the LLM class (offline) the same sequences and 16384 or
+// 8192 tokens; chunked prefill and prefix caching always on; stats every
+// 10 s; no swap.
 var v1Defaults = Defaults{
 	MaxNumSeqs: 256, MaxNumSeqsLargeGPU: 1024,
 	MaxNumBatchedTokens: 2048, MaxNumBatchedTokensLargeGPU: 8192,
+	OfflineMaxNumBatchedTokens: 8192, OfflineMaxNumBatchedTokensLargeGPU: 16384,
 	PrefixCaching: true, StatsInterval: 10 * time.Second, BlockSize: 16,
 }
 

@@ -187,3 +187,37 @@ func TestAsyncSchedulingByRelease(t *testing.T) {
 		t.Errorf("0.15.1: default step %v, with --no-async-scheduling %v; want the default shorter", s, sync["0.15.1"])
 	}
 }
+
+// TestV1OfflineTokenBudget: V1 gives the LLM class (the throughput and
+// latency benchmarks) its own max_num_batched_tokens default, 16384 on
+// GPUs with ≥ 70 GiB and 8192 below, where the API server takes 8192 and
+// 2048; max_num_seqs is the same for both, a flag wins over either, and
+// V0 has no such split.
+func TestV1OfflineTokenBudget(t *testing.T) {
+	for _, c := range []struct {
+		version          string
+		eng              engine.Version
+		gpu              string
+		offline          bool
+		flag             int
+		wantTokens, seqs int
+	}{
+		{"0.8.5", engine.V1, "H100", false, 0, 8192, 1024},
+		{"0.8.5", engine.V1, "H100", true, 0, 16384, 1024},
+		{"0.8.5", engine.V1, "L4", false, 0, 2048, 256},
+		{"0.8.5", engine.V1, "L4", true, 0, 8192, 256},
+		{"0.11.0", engine.V1, "A100-80GB", true, 0, 8192, 256}, // no large defaults for A100s from 0.9.0
+		{"0.8.5", engine.V1, "A100-80GB", true, 0, 16384, 1024},
+		{"0.8.5", engine.V1, "H100", true, 4096, 4096, 1024},
+		{"0.6.6", engine.V0, "H100", true, 0, 4096, 256}, // max(max_model_len, 2048)
+	} {
+		r, err := resolve(t, c.version, c.eng, "Llama-3-8B", c.gpu, vllm.Options{MaxModelLen: 4096, Offline: c.offline, MaxNumBatchedTokens: c.flag})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := r.Deployment; d.MaxNumBatchedTokens != c.wantTokens || d.MaxNumSeqs != c.seqs {
+			t.Errorf("%s %s on %s, offline %v, --max-num-batched-tokens %d: %d tokens and %d sequences, want %d and %d",
+				c.version, c.eng, c.gpu, c.offline, c.flag, d.MaxNumBatchedTokens, d.MaxNumSeqs, c.wantTokens, c.seqs)
+		}
+	}
+}
