@@ -443,12 +443,13 @@
 //     modelled 7,462 blocks of 7,463, −0.01%), Llama-2-70B 501,712 (TP 4;
 //     −0.01%), Mixtral-8x7B 440,176 (TP 2; +0.02%), CodeLlama-34B 425,648
 //     (TP 2; −0.07%); the last three set the multi-GPU value above.
-//   - A check not used to set it: inference-sim's BLIS golden dataset
+//   - Checks not used to set it: inference-sim's BLIS golden dataset
 //     (github.com/inference-sim/inference-sim, commit d06d301,
-//     testdata/roofline_goldendataset.json, experiment 61),
-//     Llama-3.1-70B-Instruct on 4 H100s at 128 sequences: 30,425 blocks,
-//     modelled 30,417 (−0.01%); its release is not recorded [assumed
-//     0.15.1].
+//     testdata/roofline_goldendataset.json), H100s at 128 sequences:
+//     Llama-3.1-70B-Instruct at TP 4, 30,425 blocks with 2048 and with
+//     8192 batched tokens (modelled 30,417 and 30,242: −0.01% and
+//     −0.31%), and Qwen2.5-7B-Instruct on one GPU, 65,368 (modelled
+//     65,710, +0.41%); their release is not recorded [assumed 0.15.1].
 //
 // Not reproduced: gateway-api-inference-extension PR #550's "# cuda
 // blocks: 7191" (modelled 7443, +2.8% of the budget): that server enabled

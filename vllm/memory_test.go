@@ -71,13 +71,17 @@ func TestPublishedBlockCounts(t *testing.T) {
 		{"inference-sim Llama-2-70B TP4", "0.15.1", "testdata/Llama-2-70b-hf", "H100-SXM", 0, 4096, 501712 / 16, "", "", setup{4, 128, 2048, 0, "v1"}},
 		{"inference-sim Mixtral-8x7B TP2", "0.15.1", "Mixtral-8x7B", "H100-SXM", 0, 4096, 440176 / 16, "", "", setup{2, 128, 2048, 0, "v1"}},
 		{"inference-sim CodeLlama-34B TP2", "0.15.1", "testdata/CodeLlama-34b-Instruct-hf", "H100-SXM", 0, 4096, 425648 / 16, "", "", setup{2, 128, 2048, 0, "v1"}},
-		// A check the value was not set from: inference-sim's BLIS golden
+		// Checks the value was not set from: inference-sim's BLIS golden
 		// dataset (github.com/inference-sim/inference-sim, commit d06d301,
-		// testdata/roofline_goldendataset.json, experiment 61):
-		// Llama-3.1-70B-Instruct on 4 H100s, 128 sequences, 2048 tokens,
-		// total_kv_blocks 30425. Its release is not recorded [assumed
-		// 0.15.1, as the same group's traces].
+		// testdata/roofline_goldendataset.json), H100s at 128 sequences:
+		// experiments 61 and 60, Llama-3.1-70B-Instruct at TP 4 with 2048
+		// and 8192 batched tokens, 30425 blocks both; experiment 64,
+		// Qwen2.5-7B-Instruct on one GPU, 65368 blocks (its 152K-row
+		// vocabulary makes the sampler the activation peak). Their release
+		// is not recorded [assumed 0.15.1, as the same group's traces].
 		{"inference-sim BLIS Llama-3.1-70B TP4", "0.15.1", "Llama-3.1-70B", "H100-SXM", 0, 0, 30425, "", "", setup{4, 128, 2048, 0, "v1"}},
+		{"inference-sim BLIS Llama-3.1-70B TP4 (8192 tokens)", "0.15.1", "Llama-3.1-70B", "H100-SXM", 0, 0, 30425, "", "", setup{4, 128, 8192, 0, "v1"}},
+		{"inference-sim BLIS Qwen2.5-7B", "0.15.1", "Qwen2.5-7B-Instruct", "H100-SXM", 0, 0, 65368, "", "", setup{1, 128, 2048, 0, "v1"}},
 	}
 	for _, c := range cases {
 		t.Run(c.source, func(t *testing.T) {
