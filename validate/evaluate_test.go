@@ -311,9 +311,11 @@ func TestPlanPrefixIsPartOfInputLen(t *testing.T) {
 		wantNote          string
 	}{
 		// --sonnet-input-len 1024 --sonnet-prefix-len 512: 955 tokens a request in its totals.
-		{id: "vllm-pr-7921/h100-llama31-8b-sonnet-rps10-ms8", wantInput: 512, prefix: 512},
+		{id: "vllm-pr-7921/h100-llama31-8b-sonnet-rps10-ms8", wantInput: 512, prefix: 512,
+			wantNote: "input_len 1024 counts the 512-token shared prefix: each prompt is that prefix and 512 random tokens"},
 		// 575 tokens measured, a 100-token system prompt among them.
-		{id: "inference-sim-training/llama-2-7b-tp1-general-stage0", wantInput: 475, prefix: 100},
+		{id: "inference-sim-training/llama-2-7b-tp1-general-stage0", wantInput: 475, prefix: 100,
+			wantNote: "input_len 575 counts the 100-token shared prefix"},
 		{id: "gpustack-qwen3-14b-h100/random-128-4", wantInput: 128},
 		{id: "dstack-h100-llama405b-fp8/sharegpt-qps16", prefixOnLengths: 40, wantNote: "the 40-token shared prefix is not simulated"},
 	}

@@ -268,6 +268,10 @@ func (p *plan) planWorkload(r *Run) {
 	case w.Dataset == "sonnet":
 		p.notes = append(p.notes, "sonnet approximated by random token prompts of the same lengths and shared prefix")
 	}
+	if prefixLen > 0 {
+		p.notes = append(p.notes, fmt.Sprintf("input_len %d counts the %d-token shared prefix: each prompt is that prefix and %d random tokens (--random-input-len %d --random-prefix-len %d)",
+			w.InputLen, prefixLen, p.inputLen, p.inputLen, prefixLen))
+	}
 	spec := workload.DefaultSpec()
 	spec.Dataset = workload.DatasetRandom
 	spec.NumPrompts = w.NumPrompts
