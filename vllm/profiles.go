@@ -167,11 +167,11 @@ var lines = []Line{
 // memoryRules: how each release counted non-torch memory (doc.go, "Memory
 // profile"), by the first release that counted it that way. Multi-GPU
 // values without a published log keep perf's 3.0 GiB; 0.7+'s 0.60 GiB is
-// what inference-sim's 0.15.1 KV cache sizes at TP 2 and 4 leave. V0 releases from
-// 0.6.4 (PyTorch 2.5.1, NCCL 2.21.5) through 0.6.6 also count NVLink SHARP
-// buffers on two communicators over the TP group, PyNccl's and the torch
-// group that broadcasts each step's inputs (doc.go, "NVLink SHARP
-// buffers"); other releases count none.
+// what inference-sim's 0.15.1 KV cache sizes at TP 2 and 4 leave. V0
+// releases from 0.6.4 (PyTorch 2.5.1, NCCL 2.21.5) through 0.6.6 also
+// count NVLink SHARP buffers on two communicators over the TP group,
+// PyNccl's and the torch group that broadcasts each step's inputs (doc.go,
+// "NVLink SHARP buffers"); other releases count none.
 var memoryRules = []MemoryAccounting{
 	{Since: Release{0, 5, 0}, Method: "peak = total − free after the profile run (CUDA context and allocator slack included)",
 		NonTorchGiB: 1.25, NonTorchMultiGPUGiB: 3.0},
