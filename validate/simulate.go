@@ -239,39 +239,7 @@ func checkPrecision(r *Run, m perf.Model, server *serverFlags) (kvDType, onTheFl
 // prefix and fixed lengths all have a random-dataset spelling.
 func (p *plan) planWorkload(r *Run) {
 	w := r.Workload
-	// input_len is the whole prompt, as a run's token totals count it;
-	// sim's random dataset (as vLLM's) puts random_prefix_len shared
-	// tokens before random_input_len of its own.
-	prefixLen := w.PrefixLen
-	p.inputLen, p.outputLen = w.InputLen-prefixLen, w.OutputLen
-	if !*w.IgnoreEOS && r.lengths == nil {
-		completed, out := r.Published["completed"], r.Published["total_output_tokens"]
-		if completed > 0 && out > 0 {
-			mean := max(1, int(math.Round(out/completed)))
-			if mean != w.OutputLen {
-				p.notes = append(p.notes, fmt.Sprintf("outputs stopped at EOS: simulated at the run's mean of %d tokens (total_output_tokens / completed), not output_len %d", mean, w.OutputLen))
-			}
-			p.outputLen = mean
-		} else {
-			p.notes = append(p.notes, fmt.Sprintf("outputs stopped at EOS, and no totals give their mean: simulated at output_len %d", w.OutputLen))
-		}
-	}
-	switch {
-	case r.lengths != nil:
-		p.notes = append(p.notes, fmt.Sprintf("%s replayed with the run's own per-request lengths (%s; random token prompts)", w.Dataset, r.lengthsFile))
-		if prefixLen > 0 {
-			p.notes = append(p.notes, fmt.Sprintf("the replayed lengths are whole prompts: the %d-token shared prefix is not simulated, so no prompt shares cached blocks", prefixLen))
-			prefixLen = 0
-		}
-	case w.Dataset == "sharegpt":
-		p.notes = append(p.notes, "ShareGPT approximated by its mean lengths (random token prompts)")
-	case w.Dataset == "sonnet":
-		p.notes = append(p.notes, "sonnet approximated by random token prompts of the same lengths and shared prefix")
-	}
-	if prefixLen > 0 {
-		p.notes = append(p.notes, fmt.Sprintf("input_len %d counts the %d-token shared prefix: each prompt is that prefix and %d random tokens (--random-input-len %d --random-prefix-len %d)",
-			w.InputLen, prefixLen, p.inputLen, p.inputLen, prefixLen))
-	}
+	prefixLen := p.planLengths(r)
 	spec := workload.DefaultSpec()
 	spec.Dataset = workload.DatasetRandom
 	spec.NumPrompts = w.NumPrompts
@@ -323,6 +291,46 @@ func (p *plan) planWorkload(r *Run) {
 		p.args = append(p.args, "--throughput")
 	}
 	p.planPercentiles(r)
+}
+
+// planLengths sets the prompt and output lengths sim sends, notes how they
+// stand for the run's, and returns the shared prefix sim puts before each
+// prompt. input_len is the whole prompt, as a run's token totals count it;
+// sim's random dataset (as vLLM's) puts random_prefix_len shared tokens
+// before random_input_len of its own.
+func (p *plan) planLengths(r *Run) (prefixLen int) {
+	w := r.Workload
+	prefixLen = w.PrefixLen
+	p.inputLen, p.outputLen = w.InputLen-prefixLen, w.OutputLen
+	if !*w.IgnoreEOS && r.lengths == nil {
+		completed, out := r.Published["completed"], r.Published["total_output_tokens"]
+		if completed > 0 && out > 0 {
+			mean := max(1, int(math.Round(out/completed)))
+			if mean != w.OutputLen {
+				p.notes = append(p.notes, fmt.Sprintf("outputs stopped at EOS: simulated at the run's mean of %d tokens (total_output_tokens / completed), not output_len %d", mean, w.OutputLen))
+			}
+			p.outputLen = mean
+		} else {
+			p.notes = append(p.notes, fmt.Sprintf("outputs stopped at EOS, and no totals give their mean: simulated at output_len %d", w.OutputLen))
+		}
+	}
+	switch {
+	case r.lengths != nil:
+		p.notes = append(p.notes, fmt.Sprintf("%s replayed with the run's own per-request lengths (%s; random token prompts)", w.Dataset, r.lengthsFile))
+		if prefixLen > 0 {
+			p.notes = append(p.notes, fmt.Sprintf("the replayed lengths are whole prompts: the %d-token shared prefix is not simulated, so no prompt shares cached blocks", prefixLen))
+			prefixLen = 0
+		}
+	case w.Dataset == "sharegpt":
+		p.notes = append(p.notes, "ShareGPT approximated by its mean lengths (random token prompts)")
+	case w.Dataset == "sonnet":
+		p.notes = append(p.notes, "sonnet approximated by random token prompts of the same lengths and shared prefix")
+	}
+	if prefixLen > 0 {
+		p.notes = append(p.notes, fmt.Sprintf("input_len %d counts the %d-token shared prefix: each prompt is that prefix and %d random tokens (--random-input-len %d --random-prefix-len %d)",
+			w.InputLen, prefixLen, p.inputLen, p.inputLen, prefixLen))
+	}
+	return prefixLen
 }
 
 // planPercentiles asks for the percentiles the run published, as

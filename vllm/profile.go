@@ -154,6 +154,19 @@ type Defaults struct {
 	SwapSpaceGiB  float64
 }
 
+// v1TokenBudget is V1's default max_num_batched_tokens on a large (≥ 70
+// GiB) or smaller GPU, for the LLM class (offline) or the API server.
+func (d Defaults) v1TokenBudget(large, offline bool) int {
+	server, llm := d.MaxNumBatchedTokens, d.OfflineMaxNumBatchedTokens
+	if large {
+		server, llm = d.MaxNumBatchedTokensLargeGPU, d.OfflineMaxNumBatchedTokensLargeGPU
+	}
+	if offline && llm > 0 {
+		return llm
+	}
+	return server
+}
+
 // EngineProfile is what one release does with one engine generation.
 type EngineProfile struct {
 	Engine    engine.Version

@@ -202,14 +202,8 @@ func budgetDefaults(d *perf.Deployment, p Profile, gpu perf.GPU, o Options, maxM
 	d.MaxNumBatchedTokens = o.MaxNumBatchedTokens
 	if d.MaxNumBatchedTokens == 0 {
 		switch {
-		case p.Engine == engine.V1 && o.Offline && large && p.Defaults.OfflineMaxNumBatchedTokensLargeGPU > 0:
-			d.MaxNumBatchedTokens = p.Defaults.OfflineMaxNumBatchedTokensLargeGPU
-		case p.Engine == engine.V1 && o.Offline && !large && p.Defaults.OfflineMaxNumBatchedTokens > 0:
-			d.MaxNumBatchedTokens = p.Defaults.OfflineMaxNumBatchedTokens
-		case p.Engine == engine.V1 && large:
-			d.MaxNumBatchedTokens = p.Defaults.MaxNumBatchedTokensLargeGPU
 		case p.Engine == engine.V1:
-			d.MaxNumBatchedTokens = p.Defaults.MaxNumBatchedTokens
+			d.MaxNumBatchedTokens = p.Defaults.v1TokenBudget(large, o.Offline)
 		case chunked:
 			d.MaxNumBatchedTokens = p.Defaults.ChunkedBudget
 		default:
