@@ -22,7 +22,7 @@ func TestVLLMVersionFlag(t *testing.T) {
 		{[]string{"--vllm-version", "0.6.3"}, "0.6.3", engine.V0, false, ""},
 		{[]string{"--vllm-version", "0.5.4", "--legacy-requeue-order=false"}, "0.5.4", engine.V0, false, ""},
 		{[]string{"--vllm-version", "0.9", "--engine", "v0"}, "0.9.0", engine.V0, false, ""},
-		{[]string{"--vllm-version", "0.3.1"}, "", "", false, "--vllm-version: vLLM version 0.3.1 is not modelled; known release lines: 0.5, 0.6, 0.7-0.10, 0.11+"},
+		{[]string{"--vllm-version", "0.3.1"}, "", "", false, "--vllm-version: vLLM version 0.3.1 is not modelled; known release lines: 0.4, 0.5, 0.6, 0.7-0.10, 0.11+"},
 		{[]string{"--vllm-version", "0.6.3", "--engine", "v1"}, "", "", false, "--vllm-version: vLLM 0.6.3 has no V1 engine"},
 		{[]string{"--vllm-version", "0.5.3", "--num-scheduler-steps", "8"}, "", "", false, "--num-scheduler-steps: num_scheduler_steps (8): vLLM 0.5.3 has no multi-step scheduling; it arrived in 0.5.5 (PR #7000)"},
 	}

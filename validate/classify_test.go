@@ -69,7 +69,7 @@ func TestGPUClass(t *testing.T) {
 
 func TestReleaseLine(t *testing.T) {
 	for v, want := range map[string]string{"0.5.1": "0.5", "0.6.3.post1": "0.6", "0.7.0": "0.7-0.10", "0.10.1": "0.7-0.10",
-		"0.11.0": "0.11+", "0.4.2": "unmodelled"} {
+		"0.11.0": "0.11+", "0.4.2": "0.4", "0.3.3": "unmodelled"} {
 		if got := ReleaseLine(v); got != want {
 			t.Errorf("ReleaseLine(%q) = %q, want %q", v, got, want)
 		}

@@ -50,7 +50,7 @@
 // total_token_throughput, then request_throughput; TPOT/ITL mean TPOT, mean
 // ITL, then the medians; TTFT mean then median; E2E mean then median), and
 // report the median and worst absolute error per family × GPU class ×
-// regime × release line (0.5, 0.6, 0.7-0.10, 0.11+), on holdout runs for
+// regime × release line (0.4, 0.5, 0.6, 0.7-0.10, 0.11+), on holdout runs for
 // the headline, fit runs apart. GPU classes fold memory sizes and form
 // factors together (A100-40GB and A100-80GB are A100; A10 and A10G share
 // one class).

@@ -32,7 +32,7 @@ func TestUnsimulableRunsAreListedAndCounted(t *testing.T) {
 		"awq-on-the-fly":      "quantization awq applied on the fly to an unquantized checkpoint is not modelled",
 		"fp8-on-the-fly":      "",
 		"data-parallel":       "gpu_count 4 but tensor_parallel × pipeline_parallel = 1",
-		"old-release":         "vLLM version 0.4.2 is not modelled",
+		"old-release":         "vLLM version 0.3.3 is not modelled",
 		"fp32":                "dtype float32 is not modelled",
 		"v0-removed":          "has no V0 engine",
 		"context-too-long":    "every simulated request failed (50× This model's maximum context length is 128 tokens",
@@ -123,8 +123,8 @@ func TestFilter(t *testing.T) {
 	if got := ids(Filter{Release: "0.11+", GPU: "L4"}); !slices.Equal(got, []string{"v0-removed"}) {
 		t.Errorf("--release 0.11+ --gpu L4: %v", got)
 	}
-	if got := ids(Filter{Release: "0.4.2"}); !slices.Equal(got, []string{"old-release"}) {
-		t.Errorf("--release 0.4.2: %v", got)
+	if got := ids(Filter{Release: "0.3.3"}); !slices.Equal(got, []string{"old-release"}) {
+		t.Errorf("--release 0.3.3: %v", got)
 	}
 	if got := ids(Filter{Regime: "serving-saturated"}); len(got) != 0 {
 		t.Errorf("--regime serving-saturated: %v", got)
@@ -261,23 +261,36 @@ func TestPlanClient(t *testing.T) {
 // TestPlanQuantizationFlag: a run of a release older than the profile it
 // is simulated with keeps the GPTQ kernel it ran (ExLlamaV2 before vLLM
 // converted GPTQ to Marlin), through the flag that selects it, named in
-// the reproducing command; later runs and on-the-fly fp8 keep theirs.
+// the reproducing command; a run simulated as a pre-Marlin release needs
+// no flag, and later runs and on-the-fly fp8 keep theirs.
 func TestPlanQuantizationFlag(t *testing.T) {
 	c, err := LoadBuiltin()
 	if err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
-		id, want string
+		id, simAs, want string
 	}{
-		{"nm-vllm-nightly-2024-03/a10g-gptq-decode-bs32", "gptq"},
-		{"nm-vllm-nightly-2024-06/a10g-gptq-qps1", ""},
-		{"nm-vllm-nightly-2024-03/a10g-llama2-7b-decode-bs1", ""},
-		{"gpustack-quantization-impact/h100-fp8-dynamic", "fp8"},
+		{"nm-vllm-nightly-2024-03/a10g-gptq-decode-bs32", "0.5.0", "gptq"},
+		{"nm-vllm-nightly-2024-03/a10g-gptq-decode-bs32", "", ""},
+		{"nm-vllm-nightly-2024-06/a10g-gptq-qps1", "", ""},
+		{"nm-vllm-nightly-2024-03/a10g-llama2-7b-decode-bs1", "0.5.0", ""},
+		{"gpustack-quantization-impact/h100-fp8-dynamic", "", "fp8"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.id, func(t *testing.T) {
-			p := builtinPlan(t, c, tt.id)
+		t.Run(tt.id+"@"+tt.simAs, func(t *testing.T) {
+			i := slices.IndexFunc(c.Runs, func(r *Run) bool { return r.FullID() == tt.id })
+			if i < 0 {
+				t.Fatalf("run %s not in the built-in corpus", tt.id)
+			}
+			run := *c.Runs[i]
+			if tt.simAs != "" {
+				run.SimVLLMVersion = tt.simAs
+			}
+			p, err := newPlan(&run, c, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
 			if p.options.Quantization != tt.want {
 				t.Errorf("--quantization %q, want %q", p.options.Quantization, tt.want)
 			}

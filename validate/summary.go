@@ -132,7 +132,7 @@ func regimeIndex(r string) int {
 	return len(Regimes())
 }
 
-var lineOrder = []string{"0.5", "0.6", "0.7-0.10", "0.11+", "unmodelled"}
+var lineOrder = []string{"0.4", "0.5", "0.6", "0.7-0.10", "0.11+", "unmodelled"}
 
 func lineIndex(l string) int {
 	if l == "" {

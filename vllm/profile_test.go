@@ -27,9 +27,12 @@ func TestLookup(t *testing.T) {
 		{"0.12.1", "", "0.12.1", engine.V1, ""},
 		{"0.6.3", engine.V1, "", "", "vLLM 0.6.3 has no V1 engine"},
 		{"0.11.0", engine.V0, "", "", "vLLM 0.11.0 has no V0 engine"},
-		{"0.4.2", "", "", "", "vLLM version 0.4.2 is not modelled; known release lines: 0.5, 0.6, 0.7-0.10, 0.11+"},
-		{"9.9", "", "", "", "vLLM version 9.9.0 is not modelled; known release lines: 0.5, 0.6, 0.7-0.10, 0.11+"},
-		{"1.0.0", "", "", "", "vLLM version 1.0.0 is not modelled; known release lines: 0.5, 0.6, 0.7-0.10, 0.11+"},
+		{"0.4", "", "0.4.3", engine.V0, ""},
+		{"0.4.2", "", "0.4.2", engine.V0, ""},
+		{"0.4.2", engine.V1, "", "", "vLLM 0.4.2 has no V1 engine"},
+		{"0.3.3", "", "", "", "vLLM version 0.3.3 is not modelled; known release lines: 0.4, 0.5, 0.6, 0.7-0.10, 0.11+"},
+		{"9.9", "", "", "", "vLLM version 9.9.0 is not modelled; known release lines: 0.4, 0.5, 0.6, 0.7-0.10, 0.11+"},
+		{"1.0.0", "", "", "", "vLLM version 1.0.0 is not modelled; known release lines: 0.4, 0.5, 0.6, 0.7-0.10, 0.11+"},
 		{"six", "", "", "", `vLLM version "six": give X.Y or X.Y.Z`},
 	}
 	for _, c := range cases {

@@ -63,6 +63,12 @@ const (
 // path as measured (hosttime_measured.go), plus what the measurement
 // leaves out, on the default host machine.
 var (
+	// 0.4: the 0.5 line's one process and Python work without the light-
+	// load step cost the 0.5 line's published runs show (doc.go).
+	v04Host = HostOverhead{Overlap: OverlapNone, Measured: &measuredV0_054,
+		SchedFixed: 1000 * us, SchedPerSeq: 58 * us,
+		OutputPerToken: 2 * us, APIPerChunk: 45 * us, APIPerRequest: 400 * us,
+		Ingest: ingest, Delivery: delivery}
 	v05Host = HostOverhead{Overlap: OverlapNone, Measured: &measuredV0_054,
 		SchedFixed: 2850 * us, SchedPerSeq: 58 * us,
 		OutputPerToken: 2 * us, APIPerChunk: 45 * us, APIPerRequest: 400 * us, APIPerStep: 3300 * us,
@@ -86,7 +92,17 @@ var (
 		Ingest: ingest, Delivery: delivery}
 )
 
+// v04Defaults: 0.5.4's, less the long-context chunked prefill PR #6666
+// switched on in July 2024.
+var v04Defaults = func() Defaults {
+	d := v0Defaults
+	d.AutoChunkAbove = 0
+	return d
+}()
+
 var (
+	v04 = EngineProfile{Engine: engine.V0, Defaults: v04Defaults,
+		Host: v04Host, BlockSizes: v0BlockSizes, PreemptionModes: v0Preemption, Metrics: engine.V0}
 	v05 = EngineProfile{Engine: engine.V0, Defaults: v0Defaults,
 		Host: v05Host, BlockSizes: v0BlockSizes, PreemptionModes: v0Preemption, Metrics: engine.V0}
 	v06 = EngineProfile{Engine: engine.V0, Defaults: v0Defaults,
@@ -154,6 +170,8 @@ func patchSwitches(rel Release, ep *EngineProfile) {
 }
 
 var lines = []Line{
+	{Name: "0.4", First: Release{0, 4, 0}, Through: 4, DefaultEngine: engine.V0,
+		Representative: Release{0, 4, 3}, Engines: map[engine.Version]EngineProfile{engine.V0: v04}},
 	{Name: "0.5", First: Release{0, 5, 0}, Through: 5, DefaultEngine: engine.V0,
 		Representative: Release{0, 5, 4}, Engines: map[engine.Version]EngineProfile{engine.V0: v05}},
 	{Name: "0.6", First: Release{0, 6, 0}, Through: 6, DefaultEngine: engine.V0,
@@ -173,7 +191,7 @@ var lines = []Line{
 // PyNccl's and the torch group that broadcasts each step's inputs (doc.go,
 // "NVLink SHARP buffers"); other releases count none.
 var memoryRules = []MemoryAccounting{
-	{Since: Release{0, 5, 0}, Method: "peak = total − free after the profile run (CUDA context and allocator slack included)",
+	{Since: Release{0, 4, 0}, Method: "peak = total − free after the profile run (CUDA context and allocator slack included)",
 		NonTorchGiB: 1.25, NonTorchMultiGPUGiB: 3.0},
 	{Since: Release{0, 6, 4}, Method: "torch.cuda.memory_stats peak plus the non-torch increase (PR #9352)",
 		NonTorchGiB: 0.35, NonTorchMultiGPUGiB: 3.0, NVLSCommunicators: 2},
@@ -186,7 +204,7 @@ var memoryRules = []MemoryAccounting{
 // samplerRules: which measured vLLM tree's sampler each release runs at
 // the profile run's peak (doc.go, "Memory profile"), by the first release
 // whose sampler allocates that way.
-//   - 0.5.0: top-k/top-p on the model-dtype logits (sort values and int64
+//   - 0.4.0: top-k/top-p on the model-dtype logits (sort values and int64
 //     indices, softmax and cumsum of the sorted rows, int64 inverse
 //     permutation); measured at v0.5.4.
 //   - 0.5.5: PR #2937 ("Fix empty output when temp is too low", merged
@@ -203,7 +221,7 @@ var samplerRules = []struct {
 	engine     engine.Version
 	measuredAt string
 }{
-	{Release{0, 5, 0}, engine.V0, "v0.5.4"},
+	{Release{0, 4, 0}, engine.V0, "v0.5.4"},
 	{Release{0, 5, 5}, engine.V0, "v0.6.1.post2"},
 	{Release{0, 6, 2}, engine.V0, "main-98c89e16"},
 	{Release{0, 7, 0}, engine.V1, "main-98c89e16"},

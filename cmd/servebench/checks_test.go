@@ -63,7 +63,7 @@ func TestBadInputFailsBeforeWork(t *testing.T) {
 		{"sim: a result as calibration", append([]string{"sim", "--calibration", result, "--result-dir", "DIR"}, sim...),
 			[]string{"is a benchmark result, not a calibration", "servebench calibrate"}, "yaml:"},
 		{"sim: unknown release", append([]string{"sim", "--vllm-version", "9.9", "--result-dir", "DIR"}, sim...),
-			[]string{"--vllm-version: vLLM version 9.9.0 is not modelled; known release lines: 0.5, 0.6, 0.7-0.10, 0.11+"}, ""},
+			[]string{"--vllm-version: vLLM version 9.9.0 is not modelled; known release lines: 0.4, 0.5, 0.6, 0.7-0.10, 0.11+"}, ""},
 		{"bench: ramp-up without rates", []string{"bench", "--base-url", srv.URL, "--model", "m", "--result-dir", "DIR", "--ramp-up-strategy", "linear"},
 			[]string{"--ramp-up-strategy linear needs --ramp-up-start-rps and --ramp-up-end-rps"}, "--ramp-up-start-rps 0"},
 		{"bench: ramp-up without its end", []string{"bench", "--base-url", srv.URL, "--model", "m", "--result-dir", "DIR", "--ramp-up-strategy", "linear", "--ramp-up-start-rps", "1"},

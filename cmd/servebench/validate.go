@@ -43,7 +43,7 @@ or from a sidecar FILE.setup.yaml beside it (the corpus run schema without publi
 	fs.StringVar(&f.corpus, "corpus", "", "corpus directory of <source-id>.yaml files (default: the built-in corpus)")
 	fs.StringVar(&f.filter.GPU, "gpu", "", "only runs on this GPU or GPU class (H100, A10G, ...)")
 	fs.StringVar(&f.filter.Regime, "regime", "", "only runs of this regime: offline-prefill, offline-decode, offline-mixed, serving-low, serving-saturated")
-	fs.StringVar(&f.filter.Release, "release", "", "only runs of this release line (0.5, 0.6, 0.7-0.10, 0.11+) or version (0.6.3)")
+	fs.StringVar(&f.filter.Release, "release", "", "only runs of this release line (0.4, 0.5, 0.6, 0.7-0.10, 0.11+) or version (0.6.3)")
 	fs.StringVar(&f.filter.Split, "split", "", "only fit or holdout runs")
 	fs.BoolVar(&f.json, "json", false, "print the report as JSON (stable keys) instead of text")
 	fs.StringVar(&f.html, "html", "", "also write an HTML page plotting sim against published figures to this file")
