@@ -201,18 +201,18 @@
 //     prompts of ~128 tokens at that rate take ~13 s of the run's 22.7 s.
 //     It is not fitted here; it is the GPU's (perf).
 //
-// Checks: TestBlogRatios measures 2.96× throughput (500 ShareGPT-like
-// prompts at once) and 5.50× lower TPOT (at 32 QPS) for v0.6.0 over
-// v0.5.3 (blog: 2.7× and 5×, within 25%), and 1.85× and 2.05× for
+// Checks: TestBlogRatios measures 2.61× throughput (500 ShareGPT-like
+// prompts at once) and 4.62× lower TPOT (at 32 QPS) for v0.6.0 over
+// v0.5.3 (blog: 2.7× and 5×, within 25%), and 1.71× and 1.84× for
 // Llama-3-70B on 4×H100 (blog 1.8× and 2×). The prompts are uniform in
 // [20, 384] input and [20, 382] output tokens, the means of the blog's
 // ShareGPT sample (PR #8050's 500 prompts: 100,895 in, 100,377 out).
 // TestAsyncOutputGain measures what async output processing alone adds on
 // 0.6.0 (Llama-3.1-8B bf16, one H100, 1000 prompts of 128 in / 256 out):
-// 1.16×, against PR #7049's +11% (the same workload, FP8). v0.6.0 is run
+// 1.11×, against PR #7049's +11% (the same workload, FP8). v0.6.0 is run
 // with --num-scheduler-steps 10, as [unverified] the blog's benchmark did.
-// Qwen2-0.5B on an H100 at 100 concurrent streams is host-bound in every
-// V0 step (TestSmallModelHostBound).
+// Qwen2-0.5B on an H100 at 100 concurrent streams is host-bound in most
+// V0 steps (TestSmallModelHostBound: all on 0.5.4, 94% on 0.6.6).
 //
 // Multi-step scheduling (--num-scheduler-steps N, V0 from 0.5.5) divides
 // the scheduling cost by N and, in sim (Resolved.SchedulerSteps,
