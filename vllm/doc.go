@@ -12,7 +12,9 @@
 //   - 0.4: V0 only; the 0.5 line's rules and measured host tables
 //     (v0.5.4's), except its light-load step cost (below, "Host
 //     overhead") and the long-context chunked prefill PR #6666 turned on
-//     in July 2024 (v04Defaults) [approximate: no 0.4 tree was timed].
+//     in July 2024 (v04Defaults), and with Ray as the default executor
+//     for several GPUs (below, "Distributed executor") [approximate: no
+//     0.4 tree was timed].
 //     Older releases are refused; validate runs nm-vllm's March 2024 main
 //     (after v0.3.3) as 0.4.0.
 //   - 0.5: V0 only. PR #6867 ("[core][scheduler] simplify and improve
@@ -305,7 +307,13 @@
 // --distributed-executor-backend defaults as vLLM's ParallelConfig does:
 // uni for one GPU, ray when the world spans nodes (world size above the
 // node's GPUs), mp otherwise ("Defaulting to use mp for distributed
-// inference", as 0.5.0 logs it). uni with more than one GPU is refused,
+// inference", as 0.5.0 logs it). The 0.4 line defaults to ray on one node
+// too: mp became the single-node default with PR #5230 (opened
+// 2024-06-03, so 0.5.0); PR #4539 (0.4.3) added mp but kept Ray wherever
+// it was installed, which vLLM's CUDA requirements (ray >= 2.9) saw to,
+// and before it Ray was the only multi-GPU backend. nm-vllm's March 2024
+// A10G × 4 runs (validate) move 0.3–3.4 points toward their figures with
+// it. uni with more than one GPU is refused,
 // and mp across nodes before the 0.11 line (multi-node mp with
 // --nnodes/--node-rank is newer [approximate release]).
 //

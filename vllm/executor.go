@@ -43,17 +43,25 @@ const (
 // from the 0.11 line; before, vLLM needs Ray for more than one node.
 var mpMultiNodeSince = Release{0, 11, 0}
 
+// mpDefaultSince: PR #5230 ("Default to multiprocessing for single-node
+// distributed case", opened 2024-06-03, so from 0.5.0) made mp the
+// single-node default. Before, several GPUs ran on Ray: the only backend
+// until PR #4539 added mp in 0.4.3, whose default stayed Ray wherever Ray
+// was installed, and vLLM's CUDA requirements pulled in ray >= 2.9.
+var mpDefaultSince = Release{0, 5, 0}
+
 // resolveExecutor picks the backend as vLLM's ParallelConfig does: uni
-// for one GPU, ray when the world spans nodes, mp otherwise. It reports
-// whether the choice was a default (vLLM then logs "Defaulting to use
-// ... for distributed inference").
+// for one GPU, ray when the world spans nodes or the release predates mp
+// as the default, mp otherwise. It reports whether the choice was a
+// default (vLLM then logs "Defaulting to use ... for distributed
+// inference").
 func resolveExecutor(p Profile, backend string, world, nodes int) (ExecutorBackend, bool, error) {
 	b := ExecutorBackend(strings.ToLower(strings.TrimSpace(backend)))
 	defaulted := b == ""
 	switch {
 	case defaulted && world <= 1:
 		return ExecutorUni, true, nil
-	case defaulted && nodes > 1:
+	case defaulted && (nodes > 1 || p.Release.less(mpDefaultSince)):
 		return ExecutorRay, true, nil
 	case defaulted:
 		return ExecutorMP, true, nil

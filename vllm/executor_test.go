@@ -23,6 +23,10 @@ func TestExecutorBackend(t *testing.T) {
 		{"one GPU: uni", "0.8.5", vllm.Options{MaxModelLen: 8192}, vllm.ExecutorUni, true, ""},
 		{"TP2 one node: mp", "0.8.5", vllm.Options{TensorParallel: 2}, vllm.ExecutorMP, true, ""},
 		{"TP2 two nodes: ray", "0.8.5", vllm.Options{TensorParallel: 2, Nodes: 2}, vllm.ExecutorRay, true, ""},
+		// PR #5230 (0.5.0) made mp the single-node default; Ray before.
+		{"TP2 one node, 0.4.3: ray", "0.4.3", vllm.Options{TensorParallel: 2, MaxModelLen: 4096}, vllm.ExecutorRay, true, ""},
+		{"TP2 one node, 0.5.0: mp", "0.5.0", vllm.Options{TensorParallel: 2, MaxModelLen: 4096}, vllm.ExecutorMP, true, ""},
+		{"explicit mp in 0.4.3", "0.4.3", vllm.Options{TensorParallel: 2, MaxModelLen: 4096, DistributedExecutorBackend: "mp"}, vllm.ExecutorMP, false, ""},
 		{"explicit ray on one node", "0.6.6", vllm.Options{TensorParallel: 2, DistributedExecutorBackend: "ray"}, vllm.ExecutorRay, false, ""},
 		{"uni with TP2", "0.8.5", vllm.Options{TensorParallel: 2, DistributedExecutorBackend: "uni"}, "", false, "'uni' runs a single GPU, but world_size is 2"},
 		{"mp across nodes before 0.11", "0.8.5", vllm.Options{PipelineParallel: 2, Nodes: 2, DistributedExecutorBackend: "mp"}, "", false, "'mp' cannot span 2 nodes in vLLM 0.8.5; use 'ray'"},
