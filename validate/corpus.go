@@ -88,7 +88,7 @@ type Run struct {
 	// many runs.
 	Ref string `yaml:"ref"`
 	// SimVLLMVersion is the release sim models the run as, when
-	// vllm_version is one sim does not take (before 0.5, a .postN or
+	// vllm_version is one sim does not take (before 0.4, a .postN or
 	// .devN build); empty: vllm_version.
 	SimVLLMVersion string `yaml:"sim_vllm_version"`
 	// Link is the interconnect between the run's GPUs as sim's --link
