@@ -185,8 +185,18 @@
 //     to cuBLAS): Marlin 9.68/12.2 = 0.79 (IBM/text-generation-inference
 //     PR #66: Llama-70B 4-bit on A100, 1k context, batch 16, prefill 12.2 s
 //     Marlin vs 9.68 s ExLlamaV2, which dequantizes to cuBLAS at large M
-//     as IST-DASLab/marlin issue #2 shows); ExLlama 1. Decode factor
-//     (attained weight bandwidth relative to the dense kernel's): Marlin 1
+//     as IST-DASLab/marlin issue #2 shows); on the GA102 die (A10, A10G,
+//     A40: the parts whose GEMMs come from the A40's table), whose tensor
+//     cores accumulate fp32 at half rate as Marlin's do, 3835.1/3903.2 =
+//     0.98: nm-vllm's A10G nightly (nm-gh-pages f3a6431, 2024-03-16)
+//     prefilled one 2,048-token prompt of OpenHermes-2.5-Mistral-7B at
+//     3,835.1 tokens/s from its Marlin checkpoint and 3,903.2 from fp16.
+//     Its prompts of 16–1,024 tokens check the curve
+//     (TestGA102MarlinPrefill: Marlin/fp16 within 5% at six of eight
+//     lengths, +10% at 256 and +24% at 128 tokens; the A100's factor had
+//     Marlin 7–18% slow from 32 to 2,048 tokens but 128). ExLlama 1.
+//     Decode factor (attained weight bandwidth relative to the dense
+//     kernel's): Marlin 1
 //     (its README: the ideal 3.87× over FP16 up to batch 16–32); ExLlama 1
 //     at batch 1 and 38.57/79.7 = 0.48 at batch 16 (same TGI run: decode
 //     38.57 s vs 79.7 s), held beyond; FP8 W8A8 1 [assumption: no

@@ -192,6 +192,23 @@ func kernelPrefillFactor(k QuantKernel) float64 {
 	return 1
 }
 
+// ga102MarlinPrefillFactor is Marlin's large-M rate relative to fp16 on
+// the GA102 die (A10, A10G, A40), whose tensor cores accumulate in fp32 at
+// half rate, as Marlin's do: nm-vllm's A10G nightly (2024-03-16) prefilled
+// one 2,048-token prompt of OpenHermes-2.5-Mistral-7B at 3,835.1 tokens/s
+// from its Marlin checkpoint and 3,903.2 from fp16.
+const ga102MarlinPrefillFactor = 3835.1 / 3903.2
+
+// kernelPrefillFactorOn is kernelPrefillFactor for a deployment whose
+// GEMMs come from gemmSource's table: GA102 parts (the A40's table) have a
+// measured Marlin rate of their own.
+func kernelPrefillFactorOn(k QuantKernel, gemmSource string) float64 {
+	if k == KernelMarlin && gemmSource == "A40" {
+		return ga102MarlinPrefillFactor
+	}
+	return kernelPrefillFactor(k)
+}
+
 // exllamaDecodeCurve is ExLlamaV2's attained weight bandwidth relative to
 // an ideal kernel, by tokens per step: close to ideal at batch 1 (Marlin
 // README: prior kernels reach the ideal 3.87× at batch 1–2), and half of

@@ -2,6 +2,7 @@ package perf
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 )
@@ -113,8 +114,15 @@ func TestTableQuantKernels(t *testing.T) {
 		if e, m := exllama.StepTime(decodeStep(32, 256)), marlin.StepTime(decodeStep(32, 256)); e <= m {
 			t.Errorf("%s batch 32: ExLlamaV2 decode %v, not slower than Marlin %v", gpu, e, m)
 		}
-		// Marlin's large-M GEMMs run at 9.68/12.2 of cuBLAS's.
-		if q, f := marlin.StepTime(prefillStep(4096)), bf16.StepTime(prefillStep(4096)); q <= f {
+		// Marlin's large-M GEMMs run at 9.68/12.2 of cuBLAS's; on the
+		// A10's GA102 die at 0.98 of them, which the narrower weights make
+		// up for (TestGA102MarlinPrefill).
+		q, f := marlin.StepTime(prefillStep(4096)), bf16.StepTime(prefillStep(4096))
+		if gpu == "A10" {
+			if r := float64(q) / float64(f); r < 0.95 || r > 1.05 {
+				t.Errorf("%s prefill: Marlin %v, not within 5%% of bf16 %v", gpu, q, f)
+			}
+		} else if q <= f {
 			t.Errorf("%s prefill: Marlin %v, not slower than bf16 %v", gpu, q, f)
 		}
 	}
@@ -396,5 +404,47 @@ func TestHopperFA2SlowsLongPrefills(t *testing.T) {
 		if ratio < c.wantLow-1e-9 || ratio > c.wantHigh+1e-9 {
 			t.Errorf("%s, %g-token prefill: FlashAttention 2 / 3 = %.3f, want %.2f–%.2f", c.gpu, c.isl, ratio, c.wantLow, c.wantHigh)
 		}
+	}
+}
+
+// TestGA102MarlinPrefill: nm-vllm's A10G nightly of 2024-03-16 prefilled
+// one prompt of OpenHermes-2.5-Mistral-7B from its fp16 and its Marlin
+// checkpoint at eight lengths (tokens/s, benchmark_throughput, output 1).
+// The Marlin/fp16 throughput ratio falls from 2.5 (weight-bound, 16
+// tokens) to 0.98 (2,048 tokens, the point ga102MarlinPrefillFactor is
+// taken from); the step model follows the whole curve, where the A100's
+// factor put Marlin 7–18% slow from 32 to 2,048 tokens but 128.
+func TestGA102MarlinPrefill(t *testing.T) {
+	published := []struct {
+		tokens       int
+		fp16, marlin float64
+	}{
+		{16, 440.1, 1089.2}, {32, 895.4, 2055.8}, {64, 1643.7, 3084.6}, {128, 2965.4, 3516.4},
+		{256, 3358.5, 3825.5}, {512, 3586.5, 3916.3}, {1024, 3619.5, 3858.0}, {2048, 3903.2, 3835.1},
+	}
+	load := func(file string) Model {
+		m, err := LoadModelConfig("testdata/openhermes-2.5-mistral-7b/" + file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	fp16 := tabled(t, "Llama-3-8B", "A10G", func(d *Deployment) { d.Model = load("fp16-config.json"); d.EngineVersion = "v0" })
+	marlin := tabled(t, "Llama-3-8B", "A10G", func(d *Deployment) { d.Model = load("gptq-config.json"); d.EngineVersion = "v0" })
+	var errs []float64
+	for _, p := range published {
+		s := prefillStep(p.tokens)
+		model := float64(fp16.StepTime(s)) / float64(marlin.StepTime(s))
+		want := p.marlin / p.fp16
+		e := model/want - 1
+		t.Logf("%5d tokens: Marlin/fp16 %.2f, published %.2f (%+.1f%%)", p.tokens, model, want, 100*e)
+		if math.Abs(e) > 0.30 {
+			t.Errorf("%d tokens: Marlin/fp16 %.2f, published %.2f: off by %+.0f%%", p.tokens, model, want, 100*e)
+		}
+		errs = append(errs, math.Abs(e))
+	}
+	slices.Sort(errs)
+	if med := (errs[3] + errs[4]) / 2; med > 0.08 {
+		t.Errorf("median |error| of the Marlin/fp16 ratio %.1f%%, want at most 8%%", 100*med)
 	}
 }
