@@ -186,9 +186,10 @@
 //     PR #66: Llama-70B 4-bit on A100, 1k context, batch 16, prefill 12.2 s
 //     Marlin vs 9.68 s ExLlamaV2, which dequantizes to cuBLAS at large M
 //     as IST-DASLab/marlin issue #2 shows); on the GA102 die (A10, A10G,
-//     A40: the parts whose GEMMs come from the A40's table), whose tensor
-//     cores accumulate fp32 at half rate as Marlin's do, 3835.1/3903.2 =
-//     0.98: nm-vllm's A10G nightly (nm-gh-pages f3a6431, 2024-03-16)
+//     A40: the parts whose GEMMs come from the A40's table) 3835.1/3903.2
+//     = 0.98, measured on the A10G [assumption: the same ratio on the A10
+//     and A40; why Marlin keeps up there and not on the A100 is not
+//     established]: nm-vllm's A10G nightly (nm-gh-pages f3a6431, 2024-03-16)
 //     prefilled one 2,048-token prompt of OpenHermes-2.5-Mistral-7B at
 //     3,835.1 tokens/s from its Marlin checkpoint and 3,903.2 from fp16.
 //     Its prompts of 16–1,024 tokens check the curve

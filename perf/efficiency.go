@@ -193,10 +193,12 @@ func kernelPrefillFactor(k QuantKernel) float64 {
 }
 
 // ga102MarlinPrefillFactor is Marlin's large-M rate relative to fp16 on
-// the GA102 die (A10, A10G, A40), whose tensor cores accumulate in fp32 at
-// half rate, as Marlin's do: nm-vllm's A10G nightly (2024-03-16) prefilled
-// one 2,048-token prompt of OpenHermes-2.5-Mistral-7B at 3,835.1 tokens/s
-// from its Marlin checkpoint and 3,903.2 from fp16.
+// the A10G, applied to the GA102 parts whose GEMMs share the A40's table
+// (A10, A10G, A40) [assumption: one die, one ratio]: nm-vllm's A10G
+// nightly (2024-03-16) prefilled one 2,048-token prompt of
+// OpenHermes-2.5-Mistral-7B at 3,835.1 tokens/s from its Marlin checkpoint
+// and 3,903.2 from fp16. Why Marlin keeps up there and not on the A100 is
+// not established.
 const ga102MarlinPrefillFactor = 3835.1 / 3903.2
 
 // kernelPrefillFactorOn is kernelPrefillFactor for a deployment whose
