@@ -182,14 +182,19 @@ func QuantKernelFor(m Model, g GPU) QuantKernel {
 }
 
 // kernelPrefillFactor is the kernel's large-M GEMM rate relative to the
-// dense kernel at the same peak: Marlin's prefill took 12.2 s where
-// ExLlamaV2, which dequantizes and calls cuBLAS at large M, took 9.68 s
-// (Llama-70B 4-bit on A100, 1k context, batch 16).
-func kernelPrefillFactor(k QuantKernel) float64 {
-	if k == KernelMarlin {
-		return 9.68 / 12.2
+// dense kernel at the same peak, on a deployment whose GEMMs come from
+// gemmSource's kernel table ("" for the analytic roofline): Marlin's
+// prefill took 12.2 s where ExLlamaV2, which dequantizes and calls cuBLAS
+// at large M, took 9.68 s (Llama-70B 4-bit on A100, 1k context, batch
+// 16); the GA102 parts (the A40's table) have a measured rate of their own.
+func kernelPrefillFactor(k QuantKernel, gemmSource string) float64 {
+	switch {
+	case k != KernelMarlin:
+		return 1
+	case gemmSource == "A40":
+		return ga102MarlinPrefillFactor
 	}
-	return 1
+	return 9.68 / 12.2
 }
 
 // ga102MarlinPrefillFactor is Marlin's large-M rate relative to fp16 on
@@ -200,16 +205,6 @@ func kernelPrefillFactor(k QuantKernel) float64 {
 // and 3,903.2 from fp16. Why Marlin keeps up there and not on the A100 is
 // not established.
 const ga102MarlinPrefillFactor = 3835.1 / 3903.2
-
-// kernelPrefillFactorOn is kernelPrefillFactor for a deployment whose
-// GEMMs come from gemmSource's table: GA102 parts (the A40's table) have a
-// measured Marlin rate of their own.
-func kernelPrefillFactorOn(k QuantKernel, gemmSource string) float64 {
-	if k == KernelMarlin && gemmSource == "A40" {
-		return ga102MarlinPrefillFactor
-	}
-	return kernelPrefillFactor(k)
-}
 
 // exllamaDecodeCurve is ExLlamaV2's attained weight bandwidth relative to
 // an ideal kernel, by tokens per step: close to ideal at batch 1 (Marlin
@@ -235,14 +230,14 @@ type tableEfficiency struct {
 func efficiencyFor(g GPU, m Model, k QuantKernel) tableEfficiency {
 	fam, ok := gpuFamilyEfficiency[g.Name]
 	if !ok || !isCatalogGPU(g) {
-		f := kernelPrefillFactor(k)
+		f := kernelPrefillFactor(k, "")
 		return tableEfficiency{prefill: g.MFUPrefill * f, decode: g.MFUDecode * f, attention: g.MFUPrefill, kernel: k}
 	}
 	gemm := fam.gemm
 	if k == KernelFP8 && fam.fp8GEMM > 0 {
 		gemm = fam.fp8GEMM
 	}
-	gemm *= kernelPrefillFactor(k)
+	gemm *= kernelPrefillFactor(k, "")
 	return tableEfficiency{prefill: gemm, decode: gemm, attention: fam.attention, tokenCurve: true, kernel: k}
 }
 

@@ -551,7 +551,7 @@ func (g *gemmTimer) at(m, n, k float64) float64 {
 	weights := activationBytes * n * k
 	narrower := (bytes - weights + weights*g.weightFactor) / bytes
 	eff := tableEfficiency{kernel: g.kernel}
-	return t * (f/kernelPrefillFactorOn(g.kernel, g.src.Name) + (1-f)*narrower/eff.weightStreamFactor(m))
+	return t * (f/kernelPrefillFactor(g.kernel, g.src.Name) + (1-f)*narrower/eff.weightStreamFactor(m))
 }
 
 // slice evaluates a three-axis attention table along its first two axes

@@ -279,18 +279,11 @@ func TestPlanQuantizationFlag(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.id+"@"+tt.simAs, func(t *testing.T) {
-			i := slices.IndexFunc(c.Runs, func(r *Run) bool { return r.FullID() == tt.id })
-			if i < 0 {
-				t.Fatalf("run %s not in the built-in corpus", tt.id)
-			}
-			run := *c.Runs[i]
+			run := builtinRun(t, c, tt.id)
 			if tt.simAs != "" {
 				run.SimVLLMVersion = tt.simAs
 			}
-			p, err := newPlan(&run, c, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := planOf(t, c, &run)
 			if p.options.Quantization != tt.want {
 				t.Errorf("--quantization %q, want %q", p.options.Quantization, tt.want)
 			}
@@ -334,21 +327,14 @@ func TestPlanPrefixIsPartOfInputLen(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {
-			i := slices.IndexFunc(c.Runs, func(r *Run) bool { return r.FullID() == tt.id })
-			if i < 0 {
-				t.Fatalf("run %s not in the built-in corpus", tt.id)
-			}
-			run := *c.Runs[i]
+			run := builtinRun(t, c, tt.id)
 			if tt.prefixOnLengths > 0 {
 				if run.lengths == nil {
 					t.Fatalf("%s replays no per-request lengths", tt.id)
 				}
 				run.Workload.PrefixLen = tt.prefixOnLengths
 			}
-			p, err := newPlan(&run, c, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := planOf(t, c, &run)
 			got := p.spec.Random
 			if got.PrefixLen != tt.prefix {
 				t.Errorf("random prefix %d tokens, want %d", got.PrefixLen, tt.prefix)
@@ -373,11 +359,24 @@ func TestPlanPrefixIsPartOfInputLen(t *testing.T) {
 // builtinPlan is the simulation plan of the built-in corpus run id.
 func builtinPlan(t *testing.T, c *Corpus, id string) *plan {
 	t.Helper()
+	r := builtinRun(t, c, id)
+	return planOf(t, c, &r)
+}
+
+// builtinRun is a copy of the built-in corpus run id, for a test to edit.
+func builtinRun(t *testing.T, c *Corpus, id string) Run {
+	t.Helper()
 	i := slices.IndexFunc(c.Runs, func(r *Run) bool { return r.FullID() == id })
 	if i < 0 {
 		t.Fatalf("run %s not in the built-in corpus", id)
 	}
-	p, err := newPlan(c.Runs[i], c, Options{})
+	return *c.Runs[i]
+}
+
+// planOf is r's simulation plan.
+func planOf(t *testing.T, c *Corpus, r *Run) *plan {
+	t.Helper()
+	p, err := newPlan(r, c, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

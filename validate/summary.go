@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/servebench/servebench/metrics"
+	"github.com/servebench/servebench/vllm"
 )
 
 // Stat is one family's error over a group of runs, in percent.
@@ -132,7 +133,9 @@ func regimeIndex(r string) int {
 	return len(Regimes())
 }
 
-var lineOrder = []string{"0.4", "0.5", "0.6", "0.7-0.10", "0.11+", "unmodelled"}
+// lineOrder is vllm's release lines, oldest first; "unmodelled" and any
+// other name sort after them.
+var lineOrder = vllm.LineNames()
 
 func lineIndex(l string) int {
 	if l == "" {

@@ -234,13 +234,18 @@ func (p Profile) Name() string {
 	return fmt.Sprintf("%s (%s)", p.Release, strings.ToUpper(string(p.Engine)))
 }
 
-// KnownLines lists the release lines for error messages.
-func KnownLines() string {
+// LineNames are the release lines' names, oldest first.
+func LineNames() []string {
 	names := make([]string, len(lines))
 	for i, l := range lines {
 		names[i] = l.Name
 	}
-	return strings.Join(names, ", ")
+	return names
+}
+
+// KnownLines lists the release lines for error messages.
+func KnownLines() string {
+	return strings.Join(LineNames(), ", ")
 }
 
 // publishedVersion splits a published version (0.6.3.post1, v0.7.0,
