@@ -55,6 +55,7 @@ func (w *Workload) Register(fs *pflag.FlagSet) {
 	fs.IntVar(&ds.Random.OutputLen, "random-output-len", d.Random.OutputLen, "random dataset: output tokens per request")
 	fs.Float64Var(&ds.Random.RangeRatio, "random-range-ratio", 0, "random dataset: lengths drawn uniformly from [len*(1-r), len*(1+r)], r in [0,1)")
 	fs.IntVar(&ds.Random.PrefixLen, "random-prefix-len", 0, "random dataset: tokens of one shared prefix before each prompt")
+	fs.StringVar(&ds.Random.LengthDist, "random-length-dist", workload.LengthDistUniform, "random dataset: how lengths spread around --random-input-len and --random-output-len, which stay their means: uniform (vLLM's, within --random-range-ratio) or sharegpt (ShareGPT's spread: prompts shaped as vLLM's ShareGPT sample, log-normal outputs)")
 	fs.StringVar(&ds.Random.LengthsFrom, "random-lengths-from", "", "random dataset: take each request's input and output length, in order, from a result JSON's input_lens and output_lens (vLLM's or servebench's --save-detailed)")
 	fs.IntVar(&ds.Sonnet.InputLen, "sonnet-input-len", d.Sonnet.InputLen, "sonnet dataset: input tokens per request")
 	fs.IntVar(&ds.Sonnet.OutputLen, "sonnet-output-len", d.Sonnet.OutputLen, "sonnet dataset: output tokens per request")

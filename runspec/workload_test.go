@@ -49,3 +49,47 @@ func TestRandomLengthsFromFlag(t *testing.T) {
 		})
 	}
 }
+
+// TestRandomLengthDistFlag: --random-length-dist reaches the dataset spec,
+// uniform by default, and its contradictions come back naming flags.
+func TestRandomLengthDistFlag(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string // the LengthDist when accepted, else a substring of the error
+		ok   bool
+	}{
+		{"default", nil, "uniform", true},
+		{"sharegpt", []string{"--random-length-dist", "sharegpt", "--random-input-len", "217"}, "sharegpt", true},
+		{"unknown", []string{"--random-length-dist", "zipf"}, `--random-length-dist "zipf": unknown (want one of uniform, sharegpt)`, false},
+		{"with a range ratio", []string{"--random-length-dist", "sharegpt", "--random-range-ratio", "0.2"},
+			"--random-range-ratio 0.2: --random-length-dist sharegpt sets the spread; drop --random-range-ratio", false},
+		{"with a lengths file", []string{"--random-length-dist", "sharegpt", "--random-lengths-from", "run.json"},
+			`--random-length-dist sharegpt draws the lengths --random-lengths-from "run.json" gives`, false},
+		{"for another dataset", []string{"--random-length-dist", "sharegpt", "--dataset-name", "sharegpt", "--dataset-path", "sg.json"},
+			"--random-length-dist is for the random dataset, not sharegpt", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, kind := range []Kind{Sim, Bench} {
+				s := mustParse(t, kind, append([]string{"--num-prompts", "5"}, tt.args...))
+				r, err := s.ResolveWorkload()
+				if tt.ok {
+					if err != nil {
+						t.Fatalf("%s: %v", kind, err)
+					}
+					if got := r.Spec.Random.LengthDist; got != tt.want {
+						t.Fatalf("%s: LengthDist %q, want %q", kind, got, tt.want)
+					}
+					continue
+				}
+				if err == nil {
+					t.Fatalf("%s: accepted, want an error containing %q", kind, tt.want)
+				}
+				if flagged := FlagNames(err).Error(); !strings.Contains(flagged, tt.want) {
+					t.Fatalf("%s: error %q, want one containing %q", kind, flagged, tt.want)
+				}
+			}
+		})
+	}
+}

@@ -128,6 +128,11 @@ type Workload struct {
 	// detailed result JSON published them; sim then replays those
 	// lengths instead of the means.
 	Lengths string `yaml:"lengths"`
+	// ShareGPTOutputLen is the reply length every ShareGPT request asked
+	// for when the client fixed it (benchmark_throughput's --output-len,
+	// --sharegpt-output-len); 0: each reply's own length, which sim
+	// spreads as ShareGPT's replies (--random-length-dist sharegpt).
+	ShareGPTOutputLen int `yaml:"sharegpt_output_len"`
 }
 
 // Rate is requests per second; +Inf ("inf") sends everything at once.
@@ -446,6 +451,10 @@ func (r *Run) checkValues() error {
 		return fmt.Errorf("field workload.max_concurrency %d: must not be negative (0: no cap)", w.MaxConcurrency)
 	case w.Burstiness < 0:
 		return fmt.Errorf("field workload.burstiness %g: must be positive", w.Burstiness)
+	case w.ShareGPTOutputLen != 0 && w.Dataset != "sharegpt":
+		return fmt.Errorf("field workload.sharegpt_output_len %d: only a sharegpt workload has one; leave it out", w.ShareGPTOutputLen)
+	case w.ShareGPTOutputLen != 0 && w.ShareGPTOutputLen != w.OutputLen:
+		return fmt.Errorf("field workload.sharegpt_output_len %d: every reply is that long, so output_len must be %d too, not %d", w.ShareGPTOutputLen, w.ShareGPTOutputLen, w.OutputLen)
 	}
 	switch r.Benchmark {
 	case BenchmarkLatency:

@@ -41,6 +41,8 @@ func TestLoadRejectsBadCorpus(t *testing.T) {
 		{"bad-dataset", `run r1: field workload.dataset "hf": must be one of random, sharegpt, sonnet, fixed`},
 		{"zero-tp", "run r1: field tensor_parallel 0: must be at least 1"},
 		{"bad-range-ratio", "run r1: field workload.range_ratio 1.5: must be in [0, 1)"},
+		{"sharegpt-output-len-on-random", "run r1: field workload.sharegpt_output_len 128: only a sharegpt workload has one; leave it out"},
+		{"sharegpt-output-len-mismatch", "run r1: field workload.sharegpt_output_len 100: every reply is that long, so output_len must be 100 too, not 128"},
 		{"prefix-not-below-input", "run r1: field workload.prefix_len 512: must be below input_len 512, which counts the whole prompt, the shared prefix included"},
 		{"latency-without-batch", "run r1: field workload.batch_size: missing (required)"},
 		{"throughput-with-rate", "run r1: fields workload.request_rate and max_concurrency: the throughput benchmark sends every request at once"},

@@ -18,7 +18,11 @@
 // Approximations, each listed in the run's notes:
 //
 //   - every dataset is simulated as token-ID prompts of the run's lengths:
-//     ShareGPT at its mean lengths, sonnet with its shared prefix as
+//     ShareGPT spread as ShareGPT's around its mean lengths
+//     (--random-length-dist sharegpt: prompts shaped as vLLM's own
+//     ShareGPT sample, replies log-normal at ShareGPT's median/mean; see
+//     workload), or at its mean prompt when the client fixed every reply's
+//     length (workload.sharegpt_output_len), sonnet with its shared prefix as
 //     random_prefix_len (input_len counts the whole prompt, so the random
 //     part is input_len − prefix_len), fixed lengths with range ratio 0;
 //     a run that publishes every request's lengths (workload.lengths, or

@@ -11,6 +11,7 @@ import (
 
 	"github.com/servebench/servebench/internal/golden"
 	"github.com/servebench/servebench/vllm"
+	"github.com/servebench/servebench/workload"
 )
 
 func TestUnsimulableRunsAreListedAndCounted(t *testing.T) {
@@ -348,6 +349,45 @@ func TestPlanPrefixIsPartOfInputLen(t *testing.T) {
 			}
 			if at := slices.Index(p.args, "--random-input-len"); at >= 0 && p.args[at+1] != strconv.Itoa(tt.wantInput) {
 				t.Errorf("reproduce command %q: want --random-input-len %d", p.args, tt.wantInput)
+			}
+			if noted := slices.ContainsFunc(p.notes, func(n string) bool { return strings.Contains(n, tt.wantNote) }); tt.wantNote != "" && !noted {
+				t.Errorf("notes %q: want one saying %q", p.notes, tt.wantNote)
+			}
+		})
+	}
+}
+
+// TestPlanShareGPTLengths: a ShareGPT run without published per-request
+// lengths is simulated with ShareGPT's spread around its means
+// (--random-length-dist sharegpt), one whose client fixed every reply's
+// length keeps the means, and one that replays its own lengths draws none.
+func TestPlanShareGPTLengths(t *testing.T) {
+	c, err := LoadBuiltin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		id       string
+		wantDist string
+		wantNote string
+	}{
+		{"gpustack-qwen3-14b-h100/sharegpt-1000", workload.LengthDistShareGPT,
+			"ShareGPT approximated by random token prompts spread as ShareGPT's around the run's means (217 in, 202 out; --random-length-dist sharegpt)"},
+		{"nm-vllm-nightly-2024-03/a10g-llama2-7b-sharegpt-out128", "",
+			"ShareGPT approximated by random token prompts of its mean length, every reply 128 tokens as the client fixed them"},
+		{"dstack-h100-llama405b-fp8/sharegpt-qps16", "", "replayed with the run's own per-request lengths"},
+		{"gpustack-qwen3-14b-h100/random-128-4", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id, func(t *testing.T) {
+			run := builtinRun(t, c, tt.id)
+			p := planOf(t, c, &run)
+			if got := p.spec.Random.LengthDist; got != tt.wantDist {
+				t.Errorf("length distribution %q, want %q", got, tt.wantDist)
+			}
+			at := slices.Index(p.args, "--random-length-dist")
+			if (at >= 0) != (tt.wantDist != "") || (at >= 0 && p.args[at+1] != tt.wantDist) {
+				t.Errorf("reproduce command %q: want --random-length-dist %s only for a spread ShareGPT run", p.args, tt.wantDist)
 			}
 			if noted := slices.ContainsFunc(p.notes, func(n string) bool { return strings.Contains(n, tt.wantNote) }); tt.wantNote != "" && !noted {
 				t.Errorf("notes %q: want one saying %q", p.notes, tt.wantNote)

@@ -42,6 +42,9 @@ type plan struct {
 	vllmClient bool
 	inputLen   int
 	outputLen  int
+	// lengthDist is how sim spreads the lengths around their means
+	// (--random-length-dist).
+	lengthDist string
 }
 
 // unsimulable is a run sim cannot simulate, with the reason.
@@ -244,7 +247,7 @@ func (p *plan) planWorkload(r *Run) {
 	spec.Dataset = workload.DatasetRandom
 	spec.NumPrompts = w.NumPrompts
 	spec.Random = workload.RandomOptions{InputLen: p.inputLen, OutputLen: p.outputLen, RangeRatio: w.RangeRatio, PrefixLen: prefixLen,
-		Lengths: r.lengths}
+		Lengths: r.lengths, LengthDist: p.lengthDist}
 	rate := float64(w.RequestRate)
 	switch r.Benchmark {
 	case BenchmarkLatency:
@@ -268,6 +271,9 @@ func (p *plan) planWorkload(r *Run) {
 	}
 	if w.RangeRatio != 0 {
 		p.args = append(p.args, "--random-range-ratio", strconv.FormatFloat(w.RangeRatio, 'g', -1, 64))
+	}
+	if p.lengthDist != "" {
+		p.args = append(p.args, "--random-length-dist", p.lengthDist)
 	}
 	if prefixLen != 0 {
 		p.args = append(p.args, "--random-prefix-len", strconv.Itoa(prefixLen))
@@ -321,8 +327,12 @@ func (p *plan) planLengths(r *Run) (prefixLen int) {
 			p.notes = append(p.notes, fmt.Sprintf("the replayed lengths are whole prompts: the %d-token shared prefix is not simulated, so no prompt shares cached blocks", prefixLen))
 			prefixLen = 0
 		}
+	case w.Dataset == "sharegpt" && w.ShareGPTOutputLen > 0:
+		p.notes = append(p.notes, fmt.Sprintf("ShareGPT approximated by random token prompts of its mean length, every reply %d tokens as the client fixed them", w.ShareGPTOutputLen))
 	case w.Dataset == "sharegpt":
-		p.notes = append(p.notes, "ShareGPT approximated by its mean lengths (random token prompts)")
+		p.lengthDist = workload.LengthDistShareGPT
+		p.notes = append(p.notes, fmt.Sprintf("ShareGPT approximated by random token prompts spread as ShareGPT's around the run's means (%d in, %d out; --random-length-dist sharegpt): "+
+			"prompts shaped as vLLM's own ShareGPT sample, replies log-normal with ShareGPT's median/mean of 0.63", p.inputLen, p.outputLen))
 	case w.Dataset == "sonnet":
 		p.notes = append(p.notes, "sonnet approximated by random token prompts of the same lengths and shared prefix")
 	}

@@ -166,29 +166,44 @@ func readLengths(path string) ([]RequestLengths, error) {
 }
 
 // ReplayedLengths is the per-request lengths a random dataset replays
-// (RandomOptions.Lengths, or the file LengthsFrom names), nil when it
-// draws its lengths.
+// (RandomOptions.Lengths, the file LengthsFrom names, or LengthDist
+// sharegpt's draws), nil when it draws uniform lengths as it goes.
 func (s Spec) ReplayedLengths() ([]RequestLengths, error) {
 	if s.dataset() != DatasetRandom || !s.Random.useLengths() {
 		return nil, nil
 	}
-	if s.Random.Lengths != nil {
-		return s.Random.Lengths, nil
+	return s.Random.lengths(s.NumPrompts, s.Seed)
+}
+
+// lengths is Lengths, or else the lengths LengthsFrom names or
+// LengthDist draws for n requests from seed.
+func (o RandomOptions) lengths(n int, seed int64) ([]RequestLengths, error) {
+	switch {
+	case o.Lengths != nil:
+		return o.Lengths, nil
+	case o.LengthDist == LengthDistShareGPT:
+		return shareGPTLengths(n, o.InputLen, o.OutputLen, seed), nil
 	}
-	return readLengths(s.Random.LengthsFrom)
+	return readLengths(o.LengthsFrom)
 }
 
 // lengthsSource names where lengths came from, for errors.
 func (o RandomOptions) lengthsSource() string {
-	if o.LengthsFrom != "" {
+	switch {
+	case o.LengthsFrom != "":
 		return strconv.Quote(o.LengthsFrom)
+	case o.LengthDist == LengthDistShareGPT:
+		return "--random-length-dist sharegpt"
 	}
 	return "RandomOptions.Lengths"
 }
 
 // useLengths reports whether request lengths come from Lengths (or the
-// file LengthsFrom) rather than InputLen and OutputLen.
-func (o RandomOptions) useLengths() bool { return o.Lengths != nil || o.LengthsFrom != "" }
+// file LengthsFrom, or LengthDist's draws) rather than straight from
+// InputLen and OutputLen.
+func (o RandomOptions) useLengths() bool {
+	return o.Lengths != nil || o.LengthsFrom != "" || o.LengthDist == LengthDistShareGPT
+}
 
 // checkLengths checks the first n entries of Lengths: that there are n,
 // and that every prompt keeps a token once the tokenizer's numSpecial
@@ -225,13 +240,14 @@ func (o RandomOptions) requestLength(i, numSpecial int) (body, maxTokens int) {
 }
 
 // withLengths returns s with Random.Lengths read from Random.LengthsFrom
-// when only the file is named, and checked against NumPrompts.
+// when only the file is named (or drawn as Random.LengthDist says), and
+// checked against NumPrompts.
 func (s Spec) withLengths(numSpecial int) (Spec, error) {
 	if s.dataset() != DatasetRandom || !s.Random.useLengths() {
 		return s, nil
 	}
 	if s.Random.Lengths == nil {
-		lens, err := readLengths(s.Random.LengthsFrom)
+		lens, err := s.Random.lengths(s.NumPrompts, s.Seed)
 		if err != nil {
 			return s, err
 		}

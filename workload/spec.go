@@ -2,6 +2,7 @@ package workload
 
 import (
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/servebench/servebench/internal/option"
@@ -45,6 +46,11 @@ type RandomOptions struct {
 	// ParseLengths) Lengths is read from, when the workload is built, if
 	// Lengths is nil.
 	LengthsFrom string
+	// LengthDist (--random-length-dist) is how lengths spread around
+	// InputLen and OutputLen when neither Lengths nor LengthsFrom gives
+	// them: LengthDistUniform ("" too) or LengthDistShareGPT, whose
+	// lengths the workload draws from Seed when it is built.
+	LengthDist string
 }
 
 // SonnetOptions are the --sonnet-* flags.
@@ -147,6 +153,9 @@ func (s Spec) Validate() error {
 			return option.Errorf("{dataset_path} is required for {dataset_name} %s", name)
 		}
 	}
+	if name != DatasetRandom && s.Random.LengthDist == LengthDistShareGPT {
+		return option.Errorf("{random_length_dist} is for the random dataset, not %s (pass {dataset_name} random)", name)
+	}
 	if name != DatasetRandom && s.Random.useLengths() {
 		return option.Errorf("{random_lengths_from} is for the random dataset, not %s (pass {dataset_name} random)", name)
 	}
@@ -171,24 +180,43 @@ func (s Spec) Validate() error {
 
 func (o RandomOptions) validate(numPrompts int) error {
 	r := o.RangeRatio
+	switch {
+	case o.LengthDist != "" && !slices.Contains(lengthDistNames(), o.LengthDist):
+		return option.Errorf("{random_length_dist} %q: unknown (want one of %s)", o.LengthDist, strings.Join(lengthDistNames(), ", "))
+	case o.PrefixLen < 0:
+		return option.Errorf("{random_prefix_len} %d: must be >= 0", o.PrefixLen)
+	}
+	if o.LengthDist == LengthDistShareGPT && o.Lengths == nil {
+		switch {
+		case o.LengthsFrom != "":
+			return option.Errorf("{random_length_dist} sharegpt draws the lengths {random_lengths_from} %q gives; pass one of them", o.LengthsFrom)
+		case r != 0:
+			return option.Errorf("{random_range_ratio} %g: {random_length_dist} sharegpt sets the spread; drop {random_range_ratio}", r)
+		case o.InputLen < 1:
+			return option.Errorf("{random_input_len} %d: the mean prompt length must be at least 1 with {random_length_dist} sharegpt", o.InputLen)
+		}
+		return o.validateMeans()
+	}
 	if o.useLengths() {
 		switch {
 		case r != 0:
 			return option.Errorf("{random_range_ratio} %g: the lengths from %s are exact; drop {random_range_ratio}", r, o.lengthsSource())
-		case o.PrefixLen < 0:
-			return option.Errorf("{random_prefix_len} %d: must be >= 0", o.PrefixLen)
 		case o.Lengths == nil:
 			return nil // read and checked when the workload is built
 		}
 		return o.checkLengths(numPrompts, 0)
 	}
+	return o.validateMeans()
+}
+
+// validateMeans checks the lengths the requests are drawn around.
+func (o RandomOptions) validateMeans() error {
+	r := o.RangeRatio
 	switch {
 	case math.IsNaN(r) || r < 0 || r >= 1:
 		return option.Errorf("{random_range_ratio} %g: must be in [0, 1)", r)
 	case o.InputLen < 0:
 		return option.Errorf("{random_input_len} %d: must be >= 0", o.InputLen)
-	case o.PrefixLen < 0:
-		return option.Errorf("{random_prefix_len} %d: must be >= 0", o.PrefixLen)
 	case o.OutputLen < 1:
 		return option.Errorf("{random_output_len} %d: must be at least 1", o.OutputLen)
 	}

@@ -190,7 +190,7 @@ func TestValidateJSONAndExplain(t *testing.T) {
 	}
 	for _, want := range []string{"Source: validate-to-sim equivalence fixture", "split fit",
 		"Approximated: outputs stopped at EOS: simulated at the run's mean of 185 tokens",
-		"Approximated: ShareGPT approximated by its mean lengths",
+		"Approximated: ShareGPT approximated by random token prompts spread as ShareGPT's around the run's means (220 in, 185 out; --random-length-dist sharegpt)",
 		"servebench sim --model meta-llama/Meta-Llama-3-8B-Instruct --gpu A100-80GB --vllm-version 0.6.3 --engine v0 --max-num-seqs 128 --num-scheduler-steps 8 --swap-space 16 --dataset-name random --num-prompts 200 --random-input-len 220 --random-output-len 185",
 		"--max-concurrency 8", "--burstiness 2", "median_ttft_ms"} {
 		if !strings.Contains(explain, want) {
