@@ -21,10 +21,10 @@ const (
 
 func lengthDistNames() []string { return []string{LengthDistUniform, LengthDistShareGPT} }
 
-// ShareGPT's reply lengths (vLLM's and SGLang's ShareGPT samplers keep the
-// same conversations: both drop prompts or replies under 4 tokens,
-// prompts over 1,024 and pairs over 2,048) have a median of 0.63 of
-// their mean. Mean: SGLang issue #2097 printed 226,901 output tokens for
+// ShareGPT's reply lengths (vLLM's ShareGPT sampler and SGLang's of 2024
+// keep the same conversations: both drop prompts or replies under 4
+// tokens, prompts over 1,024 and pairs over 2,048) have a median of 0.63
+// of their mean. Mean: SGLang issue #2097 printed 226,901 output tokens for
 // the 1,200 replies its sampler draws at its default seed (Llama 3.1's
 // tokenizer, ignore_eos, so each reply is as long as ShareGPT's), 189.1
 // a request. Median: SGLang's published vLLM 0.6.0 run at 8 requests/s on
