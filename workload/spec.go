@@ -149,6 +149,9 @@ func (s Spec) Validate() error {
 			return option.Errorf("{dataset_path} %q: the %s dataset reads no file (pass {dataset_name} sharegpt, custom or sonnet)", s.Path, name)
 		}
 	default:
+		if s.Path == "" && name == DatasetShareGPT {
+			return option.Errorf("{dataset_path} is required for {dataset_name} sharegpt (ShareGPT's JSON; without it, {dataset_name} random {random_length_dist} sharegpt spreads random prompts as ShareGPT's)")
+		}
 		if s.Path == "" {
 			return option.Errorf("{dataset_path} is required for {dataset_name} %s", name)
 		}

@@ -57,7 +57,7 @@ func TestSpecValidate(t *testing.T) {
 		{"empty prompts", func(s *Spec) { s.Random.InputLen = 0 }, "random_input_len 0: too small, the shortest prompt would have 0 tokens"},
 		{"range ratio empties short prompts", func(s *Spec) { s.Random.InputLen = 1; s.Random.RangeRatio = 0.5 }, "random_input_len 1: too small"},
 		{"prefix alone is enough", func(s *Spec) { s.Random.InputLen = 0; s.Random.PrefixLen = 5 }, ""},
-		{"sharegpt needs a path", func(s *Spec) { s.Dataset = DatasetShareGPT }, "dataset_path is required for dataset_name sharegpt"},
+		{"sharegpt needs a path", func(s *Spec) { s.Dataset = DatasetShareGPT }, "dataset_path is required for dataset_name sharegpt (ShareGPT's JSON; without it, dataset_name random random_length_dist sharegpt"},
 		{"sharegpt negative output", func(s *Spec) { s.Dataset = DatasetShareGPT; s.Path = "a"; s.ShareGPT.OutputLen = -3 }, "sharegpt_output_len -3"},
 		{"sharegpt ok", func(s *Spec) { s.Dataset = DatasetShareGPT; s.Path = "a" }, ""},
 		{"custom zero output", func(s *Spec) { s.Dataset = DatasetCustom; s.Path = "a"; s.Custom.OutputLen = 0 }, "custom_output_len 0"},
