@@ -77,8 +77,9 @@ func (r *specRun) run(ctx context.Context) error {
 	if r.work, err = s.ResolveWorkload(); err != nil {
 		return err
 	}
-	// A lengths file is read once, here: the stream replays it and the
-	// client stage reads its first-token marks.
+	// A lengths file is read (or --random-length-dist sharegpt's lengths
+	// drawn) once, here: the stream replays them and the client stage
+	// reads their first-token marks.
 	if r.work.Spec.Random.Lengths, err = r.work.Spec.ReplayedLengths(); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -97,26 +98,21 @@ func apportion(weights []float64, total int) []int {
 		sum += w
 	}
 	shares := make([]int, len(weights))
-	fractions := make([]int, len(weights))
 	frac := make([]float64, len(weights))
 	given := 0
 	for i, w := range weights {
 		exact := w / sum * float64(total)
 		shares[i] = int(exact)
 		frac[i] = exact - float64(shares[i])
-		fractions[i] = i
 		given += shares[i]
 	}
-	slices.SortStableFunc(fractions, func(a, b int) int {
-		switch {
-		case frac[a] > frac[b]:
-			return -1
-		case frac[a] < frac[b]:
-			return 1
-		}
-		return 0
-	})
-	for _, i := range fractions[:max(0, min(len(fractions), total-given))] {
+	// Indices by falling fraction; the stable sort keeps the earlier on a tie.
+	order := make([]int, len(weights))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(frac[b], frac[a]) })
+	for _, i := range order[:max(0, min(len(order), total-given))] {
 		shares[i]++
 	}
 	return shares
