@@ -23,6 +23,7 @@ var roundTripCases = []struct {
 	{Bench, []string{"--num-prompts", "1000", "--backend", "openai"}}, // explicit defaults stay given
 	{Sim, []string{"--model", "Qwen2-7B", "-tp", "2", "--enable-prefix-caching=false", "--vllm-version", "0.6.3",
 		"--topology", "pd", "--prefill-tp", "2", "--kv-link-setup", "500us", "--gpu-memory-utilization", "0.85", "--throughput", "--random-lengths-from", "runs/vllm detailed.json"}},
+	{Sim, []string{"--backend", "openai-chat", "--max-concurrency", "8"}},
 	{Serve, []string{"--api-key", "key-secret-1", "--served-model-name", "a", "b", "--seed", "7", "--inter-token-latency", "12",
 		"--time-to-first-token", "1.5s", "--kv-role", "consumer", "--port", "0"}},
 }
@@ -345,6 +346,43 @@ func TestMaskedSecretsAreNotSent(t *testing.T) {
 		}
 		if err := back.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s spec from masked YAML: %v, want %q", tc.kind, err, tc.want)
+		}
+	}
+}
+
+// sim's --backend names the API as bench's does: a chat backend has the
+// server prepare each request's chat template; an unknown name, or a chat
+// API in the offline throughput benchmark, is refused in one line.
+func TestSimBackendFlag(t *testing.T) {
+	tests := []struct {
+		args     []string
+		wantChat bool
+		wantErr  string
+	}{
+		{nil, false, ""},
+		{[]string{"--backend", "vllm"}, false, ""},
+		{[]string{"--backend", "openai-chat"}, true, ""},
+		{[]string{"--backend", "tgi"}, true, ""},
+		{[]string{"--backend", "gemini"}, false, `--backend "gemini": not supported; use one of openai, vllm`},
+		{[]string{"--backend", "openai-chat", "--throughput"}, false, "--backend openai-chat with --throughput: the offline throughput benchmark calls no API"},
+		{[]string{"--backend", "openai-chat", "--topology", "colocated", "--replicas", "2"}, false, "--backend openai-chat with --topology: the chat preparation of a fleet's API servers is not modelled"},
+	}
+	for _, tt := range tests {
+		s, err := Parse(Sim, tt.args)
+		if err == nil {
+			err = s.Validate()
+		}
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("%q: error %v, want one line containing %q", tt.args, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", tt.args, err)
+		}
+		if got := s.Simulation.Chat(); got != tt.wantChat {
+			t.Errorf("%q: Chat() %v, want %v", tt.args, got, tt.wantChat)
 		}
 	}
 }

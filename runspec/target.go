@@ -77,6 +77,14 @@ func (t *Target) Register(fs *pflag.FlagSet) {
 // Chat reports whether the backend speaks the chat completions API.
 func (t *Target) Chat() bool { return contains(chatBackends, t.Backend) }
 
+// KnownBackend reports whether name is a --backend bench speaks.
+func KnownBackend(name string) bool {
+	return contains(chatBackends, name) || contains(completionBackends, name)
+}
+
+// ChatBackend reports whether --backend name calls a chat completions API.
+func ChatBackend(name string) bool { return contains(chatBackends, name) }
+
 // EndpointPath is --endpoint, or the backend's default API path.
 func (t *Target) EndpointPath() string {
 	switch {
@@ -262,7 +270,14 @@ type Simulation struct {
 	// ClientVLLMBench what vLLM's benchmark client observes through its
 	// one thread (sim.ApplyClient).
 	Client string
+	// Backend is the API the simulated client calls, named as bench's
+	// --backend: a chat backend makes vLLM's server prepare each request's
+	// chat template first (sim.Config.ChatPrepare).
+	Backend string
 }
+
+// Chat reports whether the simulated client calls the chat completions API.
+func (s *Simulation) Chat() bool { return ChatBackend(s.Backend) }
 
 // The --client values.
 const (
@@ -277,6 +292,7 @@ func (s *Simulation) Register(fs *pflag.FlagSet) {
 	fs.DurationVar(&s.StatsInterval, "stats-interval", 0, "engine statistics sampling period in virtual time, for the time series and --log-stats (default: vLLM's, 5s for v0 and 10s for v1; 0 disables, as in serve)")
 	fs.BoolVar(&s.LogStats, "log-stats", false, "print vLLM's periodic stats lines (Avg prompt throughput ...) on stderr")
 	fs.StringVar(&s.Client, "client", ClientNone, "whose view the figures take: none (what the server streams) or vllm-bench (what vLLM's benchmark client observes: its one thread's measured CPU per request and per chunk delays what it times under load)")
+	fs.StringVar(&s.Backend, "backend", "openai", "API the client calls, as bench's --backend: openai, vllm, sglang, lmdeploy, llama.cpp (completions) or openai-chat, vllm-chat, sglang-chat, tgi (chat: vLLM's server prepares each chat template on its one event loop before the engine sees the request)")
 }
 
 func (s *Simulation) check() error {
@@ -285,6 +301,12 @@ func (s *Simulation) check() error {
 	}
 	if s.Client != "" && s.Client != ClientNone && s.Client != ClientVLLMBench {
 		return fmt.Errorf("--client %q: use %s or %s", s.Client, ClientNone, ClientVLLMBench)
+	}
+	if s.Backend != "" && !KnownBackend(s.Backend) {
+		return fmt.Errorf("--backend %q: not supported; use one of openai, vllm, sglang, lmdeploy, llama.cpp, openai-chat, vllm-chat, sglang-chat, tgi", s.Backend)
+	}
+	if s.Throughput && s.Chat() {
+		return fmt.Errorf("--backend %s with --throughput: the offline throughput benchmark calls no API; leave --backend out", s.Backend)
 	}
 	return nil
 }

@@ -40,6 +40,9 @@ func (s *Spec) Validate() error {
 		if err := s.Simulation.check(); err != nil {
 			return err
 		}
+		if s.Simulation.Chat() && s.Topology.Active() {
+			return fmt.Errorf("--backend %s with --topology: the chat preparation of a fleet's API servers is not modelled; leave --backend out to time the fleet as for the completions API", s.Simulation.Backend)
+		}
 		if err := s.checkRun(changed); err != nil {
 			return err
 		}

@@ -93,6 +93,15 @@ type Config struct {
 	// charges no Ingest, and a KV producer (whose one-token answer goes
 	// to the proxy, not the client) charges no Delivery. 0: none.
 	Ingest, Delivery time.Duration
+	// ChatPrepare is the OpenAI server's event-loop time per chat request
+	// before it hands the request on (vllm.Resolved.ChatPrepare;
+	// sim.Config's field of the same name): requests pass the one loop in
+	// the order they came, and a request is handed on only after the
+	// preparations queued before its own finished, so a burst of n chat
+	// requests reaches the engine after n preparations. Completions
+	// requests prepare nothing but keep their place in the loop. A KV
+	// consumer charges none (the prefill server did). 0: none.
+	ChatPrepare time.Duration
 	// AsyncOutputLag is V0's async output processing (vLLM 0.6–0.10 by
 	// default; vllm.Resolved.AsyncOutputLag, sim.Config's field of the
 	// same name): a step's tokens go out when the next step ends, and
@@ -148,6 +157,9 @@ func (c *Config) withDefaults() Config {
 		out.Faults.SlowFirstByte = 2 * time.Second
 	}
 	out.Ingest, out.Delivery = out.chargedLatencies()
+	if out.KVTransfer != nil && out.KVTransfer.Role == KVConsumer {
+		out.ChatPrepare = 0
+	}
 	if out.Version == "" {
 		out.Version = "0.8.5"
 		if out.Engine.Version == engine.V0 {
@@ -190,8 +202,8 @@ func (c *Config) validate() error {
 	if c.MaxConnections < 0 {
 		return fmt.Errorf("serve: max connections %d is negative; use 0 for no cap", c.MaxConnections)
 	}
-	if c.Ingest < 0 || c.Delivery < 0 {
-		return fmt.Errorf("serve: request latencies (ingest %v, delivery %v) must not be negative; use 0 for none", c.Ingest, c.Delivery)
+	if c.Ingest < 0 || c.Delivery < 0 || c.ChatPrepare < 0 {
+		return fmt.Errorf("serve: request latencies (ingest %v, delivery %v, chat preparation %v) must not be negative; use 0 for none", c.Ingest, c.Delivery, c.ChatPrepare)
 	}
 	if c.StatsInterval < 0 {
 		return fmt.Errorf("serve: stats interval %v is negative; use 0 to disable the stats line", c.StatsInterval)

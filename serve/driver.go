@@ -357,11 +357,21 @@ func (d *driver) idleWait(ctx context.Context, timer *time.Timer) bool {
 func (d *driver) drain(clock time.Duration) {
 	s := d.s
 	s.mu.Lock()
-	if s.cfg.Ingest > 0 {
-		// Arrivals are in inbox order: one Ingest after each submit.
+	if s.cfg.Ingest > 0 || s.cfg.ChatPrepare > 0 {
+		// Arrivals are in inbox order: one Ingest after each submit, or
+		// after each hand-off from the event loop.
 		k := 0
-		for k < len(s.inbox) && s.inbox[k].req.Arrival <= clock {
-			k++
+		for ; k < len(s.inbox); k++ {
+			st := s.inbox[k]
+			if st.handOffPending {
+				if st.prepared > clock {
+					break
+				}
+				s.resolveHandOff(k)
+			}
+			if st.req.Arrival > clock {
+				break
+			}
 		}
 		d.inbox = append(d.inbox[:0], s.inbox[:k]...)
 		n := copy(s.inbox, s.inbox[k:])
@@ -369,7 +379,11 @@ func (d *driver) drain(clock time.Duration) {
 		s.inbox = s.inbox[:n]
 		d.ingestPending = n > 0
 		if d.ingestPending {
-			d.ingestNext = s.inbox[0].req.Arrival
+			head := s.inbox[0]
+			d.ingestNext = head.req.Arrival
+			if head.handOffPending {
+				d.ingestNext = head.prepared // its hand-off is known then
+			}
 		}
 	} else {
 		d.inbox, s.inbox = s.inbox, d.inbox[:0]

@@ -93,6 +93,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	st.req.Arrival = s.now()
 	st.remotePrefill = g.remotePrefill
 	st.accepted, st.acceptedAt = true, accepted
+	st.chat = chat
 	if e := s.awaitKV(r, &st.req); e != nil {
 		writeAPIError(w, e, style)
 		return

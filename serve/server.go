@@ -76,11 +76,14 @@ type Server struct {
 	commands []func(*driver)
 	closed   bool
 	deadErr  error // the engine died (swap space exhausted)
-	// lastArrival is the latest engine arrival submit gave (with Ingest).
+	// lastArrival is the latest engine arrival given (with Ingest).
 	lastArrival time.Duration
-	wake        chan struct{}
-	stopped     chan struct{} // closed when Run returns
-	deliverer   deliverer
+	// loopFree is when the event loop finishes the preparations queued so
+	// far (Config.ChatPrepare).
+	loopFree  time.Duration
+	wake      chan struct{}
+	stopped   chan struct{} // closed when Run returns
+	deliverer deliverer
 }
 
 func newInstanceNonce() uint64 {
@@ -193,7 +196,23 @@ func (s *Server) submit(st *stream) error {
 		s.mu.Unlock()
 		return errServerClosed
 	}
-	if s.cfg.Ingest > 0 {
+	switch {
+	case s.cfg.ChatPrepare > 0:
+		// The hand-off waits for the preparations queued before this
+		// one's finished, which later submits may add to: drain resolves
+		// it once the preparation is over.
+		st.submitted = s.now()
+		st.from = st.submitted
+		if st.accepted {
+			st.from = st.acceptedAt
+		}
+		st.prepared = max(st.from, s.loopFree)
+		if st.chat {
+			st.prepared += s.cfg.ChatPrepare
+		}
+		s.loopFree = st.prepared
+		st.handOffPending = true
+	case s.cfg.Ingest > 0:
 		// Under the lock, and never before the previous request's, so
 		// that arrivals follow the inbox's order.
 		now := s.now()
@@ -208,6 +227,24 @@ func (s *Server) submit(st *stream) error {
 	s.mu.Unlock()
 	s.poke()
 	return nil
+}
+
+// resolveHandOff sets the Arrival of s.inbox[i], whose preparation is
+// over and which is next to leave: the event loop hands it on after the
+// preparations of the requests that reached the loop before that (the
+// inbox is in submit order), then Ingest runs. Call with s.mu held.
+func (s *Server) resolveHandOff(i int) {
+	head := s.inbox[i]
+	handOff := head.prepared
+	for _, st := range s.inbox[i+1:] {
+		if st.from > head.prepared {
+			break
+		}
+		handOff = st.prepared
+	}
+	head.req.Arrival = max(handOff+s.cfg.Ingest, head.submitted, s.lastArrival)
+	s.lastArrival = head.req.Arrival
+	head.handOffPending = false
 }
 
 // abort tells the step loop a client went away.

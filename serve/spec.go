@@ -97,10 +97,10 @@ func configOf(ctx context.Context, s *runspec.Spec, r *runspec.ResolvedEngine) (
 		}
 		stepModel, fixed = m, &f
 	}
-	ingest, delivery := r.Ingest, r.Delivery
+	ingest, delivery, chat := r.Ingest, r.Delivery, r.ChatPrepare
 	if fixed != nil {
 		// The fixed latencies are what the client sees, end to end.
-		ingest, delivery = 0, 0
+		ingest, delivery, chat = 0, 0, 0
 	}
 	outputLen, err := ParseOutputLenDist(srv.OutputLenDist)
 	if err != nil {
@@ -152,6 +152,7 @@ func configOf(ctx context.Context, s *runspec.Spec, r *runspec.ResolvedEngine) (
 		MaxConnections:            srv.MaxConnections,
 		Ingest:                    ingest,
 		Delivery:                  delivery,
+		ChatPrepare:               chat,
 		// Fixed latencies are what the client sees; multi-step groups
 		// are not served step by step.
 		AsyncOutputLag: r.AsyncOutputLag && fixed == nil && r.SchedulerSteps <= 1,
@@ -282,7 +283,7 @@ func StartEmulated(ctx context.Context, r *runspec.ResolvedEngine, model string)
 	running, err := Start(ctx, Config{
 		Engine: r.Engine, StepModel: r.StepModel, Model: model, Tokenizer: tok, PromptVocab: r.Deployment.Model.Vocab,
 		Logger: slog.New(slog.DiscardHandler), Version: r.Profile.Release.String(),
-		Ingest: r.Ingest, Delivery: r.Delivery,
+		Ingest: r.Ingest, Delivery: r.Delivery, ChatPrepare: r.ChatPrepare,
 	}, "127.0.0.1:0")
 	if err != nil {
 		return nil, err

@@ -34,7 +34,15 @@ type stream struct {
 	// and tokenization count against it rather than on top of it.
 	acceptedAt time.Duration
 	accepted   bool
-	abortSent  atomic.Bool
+	// chat: a chat completions request, which the server prepares
+	// (Config.ChatPrepare). from is when its Ingest and preparation may
+	// start, submitted when submit ran, prepared when the event loop
+	// finished preparing it; handOffPending says its hand-off (and so its
+	// Arrival) is not known yet (Server.resolveHandOff).
+	chat                      bool
+	from, submitted, prepared time.Duration
+	handOffPending            bool
+	abortSent                 atomic.Bool
 	// computed, if set, is called once on the step loop when the step that
 	// finished the prompt is due (a KV producer starts its transfer then);
 	// it must not block. Set before submit.

@@ -56,6 +56,15 @@ type Config struct {
 	// latency count them, a request holds its MaxConcurrency slot until
 	// its last token is received, and the run ends when the last one is.
 	Ingest, Delivery time.Duration
+	// ChatPrepare is the CPU time the OpenAI server's event loop spends on
+	// each chat request before it first hands the request on (vLLM's chat
+	// template resolution and rendering; vllm.Resolved.ChatPrepare; 0 for
+	// the completions API). The loop is one thread that runs what is ready
+	// in the order it became ready, so a request's hand-off waits behind
+	// every preparation queued before its own finished: a request sent
+	// alone waits ChatPrepare, and of n sent at once none reaches the
+	// engine before n·ChatPrepare. Ingest follows the hand-off.
+	ChatPrepare time.Duration
 	// AsyncOutputLag is V0's async output processing (vLLM 0.6–0.10 by
 	// default, PR #7049): the engine processes step i's outputs inside
 	// step i+1 (the model runner's async callback) and LLMEngine.step
@@ -198,7 +207,7 @@ func RunStream(ctx context.Context, cfg Config, reqs *workload.Stream, emit func
 		return nil, fmt.Errorf("sim: engine config: %w", err)
 	}
 	r.cfg, r.eng = cfg, eng
-	r.lat = cfg.Ingest > 0 || cfg.Delivery > 0
+	r.lat = cfg.Ingest > 0 || cfg.Delivery > 0 || cfg.ChatPrepare > 0
 	r.host, _ = cfg.Model.(HostAwareModel)
 	r.depth = eng.MaxBatches()
 	r.virtualEngines = r.depth > 1 && cfg.Engine.Version == engine.V0
@@ -290,9 +299,15 @@ type runner struct {
 	// counts requests the client has sent and not received in full;
 	// releases holds the instants the client receives the last token of
 	// finished requests, oldest first (from relHead).
-	lat            bool
-	sent           []sentRequest
-	sentHead       int
+	lat      bool
+	sent     []sentRequest
+	sentHead int
+	// loopFree is when the server's event loop finishes the chat
+	// preparations queued so far (Config.ChatPrepare); handoffScan is the
+	// last sent request known to have been queued before the head's
+	// preparation finished.
+	loopFree       time.Duration
+	handoffScan    int
 	clientInFlight int
 	releases       []time.Duration
 	relHead        int
@@ -387,7 +402,8 @@ func (r *runner) admitArrivals(next **workload.Request, id *int) error {
 	}
 	for *next != nil && (*next).Arrival <= r.now && !r.full() && r.groupLeft == 0 {
 		w := r.reqs.Next()
-		if err := r.add(*id, w, max(w.Arrival, r.slotFreedAt), r.reqs.PromptRef()); err != nil {
+		start := max(w.Arrival, r.slotFreedAt)
+		if err := r.add(*id, w, start, start, r.reqs.PromptRef()); err != nil {
 			return err
 		}
 		*id++
@@ -623,12 +639,16 @@ func (r *runner) full() bool {
 }
 
 // sentRequest is a request the client has sent (at start) that has not
-// reached the engine yet (Config.Ingest).
+// reached the engine yet (Config.Ingest, ChatPrepare).
 type sentRequest struct {
 	w     workload.Request
 	ref   workload.PromptRef
 	id    int
 	start time.Duration
+	// prepared is when the server's event loop finished preparing the
+	// request (Config.ChatPrepare; start without it); handoff when the
+	// loop passed it on, or unknown (-1) until prepared has passed.
+	prepared, handoff time.Duration
 }
 
 // clientEvents applies, in time order, what the client did up to now
@@ -651,7 +671,13 @@ func (r *runner) clientEvents(next **workload.Request, id *int) error {
 			continue
 		case arrDue && !r.clientFull():
 			w := r.reqs.Next()
-			r.sent = append(r.sent, sentRequest{w: *w, ref: r.reqs.PromptRef(), id: *id, start: max(w.Arrival, r.slotFreedAt)})
+			start := max(w.Arrival, r.slotFreedAt)
+			sr := sentRequest{w: *w, ref: r.reqs.PromptRef(), id: *id, start: start, prepared: start, handoff: start}
+			if c := r.cfg.ChatPrepare; c > 0 {
+				r.loopFree = max(start, r.loopFree) + c
+				sr.prepared, sr.handoff = r.loopFree, -1
+			}
+			r.sent = append(r.sent, sr)
 			*id++
 			r.clientInFlight++
 			*next = r.reqs.Peek()
@@ -663,18 +689,42 @@ func (r *runner) clientEvents(next **workload.Request, id *int) error {
 		r.releases = r.releases[:copy(r.releases, r.releases[r.relHead:])]
 		r.relHead = 0
 	}
-	for r.sentHead < len(r.sent) && r.sent[r.sentHead].start+r.cfg.Ingest <= r.now && r.groupLeft == 0 {
+	for r.sentHead < len(r.sent) && r.groupLeft == 0 {
 		s := &r.sent[r.sentHead]
+		if s.handoff < 0 && !r.resolveHandoff() {
+			break
+		}
+		if s.handoff+r.cfg.Ingest > r.now {
+			break
+		}
 		r.sentHead++
-		if err := r.add(s.id, &s.w, s.start, s.ref); err != nil {
+		if err := r.add(s.id, &s.w, s.start, s.handoff+r.cfg.Ingest, s.ref); err != nil {
 			return err
 		}
 		*s = sentRequest{}
 	}
 	if r.sentHead == len(r.sent) {
-		r.sent, r.sentHead = r.sent[:0], 0
+		r.sent, r.sentHead, r.handoffScan = r.sent[:0], 0, 0
 	}
 	return nil
+}
+
+// resolveHandoff sets the head sent request's hand-off once its
+// preparation has finished (so every request sent before then is known):
+// the event loop runs the hand-off after the preparations of all requests
+// that reached it first, the last of which ends at its own prepared.
+func (r *runner) resolveHandoff() bool {
+	head := &r.sent[r.sentHead]
+	if head.prepared > r.now {
+		return false
+	}
+	j := max(r.handoffScan, r.sentHead)
+	for j+1 < len(r.sent) && r.sent[j+1].start <= head.prepared {
+		j++
+	}
+	r.handoffScan = j
+	head.handoff = r.sent[j].prepared
+	return true
 }
 
 // nextClientEvent is the instant of the client's next event with request
@@ -688,7 +738,12 @@ func (r *runner) nextClientEvent(next *workload.Request) (time.Duration, bool) {
 		t, ok = min(t, next.Arrival), true
 	}
 	if r.sentHead < len(r.sent) && r.groupLeft == 0 {
-		t, ok = min(t, r.sent[r.sentHead].start+r.cfg.Ingest), true
+		s := &r.sent[r.sentHead]
+		at := s.handoff + r.cfg.Ingest
+		if s.handoff < 0 {
+			at = s.prepared // the hand-off is known then
+		}
+		t, ok = min(t, at), true
 	}
 	return t, ok
 }
@@ -697,11 +752,11 @@ func (r *runner) clientFull() bool {
 	return r.cfg.MaxConcurrency > 0 && r.clientInFlight >= r.cfg.MaxConcurrency
 }
 
-// add hands the engine request w, sent by the client at start; ref names
-// its prompt when prompts are deferred.
-func (r *runner) add(id int, w *workload.Request, start time.Duration, ref workload.PromptRef) error {
-	// The engine's queue sees the request when it arrives there.
-	er := engine.Request{ID: uint64(id), MaxTokens: w.MaxTokens, Arrival: start + r.cfg.Ingest, DeferredPrompt: r.deferred}
+// add hands the engine request w, sent by the client at start and in the
+// engine's queue from arrival; ref names its prompt when prompts are
+// deferred.
+func (r *runner) add(id int, w *workload.Request, start, arrival time.Duration, ref workload.PromptRef) error {
+	er := engine.Request{ID: uint64(id), MaxTokens: w.MaxTokens, Arrival: arrival, DeferredPrompt: r.deferred}
 	ids := w.PromptIDs
 	switch {
 	case ids != nil:

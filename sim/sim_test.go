@@ -147,17 +147,18 @@ func TestRunGolden(t *testing.T) {
 // emitted as requests finish (in completion order), not at the end.
 func TestRunRecordInvariants(t *testing.T) {
 	for _, c := range []struct {
-		v                engine.Version
-		ingest, delivery time.Duration
-		name             string
-		lag              bool
-	}{{engine.V0, 0, 0, "v0", false}, {engine.V1, 0, 0, "v1", false}, {engine.V0, 9 * time.Millisecond, 2 * time.Millisecond, "v0-latencies", false},
-		{engine.V1, 9 * time.Millisecond, 2 * time.Millisecond, "v1-latencies", false}, {engine.V0, 0, 0, "v0-async-output", true},
-		{engine.V0, 9 * time.Millisecond, 2 * time.Millisecond, "v0-async-output-latencies", true}} {
+		v                      engine.Version
+		ingest, delivery, chat time.Duration
+		name                   string
+		lag                    bool
+	}{{engine.V0, 0, 0, 0, "v0", false}, {engine.V1, 0, 0, 0, "v1", false}, {engine.V0, 9 * time.Millisecond, 2 * time.Millisecond, 0, "v0-latencies", false},
+		{engine.V1, 9 * time.Millisecond, 2 * time.Millisecond, 0, "v1-latencies", false}, {engine.V0, 0, 0, 0, "v0-async-output", true},
+		{engine.V0, 9 * time.Millisecond, 2 * time.Millisecond, 0, "v0-async-output-latencies", true},
+		{engine.V1, 9 * time.Millisecond, 2 * time.Millisecond, 30 * time.Millisecond, "v1-chat", false}} {
 		v := c.v
 		t.Run(c.name, func(t *testing.T) {
 			reqs := randomWorkload(9, 400, 40)
-			cfg := Config{Engine: engineConfig(v), Model: simpleModel, Ingest: c.ingest, Delivery: c.delivery, AsyncOutputLag: c.lag}
+			cfg := Config{Engine: engineConfig(v), Model: simpleModel, Ingest: c.ingest, Delivery: c.delivery, ChatPrepare: c.chat, AsyncOutputLag: c.lag}
 			cfg.Engine.NumGPUBlocks = 400 // force preemptions
 			res, recs := collect(t, cfg, reqs)
 			if len(recs) != len(reqs) {
@@ -655,6 +656,68 @@ func TestRequestLatencies(t *testing.T) {
 				t.Errorf("duration %v, want %v", res.Duration, tt.wantDuration)
 			}
 		})
+	}
+}
+
+// Chat preparation, worked by hand with 10 ms steps, ChatPrepare 4 ms,
+// Ingest 5 ms and Delivery 2 ms: the server's one event loop prepares the
+// requests in arrival order and hands each on only after the preparations
+// queued before its own finished, so a burst reaches the engine together.
+func TestChatPrepareHandoff(t *testing.T) {
+	ms := time.Millisecond
+	one := func(i int, at time.Duration) workload.Request {
+		return workload.Request{Index: i, PromptLen: 16, MaxTokens: 1, Arrival: at}
+	}
+	tests := []struct {
+		name     string
+		reqs     []workload.Request
+		wantTTFT []time.Duration
+	}{
+		// Prepared at 4, handed on at once, in the engine at 9, its
+		// step 9–19, received at 21.
+		{"alone", []workload.Request{one(0, 0)}, []time.Duration{21 * ms}},
+		// Prepared at 4, 8 and 12: every hand-off waits behind all three
+		// preparations, so all reach the engine at 17 and share a step.
+		{"burst", []workload.Request{one(0, 0), one(1, 0), one(2, 0)}, []time.Duration{29 * ms, 29 * ms, 29 * ms}},
+		// The second arrives after the first was handed on: 4 ms each.
+		{"spaced", []workload.Request{one(0, 0), one(1, 20*ms)}, []time.Duration{21 * ms, 21 * ms}},
+		// The second arrives (2) before the first's preparation ends (4):
+		// the first's hand-off waits for the second's preparation (8).
+		{"overlapping", []workload.Request{one(0, 0), one(1, 2*ms)}, []time.Duration{25 * ms, 23 * ms}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := Config{Engine: engineConfig(engine.V0), Model: linearModel{fixed: 10 * ms},
+				Ingest: 5 * ms, Delivery: 2 * ms, ChatPrepare: 4 * ms}
+			_, recs := collect(t, cfg, tt.reqs)
+			slices.SortFunc(recs, func(a, b *metrics.Record) int { return a.Index - b.Index })
+			if len(recs) != len(tt.wantTTFT) {
+				t.Fatalf("%d records, want %d", len(recs), len(tt.wantTTFT))
+			}
+			for i, w := range tt.wantTTFT {
+				if r := recs[i]; !r.Success || r.TTFT != w {
+					t.Errorf("request %d: success %v, TTFT %v; want %v", i, r.Success, r.TTFT, w)
+				}
+			}
+		})
+	}
+}
+
+// A burst of n chat requests reaches the engine only after n
+// preparations, whatever the engine: no first token comes sooner.
+func TestChatPrepareBurstFloor(t *testing.T) {
+	const n, prep = 200, 3 * time.Millisecond
+	reqs := randomWorkload(5, n, 0)
+	for i := range reqs {
+		reqs[i].Arrival = 0
+	}
+	for _, v := range []engine.Version{engine.V0, engine.V1} {
+		_, recs := collect(t, Config{Engine: engineConfig(v), Model: simpleModel, ChatPrepare: prep}, reqs)
+		for _, r := range recs {
+			if r.TTFT <= n*prep {
+				t.Fatalf("%s: request %d's first token at %v, before the %d preparations end (%v)", v, r.Index, r.TTFT, n, n*prep)
+			}
+		}
 	}
 }
 

@@ -199,6 +199,9 @@ func (r *specRun) simulate(ctx context.Context, stream *workload.Stream, info re
 	// no server time); it is reported after the result.
 	cfg := ConfigFor(r.eng.Resolved)
 	cfg.StatsInterval, cfg.MaxConcurrency = interval, s.Workload.MaxConcurrency
+	if s.Simulation.Chat() {
+		cfg.ChatPrepare = r.eng.Resolved.ChatPrepare
+	}
 	if s.Simulation.LogStats {
 		r.logStats(&cfg, interval)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/servebench/servebench/runspec"
 	"github.com/servebench/servebench/workload"
 )
 
@@ -133,6 +134,11 @@ type Workload struct {
 	// --sharegpt-output-len); 0: each reply's own length, which sim
 	// spreads as ShareGPT's replies (--random-length-dist sharegpt).
 	ShareGPTOutputLen int `yaml:"sharegpt_output_len"`
+	// Backend is the API the client called, as vLLM's --backend (or
+	// --endpoint-type) named it; empty: a completions API, vLLM's default.
+	// A chat backend has sim charge the server's chat preparation
+	// (sim --backend).
+	Backend string `yaml:"backend"`
 }
 
 // Rate is requests per second; +Inf ("inf") sends everything at once.
@@ -455,6 +461,10 @@ func (r *Run) checkValues() error {
 		return fmt.Errorf("field workload.sharegpt_output_len %d: only a sharegpt workload has one; leave it out", w.ShareGPTOutputLen)
 	case w.ShareGPTOutputLen != 0 && w.ShareGPTOutputLen != w.OutputLen:
 		return fmt.Errorf("field workload.sharegpt_output_len %d: every reply is that long, so output_len must be %d too, not %d", w.ShareGPTOutputLen, w.ShareGPTOutputLen, w.OutputLen)
+	case w.Backend != "" && !runspec.KnownBackend(w.Backend):
+		return fmt.Errorf("field workload.backend %q: give vLLM's --backend name (openai, vllm, openai-chat, ...) or leave it out for a completions API", w.Backend)
+	case w.Backend != "" && r.Benchmark != BenchmarkServing:
+		return fmt.Errorf("field workload.backend %q: only a serving benchmark calls an API; leave it out", w.Backend)
 	}
 	switch r.Benchmark {
 	case BenchmarkLatency:

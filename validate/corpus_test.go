@@ -43,6 +43,8 @@ func TestLoadRejectsBadCorpus(t *testing.T) {
 		{"bad-range-ratio", "run r1: field workload.range_ratio 1.5: must be in [0, 1)"},
 		{"sharegpt-output-len-on-random", "run r1: field workload.sharegpt_output_len 128: only a sharegpt workload has one; leave it out"},
 		{"sharegpt-output-len-mismatch", "run r1: field workload.sharegpt_output_len 100: every reply is that long, so output_len must be 100 too, not 128"},
+		{"bad-backend", `run r1: field workload.backend "openai-chatty": give vLLM's --backend name (openai, vllm, openai-chat, ...) or leave it out for a completions API`},
+		{"backend-offline", `run r1: field workload.backend "openai-chat": only a serving benchmark calls an API; leave it out`},
 		{"prefix-not-below-input", "run r1: field workload.prefix_len 512: must be below input_len 512, which counts the whole prompt, the shared prefix included"},
 		{"latency-without-batch", "run r1: field workload.batch_size: missing (required)"},
 		{"throughput-with-rate", "run r1: fields workload.request_rate and max_concurrency: the throughput benchmark sends every request at once"},

@@ -33,6 +33,9 @@
 //   - a run whose outputs stopped at EOS (ignore_eos false) is simulated at
 //     its published mean output length (total_output_tokens / completed),
 //     unless it replays its own lengths;
+//   - a client that called the chat API (workload.backend) is simulated
+//     with sim --backend, which charges vLLM's server the chat template's
+//     preparation before the engine (vllm, "Chat preparation");
 //   - the throughput benchmark is sim --throughput (every request at t=0);
 //     the latency benchmark is a batch of batch_size requests at once, and
 //     its "Avg latency" is compared with the simulated time to the batch's

@@ -2,6 +2,7 @@ package validate
 
 import (
 	"bytes"
+	"context"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -393,6 +394,42 @@ func TestPlanShareGPTLengths(t *testing.T) {
 				t.Errorf("notes %q: want one saying %q", p.notes, tt.wantNote)
 			}
 		})
+	}
+}
+
+// A run whose client called the chat API is simulated with the server's
+// chat preparation, and its reproduce command says --backend; the same run
+// through the completions API gets neither, and its first tokens come
+// sooner (1,000 requests at once wait behind 1,000 preparations).
+func TestPlanChatBackend(t *testing.T) {
+	c, err := LoadBuiltin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	chat := builtinRun(t, c, "gpustack-qwen3-14b-h100/random-128-4")
+	completions := chat
+	completions.Workload.Backend = ""
+	ttft := map[string]float64{}
+	for _, tt := range []struct {
+		name     string
+		run      Run
+		wantChat bool
+	}{{"chat", chat, true}, {"completions", completions, false}} {
+		p := planOf(t, c, &tt.run)
+		at := slices.Index(p.args, "--backend")
+		if p.chat != tt.wantChat || (at >= 0) != tt.wantChat || (at >= 0 && p.args[at+1] != "openai-chat") {
+			t.Errorf("%s: chat %v, reproduce command %q; want chat %v and --backend openai-chat only for chat", tt.name, p.chat, p.args, tt.wantChat)
+		}
+		s, err := p.simulate(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ttft[tt.name] = s.TTFT.Mean
+	}
+	// 1,000 preparations of at least 10 ms each (the 0.11 line's is more).
+	const floorMs = 1000 * 10.0
+	if ttft["chat"]-ttft["completions"] < floorMs {
+		t.Errorf("mean TTFT %.0f ms with chat, %.0f ms without: want the chat burst at least %.0f ms later", ttft["chat"], ttft["completions"], floorMs)
 	}
 }
 

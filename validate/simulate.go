@@ -12,6 +12,7 @@ import (
 	"github.com/servebench/servebench/engine"
 	"github.com/servebench/servebench/metrics"
 	"github.com/servebench/servebench/perf"
+	"github.com/servebench/servebench/runspec"
 	"github.com/servebench/servebench/sim"
 	"github.com/servebench/servebench/vllm"
 	"github.com/servebench/servebench/workload"
@@ -40,8 +41,11 @@ type plan struct {
 	// benchmark client (benchmark: serving), whose one thread the
 	// simulated records pass through.
 	vllmClient bool
-	inputLen   int
-	outputLen  int
+	// chat: the client called a chat API, whose preparation the server
+	// pays per request (sim.Config.ChatPrepare).
+	chat      bool
+	inputLen  int
+	outputLen int
 	// lengthDist is how sim spreads the lengths around their means
 	// (--random-length-dist).
 	lengthDist string
@@ -283,6 +287,10 @@ func (p *plan) planWorkload(r *Run) {
 		// The command a user runs to reproduce the figures says so too.
 		p.args = append(p.args, "--client", "vllm-bench")
 	}
+	if r.Benchmark == BenchmarkServing && w.Backend != "" && w.Backend != "openai" {
+		p.chat = runspec.ChatBackend(w.Backend)
+		p.args = append(p.args, "--backend", w.Backend)
+	}
 	if r.Benchmark == BenchmarkServing {
 		if !math.IsInf(rate, 1) {
 			p.args = append(p.args, "--request-rate", strconv.FormatFloat(rate, 'g', -1, 64))
@@ -395,6 +403,9 @@ func (p *plan) simulate(ctx context.Context) (metrics.Summary, error) {
 	recorder := metrics.NewRecorder(p.summary, nil, metrics.KeepNone)
 	cfg := sim.ConfigFor(r)
 	cfg.StatsInterval, cfg.MaxConcurrency = r.StatsInterval, p.maxConcurrency
+	if p.chat {
+		cfg.ChatPrepare = r.ChatPrepare
+	}
 	// The published figures are what vLLM's benchmark client observed: its
 	// one thread queues every send and chunk (vllm doc, "Benchmark client"),
 	// so those runs keep their records whole and pass them through it

@@ -189,19 +189,16 @@
 //     before its changes: 400 streams at 12,850 tok/s is 31 ms a step for
 //     a GPU step of a few ms, ≈ 78 µs per chunk in the API server, of which
 //     the measured OutputProcessor is ≈ 9 µs.
-//   - V1 APIPerRequest 0.4 ms: the former value. The corpus' V1 fit runs
-//     (validate, split fit) would take 20–25 ms per request: GPUStack's
-//     128-in/4-out runs top out at 37–45 req/s on A100, H100 and H200
-//     alike. PR #12287's run above rules that out for vLLM's own API
-//     server (63.6 req/s with 12,850 chunks/s leaves at most ≈ 1.6 ms per
-//     request), and so does GPUStack's own gpt-oss-20b page (performance
-//     lab, gpt-oss-20b/h100.md): the same H100, vLLM 0.11.0, client and
-//     128/4 chat case reached 212.76 req/s (247.52 with
-//     --async-scheduling). The Qwen3-14B ceiling is not the API server's:
-//     its pages' 2000- and 4000-token runs on that H100 prefill about
-//     10,000 tokens/s (total_token_throughput 10,597 and 9,218), and 1000
-//     prompts of ~128 tokens at that rate take ~13 s of the run's 22.7 s.
-//     It is not fitted here; it is the GPU's (perf).
+//   - V1 APIPerRequest 0.4 ms: the former value, for the completions
+//     API. PR #12287's run above leaves at most ≈ 1.6 ms per request
+//     (63.6 req/s with 12,850 chunks/s). The chat API costs more, on the
+//     event loop and before the engine sees the request: Chat preparation,
+//     below. GPUStack's 128-in/4-out chat runs (37–45 req/s on A100, H100
+//     and H200, vLLM 0.11.0) are 1,000 requests sent at once, and that
+//     preparation, not a per-request ceiling, is what holds them back.
+//     GPUStack's gpt-oss-20b page (the same H100, release, client and
+//     128/4 chat case) reached 212.76 req/s: gpt-oss's chat requests are
+//     rendered by openai_harmony, not by a Hugging Face chat template.
 //
 // Checks: TestBlogRatios measures 2.61× throughput (500 ShareGPT-like
 // prompts at once) and 4.62× lower TPOT (at 32 QPS) for v0.6.0 over
@@ -298,9 +295,52 @@
 //     11.15 ms here. GPUStack's Qwen3-8B chat runs (vLLM 0.11, one H100,
 //     one to eight streams, performance lab qwen3-8b/h100-latency.md) keep
 //     a median TTFT of 60 ms whatever the concurrency, where SGLang on the
-//     same host and client has 27 ms; about 35 ms of it is explained by
-//     nothing measured here [open: the chat path of vLLM 0.11's API server
-//     is not timed].
+//     same host and client has 27 ms. The 0.11 line's chat preparation
+//     (below) explains 17 ms of it; about 20 ms is explained by nothing
+//     measured here [open].
+//
+// # Chat preparation
+//
+// A chat request costs vLLM's OpenAI server CPU time on its one event
+// loop before the request is handed on: resolving and rendering the chat
+// template, among other work (chatprep.go; Resolved.ChatPrepare,
+// sim.Config.ChatPrepare, sim --backend openai-chat). The loop runs what
+// is ready in the order it became ready, and a request is handed on only
+// after an await (its tokenization runs off the loop), so the hand-off
+// queues behind every preparation that reached the loop first. A request sent alone waits
+// its own preparation; 1,000 sent at once (vLLM's benchmark at its
+// default rate, inf) reach the engine together, after 1,000 of them.
+// Every request's first token, and the run's end, move by that much.
+//
+//   - Measured: PR #20065 ("Cached resolution for resolving chat
+//     templates", opened 2025-06-25): until then every chat request
+//     detected the template's content format from its Jinja AST (PR
+//     #9919, November 2024), which "results in 6-8 seconds delay before
+//     prompts actually are started to process" for 1,000 requests sent
+//     at once (Llama 3 template): 7 ms a request, from 0.6.5 to 0.9.1
+//     [approximate releases]. PR #19735 saw the same detection cost a
+//     small model's chat server two thirds of its request rate.
+//   - Fitted, on the corpus' fit runs, on top of the measured terms:
+//     2.9 ms from 0.9.2 (gpustack-quantization-impact/h100-bf16-kv-fp8:
+//     Qwen3-8B, 1,000 ShareGPT chat requests at once; also charged before
+//     0.6.5 [assumption]), and 16.7 ms for the 0.11 line
+//     (gpustack-deepseek-r1-h200/random-128-4: 1,000 chat requests of 128
+//     tokens at once; what 0.11.0 does per request to cost it is not
+//     identified [open]). Each value is the one that puts the fit run's
+//     mean TTFT on the published one.
+//   - The evidence that it is a delay before the engine, not slow steps:
+//     in GPUStack's 0.11.0 chat runs of 1,000 requests at once, sim
+//     without it was short of the published duration by as much as it
+//     was short of the mean TTFT (DeepSeek-R1 on H200: 13.6 and 13.2 s
+//     for ShareGPT, 16.9 and 16.7 s for 128/4; Qwen3-14B 128/4: 17.1 and
+//     15.2 s on H100, 11.0 and 11.4 s on A100), and its TTFT was short by
+//     a constant: mean, median and P99 moved alike (Qwen3-14B 128/4 on
+//     H100: 15.2, 15.2 and 17.0 s).
+//
+// Not modelled: the preparation's growth with the prompt's length, and
+// its competition with the chunks the same loop streams (the API server's
+// per-step work, Host overhead). Fleets (sim --topology) are refused with
+// a chat backend.
 //
 // # Distributed executor
 //

@@ -90,6 +90,10 @@ type Resolved struct {
 	// on this host (HostOverhead.Ingest, Delivery; zero offline or
 	// without host overhead), for sim.Config.
 	Ingest, Delivery time.Duration
+	// ChatPrepare is the OpenAI server's event-loop time per chat request
+	// before the request is handed on (chatPrepare, on this host; zero
+	// offline or without host overhead), for sim.Config.ChatPrepare.
+	ChatPrepare time.Duration
 	// AsyncOutputLag: V0's async output processing (0.6–0.10, unless
 	// --disable-async-output-proc) hands a step's outputs to the client
 	// one step late (sim.Config.AsyncOutputLag, serve.Config.AsyncOutputLag).
@@ -147,10 +151,10 @@ func Resolve(ctx context.Context, p Profile, model perf.Model, gpu perf.GPU, o O
 	if err != nil {
 		return nil, err
 	}
-	step, ingest, delivery := hostStep(p, o, roof, executor)
+	step, ingest, delivery, chat := hostStep(p, o, roof, executor)
 	return &Resolved{Profile: p, Deployment: resolved, Capacity: capacity, Engine: ec,
 		StepModel: step, StatsInterval: p.Defaults.StatsInterval, SchedulerSteps: max(o.NumSchedulerSteps, 1),
-		Ingest: ingest, Delivery: delivery,
+		Ingest: ingest, Delivery: delivery, ChatPrepare: chat,
 		AsyncOutputLag: p.Engine == engine.V0 && p.Scheduler.AsyncOutputProc && !o.DisableAsyncOutputProc,
 		Executor:       executor, ExecutorDefaulted: executorDefaulted}, nil
 }
@@ -257,8 +261,8 @@ func engineConfig(p Profile, o Options, resolved perf.Deployment, chunked bool) 
 
 // hostStep wraps the roofline in the release's host work (none with
 // Options.NoHostOverhead), and gives the OpenAI server's per-request
-// latencies on this host.
-func hostStep(p Profile, o Options, roof *perf.Roofline, executor ExecutorBackend) (step perf.StepModel, ingest, delivery time.Duration) {
+// latencies and chat preparation on this host.
+func hostStep(p Profile, o Options, roof *perf.Roofline, executor ExecutorBackend) (step perf.StepModel, ingest, delivery, chat time.Duration) {
 	step = roof
 	if !o.NoHostOverhead {
 		host := p.Host
@@ -275,8 +279,11 @@ func hostStep(p Profile, o Options, roof *perf.Roofline, executor ExecutorBacken
 		}
 		step = NewHostStepModel(roof, host, o.NumSchedulerSteps)
 		ingest, delivery = host.scaled(host.Ingest), host.scaled(host.Delivery)
+		if !o.Offline {
+			chat = host.scaled(chatPrepare(p.Release))
+		}
 	}
-	return step, ingest, delivery
+	return step, ingest, delivery, chat
 }
 
 // asyncScheduling reports whether the engine core schedules one step
