@@ -66,7 +66,11 @@ type Observation struct {
 	// FromRecords says Requests came from per-request timings.
 	FromRecords    bool
 	MaxConcurrency int
-	Observed       Figures
+	// Chat says the run's client called a chat API (its backend or
+	// endpoint_type), whose preparation vLLM's server charges before the
+	// engine (sim.Config.ChatPrepare).
+	Chat     bool
+	Observed Figures
 	// Timings are the per-request timings (nil without records), for the
 	// bootstrap.
 	Timings []report.RequestTiming
@@ -160,6 +164,7 @@ func observe(r report.LoadedResult, o LoadOptions, resolve Resolver) (*Observati
 	}
 	obs.Tags.GPU, obs.Tags.VLLMVersion = gpu.Name, profile.Release.String()
 	obs.Deployment = Deployment{Profile: profile, Model: model, GPU: gpu, Options: fileOptions(r, o.Options)}
+	obs.Chat = runspec.ChatBackend(text(r, "backend")) || runspec.ChatBackend(text(r, "endpoint_type"))
 	if obs.Observed, err = observedFigures(r); err != nil {
 		return fail(err)
 	}

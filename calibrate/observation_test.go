@@ -79,3 +79,52 @@ func TestLoadRejectsIncompleteRuns(t *testing.T) {
 		})
 	}
 }
+
+// A run whose client called a chat API (backend, or endpoint_type beside a
+// default backend) is replayed with the server's chat preparation, so a
+// burst's first tokens come later than the same run's through completions.
+func TestObservationChatBackend(t *testing.T) {
+	ttft := map[bool]float64{}
+	for _, tc := range []struct {
+		fields   map[string]any
+		wantChat bool
+	}{
+		{map[string]any{"backend": "vllm"}, false},
+		{map[string]any{"backend": "openai-chat"}, true},
+		{map[string]any{"backend": "vllm", "endpoint_type": "openai-chat"}, true},
+	} {
+		run := map[string]any{
+			"model_id": "Qwen2-0.5B", "completed": 200, "total_input_tokens": 20000, "total_output_tokens": 2000,
+			"mean_ttft_ms": 20.0, "median_ttft_ms": 19.0, "mean_tpot_ms": 5.5, "median_tpot_ms": 5.0,
+			"request_rate": "inf", "burstiness": 1.0, "vllm_version": "0.11.0",
+		}
+		for k, v := range tc.fields {
+			run[k] = v
+		}
+		path := filepath.Join(t.TempDir(), "run.json")
+		b, err := json.Marshal(run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		obs, err := Load([]string{path}, LoadOptions{Given: Tags{GPU: "H100"}, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if obs[0].Chat != tc.wantChat {
+			t.Errorf("%v: Chat %v, want %v", tc.fields, obs[0].Chat, tc.wantChat)
+		}
+		f, err := simulate(t.Context(), &obs[0], Params{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ttft[obs[0].Chat] = f.MeanTTFT
+	}
+	// 200 requests at once wait behind 200 preparations of the 0.11 line's
+	// 16.7 ms before the first reaches the engine.
+	if ttft[true]-ttft[false] < 200*16 {
+		t.Errorf("mean TTFT %.0f ms with chat, %.0f ms without: want the chat burst at least 3.2 s later", ttft[true], ttft[false])
+	}
+}

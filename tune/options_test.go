@@ -46,3 +46,24 @@ func TestOptions(t *testing.T) {
 		})
 	}
 }
+
+// A real target's load test names its API with --backend; the study's sim
+// spec (the prescreen) takes a chat backend from it, so sim screens the
+// candidates as the load test will call the server.
+func TestParseFixedTakesTheChatBackend(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--model", "Qwen2-0.5B", "--num-prompts", "10"}, "openai"},
+		{[]string{"--model", "Qwen2-0.5B", "--num-prompts", "10", "--backend", "openai-chat"}, "openai-chat"},
+	} {
+		fixed, load, err := ParseFixed(tc.args, TargetEmbedded)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fixed.Simulation.Backend; got != tc.want || load.Target.Backend != tc.want {
+			t.Errorf("%q: sim backend %q, load backend %q; want %q", tc.args, got, load.Target.Backend, tc.want)
+		}
+	}
+}

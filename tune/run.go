@@ -106,6 +106,10 @@ func ParseFixed(args []string, target string) (fixed, load *runspec.Spec, err er
 		return nil, nil, fmt.Errorf("workload flags after --: %w", err)
 	}
 	fixed.CopyWorkload(load)
+	if load.Target.Chat() {
+		// sim screens the study as the load test calls the server.
+		fixed.Simulation.Backend = load.Target.Backend
+	}
 	return fixed, load, nil
 }
 

@@ -148,3 +148,36 @@ func TestLoadResultRunsReplaysDetailedLengths(t *testing.T) {
 		t.Errorf("%q, command %q: want it simulated from the file's lengths", r.Unsimulable, r.CommandLine())
 	}
 }
+
+// A result's backend says which API its client called: a chat API
+// (vLLM's "backend", or 0.9's "endpoint_type" beside a default backend) is
+// simulated with the server's chat preparation; a completions API, or a
+// name sim does not know, without.
+func TestLoadResultRunsChatBackend(t *testing.T) {
+	src, err := os.ReadFile(results("with-metadata.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		replace, want string
+	}{
+		{`"backend": "openai-chat"`, "openai-chat"},
+		{`"backend": "vllm"`, ""},
+		{`"backend": "tensorrt-llm"`, ""},
+		{`"backend": "vllm", "endpoint_type": "openai-chat"`, "openai-chat"},
+		{`"endpoint_type": "openai-chat"`, "openai-chat"},
+	} {
+		path := filepath.Join(t.TempDir(), "run.json")
+		data := bytes.Replace(src, []byte(`"backend": "vllm"`), []byte(tt.replace), 1)
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		runs, err := LoadResultRuns([]string{path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := runs[0].Workload.Backend; got != tt.want {
+			t.Errorf("%s: workload backend %q, want %q", tt.replace, got, tt.want)
+		}
+	}
+}
