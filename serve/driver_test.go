@@ -78,29 +78,32 @@ func TestDriverMatchesSim(t *testing.T) {
 		// lag: V0's async output processing (Config.AsyncOutputLag),
 		// tokens out one step late; with PP it must change nothing.
 		lag bool
-		// chat: the requests are chat requests, which the server
-		// prepares one at a time first (Config.ChatPrepare).
-		chat bool
+		// chat: the server prepares chat requests one at a time
+		// (Config.ChatPrepare), and the requests are chat requests
+		// ("chat") or completions, which keep their place in its loop
+		// but prepare nothing ("completions": timed as without it).
+		chat string
 	}{
-		{"v1", engine.V1, "", true, 1, false, 0, false, false},
-		{"v0", engine.V0, "", false, 1, false, 0, false, false},
-		{"v0-chunked", engine.V0, "", true, 1, false, 0, false, false},
-		{"v0-swap", engine.V0, engine.PreemptSwap, false, 1, false, 0, false, false},
-		{"v1-pp2", engine.V1, "", true, 2, false, 0, false, false},
-		{"v0-pp2", engine.V0, "", false, 2, false, 0, false, false},
-		{"v0-chunked-pp3", engine.V0, "", true, 3, false, 0, false, false},
-		{"v1-latencies", engine.V1, "", true, 1, true, 0, false, false},
-		{"v0-latencies", engine.V0, "", false, 1, true, 0, false, false},
-		{"v0-chunked-pp3-latencies", engine.V0, "", true, 3, true, 0, false, false},
-		{"v1-latencies-cap", engine.V1, "", true, 1, true, 24, false, false},
-		{"v0-latencies-cap", engine.V0, "", false, 1, true, 24, false, false},
-		{"v0-async-output", engine.V0, "", false, 1, false, 0, true, false},
-		{"v0-chunked-swap-async-output", engine.V0, engine.PreemptSwap, true, 1, false, 0, true, false},
-		{"v0-async-output-latencies-cap", engine.V0, "", false, 1, true, 24, true, false},
-		{"v0-pp2-async-output", engine.V0, "", false, 2, false, 0, true, false},
-		{"v1-chat-latencies", engine.V1, "", true, 1, true, 0, false, true},
-		{"v0-chat-latencies-cap", engine.V0, "", false, 1, true, 24, false, true},
-		{"v0-chunked-pp3-chat", engine.V0, "", true, 3, false, 0, false, true},
+		{"v1", engine.V1, "", true, 1, false, 0, false, ""},
+		{"v0", engine.V0, "", false, 1, false, 0, false, ""},
+		{"v0-chunked", engine.V0, "", true, 1, false, 0, false, ""},
+		{"v0-swap", engine.V0, engine.PreemptSwap, false, 1, false, 0, false, ""},
+		{"v1-pp2", engine.V1, "", true, 2, false, 0, false, ""},
+		{"v0-pp2", engine.V0, "", false, 2, false, 0, false, ""},
+		{"v0-chunked-pp3", engine.V0, "", true, 3, false, 0, false, ""},
+		{"v1-latencies", engine.V1, "", true, 1, true, 0, false, ""},
+		{"v0-latencies", engine.V0, "", false, 1, true, 0, false, ""},
+		{"v0-chunked-pp3-latencies", engine.V0, "", true, 3, true, 0, false, ""},
+		{"v1-latencies-cap", engine.V1, "", true, 1, true, 24, false, ""},
+		{"v0-latencies-cap", engine.V0, "", false, 1, true, 24, false, ""},
+		{"v0-async-output", engine.V0, "", false, 1, false, 0, true, ""},
+		{"v0-chunked-swap-async-output", engine.V0, engine.PreemptSwap, true, 1, false, 0, true, ""},
+		{"v0-async-output-latencies-cap", engine.V0, "", false, 1, true, 24, true, ""},
+		{"v0-pp2-async-output", engine.V0, "", false, 2, false, 0, true, ""},
+		{"v1-chat-latencies", engine.V1, "", true, 1, true, 0, false, "chat"},
+		{"v0-chat-latencies-cap", engine.V0, "", false, 1, true, 24, false, "chat"},
+		{"v0-chunked-pp3-chat", engine.V0, "", true, 3, false, 0, false, "chat"},
+		{"v1-latencies-completions-to-chat-server", engine.V1, "", true, 1, true, 0, false, "completions"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ec := testEngineConfig()
@@ -130,12 +133,16 @@ func TestDriverMatchesSim(t *testing.T) {
 			if tc.lat {
 				ingest, delivery = 9300*time.Microsecond+17, 1850*time.Microsecond+3
 			}
-			if tc.chat {
+			if tc.chat != "" {
 				// Above the mean gap between arrivals, so the loop queues.
 				chat = 4*time.Millisecond + 13
 			}
+			simChat := chat
+			if tc.chat == "completions" {
+				simChat = 0
+			}
 			want := map[int]*metrics.Record{}
-			simCfg := sim.Config{Engine: ec, Model: model, Ingest: ingest, Delivery: delivery, ChatPrepare: chat, MaxConcurrency: tc.maxConcurrency, AsyncOutputLag: tc.lag}
+			simCfg := sim.Config{Engine: ec, Model: model, Ingest: ingest, Delivery: delivery, ChatPrepare: simChat, MaxConcurrency: tc.maxConcurrency, AsyncOutputLag: tc.lag}
 			_, err := sim.Run(context.Background(), simCfg, reqs, func(r *metrics.Record) error {
 				want[r.Index] = r
 				return nil
@@ -147,7 +154,7 @@ func TestDriverMatchesSim(t *testing.T) {
 			cfg := testConfig(t)
 			cfg.Engine, cfg.StepModel, cfg.Ingest, cfg.Delivery, cfg.AsyncOutputLag = ec, model, ingest, delivery, tc.lag
 			cfg.ChatPrepare = chat
-			got, snap := runInBubble(t, cfg, reqs, tc.maxConcurrency)
+			got, snap := runInBubble(t, cfg, reqs, tc.maxConcurrency, tc.chat == "chat")
 			if snap.Engine.Preemptions == 0 {
 				t.Errorf("the workload caused no preemption; make the KV cache smaller")
 			}
@@ -179,7 +186,7 @@ func TestDriverMatchesSim(t *testing.T) {
 // runInBubble drives a Server in a synctest bubble as a client would: each
 // request is sent at its arrival offset (or, under maxConcurrency, once a
 // slot is free) and consumed as its client receives its chunks.
-func runInBubble(t *testing.T, cfg Config, reqs []workload.Request, maxConcurrency int) (map[int]observed, Snapshot) {
+func runInBubble(t *testing.T, cfg Config, reqs []workload.Request, maxConcurrency int, chat bool) (map[int]observed, Snapshot) {
 	t.Helper()
 	results := map[int]observed{}
 	var snap Snapshot
@@ -199,7 +206,7 @@ func runInBubble(t *testing.T, cfg Config, reqs []workload.Request, maxConcurren
 			sent := s.now()
 			req := engine.Request{ID: uint64(w.Index) + 1, Prompt: w.PromptIDs, PromptLen: len(w.PromptIDs), MaxTokens: w.MaxTokens, Arrival: sent}
 			st := newStream(req, w.MaxTokens, true, 0)
-			st.chat = cfg.ChatPrepare > 0
+			st.chat = chat
 			if err := s.submit(st); err != nil {
 				t.Fatal(err)
 			}
