@@ -76,8 +76,9 @@ type HostOverhead struct {
 	// sampled tokens).
 	OutputPerToken time.Duration
 	// APIPerChunk: the OpenAI server's work per streamed chunk (one per
-	// output token); APIPerRequest: per request (HTTP, parsing, chat
-	// template, tokenizing, response set-up), charged on the step that
+	// output token); APIPerRequest: per request (HTTP, parsing,
+	// tokenizing, response set-up; a chat request's template is
+	// chatPrepare's, before the engine), charged on the step that
 	// finishes its prompt; APIPerStep: per engine step whatever it
 	// streams (the server's event loop taking a step's outputs).
 	APIPerChunk, APIPerRequest, APIPerStep time.Duration
