@@ -157,9 +157,7 @@ func (c *Config) withDefaults() Config {
 		out.Faults.SlowFirstByte = 2 * time.Second
 	}
 	out.Ingest, out.Delivery = out.chargedLatencies()
-	if out.KVTransfer != nil && out.KVTransfer.Role == KVConsumer {
-		out.ChatPrepare = 0
-	}
+	out.ChatPrepare = out.chargedChatPrepare()
 	if out.Version == "" {
 		out.Version = "0.8.5"
 		if out.Engine.Version == engine.V0 {
@@ -182,6 +180,15 @@ func (c *Config) chargedLatencies() (ingest, delivery time.Duration) {
 		}
 	}
 	return ingest, delivery
+}
+
+// chargedChatPrepare is the chat preparation this server pays: none on
+// a KV consumer, whose requests the prefill server prepared.
+func (c *Config) chargedChatPrepare() time.Duration {
+	if c.KVTransfer != nil && c.KVTransfer.Role == KVConsumer {
+		return 0
+	}
+	return c.ChatPrepare
 }
 
 func (c *Config) validate() error {

@@ -52,10 +52,10 @@ func RunSpec(ctx context.Context, spec *runspec.Spec, logw io.Writer) error {
 			return err
 		}
 	}
-	logger.Info(fmt.Sprintf("servebench serve: emulating vLLM %s (engine %s) with %s on %s (TP %d, PP %d), %s, request ingest %v, delivery %v",
+	logger.Info(fmt.Sprintf("servebench serve: emulating vLLM %s (engine %s) with %s on %s (TP %d, PP %d), %s, request ingest %v, delivery %v, chat preparation %v",
 		r.Profile.Release, cfg.Engine.Version, r.Deployment.Model.Name, r.Deployment.GPU.Name,
 		r.Deployment.TensorParallel, r.Deployment.PipelineParallel, describeEngineConfig(cfg.Engine, r.Capacity.MaxNumSeqs),
-		ingest, delivery))
+		ingest, delivery, cfg.chargedChatPrepare()))
 	for _, l := range vllm.StartupLines(r.Resolved) {
 		if l.Warning {
 			logger.Warn(l.Text)
