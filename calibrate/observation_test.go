@@ -42,14 +42,7 @@ func TestLoadRejectsIncompleteRuns(t *testing.T) {
 			if tc.edit != nil {
 				tc.edit(run)
 			}
-			path := filepath.Join(t.TempDir(), "run.json")
-			b, err := json.Marshal(run)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, b, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			path := writeResult(t, run)
 			obs, err := Load([]string{path}, LoadOptions{Given: tc.given, Seed: 1})
 			if tc.errHas != "" {
 				if err == nil {
@@ -101,14 +94,7 @@ func TestObservationChatBackend(t *testing.T) {
 		for k, v := range tc.fields {
 			run[k] = v
 		}
-		path := filepath.Join(t.TempDir(), "run.json")
-		b, err := json.Marshal(run)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		path := writeResult(t, run)
 		obs, err := Load([]string{path}, LoadOptions{Given: Tags{GPU: "H100"}, Seed: 1})
 		if err != nil {
 			t.Fatal(err)
@@ -127,4 +113,18 @@ func TestObservationChatBackend(t *testing.T) {
 	if ttft[true]-ttft[false] < 200*16 {
 		t.Errorf("mean TTFT %.0f ms with chat, %.0f ms without: want the chat burst at least 3.2 s later", ttft[true], ttft[false])
 	}
+}
+
+// writeResult writes run as a result JSON file in a fresh directory.
+func writeResult(t *testing.T, run map[string]any) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "run.json")
+	b, err := json.Marshal(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
