@@ -164,7 +164,7 @@ func observe(r report.LoadedResult, o LoadOptions, resolve Resolver) (*Observati
 	}
 	obs.Tags.GPU, obs.Tags.VLLMVersion = gpu.Name, profile.Release.String()
 	obs.Deployment = Deployment{Profile: profile, Model: model, GPU: gpu, Options: fileOptions(r, o.Options)}
-	obs.Chat = runspec.ChatBackend(text(r, "backend")) || runspec.ChatBackend(text(r, "endpoint_type"))
+	obs.Chat = runspec.FirstChatBackend(text(r, "backend"), text(r, "endpoint_type")) != ""
 	if obs.Observed, err = observedFigures(r); err != nil {
 		return fail(err)
 	}

@@ -75,7 +75,7 @@ func (t *Target) Register(fs *pflag.FlagSet) {
 }
 
 // Chat reports whether the backend speaks the chat completions API.
-func (t *Target) Chat() bool { return contains(chatBackends, t.Backend) }
+func (t *Target) Chat() bool { return ChatBackend(t.Backend) }
 
 // KnownBackend reports whether name is a --backend bench speaks.
 func KnownBackend(name string) bool {
@@ -84,6 +84,25 @@ func KnownBackend(name string) bool {
 
 // ChatBackend reports whether --backend name calls a chat completions API.
 func ChatBackend(name string) bool { return contains(chatBackends, name) }
+
+// FirstChatBackend is the first of names that calls a chat API, or "": a
+// result records its API as backend, or (vLLM 0.9's client) as
+// endpoint_type beside a default backend.
+func FirstChatBackend(names ...string) string {
+	for _, n := range names {
+		if ChatBackend(n) {
+			return n
+		}
+	}
+	return ""
+}
+
+func checkBackend(name string) error {
+	if !KnownBackend(name) {
+		return fmt.Errorf("--backend %q: not supported; use one of openai, vllm, sglang, lmdeploy, llama.cpp, openai-chat, vllm-chat, sglang-chat, tgi", name)
+	}
+	return nil
+}
 
 // EndpointPath is --endpoint, or the backend's default API path.
 func (t *Target) EndpointPath() string {
@@ -112,8 +131,8 @@ func (t *Target) URL() string {
 }
 
 func (t *Target) check() error {
-	if !contains(chatBackends, t.Backend) && !contains(completionBackends, t.Backend) {
-		return fmt.Errorf("--backend %q: not supported; use one of openai, vllm, sglang, lmdeploy, llama.cpp, openai-chat, vllm-chat, sglang-chat, tgi", t.Backend)
+	if err := checkBackend(t.Backend); err != nil {
+		return err
 	}
 	if strings.Contains(t.BaseURL, redact.Mask) {
 		return fmt.Errorf("--base-url %s: its credentials are the mask of a saved spec; pass the real URL with --base-url, or in $%s", t.BaseURL, EnvBaseURL)
@@ -302,8 +321,10 @@ func (s *Simulation) check() error {
 	if s.Client != "" && s.Client != ClientNone && s.Client != ClientVLLMBench {
 		return fmt.Errorf("--client %q: use %s or %s", s.Client, ClientNone, ClientVLLMBench)
 	}
-	if s.Backend != "" && !KnownBackend(s.Backend) {
-		return fmt.Errorf("--backend %q: not supported; use one of openai, vllm, sglang, lmdeploy, llama.cpp, openai-chat, vllm-chat, sglang-chat, tgi", s.Backend)
+	if s.Backend != "" {
+		if err := checkBackend(s.Backend); err != nil {
+			return err
+		}
 	}
 	if s.Throughput && s.Chat() {
 		return fmt.Errorf("--backend %s with --throughput: the offline throughput benchmark calls no API; leave --backend out", s.Backend)

@@ -287,11 +287,12 @@ func (p *plan) planWorkload(r *Run) {
 		// The command a user runs to reproduce the figures says so too.
 		p.args = append(p.args, "--client", "vllm-bench")
 	}
-	if r.Benchmark == BenchmarkServing && w.Backend != "" && w.Backend != "openai" {
-		p.chat = runspec.ChatBackend(w.Backend)
-		p.args = append(p.args, "--backend", w.Backend)
-	}
 	if r.Benchmark == BenchmarkServing {
+		// checkValues leaves a backend only on serving runs.
+		if w.Backend != "" {
+			p.chat = runspec.ChatBackend(w.Backend)
+			p.args = append(p.args, "--backend", w.Backend)
+		}
 		if !math.IsInf(rate, 1) {
 			p.args = append(p.args, "--request-rate", strconv.FormatFloat(rate, 'g', -1, 64))
 		}

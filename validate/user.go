@@ -195,15 +195,8 @@ func (f resultFields) workload(r *Run) {
 		w.RangeRatio = v
 	}
 	w.PrefixLen = f.intOf(0, "random_prefix_len", "prefix_len")
-	// vLLM's result names the API as --backend, or 0.9's client as
-	// --endpoint-type beside a default backend; only a chat API changes
-	// what sim charges.
-	for _, key := range []string{"backend", "endpoint_type"} {
-		if b := f.text(key); runspec.ChatBackend(b) {
-			w.Backend = b
-			break
-		}
-	}
+	// Only a chat API changes what sim charges.
+	w.Backend = runspec.FirstChatBackend(f.text("backend"), f.text("endpoint_type"))
 	on := true // the lengths are the run's own means
 	w.IgnoreEOS = &on
 }
