@@ -358,8 +358,8 @@ func (d *driver) drain(clock time.Duration) {
 	s := d.s
 	s.mu.Lock()
 	if s.cfg.Ingest > 0 || s.cfg.ChatPrepare > 0 {
-		// Arrivals are in inbox order: one Ingest after each submit, or
-		// after each hand-off from the event loop.
+		// Arrivals are in inbox order: one Ingest after each hand-off
+		// from the event loop.
 		k := 0
 		for ; k < len(s.inbox); k++ {
 			st := s.inbox[k]
@@ -377,6 +377,7 @@ func (d *driver) drain(clock time.Duration) {
 		n := copy(s.inbox, s.inbox[k:])
 		clear(s.inbox[n:])
 		s.inbox = s.inbox[:n]
+		s.handOffScan = max(s.handOffScan-k, 0)
 		d.ingestPending = n > 0
 		if d.ingestPending {
 			head := s.inbox[0]

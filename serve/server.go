@@ -79,11 +79,13 @@ type Server struct {
 	// lastArrival is the latest engine arrival given (with Ingest).
 	lastArrival time.Duration
 	// loopFree is when the event loop finishes the preparations queued so
-	// far (Config.ChatPrepare).
-	loopFree  time.Duration
-	wake      chan struct{}
-	stopped   chan struct{} // closed when Run returns
-	deliverer deliverer
+	// far (Config.ChatPrepare); handOffScan is the last inbox entry known
+	// to have reached the loop before the head's preparation ended.
+	loopFree    time.Duration
+	handOffScan int
+	wake        chan struct{}
+	stopped     chan struct{} // closed when Run returns
+	deliverer   deliverer
 }
 
 func newInstanceNonce() uint64 {
@@ -181,11 +183,13 @@ func (s *Server) StartupLines() []string {
 var errServerClosed = errors.New("server is shutting down")
 
 // submit hands a new request to the step loop, whose engine takes it
-// Config.Ingest after its handler accepted it, or at once if the handler
-// took longer (its Arrival then), as vLLM's API server spends that long on
-// a request before its engine queues it. The loop keeps requests
-// in their Ingest in the inbox, so neither it nor the handler waits, and
-// a client that leaves meanwhile is dropped before the engine sees it.
+// Config.Ingest after the server's event loop hands it on (at once, or
+// after the chat preparations queued before it: Config.ChatPrepare),
+// counted from when its handler accepted it, or at once if the handler
+// took longer, as vLLM's API server spends that long on a request before
+// its engine queues it. The loop keeps such requests in the inbox, so
+// neither it nor the handler waits, and a client that leaves meanwhile is
+// dropped before the engine sees it.
 func (s *Server) submit(st *stream) error {
 	s.mu.Lock()
 	switch {
@@ -196,11 +200,11 @@ func (s *Server) submit(st *stream) error {
 		s.mu.Unlock()
 		return errServerClosed
 	}
-	switch {
-	case s.cfg.ChatPrepare > 0:
-		// The hand-off waits for the preparations queued before this
-		// one's finished, which later submits may add to: drain resolves
-		// it once the preparation is over.
+	if s.cfg.Ingest > 0 || s.cfg.ChatPrepare > 0 {
+		// The event loop takes requests in submit order and prepares chat
+		// ones; a request's hand-off waits for the preparations queued
+		// before its own ended, which later submits may add to, so drain
+		// sets its Arrival once its preparation is over.
 		st.submitted = s.now()
 		st.from = st.submitted
 		if st.accepted {
@@ -212,16 +216,6 @@ func (s *Server) submit(st *stream) error {
 		}
 		s.loopFree = st.prepared
 		st.handOffPending = true
-	case s.cfg.Ingest > 0:
-		// Under the lock, and never before the previous request's, so
-		// that arrivals follow the inbox's order.
-		now := s.now()
-		from := now
-		if st.accepted {
-			from = st.acceptedAt
-		}
-		st.req.Arrival = max(from+s.cfg.Ingest, now, s.lastArrival)
-		s.lastArrival = st.req.Arrival
 	}
 	s.inbox = append(s.inbox, st)
 	s.mu.Unlock()
@@ -232,17 +226,17 @@ func (s *Server) submit(st *stream) error {
 // resolveHandOff sets the Arrival of s.inbox[i], whose preparation is
 // over and which is next to leave: the event loop hands it on after the
 // preparations of the requests that reached the loop before that (the
-// inbox is in submit order), then Ingest runs. Call with s.mu held.
+// inbox is in submit order), then Ingest runs. The scan resumes where the
+// previous head's stopped, as preparations end in inbox order. Call with
+// s.mu held.
 func (s *Server) resolveHandOff(i int) {
 	head := s.inbox[i]
-	handOff := head.prepared
-	for _, st := range s.inbox[i+1:] {
-		if st.from > head.prepared {
-			break
-		}
-		handOff = st.prepared
+	j := max(s.handOffScan, i)
+	for j+1 < len(s.inbox) && s.inbox[j+1].from <= head.prepared {
+		j++
 	}
-	head.req.Arrival = max(handOff+s.cfg.Ingest, head.submitted, s.lastArrival)
+	s.handOffScan = j
+	head.req.Arrival = max(s.inbox[j].prepared+s.cfg.Ingest, head.submitted, s.lastArrival)
 	s.lastArrival = head.req.Arrival
 	head.handOffPending = false
 }
