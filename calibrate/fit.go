@@ -253,7 +253,7 @@ func simulate(ctx context.Context, o *Observation, p Params) (Figures, error) {
 	cfg := sim.ConfigFor(r)
 	cfg.Model, cfg.MaxConcurrency, cfg.ReuseRecords = p.WrapStepModel(r.StepModel), o.MaxConcurrency, true
 	if o.Chat {
-		cfg.ChatPrepare = r.ChatPrepare
+		cfg.ChatClient(r)
 	}
 	ttft := make([]float64, 0, len(o.Requests))
 	tpot := make([]float64, 0, len(o.Requests))

@@ -102,6 +102,10 @@ type Config struct {
 	// requests prepare nothing but keep their place in the loop. A KV
 	// consumer charges none (the prefill server did). 0: none.
 	ChatPrepare time.Duration
+	// ChatIngest is a chat request's latency beyond Ingest that holds no
+	// other request back (vllm.Resolved.ChatIngest; sim.Config's field of
+	// the same name). A KV consumer charges none. 0: none.
+	ChatIngest time.Duration
 	// AsyncOutputLag is V0's async output processing (vLLM 0.6–0.10 by
 	// default; vllm.Resolved.AsyncOutputLag, sim.Config's field of the
 	// same name): a step's tokens go out when the next step ends, and
@@ -157,7 +161,7 @@ func (c *Config) withDefaults() Config {
 		out.Faults.SlowFirstByte = 2 * time.Second
 	}
 	out.Ingest, out.Delivery = out.chargedLatencies()
-	out.ChatPrepare = out.chargedChatPrepare()
+	out.ChatPrepare, out.ChatIngest = out.chargedChat()
 	if out.Version == "" {
 		out.Version = "0.8.5"
 		if out.Engine.Version == engine.V0 {
@@ -182,13 +186,20 @@ func (c *Config) chargedLatencies() (ingest, delivery time.Duration) {
 	return ingest, delivery
 }
 
-// chargedChatPrepare is the chat preparation this server pays: none on
-// a KV consumer, whose requests the prefill server prepared.
-func (c *Config) chargedChatPrepare() time.Duration {
+// chargedChat is the chat preparation and chat ingest latency this
+// server pays: none on a KV consumer, whose requests the prefill server
+// prepared.
+func (c *Config) chargedChat() (prepare, ingest time.Duration) {
 	if c.KVTransfer != nil && c.KVTransfer.Role == KVConsumer {
-		return 0
+		return 0, 0
 	}
-	return c.ChatPrepare
+	return c.ChatPrepare, c.ChatIngest
+}
+
+// delaysArrival reports whether requests reach the engine later than
+// their handlers submit them.
+func (c *Config) delaysArrival() bool {
+	return c.Ingest > 0 || c.ChatPrepare > 0 || c.ChatIngest > 0
 }
 
 func (c *Config) validate() error {
@@ -209,8 +220,8 @@ func (c *Config) validate() error {
 	if c.MaxConnections < 0 {
 		return fmt.Errorf("serve: max connections %d is negative; use 0 for no cap", c.MaxConnections)
 	}
-	if c.Ingest < 0 || c.Delivery < 0 || c.ChatPrepare < 0 {
-		return fmt.Errorf("serve: request latencies (ingest %v, delivery %v, chat preparation %v) must not be negative; use 0 for none", c.Ingest, c.Delivery, c.ChatPrepare)
+	if c.Ingest < 0 || c.Delivery < 0 || c.ChatPrepare < 0 || c.ChatIngest < 0 {
+		return fmt.Errorf("serve: request latencies (ingest %v, delivery %v, chat preparation %v, chat ingest %v) must not be negative; use 0 for none", c.Ingest, c.Delivery, c.ChatPrepare, c.ChatIngest)
 	}
 	if c.StatsInterval < 0 {
 		return fmt.Errorf("serve: stats interval %v is negative; use 0 to disable the stats line", c.StatsInterval)

@@ -357,7 +357,7 @@ func (d *driver) idleWait(ctx context.Context, timer *time.Timer) bool {
 func (d *driver) drain(clock time.Duration) {
 	s := d.s
 	s.mu.Lock()
-	if s.cfg.Ingest > 0 || s.cfg.ChatPrepare > 0 {
+	if s.cfg.delaysArrival() {
 		// Arrivals are in inbox order: one Ingest after each hand-off
 		// from the event loop.
 		k := 0

@@ -79,7 +79,7 @@ func TestDriverMatchesSim(t *testing.T) {
 		// tokens out one step late; with PP it must change nothing.
 		lag bool
 		// chat: the server prepares chat requests one at a time
-		// (Config.ChatPrepare), and the requests are chat requests
+		// (Config.ChatPrepare; then ChatIngest), and the requests are chat requests
 		// ("chat") or completions, which keep their place in its loop
 		// but prepare nothing ("completions": timed as without it).
 		chat string
@@ -129,20 +129,21 @@ func TestDriverMatchesSim(t *testing.T) {
 			model := linearModel{fixed: 3 * time.Millisecond, perToken: 7 * time.Microsecond}
 			reqs := timingWorkload(120)
 
-			var ingest, delivery, chat time.Duration
+			var ingest, delivery, chat, chatIngest time.Duration
 			if tc.lat {
 				ingest, delivery = 9300*time.Microsecond+17, 1850*time.Microsecond+3
 			}
 			if tc.chat != "" {
 				// Above the mean gap between arrivals, so the loop queues.
 				chat = 4*time.Millisecond + 13
+				chatIngest = 2*time.Millisecond + 7
 			}
-			simChat := chat
+			simChat, simChatIngest := chat, chatIngest
 			if tc.chat == "completions" {
-				simChat = 0
+				simChat, simChatIngest = 0, 0
 			}
 			want := map[int]*metrics.Record{}
-			simCfg := sim.Config{Engine: ec, Model: model, Ingest: ingest, Delivery: delivery, ChatPrepare: simChat, MaxConcurrency: tc.maxConcurrency, AsyncOutputLag: tc.lag}
+			simCfg := sim.Config{Engine: ec, Model: model, Ingest: ingest, Delivery: delivery, ChatPrepare: simChat, ChatIngest: simChatIngest, MaxConcurrency: tc.maxConcurrency, AsyncOutputLag: tc.lag}
 			_, err := sim.Run(context.Background(), simCfg, reqs, func(r *metrics.Record) error {
 				want[r.Index] = r
 				return nil
@@ -153,7 +154,7 @@ func TestDriverMatchesSim(t *testing.T) {
 
 			cfg := testConfig(t)
 			cfg.Engine, cfg.StepModel, cfg.Ingest, cfg.Delivery, cfg.AsyncOutputLag = ec, model, ingest, delivery, tc.lag
-			cfg.ChatPrepare = chat
+			cfg.ChatPrepare, cfg.ChatIngest = chat, chatIngest
 			got, snap := runInBubble(t, cfg, reqs, tc.maxConcurrency, tc.chat == "chat")
 			if snap.Engine.Preemptions == 0 {
 				t.Errorf("the workload caused no preemption; make the KV cache smaller")

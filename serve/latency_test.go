@@ -155,3 +155,27 @@ func TestRequestLatencyClients(t *testing.T) {
 		})
 	}
 }
+
+// A P/D pair pays the chat path once: the prefill server (a KV producer)
+// prepares the chat request and charges its ChatIngest, and the decode
+// server (a KV consumer), reached through the proxy, charges neither.
+func TestChatCostsByKVRole(t *testing.T) {
+	const prepare, ingest = 4 * time.Millisecond, 2 * time.Millisecond
+	for _, c := range []struct {
+		role                    KVRole
+		wantPrepare, wantIngest time.Duration
+	}{
+		{"", prepare, ingest},
+		{KVProducer, prepare, ingest},
+		{KVConsumer, 0, 0},
+	} {
+		cfg := Config{ChatPrepare: prepare, ChatIngest: ingest}
+		if c.role != "" {
+			cfg.KVTransfer = &KVTransferConfig{Role: c.role}
+		}
+		got := cfg.withDefaults()
+		if got.ChatPrepare != c.wantPrepare || got.ChatIngest != c.wantIngest {
+			t.Errorf("role %q: chat preparation %v, chat ingest %v; want %v, %v", c.role, got.ChatPrepare, got.ChatIngest, c.wantPrepare, c.wantIngest)
+		}
+	}
+}

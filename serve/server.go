@@ -200,7 +200,7 @@ func (s *Server) submit(st *stream) error {
 		s.mu.Unlock()
 		return errServerClosed
 	}
-	if s.cfg.Ingest > 0 || s.cfg.ChatPrepare > 0 {
+	if s.cfg.delaysArrival() {
 		// The event loop takes requests in submit order and prepares chat
 		// ones; a request's hand-off waits for the preparations queued
 		// before its own ended, which later submits may add to, so drain
@@ -226,7 +226,8 @@ func (s *Server) submit(st *stream) error {
 // resolveHandOff sets the Arrival of s.inbox[i], whose preparation is
 // over and which is next to leave: the event loop hands it on after the
 // preparations of the requests that reached the loop before that (the
-// inbox is in submit order), then Ingest runs. The scan resumes where the
+// inbox is in submit order), then Ingest runs (and a chat request's
+// ChatIngest). The scan resumes where the
 // previous head's stopped, as preparations end in inbox order. Call with
 // s.mu held.
 func (s *Server) resolveHandOff(i int) {
@@ -236,7 +237,11 @@ func (s *Server) resolveHandOff(i int) {
 		j++
 	}
 	s.handOffScan = j
-	head.req.Arrival = max(s.inbox[j].prepared+s.cfg.Ingest, head.submitted, s.lastArrival)
+	ingest := s.cfg.Ingest
+	if head.chat {
+		ingest += s.cfg.ChatIngest
+	}
+	head.req.Arrival = max(s.inbox[j].prepared+ingest, head.submitted, s.lastArrival)
 	s.lastArrival = head.req.Arrival
 	head.handOffPending = false
 }

@@ -52,10 +52,11 @@ func RunSpec(ctx context.Context, spec *runspec.Spec, logw io.Writer) error {
 			return err
 		}
 	}
-	logger.Info(fmt.Sprintf("servebench serve: emulating vLLM %s (engine %s) with %s on %s (TP %d, PP %d), %s, request ingest %v, delivery %v, chat preparation %v",
+	chatPrepare, chatIngest := cfg.chargedChat()
+	logger.Info(fmt.Sprintf("servebench serve: emulating vLLM %s (engine %s) with %s on %s (TP %d, PP %d), %s, request ingest %v, delivery %v, chat preparation %v, chat ingest %v",
 		r.Profile.Release, cfg.Engine.Version, r.Deployment.Model.Name, r.Deployment.GPU.Name,
 		r.Deployment.TensorParallel, r.Deployment.PipelineParallel, describeEngineConfig(cfg.Engine, r.Capacity.MaxNumSeqs),
-		ingest, delivery, cfg.chargedChatPrepare()))
+		ingest, delivery, chatPrepare, chatIngest))
 	for _, l := range vllm.StartupLines(r.Resolved) {
 		if l.Warning {
 			logger.Warn(l.Text)
@@ -97,10 +98,10 @@ func configOf(ctx context.Context, s *runspec.Spec, r *runspec.ResolvedEngine) (
 		}
 		stepModel, fixed = m, &f
 	}
-	ingest, delivery, chat := r.Ingest, r.Delivery, r.ChatPrepare
+	ingest, delivery, chatPrepare, chatIngest := r.Ingest, r.Delivery, r.ChatPrepare, r.ChatIngest
 	if fixed != nil {
 		// The fixed latencies are what the client sees, end to end.
-		ingest, delivery, chat = 0, 0, 0
+		ingest, delivery, chatPrepare, chatIngest = 0, 0, 0, 0
 	}
 	outputLen, err := ParseOutputLenDist(srv.OutputLenDist)
 	if err != nil {
@@ -152,7 +153,8 @@ func configOf(ctx context.Context, s *runspec.Spec, r *runspec.ResolvedEngine) (
 		MaxConnections:            srv.MaxConnections,
 		Ingest:                    ingest,
 		Delivery:                  delivery,
-		ChatPrepare:               chat,
+		ChatPrepare:               chatPrepare,
+		ChatIngest:                chatIngest,
 		// Fixed latencies are what the client sees; multi-step groups
 		// are not served step by step.
 		AsyncOutputLag: r.AsyncOutputLag && fixed == nil && r.SchedulerSteps <= 1,
@@ -283,7 +285,7 @@ func StartEmulated(ctx context.Context, r *runspec.ResolvedEngine, model string)
 	running, err := Start(ctx, Config{
 		Engine: r.Engine, StepModel: r.StepModel, Model: model, Tokenizer: tok, PromptVocab: r.Deployment.Model.Vocab,
 		Logger: slog.New(slog.DiscardHandler), Version: r.Profile.Release.String(),
-		Ingest: r.Ingest, Delivery: r.Delivery, ChatPrepare: r.ChatPrepare,
+		Ingest: r.Ingest, Delivery: r.Delivery, ChatPrepare: r.ChatPrepare, ChatIngest: r.ChatIngest,
 	}, "127.0.0.1:0")
 	if err != nil {
 		return nil, err

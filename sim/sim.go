@@ -65,6 +65,10 @@ type Config struct {
 	// alone waits ChatPrepare, and of n sent at once none reaches the
 	// engine before n·ChatPrepare. Ingest follows the hand-off.
 	ChatPrepare time.Duration
+	// ChatIngest is a chat request's latency beyond Ingest that holds no
+	// other request back (vllm.Resolved.ChatIngest; 0 for the completions
+	// API): set it with ChatPrepare, as a run's client sends one kind.
+	ChatIngest time.Duration
 	// AsyncOutputLag is V0's async output processing (vLLM 0.6–0.10 by
 	// default, PR #7049): the engine processes step i's outputs inside
 	// step i+1 (the model runner's async callback) and LLMEngine.step
@@ -83,6 +87,12 @@ type Config struct {
 func ConfigFor(r *vllm.Resolved) Config {
 	return Config{Engine: r.Engine, Model: r.StepModel, SchedulerSteps: r.SchedulerSteps,
 		Ingest: r.Ingest, Delivery: r.Delivery, AsyncOutputLag: r.AsyncOutputLag}
+}
+
+// ChatClient sets the costs of vLLM's chat API (r's ChatPrepare and
+// ChatIngest) on a Config whose client sends chat requests.
+func (c *Config) ChatClient(r *vllm.Resolved) {
+	c.ChatPrepare, c.ChatIngest = r.ChatPrepare, r.ChatIngest
 }
 
 // StatsSample is the engine's state at one instant of virtual time, with
@@ -207,7 +217,8 @@ func RunStream(ctx context.Context, cfg Config, reqs *workload.Stream, emit func
 		return nil, fmt.Errorf("sim: engine config: %w", err)
 	}
 	r.cfg, r.eng = cfg, eng
-	r.lat = cfg.Ingest > 0 || cfg.Delivery > 0 || cfg.ChatPrepare > 0
+	r.lat = cfg.Ingest > 0 || cfg.Delivery > 0 || cfg.ChatPrepare > 0 || cfg.ChatIngest > 0
+	r.ingest = cfg.Ingest + cfg.ChatIngest
 	r.host, _ = cfg.Model.(HostAwareModel)
 	r.depth = eng.MaxBatches()
 	r.virtualEngines = r.depth > 1 && cfg.Engine.Version == engine.V0
@@ -294,12 +305,14 @@ type runner struct {
 	lagging bool
 
 	// Request latencies (Config.Ingest, Delivery; lat says either is
-	// set). sent holds the requests the client has sent that have not
+	// set; ingest is a request's from hand-off to the engine's queue,
+	// ChatIngest included). sent holds the requests the client has sent that have not
 	// reached the engine, oldest first (from sentHead); clientInFlight
 	// counts requests the client has sent and not received in full;
 	// releases holds the instants the client receives the last token of
 	// finished requests, oldest first (from relHead).
 	lat      bool
+	ingest   time.Duration
 	sent     []sentRequest
 	sentHead int
 	// loopFree is when the server's event loop finishes the chat
@@ -694,11 +707,11 @@ func (r *runner) clientEvents(next **workload.Request, id *int) error {
 		if s.handoff < 0 && !r.resolveHandoff() {
 			break
 		}
-		if s.handoff+r.cfg.Ingest > r.now {
+		if s.handoff+r.ingest > r.now {
 			break
 		}
 		r.sentHead++
-		if err := r.add(s.id, &s.w, s.start, s.handoff+r.cfg.Ingest, s.ref); err != nil {
+		if err := r.add(s.id, &s.w, s.start, s.handoff+r.ingest, s.ref); err != nil {
 			return err
 		}
 		*s = sentRequest{}
@@ -739,7 +752,7 @@ func (r *runner) nextClientEvent(next *workload.Request) (time.Duration, bool) {
 	}
 	if r.sentHead < len(r.sent) && r.groupLeft == 0 {
 		s := &r.sent[r.sentHead]
-		at := s.handoff + r.cfg.Ingest
+		at := s.handoff + r.ingest
 		if s.handoff < 0 {
 			at = s.prepared // the hand-off is known then
 		}

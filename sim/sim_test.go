@@ -663,32 +663,40 @@ func TestRequestLatencies(t *testing.T) {
 // Ingest 5 ms and Delivery 2 ms: the server's one event loop prepares the
 // requests in arrival order and hands each on only after the preparations
 // queued before its own finished, so a burst reaches the engine together.
+// ChatIngest (3 ms) only delays each request's entry into the engine.
 func TestChatPrepareHandoff(t *testing.T) {
 	ms := time.Millisecond
 	one := func(i int, at time.Duration) workload.Request {
 		return workload.Request{Index: i, PromptLen: 16, MaxTokens: 1, Arrival: at}
 	}
 	tests := []struct {
-		name     string
-		reqs     []workload.Request
-		wantTTFT []time.Duration
+		name       string
+		chatIngest time.Duration
+		reqs       []workload.Request
+		wantTTFT   []time.Duration
 	}{
 		// Prepared at 4, handed on at once, in the engine at 9, its
 		// step 9–19, received at 21.
-		{"alone", []workload.Request{one(0, 0)}, []time.Duration{21 * ms}},
+		{"alone", 0, []workload.Request{one(0, 0)}, []time.Duration{21 * ms}},
 		// Prepared at 4, 8 and 12: every hand-off waits behind all three
 		// preparations, so all reach the engine at 17 and share a step.
-		{"burst", []workload.Request{one(0, 0), one(1, 0), one(2, 0)}, []time.Duration{29 * ms, 29 * ms, 29 * ms}},
+		{"burst", 0, []workload.Request{one(0, 0), one(1, 0), one(2, 0)}, []time.Duration{29 * ms, 29 * ms, 29 * ms}},
 		// The second arrives after the first was handed on: 4 ms each.
-		{"spaced", []workload.Request{one(0, 0), one(1, 20*ms)}, []time.Duration{21 * ms, 21 * ms}},
+		{"spaced", 0, []workload.Request{one(0, 0), one(1, 20*ms)}, []time.Duration{21 * ms, 21 * ms}},
 		// The second arrives (2) before the first's preparation ends (4):
 		// the first's hand-off waits for the second's preparation (8).
-		{"overlapping", []workload.Request{one(0, 0), one(1, 2*ms)}, []time.Duration{25 * ms, 23 * ms}},
+		{"overlapping", 0, []workload.Request{one(0, 0), one(1, 2*ms)}, []time.Duration{25 * ms, 23 * ms}},
+		// ChatIngest follows Ingest and holds no hand-off back: every
+		// request reaches the engine 3 ms later than above, no more.
+		{"alone, chat ingest", 3 * ms, []workload.Request{one(0, 0)}, []time.Duration{24 * ms}},
+		{"burst, chat ingest", 3 * ms, []workload.Request{one(0, 0), one(1, 0), one(2, 0)}, []time.Duration{32 * ms, 32 * ms, 32 * ms}},
+		{"spaced, chat ingest", 3 * ms, []workload.Request{one(0, 0), one(1, 20*ms)}, []time.Duration{24 * ms, 24 * ms}},
+		{"overlapping, chat ingest", 3 * ms, []workload.Request{one(0, 0), one(1, 2*ms)}, []time.Duration{28 * ms, 26 * ms}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := Config{Engine: engineConfig(engine.V0), Model: linearModel{fixed: 10 * ms},
-				Ingest: 5 * ms, Delivery: 2 * ms, ChatPrepare: 4 * ms}
+				Ingest: 5 * ms, Delivery: 2 * ms, ChatPrepare: 4 * ms, ChatIngest: tt.chatIngest}
 			_, recs := collect(t, cfg, tt.reqs)
 			slices.SortFunc(recs, func(a, b *metrics.Record) int { return a.Index - b.Index })
 			if len(recs) != len(tt.wantTTFT) {

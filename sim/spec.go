@@ -200,7 +200,7 @@ func (r *specRun) simulate(ctx context.Context, stream *workload.Stream, info re
 	cfg := ConfigFor(r.eng.Resolved)
 	cfg.StatsInterval, cfg.MaxConcurrency = interval, s.Workload.MaxConcurrency
 	if s.Simulation.Chat() {
-		cfg.ChatPrepare = r.eng.Resolved.ChatPrepare
+		cfg.ChatClient(r.eng.Resolved)
 	}
 	if s.Simulation.LogStats {
 		r.logStats(&cfg, interval)

@@ -405,7 +405,7 @@ func (p *plan) simulate(ctx context.Context) (metrics.Summary, error) {
 	cfg := sim.ConfigFor(r)
 	cfg.StatsInterval, cfg.MaxConcurrency = r.StatsInterval, p.maxConcurrency
 	if p.chat {
-		cfg.ChatPrepare = r.ChatPrepare
+		cfg.ChatClient(r)
 	}
 	// The published figures are what vLLM's benchmark client observed: its
 	// one thread queues every send and chunk (vllm doc, "Benchmark client"),

@@ -20,10 +20,21 @@ const (
 	chatContentFormatDetect = 7 * time.Millisecond
 	// chatPrepare011 is the 0.11 line's preparation [fitted: the TTFT of
 	// gpustack-deepseek-r1-h200/random-128-4, vLLM 0.11.0, 1,000 chat
-	// requests at once; what the release does per request to cost it is
-	// not identified].
-	chatPrepare011 = 16700 * us
+	// requests at once, together with chatIngest011; what the release
+	// does per request to cost it is not identified].
+	chatPrepare011 = 16680 * us
+	// chatIngest011 is the 0.11 line's chat latency off the event loop:
+	// time a chat request spends before the engine's queue, beyond
+	// Ingest, that holds no other request back [fitted: the mean TTFT of
+	// gpustack-qwen3-8b-h100-latency/sharegpt-100-bs2, vLLM 0.11.0, two
+	// chat streams; SGLang on the same host and client took 27 ms where
+	// vLLM took 64 ms, so the time is vLLM's, not the GPU's; what it is
+	// spent on is not identified].
+	chatIngest011 = 22 * time.Millisecond
 )
+
+// chatCost is what the chat path costs a request on one host.
+type chatCost struct{ prepare, ingest time.Duration }
 
 // Releases where the chat path's cost changed:
 //   - contentFormatDetectSince: PR #9919 ("Automatic detection of chat
@@ -38,6 +49,15 @@ var (
 	contentFormatCachedSince = Release{0, 9, 2}
 	chatPrepare011Since      = Release{0, 11, 0}
 )
+
+// chatIngest is the latency the release's OpenAI server adds to a chat
+// request beyond Ingest, off the event loop, on the default host.
+func chatIngest(r Release) time.Duration {
+	if !r.less(chatPrepare011Since) {
+		return chatIngest011
+	}
+	return 0
+}
 
 // chatPrepare is the event-loop time the release's OpenAI server spends on
 // one chat request before handing it on, on the default host.

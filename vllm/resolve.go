@@ -94,6 +94,10 @@ type Resolved struct {
 	// before the request is handed on (chatPrepare, on this host; zero
 	// offline or without host overhead), for sim.Config.ChatPrepare.
 	ChatPrepare time.Duration
+	// ChatIngest is the chat request's latency beyond Ingest that holds
+	// no other request back (chatIngest, on this host; zero offline or
+	// without host overhead), for sim.Config.ChatIngest.
+	ChatIngest time.Duration
 	// AsyncOutputLag: V0's async output processing (0.6–0.10, unless
 	// --disable-async-output-proc) hands a step's outputs to the client
 	// one step late (sim.Config.AsyncOutputLag, serve.Config.AsyncOutputLag).
@@ -154,7 +158,7 @@ func Resolve(ctx context.Context, p Profile, model perf.Model, gpu perf.GPU, o O
 	step, ingest, delivery, chat := hostStep(p, o, roof, executor)
 	return &Resolved{Profile: p, Deployment: resolved, Capacity: capacity, Engine: ec,
 		StepModel: step, StatsInterval: p.Defaults.StatsInterval, SchedulerSteps: max(o.NumSchedulerSteps, 1),
-		Ingest: ingest, Delivery: delivery, ChatPrepare: chat,
+		Ingest: ingest, Delivery: delivery, ChatPrepare: chat.prepare, ChatIngest: chat.ingest,
 		AsyncOutputLag: p.Engine == engine.V0 && p.Scheduler.AsyncOutputProc && !o.DisableAsyncOutputProc,
 		Executor:       executor, ExecutorDefaulted: executorDefaulted}, nil
 }
@@ -261,8 +265,8 @@ func engineConfig(p Profile, o Options, resolved perf.Deployment, chunked bool) 
 
 // hostStep wraps the roofline in the release's host work (none with
 // Options.NoHostOverhead), and gives the OpenAI server's per-request
-// latencies and chat preparation on this host.
-func hostStep(p Profile, o Options, roof *perf.Roofline, executor ExecutorBackend) (step perf.StepModel, ingest, delivery, chat time.Duration) {
+// latencies and chat path costs on this host.
+func hostStep(p Profile, o Options, roof *perf.Roofline, executor ExecutorBackend) (step perf.StepModel, ingest, delivery time.Duration, chat chatCost) {
 	step = roof
 	if !o.NoHostOverhead {
 		host := p.Host
@@ -280,7 +284,7 @@ func hostStep(p Profile, o Options, roof *perf.Roofline, executor ExecutorBacken
 		step = NewHostStepModel(roof, host, o.NumSchedulerSteps)
 		ingest, delivery = host.scaled(host.Ingest), host.scaled(host.Delivery)
 		if !o.Offline {
-			chat = host.scaled(chatPrepare(p.Release))
+			chat = chatCost{prepare: host.scaled(chatPrepare(p.Release)), ingest: host.scaled(chatIngest(p.Release))}
 		}
 	}
 	return step, ingest, delivery, chat

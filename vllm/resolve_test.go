@@ -140,33 +140,36 @@ func TestAsyncOutputLagByRelease(t *testing.T) {
 	}
 }
 
-// The chat path's preparation by release (chatprep.go): content-format
+// The chat path's costs by release (chatprep.go): content-format
 // detection on every request from 0.6.5 until PR #20065 cached it (0.9.2),
-// the 0.11 line's fitted cost from 0.11.0; a faster host divides it, and
-// the offline LLM class calls no API.
+// the 0.11 line's fitted preparation and ingest latency from 0.11.0; a
+// faster host divides them, and the offline LLM class calls no API.
 func TestChatPrepareByRelease(t *testing.T) {
-	const ms = time.Millisecond
+	const us = time.Microsecond
 	for _, c := range []struct {
-		version string
-		o       vllm.Options
-		want    time.Duration
+		version                 string
+		o                       vllm.Options
+		wantPrepare, wantIngest time.Duration
 	}{
-		{"0.6.3", vllm.Options{}, 2900 * time.Microsecond},
-		{"0.6.5", vllm.Options{}, 9900 * time.Microsecond},
-		{"0.9.1", vllm.Options{}, 9900 * time.Microsecond},
-		{"0.9.2", vllm.Options{}, 2900 * time.Microsecond},
-		{"0.10.2", vllm.Options{}, 2900 * time.Microsecond},
-		{"0.11.0", vllm.Options{}, 16700 * time.Microsecond},
-		{"0.11.0", vllm.Options{HostSpeed: 2}, 8350 * time.Microsecond},
-		{"0.11.0", vllm.Options{Offline: true}, 0},
-		{"0.11.0", vllm.Options{NoHostOverhead: true}, 0},
+		{"0.6.3", vllm.Options{}, 2900 * us, 0},
+		{"0.6.5", vllm.Options{}, 9900 * us, 0},
+		{"0.9.1", vllm.Options{}, 9900 * us, 0},
+		{"0.9.2", vllm.Options{}, 2900 * us, 0},
+		{"0.10.2", vllm.Options{}, 2900 * us, 0},
+		{"0.11.0", vllm.Options{}, 16680 * us, 22000 * us},
+		{"0.11.0", vllm.Options{HostSpeed: 2}, 8340 * us, 11000 * us},
+		{"0.11.0", vllm.Options{Offline: true}, 0, 0},
+		{"0.11.0", vllm.Options{NoHostOverhead: true}, 0, 0},
 	} {
 		r, err := resolve(t, c.version, "", "Qwen2-7B", "H100", c.o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d := r.ChatPrepare - c.want; d < -ms/1000 || d > ms/1000 {
-			t.Errorf("%s %+v: ChatPrepare %v, want %v", c.version, c.o, r.ChatPrepare, c.want)
+		if d := r.ChatPrepare - c.wantPrepare; d < -us || d > us {
+			t.Errorf("%s %+v: ChatPrepare %v, want %v", c.version, c.o, r.ChatPrepare, c.wantPrepare)
+		}
+		if d := r.ChatIngest - c.wantIngest; d < -us || d > us {
+			t.Errorf("%s %+v: ChatIngest %v, want %v", c.version, c.o, r.ChatIngest, c.wantIngest)
 		}
 	}
 }
