@@ -69,6 +69,12 @@ type Config struct {
 	// other request back (vllm.Resolved.ChatIngest; 0 for the completions
 	// API): set it with ChatPrepare, as a run's client sends one kind.
 	ChatIngest time.Duration
+	// ChatStream: the requests stream chat completions, which vLLM opens
+	// with a chunk that carries the assistant's role and no text, sent with
+	// the first token's own chunk. A client times the first token at the
+	// first chunk with choices, the role chunk, so the first token's chunk
+	// adds an ITL gap of zero: a record has one gap per output token.
+	ChatStream bool
 	// AsyncOutputLag is V0's async output processing (vLLM 0.6–0.10 by
 	// default, PR #7049): the engine processes step i's outputs inside
 	// step i+1 (the model runner's async callback) and LLMEngine.step
@@ -89,10 +95,11 @@ func ConfigFor(r *vllm.Resolved) Config {
 		Ingest: r.Ingest, Delivery: r.Delivery, AsyncOutputLag: r.AsyncOutputLag}
 }
 
-// ChatClient sets the costs of vLLM's chat API (r's ChatPrepare and
-// ChatIngest) on a Config whose client sends chat requests.
+// ChatClient sets what vLLM's chat API does to a request (r's
+// ChatPrepare and ChatIngest, and its stream's role chunk: ChatStream) on
+// a Config whose client sends chat requests.
 func (c *Config) ChatClient(r *vllm.Resolved) {
-	c.ChatPrepare, c.ChatIngest = r.ChatPrepare, r.ChatIngest
+	c.ChatPrepare, c.ChatIngest, c.ChatStream = r.ChatPrepare, r.ChatIngest, true
 }
 
 // StatsSample is the engine's state at one instant of virtual time, with
@@ -172,7 +179,8 @@ const (
 // prefix caching only the lengths matter.
 //
 // Records: Scheduled = Dispatched = Start = Arrival; TTFT and Latency from
-// Start; ITL holds one gap per output token after the first; OutputLen is
+// Start; ITL holds one gap per output token after the first (with
+// Config.ChatStream one per output token, the first zero); OutputLen is
 // the tokens generated; Success false with Error set for rejected requests.
 func Run(ctx context.Context, cfg Config, reqs []workload.Request, emit func(*metrics.Record) error) (*Result, error) {
 	return RunStream(ctx, cfg, workload.StreamOf(reqs), emit)
@@ -826,7 +834,10 @@ func (r *runner) output(o *engine.Output) error {
 			rec := fl.rec
 			rec.TTFT = r.now + r.cfg.Delivery - rec.Start
 			rec.CachedTokens = o.CachedTokens
-			if rec.MaxTokens > 1 {
+			if r.cfg.ChatStream {
+				// The role chunk came first (Config.ChatStream).
+				rec.ITL = append(r.newITL(rec.MaxTokens), 0)
+			} else if rec.MaxTokens > 1 {
 				rec.ITL = r.newITL(rec.MaxTokens - 1)
 			}
 			fl.first, *last = k, k

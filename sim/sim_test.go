@@ -759,3 +759,27 @@ func TestAsyncOutputLag(t *testing.T) {
 		}
 	}
 }
+
+// A chat stream opens with vLLM's role chunk, sent with the first token:
+// the client times the first token at it, so the first token's own chunk
+// adds a zero gap and a record has one gap per output token. Nothing else
+// moves: TTFT, latency and the other gaps are those of the completions
+// stream, so TPOT is too.
+func TestChatStreamRoleChunk(t *testing.T) {
+	for _, maxTokens := range []int{1, 2, 5} {
+		reqs := []workload.Request{{Index: 0, PromptLen: 100, MaxTokens: maxTokens}}
+		cfg := Config{Engine: engineConfig(engine.V1), Model: simpleModel}
+		_, plain := collect(t, cfg, reqs)
+		cfg.ChatStream = true
+		_, chat := collect(t, cfg, reqs)
+		if len(plain) != 1 || len(chat) != 1 {
+			t.Fatalf("max tokens %d: %d and %d records", maxTokens, len(plain), len(chat))
+		}
+		p, c := plain[0], chat[0]
+		want := append([]time.Duration{0}, p.ITL...)
+		if c.TTFT != p.TTFT || c.Latency != p.Latency || c.OutputLen != p.OutputLen || !slices.Equal(c.ITL, want) {
+			t.Errorf("max tokens %d: chat TTFT %v, latency %v, %d tokens, gaps %v; want %v, %v, %d, %v",
+				maxTokens, c.TTFT, c.Latency, c.OutputLen, c.ITL, p.TTFT, p.Latency, p.OutputLen, want)
+		}
+	}
+}
