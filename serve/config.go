@@ -104,7 +104,11 @@ type Config struct {
 	ChatPrepare time.Duration
 	// ChatIngest is a chat request's latency beyond Ingest that holds no
 	// other request back (vllm.Resolved.ChatIngest; sim.Config's field of
-	// the same name). A KV consumer charges none. 0: none.
+	// the same name). A KV consumer charges none. 0: none. Requests join
+	// the engine in the order the event loop handed them on, so where
+	// both APIs are called a completions request handed on just after a
+	// chat request joins after it [deviation: vLLM lets it pass; sim runs
+	// one API at a time, where the two agree].
 	ChatIngest time.Duration
 	// AsyncOutputLag is V0's async output processing (vLLM 0.6–0.10 by
 	// default; vllm.Resolved.AsyncOutputLag, sim.Config's field of the
