@@ -227,9 +227,8 @@ func (s *Server) submit(st *stream) error {
 // over and which is next to leave: the event loop hands it on after the
 // preparations of the requests that reached the loop before that (the
 // inbox is in submit order), then Ingest runs (and a chat request's
-// ChatIngest). The scan resumes where the
-// previous head's stopped, as preparations end in inbox order. Call with
-// s.mu held.
+// ChatIngest). The scan resumes where the previous head's stopped, as
+// preparations end in inbox order. Call with s.mu held.
 func (s *Server) resolveHandOff(i int) {
 	head := s.inbox[i]
 	j := max(s.handOffScan, i)

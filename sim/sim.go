@@ -314,8 +314,8 @@ type runner struct {
 
 	// Request latencies (Config.Ingest, Delivery; lat says either is
 	// set; ingest is a request's from hand-off to the engine's queue,
-	// ChatIngest included). sent holds the requests the client has sent that have not
-	// reached the engine, oldest first (from sentHead); clientInFlight
+	// ChatIngest included). sent holds the requests the client has sent
+	// that have not reached the engine, oldest first (from sentHead); clientInFlight
 	// counts requests the client has sent and not received in full;
 	// releases holds the instants the client receives the last token of
 	// finished requests, oldest first (from relHead).
