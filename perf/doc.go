@@ -470,15 +470,16 @@
 // GPUs without a table of their own (kernelOrigin) take the nearest
 // measured one of their architecture: A10, A10G and A40 GEMMs from A40
 // and their attention from A100-80GB (Ampere); L4, L40 and RTX-4090 from
-// L40S (Ada); H20 and H100-PCIe from H100-SXM (Hopper); A100-40GB from
-// A100-80GB. Each time is scaled by deriveScale: its roofline compute
-// share by the ratio of dense peaks (SM count × boost clock × rate per
-// SM, the data sheets' figures in the catalog: A40 84 SMs at 1740 MHz,
-// 149.7 TF, 696 GB/s; A10 72 SMs at 1695 MHz, 125 TF; A10G 80 SMs at
-// half the A10's rate per SM, 70 TF; L4 58 SMs at 2040 MHz; L40S 142
-// SMs at 2520 MHz; RTX 4090 128 SMs at 2520 MHz at half the L40S's rate
-// per SM with FP32 accumulate; H20 78 SMs, 148 TF), its
-// memory share by the bandwidths. Attention keeps its launch floor: the
+// L40S (Ada); H20, H100-PCIe and H100-NVL from H100-SXM (Hopper);
+// A100-40GB and the A100 PCIe cards from A100-80GB. Each time is scaled
+// by deriveScale: its roofline compute share by the ratio of dense peaks
+// (SM count × boost clock × rate per SM, the data sheets' figures in the
+// catalog: A40 84 SMs at 1740 MHz, 149.7 TF, 696 GB/s; A10 72 SMs at 1695
+// MHz, 125 TF; A10G 80 SMs at half the A10's rate per SM, 70 TF; L4 58
+// SMs at 2040 MHz; L40S 142 SMs at 2520 MHz; RTX 4090 128 SMs at 2520 MHz
+// at half the L40S's rate per SM with FP32 accumulate; H20 78 SMs, 148
+// TF; H100 NVL 835.5 TF at 3.9 TB/s), its memory share by the
+// bandwidths. Attention keeps its launch floor: the
 // table's smallest problem's time (12.5 µs for the A100's decode kernel at
 // 8 KV heads) stays and only the time above it scales (aboveFloor;
 // TestDerivedAttentionKeepsLaunchFloor), since a launch takes no longer

@@ -62,7 +62,11 @@ var kernelOrigin = map[string]struct{ gemm, attention string }{
 	"RTX-4090":  {"L40S", "L40S"},
 	"H20":       {"H100-SXM", "H100-SXM"},
 	"H100-PCIe": {"H100-SXM", "H100-SXM"},
+	"H100-NVL":  {"H100-SXM", "H100-SXM"},
 	"A100-40GB": {"A100-80GB", "A100-80GB"},
+	// The PCIe cards: the SXM part's die at a lower power limit.
+	"A100-40GB-PCIe": {"A100-80GB", "A100-80GB"},
+	"A100-80GB-PCIe": {"A100-80GB", "A100-80GB"},
 }
 
 // measuredSpecs are data-sheet rates of measured GPUs that the catalog

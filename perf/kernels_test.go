@@ -3,6 +3,7 @@ package perf
 import (
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -16,6 +17,20 @@ func tabled(t testing.TB, model, gpu string, edit func(*Deployment)) *Roofline {
 		t.Fatalf("NewRoofline(%s on %s): %v", model, gpu, err)
 	}
 	return r
+}
+
+// Every NVIDIA part in the catalog times its kernels from a measured
+// table, its own or its architecture's (doc.go, "Kernel tables"); only
+// the ROCm parts, which no public database measures, keep the roofline.
+func TestEveryNVIDIACatalogGPUHasKernelTables(t *testing.T) {
+	rocm := map[string]bool{"MI300X": true, "MI325X": true}
+	for _, name := range GPUs() {
+		src := tabled(t, "Llama-3-8B", name, nil).KernelSource().String()
+		roofline := strings.HasPrefix(src, "roofline")
+		if roofline != rocm[name] {
+			t.Errorf("%s: kernel source %q", name, src)
+		}
+	}
 }
 
 func TestKernelSource(t *testing.T) {
@@ -33,6 +48,9 @@ func TestKernelSource(t *testing.T) {
 		{"Ampere PCIe part from A40 and A100", "A10", nil, "derived from A40 (attention: A100-80GB)"},
 		{"Ada part from L40S", "L4", nil, "derived from L40S"},
 		{"Hopper part from H100", "H20", nil, "derived from H100-SXM"},
+		{"Hopper PCIe card from H100", "H100-NVL", nil, "derived from H100-SXM"},
+		{"Ampere PCIe card from A100", "A100-80GB-PCIe", nil, "derived from A100-80GB"},
+		{"Ampere PCIe card from A100", "A100-40GB-PCIe", nil, "derived from A100-80GB"},
 		{"no table", "MI300X", nil, "roofline: no table"},
 		{"YAML GPU reusing a catalog name", "H100", func(d *Deployment) { d.GPU = yamlGPU }, "roofline: no table"},
 		{"switched off", "H100", func(d *Deployment) { d.NoKernelTables = true }, "roofline: kernel tables off"},
