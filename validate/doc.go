@@ -35,7 +35,8 @@
 //     unless it replays its own lengths;
 //   - a client that called the chat API (workload.backend) is simulated
 //     with sim --backend, which charges vLLM's server the chat template's
-//     preparation before the engine (vllm, "Chat preparation");
+//     preparation and the chat ingest latency before the engine, and
+//     streams the chat role chunk (vllm, "Chat preparation");
 //   - the throughput benchmark is sim --throughput (every request at t=0);
 //     the latency benchmark is a batch of batch_size requests at once, and
 //     its "Avg latency" is compared with the simulated time to the batch's
