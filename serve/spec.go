@@ -98,11 +98,6 @@ func configOf(ctx context.Context, s *runspec.Spec, r *runspec.ResolvedEngine) (
 		}
 		stepModel, fixed = m, &f
 	}
-	ingest, delivery, chatPrepare, chatIngest := r.Ingest, r.Delivery, r.ChatPrepare, r.ChatIngest
-	if fixed != nil {
-		// The fixed latencies are what the client sees, end to end.
-		ingest, delivery, chatPrepare, chatIngest = 0, 0, 0, 0
-	}
 	outputLen, err := ParseOutputLenDist(srv.OutputLenDist)
 	if err != nil {
 		return Config{}, nil, fmt.Errorf("--output-len-dist: %w", err)
@@ -133,7 +128,7 @@ func configOf(ctx context.Context, s *runspec.Spec, r *runspec.ResolvedEngine) (
 	if tok == nil {
 		return Config{}, nil, fmt.Errorf("--tokenizer: serve needs a tokenizer; use %s or a tokenizer.json path", DefaultTokenizer)
 	}
-	return Config{
+	cfg := Config{
 		Engine:                    r.Engine,
 		StepModel:                 stepModel,
 		Model:                     s.Engine.Model,
@@ -151,14 +146,22 @@ func configOf(ctx context.Context, s *runspec.Spec, r *runspec.ResolvedEngine) (
 		Version:                   r.Profile.Release.String(),
 		BodyReadTimeout:           srv.BodyTimeout,
 		MaxConnections:            srv.MaxConnections,
-		Ingest:                    ingest,
-		Delivery:                  delivery,
-		ChatPrepare:               chatPrepare,
-		ChatIngest:                chatIngest,
 		// Fixed latencies are what the client sees; multi-step groups
 		// are not served step by step.
 		AsyncOutputLag: r.AsyncOutputLag && fixed == nil && r.SchedulerSteps <= 1,
-	}, fixed, nil
+	}
+	if fixed == nil {
+		// The fixed latencies are what the client sees, end to end.
+		cfg.chargeRequestLatencies(r.Resolved)
+	}
+	return cfg, fixed, nil
+}
+
+// chargeRequestLatencies sets the per-request costs outside the engine's
+// steps that the resolved release's OpenAI server charges: Ingest,
+// Delivery, ChatPrepare and ChatIngest.
+func (c *Config) chargeRequestLatencies(r *vllm.Resolved) {
+	c.Ingest, c.Delivery, c.ChatPrepare, c.ChatIngest = r.Ingest, r.Delivery, r.ChatPrepare, r.ChatIngest
 }
 
 func fixedLatencyOn(s *runspec.Spec) bool {
@@ -282,11 +285,12 @@ func StartEmulated(ctx context.Context, r *runspec.ResolvedEngine, model string)
 	if err != nil {
 		return nil, err
 	}
-	running, err := Start(ctx, Config{
+	cfg := Config{
 		Engine: r.Engine, StepModel: r.StepModel, Model: model, Tokenizer: tok, PromptVocab: r.Deployment.Model.Vocab,
 		Logger: slog.New(slog.DiscardHandler), Version: r.Profile.Release.String(),
-		Ingest: r.Ingest, Delivery: r.Delivery, ChatPrepare: r.ChatPrepare, ChatIngest: r.ChatIngest,
-	}, "127.0.0.1:0")
+	}
+	cfg.chargeRequestLatencies(r.Resolved)
+	running, err := Start(ctx, cfg, "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}

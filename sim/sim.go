@@ -225,8 +225,8 @@ func RunStream(ctx context.Context, cfg Config, reqs *workload.Stream, emit func
 		return nil, fmt.Errorf("sim: engine config: %w", err)
 	}
 	r.cfg, r.eng = cfg, eng
-	r.lat = cfg.Ingest > 0 || cfg.Delivery > 0 || cfg.ChatPrepare > 0 || cfg.ChatIngest > 0
 	r.ingest = cfg.Ingest + cfg.ChatIngest
+	r.lat = r.ingest > 0 || cfg.Delivery > 0 || cfg.ChatPrepare > 0
 	r.host, _ = cfg.Model.(HostAwareModel)
 	r.depth = eng.MaxBatches()
 	r.virtualEngines = r.depth > 1 && cfg.Engine.Version == engine.V0

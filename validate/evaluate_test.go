@@ -289,11 +289,11 @@ func TestPlanQuantizationFlag(t *testing.T) {
 			if p.options.Quantization != tt.want {
 				t.Errorf("--quantization %q, want %q", p.options.Quantization, tt.want)
 			}
-			at := slices.Index(p.args, "--quantization")
-			if got := at >= 0 && at+1 < len(p.args) && p.args[at+1] == tt.want; got != (tt.want != "") {
+			v, ok := planArg(p, "--quantization")
+			if got := ok && v == tt.want; got != (tt.want != "") {
 				t.Errorf("reproduce command %q: --quantization %s present %v, want %v", p.args, tt.want, got, tt.want != "")
 			}
-			noted := slices.ContainsFunc(p.notes, func(n string) bool { return strings.Contains(n, "pre-Marlin kernel") })
+			noted := planNoted(p, "pre-Marlin kernel")
 			if noted != (tt.want == "gptq") {
 				t.Errorf("notes %q: pre-Marlin note present %v, want %v", p.notes, noted, tt.want == "gptq")
 			}
@@ -344,14 +344,14 @@ func TestPlanPrefixIsPartOfInputLen(t *testing.T) {
 			if tt.prefixOnLengths == 0 && got.InputLen != tt.wantInput {
 				t.Errorf("random input %d tokens, want %d (input_len %d less prefix_len %d)", got.InputLen, tt.wantInput, run.Workload.InputLen, run.Workload.PrefixLen)
 			}
-			at := slices.Index(p.args, "--random-prefix-len")
-			if (at >= 0) != (tt.prefix > 0) || (at >= 0 && p.args[at+1] != strconv.Itoa(tt.prefix)) {
+			v, ok := planArg(p, "--random-prefix-len")
+			if ok != (tt.prefix > 0) || (ok && v != strconv.Itoa(tt.prefix)) {
 				t.Errorf("reproduce command %q: want --random-prefix-len only when %d > 0", p.args, tt.prefix)
 			}
-			if at := slices.Index(p.args, "--random-input-len"); at >= 0 && p.args[at+1] != strconv.Itoa(tt.wantInput) {
+			if v, ok := planArg(p, "--random-input-len"); ok && v != strconv.Itoa(tt.wantInput) {
 				t.Errorf("reproduce command %q: want --random-input-len %d", p.args, tt.wantInput)
 			}
-			if noted := slices.ContainsFunc(p.notes, func(n string) bool { return strings.Contains(n, tt.wantNote) }); tt.wantNote != "" && !noted {
+			if tt.wantNote != "" && !planNoted(p, tt.wantNote) {
 				t.Errorf("notes %q: want one saying %q", p.notes, tt.wantNote)
 			}
 		})
@@ -386,11 +386,11 @@ func TestPlanShareGPTLengths(t *testing.T) {
 			if got := p.spec.Random.LengthDist; got != tt.wantDist {
 				t.Errorf("length distribution %q, want %q", got, tt.wantDist)
 			}
-			at := slices.Index(p.args, "--random-length-dist")
-			if (at >= 0) != (tt.wantDist != "") || (at >= 0 && p.args[at+1] != tt.wantDist) {
+			v, ok := planArg(p, "--random-length-dist")
+			if ok != (tt.wantDist != "") || (ok && v != tt.wantDist) {
 				t.Errorf("reproduce command %q: want --random-length-dist %s only for a spread ShareGPT run", p.args, tt.wantDist)
 			}
-			if noted := slices.ContainsFunc(p.notes, func(n string) bool { return strings.Contains(n, tt.wantNote) }); tt.wantNote != "" && !noted {
+			if tt.wantNote != "" && !planNoted(p, tt.wantNote) {
 				t.Errorf("notes %q: want one saying %q", p.notes, tt.wantNote)
 			}
 		})
@@ -416,8 +416,8 @@ func TestPlanChatBackend(t *testing.T) {
 		wantChat bool
 	}{{"chat", chat, true}, {"completions", completions, false}} {
 		p := planOf(t, c, &tt.run)
-		at := slices.Index(p.args, "--backend")
-		if p.chat != tt.wantChat || (at >= 0) != tt.wantChat || (at >= 0 && p.args[at+1] != "openai-chat") {
+		v, ok := planArg(p, "--backend")
+		if p.chat != tt.wantChat || ok != tt.wantChat || (ok && v != "openai-chat") {
 			t.Errorf("%s: chat %v, reproduce command %q; want chat %v and --backend openai-chat only for chat", tt.name, p.chat, p.args, tt.wantChat)
 		}
 		s, err := p.simulate(context.Background())
@@ -431,6 +431,21 @@ func TestPlanChatBackend(t *testing.T) {
 	if ttft["chat"]-ttft["completions"] < floorMs {
 		t.Errorf("mean TTFT %.0f ms with chat, %.0f ms without: want the chat burst at least %.0f ms later", ttft["chat"], ttft["completions"], floorMs)
 	}
+}
+
+// planArg is the value p's reproduce command gives flag, and whether it
+// gives the flag at all.
+func planArg(p *plan, flag string) (string, bool) {
+	at := slices.Index(p.args, flag)
+	if at < 0 || at+1 >= len(p.args) {
+		return "", false
+	}
+	return p.args[at+1], true
+}
+
+// planNoted reports whether one of p's notes says want.
+func planNoted(p *plan, want string) bool {
+	return slices.ContainsFunc(p.notes, func(n string) bool { return strings.Contains(n, want) })
 }
 
 // builtinPlan is the simulation plan of the built-in corpus run id.

@@ -43,32 +43,29 @@ type chatCost struct{ prepare, ingest time.Duration }
 //   - contentFormatCachedSince: PR #20065 ("Cached resolution for
 //     resolving chat templates", opened 2025-06-25) [approximate
 //     release];
-//   - chatPrepare011Since: the 0.11 line.
+//   - chatPrepare011Since: the 0.11 line (its preparation and ingest).
 var (
 	contentFormatDetectSince = Release{0, 6, 5}
 	contentFormatCachedSince = Release{0, 9, 2}
 	chatPrepare011Since      = Release{0, 11, 0}
 )
 
-// chatIngest is the latency the release's OpenAI server adds to a chat
-// request beyond Ingest, off the event loop, on the default host.
-func chatIngest(r Release) time.Duration {
-	if !r.less(chatPrepare011Since) {
-		return chatIngest011
-	}
-	return 0
-}
-
-// chatPrepare is the event-loop time the release's OpenAI server spends on
-// one chat request before handing it on, on the default host.
-func chatPrepare(r Release) time.Duration {
+// chatCosts is what the release's OpenAI server charges a chat request on
+// the default host: its event-loop preparation, and from the 0.11 line the
+// ingest latency off the loop.
+func chatCosts(r Release) chatCost {
 	switch {
 	case !r.less(chatPrepare011Since):
-		return chatPrepare011
+		return chatCost{prepare: chatPrepare011, ingest: chatIngest011}
 	case !r.less(contentFormatCachedSince):
-		return chatPrepareBase
+		return chatCost{prepare: chatPrepareBase}
 	case !r.less(contentFormatDetectSince):
-		return chatPrepareBase + chatContentFormatDetect
+		return chatCost{prepare: chatPrepareBase + chatContentFormatDetect}
 	}
-	return chatPrepareBase
+	return chatCost{prepare: chatPrepareBase}
+}
+
+// onHost is c on host h (its --host-speed).
+func (c chatCost) onHost(h HostOverhead) chatCost {
+	return chatCost{prepare: h.scaled(c.prepare), ingest: h.scaled(c.ingest)}
 }

@@ -91,11 +91,11 @@ type Resolved struct {
 	// without host overhead), for sim.Config.
 	Ingest, Delivery time.Duration
 	// ChatPrepare is the OpenAI server's event-loop time per chat request
-	// before the request is handed on (chatPrepare, on this host; zero
+	// before the request is handed on (chatCosts, on this host; zero
 	// offline or without host overhead), for sim.Config.ChatPrepare.
 	ChatPrepare time.Duration
 	// ChatIngest is the chat request's latency beyond Ingest that holds
-	// no other request back (chatIngest, on this host; zero offline or
+	// no other request back (chatCosts, on this host; zero offline or
 	// without host overhead), for sim.Config.ChatIngest.
 	ChatIngest time.Duration
 	// AsyncOutputLag: V0's async output processing (0.6–0.10, unless
@@ -284,7 +284,7 @@ func hostStep(p Profile, o Options, roof *perf.Roofline, executor ExecutorBacken
 		step = NewHostStepModel(roof, host, o.NumSchedulerSteps)
 		ingest, delivery = host.scaled(host.Ingest), host.scaled(host.Delivery)
 		if !o.Offline {
-			chat = chatCost{prepare: host.scaled(chatPrepare(p.Release)), ingest: host.scaled(chatIngest(p.Release))}
+			chat = chatCosts(p.Release).onHost(host)
 		}
 	}
 	return step, ingest, delivery, chat
