@@ -58,7 +58,8 @@
 //     aggregate peer bandwidth (448 per direction) as its "NVLink"; memory
 //     191.5 GiB [inferred: ROCm keeps a little of the 192 GiB]; GDDR-like
 //     efficiencies (MFU 0.45/0.40, MBU 0.75) because ROCm kernels reach a
-//     smaller share of peak than CUDA's [inferred].
+//     smaller share of peak than CUDA's [inferred]; its dense weights are
+//     read at hipBLASLt's measured rates (Efficiency tables, below).
 //
 // The parts the published-runs corpus (validate/corpus) was measured on.
 // PCIe cards' optional NVLink bridges join only two GPUs, so they keep
@@ -227,6 +228,25 @@
 //     above): no public per-batch measurement was found [assumption]; ECC
 //     costs GDDR parts 10–15% of bandwidth (Marlin README), inside the
 //     0.75.
+//   - Dense weights on the MI300X and MI325X (hipBLASLtWeightRate): vLLM
+//     runs an unquantized (or FP8) linear layer on ROCm through hipBLASLt,
+//     and from PR #15830 (vLLM 0.8.5; KernelPolicy.ROCmSkinnyRows) steps
+//     of one or two rows through its own wvSplitK kernels. AMD timed
+//     hipBLASLt's one-row fp16 GEMMs on an MI300X (rocm-libraries PR
+//     #12329; testdata/kernels/amd-hipblaslt-m1.tsv): 0.52 of the 5.3
+//     TB/s at 90 MB of weights, 0.58–0.63 at 130–240 MB, 0.69 at 270 MB
+//     and 0.72–0.79 from 470 MB to 2 GB. A step of more rows than the
+//     skinny GEMMs take reads each of a layer's GEMMs, and the lm_head,
+//     at its size's rate (log-interpolated, the smallest shape's rate held
+//     below 90 MB [assumption: smaller reads are no faster], the same
+//     fraction of the MI325X's 6 TB/s [assumption: same die]); the
+//     skinny GEMMs keep MBU 0.75, which vLLM's own wvSplitK reached on
+//     Llama-3.1-405B's TP 8 MLP weights on an MI300 (PR #29937: 13312 ×
+//     16384 in 0.110 ms, 16384 × 6656 in 0.0555 ms: 0.746 and 0.742).
+//     Qwen3-8B's layer then reads 1.31× as long as at 0.75, Llama-3.1-
+//     405B's at TP 8 1.15×. AMD's timings are of a 2026 hipBLASLt, so
+//     they bound from above what the 2024 releases got [inferred].
+//     Routed experts (fused MoE) and ExLlama's GPTQ/AWQ keep MBU 0.75.
 //
 // EfficiencyScale (GPU.Scale) multiplies the compute and bandwidth
 // efficiencies: it is what `servebench calibrate` fits.

@@ -133,6 +133,49 @@ type KernelPolicy struct {
 	// before vLLM made FlashAttention 3 its default there (PR #12093);
 	// the Hopper tables time FlashAttention 3.
 	HopperFA2 bool
+	// ROCmSkinnyRows: on ROCm, steps of at most this many rows read the
+	// dense weights through vLLM's own skinny GEMMs (PR #15830) rather
+	// than hipBLASLt; 0 before them.
+	ROCmSkinnyRows int
+}
+
+// hipBLASLtWeightRate is the fraction of the MI300X's peak bandwidth (5.3
+// TB/s) hipBLASLt attains reading one GEMM's fp16 weights for one row, by
+// the weights' bytes: AMD's timings of 14 shapes at M = 1 on an MI300X
+// (rocm-libraries PR #12329, column "hipBLASLt MI300X µs"; the mean where
+// two shapes weigh the same). Below 90 MB the smallest shape's rate holds
+// [assumption]; doc.go says where it applies.
+var hipBLASLtWeightRate = []curvePoint{
+	{90177536, 0.519}, {132907008, 0.579}, {201326592, 0.617}, {236847104, 0.625},
+	{265814016, 0.692}, {473694208, 0.738}, {506068992, 0.787}, {531628032, 0.762},
+	{947388416, 0.732}, {1012137984, 0.747}, {1245708288, 0.744}, {2024275968, 0.768},
+}
+
+// isROCmCatalogGPU reports whether g is one of the catalog's gfx942 parts,
+// whose dense GEMMs vLLM runs through hipBLASLt or its skinny GEMMs.
+func isROCmCatalogGPU(g GPU) bool {
+	return (g.Name == "MI300X" || g.Name == "MI325X") && isCatalogGPU(g)
+}
+
+// hipBLASLtWeightSlowdown is how much longer hipBLASLt takes than the
+// roofline's MBU to stream one layer's dense weights and the lm_head's on
+// one of tp ranks, at bytesPerParam: each GEMM at its size's rate.
+func hipBLASLtWeightSlowdown(m Model, tp int, bytesPerParam, mbu float64) (layer, head float64) {
+	var bytes, atRate float64
+	layer, head = 1, 1
+	for _, s := range m.LinearShapes(tp) {
+		b := float64(s.N) * float64(s.K) * bytesPerParam
+		if s.Name == "lm_head" {
+			head = mbu / interpolateLog2(hipBLASLtWeightRate, b)
+			continue
+		}
+		bytes += b
+		atRate += b / interpolateLog2(hipBLASLtWeightRate, b)
+	}
+	if bytes > 0 {
+		layer = mbu * atRate / bytes
+	}
+	return layer, head
 }
 
 // fa2OverFA3 is FlashAttention 2's prefill time over the Hopper tables'

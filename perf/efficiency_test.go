@@ -109,3 +109,84 @@ func TestEfficiencyScale(t *testing.T) {
 		}
 	}
 }
+
+// TestHipBLASLtWeightRateMatchesAMDTimings: the MI300X's weight-read curve
+// gives back every one-row hipBLASLt time AMD published within 2% (two
+// pairs of shapes weigh the same; the curve takes their mean, 1.9% and
+// 0.5% from either).
+func TestHipBLASLtWeightRateMatchesAMDTimings(t *testing.T) {
+	rows := figureRows(t, "amd-hipblaslt-m1.tsv")
+	if len(rows) != 14 {
+		t.Fatalf("%d rows, want AMD's 14 shapes", len(rows))
+	}
+	mi := mustGPU(t, "MI300X")
+	for _, r := range rows {
+		n, k, us := figure(t, r, "n"), figure(t, r, "k"), figure(t, r, "hipblaslt_us")
+		bytes := n * k * 2
+		got := bytes / (mi.MemoryBandwidth * interpolateLog2(hipBLASLtWeightRate, bytes)) * 1e6
+		if !within(got, us, 0.02) {
+			t.Errorf("%v × %v: %.2f µs from the curve, AMD measured %.2f", n, k, got, us)
+		}
+		// vLLM's skinny GEMMs stand in for hipBLASLt at few rows only where
+		// they read the weights at least as fast.
+		if skinny := figure(t, r, "wvspltk_us"); skinny > us {
+			t.Errorf("%v × %v: wvSpltK %.2f µs, slower than hipBLASLt's %.2f", n, k, skinny, us)
+		}
+	}
+}
+
+// TestROCmWeightReads: on the MI300X and MI325X, a step of more rows than
+// the release's skinny GEMMs take reads its dense weights at hipBLASLt's
+// rate for each GEMM's size; fewer rows keep the roofline's MBU (vLLM's
+// own wvSplitK reads 405B's TP 8 MLP weights at 0.74–0.75 of peak, PR
+// #29937). NVIDIA parts and quantized ROCm kernels are untouched.
+func TestROCmWeightReads(t *testing.T) {
+	skinny := KernelPolicy{ROCmSkinnyRows: 2}
+	gptq := func(d *Deployment) {
+		d.Model.Quantization = Quantization{Method: "gptq", Bits: 4, GroupSize: 128}
+	}
+	cases := []struct {
+		name, gpu  string
+		policy     KernelPolicy
+		edit       func(*Deployment)
+		rows       int
+		wantSlowed bool
+	}{
+		{"before skinny GEMMs, one row", "MI300X", KernelPolicy{}, nil, 1, true},
+		{"skinny GEMMs, one row", "MI300X", skinny, nil, 1, false},
+		{"skinny GEMMs, two rows", "MI300X", skinny, nil, 2, false},
+		{"skinny GEMMs, three rows", "MI300X", skinny, nil, 3, true},
+		{"MI325X, 32 rows", "MI325X", skinny, nil, 32, true},
+		{"H100, 32 rows", "H100", skinny, nil, 32, false},
+		{"GPTQ through ExLlama on the MI300X", "MI300X", KernelPolicy{}, gptq, 32, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := tabled(t, "Qwen3-8B", c.gpu, func(d *Deployment) {
+				d.Kernels = c.policy
+				if c.edit != nil {
+					c.edit(d)
+				}
+			})
+			atMBU := *r
+			atMBU.layerWeightSlowdown, atMBU.headWeightSlowdown = 1, 1
+			s := decodeStep(c.rows, 128)
+			got, base := r.Breakdown(s).Memory, atMBU.Breakdown(s).Memory
+			switch {
+			case c.wantSlowed && float64(got) < 1.2*float64(base):
+				t.Errorf("memory time %v, want hipBLASLt's, well above %v at MBU", got, base)
+			case !c.wantSlowed && got != base:
+				t.Errorf("memory time %v, want the roofline's %v", got, base)
+			}
+		})
+	}
+	// Qwen3-8B on one MI300X: qkv 50.3 MB and o_proj 33.6 MB read at 0.519
+	// (the smallest measured shape's rate, held below it), gate_up 201.3 MB
+	// at 0.617, down 100.7 MB at 0.536 (between 90.2 MB's 0.519 and 132.9
+	// MB's 0.579 in log size): 675.7 MB-at-full-rate against 385.9 MB at
+	// MBU 0.75 is 1.313×; the 1,244.7 MB lm_head at 0.744, 1.008×.
+	layer, head := hipBLASLtWeightSlowdown(mustModel(t, "Qwen3-8B"), 1, 2, 0.75)
+	if !within(layer, 1.313, 0.003) || !within(head, 1.008, 0.003) {
+		t.Errorf("Qwen3-8B slowdowns: layer %.4f, lm_head %.4f; want 1.313 and 1.008", layer, head)
+	}
+}

@@ -55,8 +55,12 @@ type Roofline struct {
 	expertMemory             float64
 	experts, expertsPerToken float64
 	headMemory               float64 // streaming the lm_head shard (last stage)
-	kvTokenMemory            float64 // reading or writing one token's K and V
-	actTokenMemory           float64 // activation traffic per token
+	// hipBLASLt's longer weight reads on ROCm (hipBLASLtWeightSlowdown),
+	// for steps of more rows than vLLM's skinny GEMMs take; 1 elsewhere.
+	layerWeightSlowdown, headWeightSlowdown float64
+	skinnyRows                              float64
+	kvTokenMemory                           float64 // reading or writing one token's K and V
+	actTokenMemory                          float64 // activation traffic per token
 
 	// TP all-reduces and PP sends: a fixed part and a part per token.
 	commFixed, commPerToken float64
@@ -159,6 +163,12 @@ func newRooflineWork(d Deployment) *Roofline {
 		kvTokenMemory:       float64(d.kvBytesPerTokenPerGPU()) / bandwidth,
 		actTokenMemory: layers * activationBytes *
 			(6*hidden + m.attentionActivationWidth()/t + 3*m.mlpActiveWidth()/t) / bandwidth,
+		layerWeightSlowdown: 1,
+		headWeightSlowdown:  1,
+	}
+	if k := d.Kernels.Kernel(m, g); isROCmCatalogGPU(g) && (k == KernelDense || k == KernelFP8) {
+		r.layerWeightSlowdown, r.headWeightSlowdown = hipBLASLtWeightSlowdown(m, d.TensorParallel, bpp, g.MBU)
+		r.skinnyRows = float64(d.Kernels.ROCmSkinnyRows)
 	}
 	if m.IsMoE() {
 		r.experts, r.expertsPerToken = float64(m.MoE.Experts), float64(m.MoE.ExpertsPerToken)
@@ -350,11 +360,15 @@ func (r *Roofline) work(s StepShape) stageWork {
 	}
 	layerCompute := (prefill*r.prefillTokenCompute+(rows-prefill)*r.decodeTokenCompute)/gemmShape +
 		pairs*r.attnPairCompute/r.eff.attentionShape(pairs/tokens)
-	weights := r.layerWeightMemory + r.touchedExperts(rows)*r.expertMemory
+	shared, head := r.layerWeightMemory, r.headMemory
+	if rows > r.skinnyRows {
+		shared, head = shared*r.layerWeightSlowdown, head*r.headWeightSlowdown
+	}
+	weights := shared + r.touchedExperts(rows)*r.expertMemory
 	layerMemory := weights/r.eff.weightStreamFactor(rows) + kv*r.kvTokenMemory + rows*r.actTokenMemory
 	w := stageWork{tokens: rows, decode: decode, sampled: sampled, layerCompute: layerCompute, layerMemory: layerMemory}
 	if sampled > 0 {
-		w.headCompute, w.headMemory = sampled*r.sampleCompute, r.headMemory
+		w.headCompute, w.headMemory = sampled*r.sampleCompute, head
 		w.sampler = r.samplerSeconds(sampled)
 	}
 	return w

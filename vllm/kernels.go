@@ -20,6 +20,9 @@ import (
 //     weight-only FP8 Marlin (W8A16) on Ampere (perf.QuantKernelFor).
 //   - Attention on Hopper: FlashAttention 3 from 0.7.0 (fa3Since),
 //     FlashAttention 2 before (perf.KernelPolicy.HopperFA2).
+//   - Dense GEMMs on ROCm: vLLM's own skinny GEMMs for steps of one or
+//     two rows from 0.8.5 (rocmSkinnySince), hipBLASLt otherwise
+//     (perf.KernelPolicy.ROCmSkinnyRows).
 var (
 	gptqMarlinSince = Release{0, 4, 2}
 	awqMarlinSince  = Release{0, 5, 3}
@@ -35,6 +38,22 @@ var (
 // V1's FlashAttention backends alike; first in 0.7.0 (2025-01-27)
 // [inferred from the dates]. Before, vllm-flash-attn was FlashAttention 2.
 var fa3Since = Release{0, 7, 0}
+
+// rocmSkinnySince: PR #15830 ("[Performance][ROCm] Add skinny gemms for
+// unquantized linear on ROCm", opened 2025-03-31, approved 2025-04-09,
+// on by default as in AMD's fork) reads the bf16/fp16 weights of steps of
+// up to rocmSkinnyRows rows with vLLM's own wvSplitK kernels instead of
+// hipBLASLt; its follow-up PR #17011 (2025-04-22) extended them to the
+// vocabulary embedding. 0.8.5 (2025-04-28) is the first release certain to
+// carry both [inferred from the dates; 0.8.4, 2025-04-14, may have the
+// first]. utils.py's rocm_unquantized_gemm_impl of 2026 takes up to 5
+// rows on the MI300X (gfx942) [not modelled: the release of that
+// extension is not established].
+var rocmSkinnySince = Release{0, 8, 5}
+
+// rocmSkinnyRows: the batch bound PR #15830 states ("when the batch size
+// is <= 2").
+const rocmSkinnyRows = 2
 
 // v0LargeGraphsSince: V0 captures decode graphs up to max_num_seqs (padded
 // to a multiple of 8, at most 8192) from PR #7894 ("extend cuda graph size
@@ -73,11 +92,15 @@ func expandsMLA(rel Release, v1 bool) bool {
 // quantization=gptq explicitly, so forcing gptq" (likewise awq) otherwise.
 func kernelPolicy(rel Release, quantization string) perf.KernelPolicy {
 	flag := strings.ToLower(strings.TrimSpace(quantization))
-	return perf.KernelPolicy{
+	p := perf.KernelPolicy{
 		GPTQExLlama: rel.less(gptqMarlinSince) || flag == "gptq",
 		AWQGEMM:     rel.less(awqMarlinSince) || flag == "awq",
 		HopperFA2:   rel.less(fa3Since),
 	}
+	if !rel.less(rocmSkinnySince) {
+		p.ROCmSkinnyRows = rocmSkinnyRows
+	}
+	return p
 }
 
 // PreMarlinQuantizationFlag is the --quantization value under which

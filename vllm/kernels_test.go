@@ -12,18 +12,21 @@ import (
 )
 
 // TestKernelPolicyPerRelease: the release picks the quantized-GEMM kernel
-// (AWQ ran the AutoAWQ GEMM kernel before 0.5.3), and the resolved step
-// model says where its kernel times come from.
+// (AWQ ran the AutoAWQ GEMM kernel before 0.5.3) and, on ROCm, whether
+// steps of one or two rows take vLLM's skinny GEMMs (from 0.8.5), and the
+// resolved step model says where its kernel times come from.
 func TestKernelPolicyPerRelease(t *testing.T) {
 	cases := []struct {
-		version, gpu string
-		wantAWQGEMM  bool
-		wantSource   string
+		version, gpu   string
+		wantAWQGEMM    bool
+		wantSkinnyRows int
+		wantSource     string
 	}{
-		{"0.5.0", "H100", true, "measured: H100-SXM"},
-		{"0.5.2", "A10", true, "derived from A40 (attention: A100-80GB)"},
-		{"0.5.3", "H100", false, "measured: H100-SXM"},
-		{"0.8.5", "MI300X", false, "roofline: no table"},
+		{"0.5.0", "H100", true, 0, "measured: H100-SXM"},
+		{"0.5.2", "A10", true, 0, "derived from A40 (attention: A100-80GB)"},
+		{"0.5.3", "H100", false, 0, "measured: H100-SXM"},
+		{"0.8.4", "MI300X", false, 0, "roofline: no table"},
+		{"0.8.5", "MI300X", false, 2, "roofline: no table"},
 	}
 	for _, c := range cases {
 		t.Run(c.version+" "+c.gpu, func(t *testing.T) {
@@ -31,8 +34,8 @@ func TestKernelPolicyPerRelease(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := r.Deployment.Kernels; got.AWQGEMM != c.wantAWQGEMM || got.GPTQExLlama {
-				t.Errorf("kernel policy %+v, want AWQGEMM %v and Marlin for GPTQ", got, c.wantAWQGEMM)
+			if got := r.Deployment.Kernels; got.AWQGEMM != c.wantAWQGEMM || got.GPTQExLlama || got.ROCmSkinnyRows != c.wantSkinnyRows {
+				t.Errorf("kernel policy %+v, want AWQGEMM %v, Marlin for GPTQ and ROCm skinny GEMMs up to %d rows", got, c.wantAWQGEMM, c.wantSkinnyRows)
 			}
 			ks, ok := r.StepModel.(interface{ KernelSource() perf.KernelSource })
 			if !ok {
