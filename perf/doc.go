@@ -245,7 +245,13 @@
 //     16384 in 0.110 ms, 16384 × 6656 in 0.0555 ms: 0.746 and 0.742).
 //     Qwen3-8B's layer then reads 1.31× as long as at 0.75, Llama-3.1-
 //     405B's at TP 8 1.15×. AMD's timings are of a 2026 hipBLASLt, so
-//     they bound from above what the 2024 releases got [inferred].
+//     they bound from above what the 2024 releases got [inferred]. Check:
+//     PR #15830 timed Llama 3.1 70B at TP 8 (32 in, 128 out, one and two
+//     prompts) at 1.412 and 1.446 s without the skinny GEMMs; sim, as the
+//     release before them, gives 1.411 and 1.414 s (1.20 s with the old
+//     flat 0.75); with them 1.289 and 1.344 s, sim 1.198 and 1.202 s
+//     (vllm's TestROCmSkinnyGEMMAgainstPR15830; its GPU is not named
+//     [assumption: MI300X]).
 //     Routed experts (fused MoE) and ExLlama's GPTQ/AWQ keep MBU 0.75.
 //
 // EfficiencyScale (GPU.Scale) multiplies the compute and bandwidth
