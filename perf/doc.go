@@ -230,8 +230,9 @@
 //     0.75.
 //   - Dense weights on the MI300X and MI325X (hipBLASLtWeightRate): vLLM
 //     runs an unquantized (or FP8) linear layer on ROCm through hipBLASLt,
-//     and from PR #15830 (vLLM 0.8.5; KernelPolicy.ROCmSkinnyRows) steps
-//     of one or two rows through its own wvSplitK kernels. AMD timed
+//     and from PR #15830 (vLLM 0.8.5; KernelPolicy.ROCmSkinnyRows) the
+//     bf16/fp16 ones of steps of one or two rows through its own wvSplitK
+//     kernels. AMD timed
 //     hipBLASLt's one-row fp16 GEMMs on an MI300X (rocm-libraries PR
 //     #12329; testdata/kernels/amd-hipblaslt-m1.tsv): 0.52 of the 5.3
 //     TB/s at 90 MB of weights, 0.58–0.63 at 130–240 MB, 0.69 at 270 MB

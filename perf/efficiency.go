@@ -133,8 +133,8 @@ type KernelPolicy struct {
 	// before vLLM made FlashAttention 3 its default there (PR #12093);
 	// the Hopper tables time FlashAttention 3.
 	HopperFA2 bool
-	// ROCmSkinnyRows: on ROCm, steps of at most this many rows read the
-	// dense weights through vLLM's own skinny GEMMs (PR #15830) rather
+	// ROCmSkinnyRows: on ROCm, steps of at most this many rows read
+	// bf16/fp16 weights through vLLM's own skinny GEMMs (PR #15830) rather
 	// than hipBLASLt; 0 before them.
 	ROCmSkinnyRows int
 }

@@ -145,6 +145,7 @@ func TestROCmWeightReads(t *testing.T) {
 	gptq := func(d *Deployment) {
 		d.Model.Quantization = Quantization{Method: "gptq", Bits: 4, GroupSize: 128}
 	}
+	fp8 := func(d *Deployment) { d.Model.Quantization = Quantization{Method: "fp8"} }
 	cases := []struct {
 		name, gpu  string
 		policy     KernelPolicy
@@ -156,6 +157,7 @@ func TestROCmWeightReads(t *testing.T) {
 		{"skinny GEMMs, one row", "MI300X", skinny, nil, 1, false},
 		{"skinny GEMMs, two rows", "MI300X", skinny, nil, 2, false},
 		{"skinny GEMMs, three rows", "MI300X", skinny, nil, 3, true},
+		{"FP8 weights, one row (the skinny GEMMs take bf16/fp16)", "MI300X", skinny, fp8, 1, true},
 		{"MI325X, 32 rows", "MI325X", skinny, nil, 32, true},
 		{"H100, 32 rows", "H100", skinny, nil, 32, false},
 		{"GPTQ through ExLlama on the MI300X", "MI300X", KernelPolicy{}, gptq, 32, false},

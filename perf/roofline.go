@@ -168,7 +168,9 @@ func newRooflineWork(d Deployment) *Roofline {
 	}
 	if k := d.Kernels.Kernel(m, g); isROCmCatalogGPU(g) && (k == KernelDense || k == KernelFP8) {
 		r.layerWeightSlowdown, r.headWeightSlowdown = hipBLASLtWeightSlowdown(m, d.TensorParallel, bpp, g.MBU)
-		r.skinnyRows = float64(d.Kernels.ROCmSkinnyRows)
+		if k == KernelDense { // PR #15830's skinny GEMMs take bf16/fp16 weights only
+			r.skinnyRows = float64(d.Kernels.ROCmSkinnyRows)
+		}
 	}
 	if m.IsMoE() {
 		r.experts, r.expertsPerToken = float64(m.MoE.Experts), float64(m.MoE.ExpertsPerToken)
