@@ -151,11 +151,9 @@ var hipBLASLtWeightRate = []curvePoint{
 	{947388416, 0.732}, {1012137984, 0.747}, {1245708288, 0.744}, {2024275968, 0.768},
 }
 
-// isROCmCatalogGPU reports whether g is one of the catalog's gfx942 parts,
-// whose dense GEMMs vLLM runs through hipBLASLt or its skinny GEMMs.
-func isROCmCatalogGPU(g GPU) bool {
-	return (g.Name == "MI300X" || g.Name == "MI325X") && isCatalogGPU(g)
-}
+// isROCm reports whether g is one of the catalog's AMD (gfx942) parts, on
+// which vLLM runs ROCm's kernels.
+func isROCm(g GPU) bool { return g.Name == "MI300X" || g.Name == "MI325X" }
 
 // hipBLASLtWeightSlowdown is how much longer hipBLASLt takes than the
 // roofline's MBU to stream one layer's dense weights and the lm_head's on
@@ -208,10 +206,9 @@ func (p KernelPolicy) Kernel(m Model, g GPU) QuantKernel {
 // ExLlama on ROCm, W8A8 FP8 on GPUs with FP8 units and FP8 Marlin
 // (W8A16) on the others.
 func QuantKernelFor(m Model, g GPU) QuantKernel {
-	rocm := g.Name == "MI300X" || g.Name == "MI325X"
 	switch m.Quantization.Method {
 	case "gptq", "awq":
-		if rocm {
+		if isROCm(g) {
 			return KernelExLlama
 		}
 		return KernelMarlin
