@@ -49,7 +49,16 @@
 //     unquantized checkpoint, fp32, data-parallel replicas (gpu_count above
 //     TP × PP), an unknown model or GPU, a release without a profile, and a
 //     setup vLLM would refuse to start (weights or KV cache do not fit).
-//     Such runs are listed with their reason and counted, never dropped.
+//     Such runs are listed with their reason and counted, never dropped;
+//   - so is a run whose published figures its recorded setup cannot
+//     produce at its GPUs' peak (peakbound.go): a serving run that sent
+//     every prompt at once, whose mean TTFT is under 0.8 of the least
+//     arrival-order prefill allows ((N+1)/2 prompts, the shared prefix
+//     left out, 2 FLOPs per active linear parameter a token, at the dense
+//     peak of the run's compute precision). Its error would measure the
+//     corpus entry, not sim. In the built-in corpus this refuses
+//     gpustack-quantization-impact/a100-bf16 alone (0.71 of its bound;
+//     the next burst is at 1.68, TestBuiltinCorpusWithinPeak logs each).
 //
 // # Errors and groups
 //

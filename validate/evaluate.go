@@ -155,6 +155,11 @@ func evaluate(ctx context.Context, c *Corpus, r *Run, o Options) Result {
 		ReleaseLine: ReleaseLine(r.simRelease())}
 	p, err := newPlan(r, c, o)
 	if err == nil {
+		if reason := p.peakBound(r); reason != "" {
+			err = cannot("%s", reason)
+		}
+	}
+	if err == nil {
 		res.Command, res.Notes = p.args, p.notes
 		var summary metrics.Summary
 		summary, err = p.simulate(ctx)
