@@ -168,6 +168,15 @@ func (r *Run) FullID() string {
 	return r.Source.ID + "/" + r.ID
 }
 
+// SourceName is the publication a run comes from (its corpus source's
+// id), or for a user's result the file it was read from.
+func (r *Run) SourceName() string {
+	if r.Source == nil {
+		return r.File
+	}
+	return r.Source.ID
+}
+
 // Splits, benchmarks, regimes and datasets the schema allows
 // (corpus/README.md).
 const (

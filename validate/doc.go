@@ -68,7 +68,9 @@
 // ITL, then the medians; TTFT mean then median; E2E mean then median), and
 // report the median and worst absolute error per family × GPU class ×
 // regime × release line (0.4, 0.5, 0.6, 0.7-0.10, 0.11+), on holdout runs for
-// the headline, fit runs apart. GPU classes fold memory sizes and form
+// the headline, fit runs apart, and per source (the publication, or a
+// user's result file: one lab's machines or setup show there rather than
+// hiding in the medians). GPU classes fold memory sizes and form
 // factors together (A100-40GB and A100-80GB are A100; A10 and A10G share
 // one class).
 //

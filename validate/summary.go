@@ -21,11 +21,13 @@ type Stat struct {
 }
 
 // Cell is a group of simulated runs: one GPU class, regime and release line,
-// or every one of them where the field is empty.
+// or every one of them where the field is empty; or (Source set) one
+// publication's runs.
 type Cell struct {
 	GPUClass    string          `json:"gpu_class,omitempty"`
 	Regime      string          `json:"regime,omitempty"`
 	ReleaseLine string          `json:"release_line,omitempty"`
+	Source      string          `json:"source,omitempty"`
 	Runs        int             `json:"runs"`
 	Families    map[Family]Stat `json:"families"`
 }
@@ -45,6 +47,9 @@ type Summary struct {
 	ByGPUClassRegime []Cell `json:"by_gpu_class_regime"`
 	// Cells are the finest groups: GPU class × regime × release line.
 	Cells []Cell `json:"cells"`
+	// BySource is each publication's runs (a user's: each result file),
+	// so one lab's machines or setup cannot hide in the medians.
+	BySource []Cell `json:"by_source"`
 }
 
 // Splits lists the splits present in the report, holdout first.
@@ -115,7 +120,28 @@ func (rep *Report) Summarize(split string) Summary {
 	s.ByRelease = group(false, false, true)
 	s.ByGPUClassRegime = group(true, true, false)
 	s.Cells = group(true, true, true)
+	s.BySource = bySource(sims)
 	return s
+}
+
+// bySource groups runs by the publication they come from, in its name's
+// order.
+func bySource(sims []*Result) []Cell {
+	members := map[string][]*Result{}
+	var names []string
+	for _, r := range sims {
+		name := r.Run.SourceName()
+		if _, ok := members[name]; !ok {
+			names = append(names, name)
+		}
+		members[name] = append(members[name], r)
+	}
+	slices.Sort(names)
+	out := make([]Cell, len(names))
+	for i, name := range names {
+		out[i] = cellOf(Cell{Source: name}, members[name])
+	}
+	return out
 }
 
 func compareCells(a, b Cell) int {

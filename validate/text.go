@@ -19,7 +19,7 @@ type TextOptions struct {
 // error, the runs sim could not simulate with their reasons, then per
 // split (holdout first, fit apart, a user's own runs apart) the median and
 // worst absolute error per metric family, overall and by GPU class, regime,
-// release line and their combinations.
+// release line and their combinations, and by source.
 func (rep *Report) WriteText(w io.Writer, o TextOptions) error {
 	var b bytes.Buffer
 	rep.writeHeader(&b)
@@ -131,6 +131,7 @@ func writeSummary(b *bytes.Buffer, s Summary) {
 	section("By GPU class × regime × release line", s.Cells, func(c Cell) string {
 		return c.GPUClass + " · " + c.Regime + " · " + c.ReleaseLine
 	})
+	section("By source", s.BySource, func(c Cell) string { return c.Source })
 }
 
 // pct prints an absolute error in percent: one decimal below 10%.

@@ -28,8 +28,8 @@ func newValidateCmd() *cobra.Command {
 		Short: "Measure sim's error against published real vLLM runs, or against your own results",
 		Long: `Simulate every run of the built-in corpus of published real vLLM runs (or --corpus DIR) exactly
 as servebench sim would, and print per run the published figures, sim's and the signed error, then
-the median and worst absolute error per metric family by GPU class, regime and release line: holdout
-runs for the headline, fit runs apart. Runs sim cannot simulate are listed with their reason.
+the median and worst absolute error per metric family by GPU class, regime and release line, and by
+source (publication, or result file): holdout runs for the headline, fit runs apart. Runs sim cannot simulate are listed with their reason.
 
 Given result files (vLLM --save-result JSON or servebench results), validates those instead: their
 setup comes from the file (--metadata gpu=H100 model=... vllm_version=0.6.3 tp=1 when benchmarking)

@@ -134,7 +134,7 @@ func TestValidateText(t *testing.T) {
 		"servebench validate: 5 runs from the testdata/validate-corpus corpus (holdout 4, fit 1): 5 simulated, 0 not simulable",
 		"fixture-paths/h100x2-qwen2-7b-v0-throughput-chunked  [H100-SXM · offline-mixed · vLLM 0.5.3.post1 · holdout]",
 		"Holdout runs (the headline", "Fit runs (used to fit", "By GPU class × regime × release line",
-		"  L4 · serving-low · 0.7-0.10",
+		"  L4 · serving-low · 0.7-0.10", "By source\n  fixture-paths ",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
