@@ -51,14 +51,17 @@
 //     setup vLLM would refuse to start (weights or KV cache do not fit).
 //     Such runs are listed with their reason and counted, never dropped;
 //   - so is a run whose published figures its recorded setup cannot
-//     produce at its GPUs' peak (peakbound.go): a serving run that sent
-//     every prompt at once, whose mean TTFT is under 0.8 of the least
-//     arrival-order prefill allows ((N+1)/2 prompts, the shared prefix
-//     left out, 2 FLOPs per active linear parameter a token, at the dense
-//     peak of the run's compute precision). Its error would measure the
-//     corpus entry, not sim. In the built-in corpus this refuses
-//     gpustack-quantization-impact/a100-bf16 alone (0.71 of its bound;
-//     the next burst is at 1.68, TestBuiltinCorpusWithinPeak logs each).
+//     produce at its GPUs' peak (peakbound.go; 2 FLOPs per active linear
+//     parameter a token, at the dense peak of the run's compute
+//     precision, the shared prefix left out): a throughput that puts more
+//     tokens through the model than that peak allows, or, for a serving
+//     run that sent every prompt at once, a mean TTFT under 0.8 of the
+//     least arrival-order prefill allows ((N+1)/2 prompts). Its error
+//     would measure the corpus entry, not sim. In the built-in corpus this
+//     refuses gpustack-quantization-impact/a100-bf16 alone (TTFT 0.71 of
+//     its bound; the next burst is at 1.68; the highest throughput is
+//     0.74 of its peak, nm-vllm's A10G prefill; TestBuiltinCorpusWithinPeak
+//     logs each).
 //
 // # Errors and groups
 //

@@ -18,14 +18,19 @@ import (
 const burstTTFTSlack = 0.8
 
 // peakBound says why a run's published figures cannot come from its
-// recorded setup ("" when they can): they would need its GPUs to compute
-// faster than their peak. Only what the setup fixes counts: the prompt
-// tokens that must be computed (a shared prefix may hit the prefix cache,
-// so it is left out), 2 FLOPs per active linear parameter per token, and
-// the GPUs' dense peak at the run's compute precision. A run it refuses
+// recorded setup ("" when they can): its throughput, or a burst's mean
+// TTFT, would need its GPUs to compute faster than their peak. Only what
+// the setup fixes counts: the tokens that must be computed (a shared
+// prefix may hit the prefix cache, so it is left out), 2 FLOPs per active
+// linear parameter per token, and the GPUs' dense peak at the run's
+// compute precision. A run it refuses
 // is kept out of the error tables with the reason, as one sim cannot run
 // is: its error would measure the corpus entry, not sim.
 func (p *plan) peakBound(r *Run) string {
+	if t, ok := p.throughputBound(r); ok && t.computed > t.most {
+		return fmt.Sprintf("published figures beyond the recorded setup: %.0f tokens/s through the model (%s), where the %s's peak allows at most %.0f (%.0f TFLOP/s × %d, %.1f GFLOP a token); the run's GPU, model or lengths are not what the corpus records",
+			t.computed, t.from, p.gpu.Name, t.most, t.peak/1e12, t.gpus, t.flopsPerToken/1e9)
+	}
 	b, ok := p.burstTTFTBound(r)
 	if !ok || b.publishedMs >= burstTTFTSlack*b.boundMs {
 		return ""
@@ -84,4 +89,47 @@ func computePeak(g perf.GPU, method string) float64 {
 	default:
 		return max(g.BF16FLOPS, g.FP8FLOPS, g.INT8FLOPS)
 	}
+}
+
+// rateBound is the token rate a run's published throughput puts through
+// the model's linear layers beside the most its GPUs' peak allows.
+type rateBound struct {
+	computed, most      float64 // tokens a second
+	from                string  // the published figure it comes from
+	flopsPerToken, peak float64
+	gpus                int
+}
+
+// throughputBound holds any run's published throughput to its GPUs'
+// peak: every prompt token outside the shared prefix and every generated
+// token passes once through every active linear parameter (ok false
+// when the run publishes no throughput).
+func (p *plan) throughputBound(r *Run) (rateBound, bool) {
+	w := r.Workload
+	in, out := float64(w.InputLen), float64(p.outputLen)
+	if n := len(r.lengths); n > 0 {
+		in, out = 0, 0
+		for _, l := range r.lengths {
+			in += float64(l.Input)
+			out += float64(l.Output)
+		}
+		in, out = in/float64(n), out/float64(n)
+	}
+	b := rateBound{flopsPerToken: 2 * float64(p.model.ActiveLinearParams()),
+		peak: computePeak(p.gpu, p.model.Quantization.Method), gpus: max(r.GPUCount, 1)}
+	total := in + out
+	switch {
+	case r.Published["total_token_throughput"] > 0:
+		b.computed, b.from = r.Published["total_token_throughput"], "total_token_throughput"
+	case r.Published["request_throughput"] > 0:
+		b.computed, b.from = r.Published["request_throughput"]*total, "request_throughput × tokens a request"
+	default:
+		return rateBound{}, false
+	}
+	if total <= 0 || b.flopsPerToken <= 0 || b.peak <= 0 {
+		return rateBound{}, false
+	}
+	b.computed *= max(total-float64(w.PrefixLen), 0) / total
+	b.most = b.peak * float64(b.gpus) / b.flopsPerToken
+	return b, true
 }

@@ -12,7 +12,8 @@ import (
 // TestPeakBound: a burst whose published mean TTFT beats what its GPUs
 // could prefill at peak in arrival order is refused with the arithmetic;
 // the same run on a faster GPU, with fewer prompts, a slower figure, or
-// not sent all at once is not.
+// not sent all at once is not. A throughput beyond the GPUs' peak is
+// refused whatever the arrivals.
 func TestPeakBound(t *testing.T) {
 	c, err := LoadBuiltin()
 	if err != nil {
@@ -36,6 +37,10 @@ func TestPeakBound(t *testing.T) {
 		{"under a concurrency cap", func(r *Run) { r.Workload.MaxConcurrency = 64 }, ""},
 		{"no TTFT published", func(r *Run) { delete(r.Published, "mean_ttft_ms") }, ""},
 		{"a shared prefix is not counted", func(r *Run) { r.Workload.PrefixLen = 200 }, ""}, // 17 tokens computed
+		// 10,338 tokens/s × 13.9 GFLOP is 144 TFLOP/s: 0.46 of the A100's
+		// peak, 2.05 of the A10G's 70.
+		{"its throughput on an A10G", func(r *Run) { r.GPU = "A10G" },
+			"10338 tokens/s through the model (total_token_throughput), where the A10G's peak allows at most 5039 (70 TFLOP/s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -77,7 +82,8 @@ func TestComputePeak(t *testing.T) {
 // TestBuiltinCorpusWithinPeak: the built-in corpus' only run whose figures
 // its recorded setup cannot produce is the one its notes already doubt;
 // a new entry beyond its GPUs' peak fails here rather than entering the
-// error tables. The margin of every burst is logged.
+// error tables. The margin of every run's throughput and every burst's
+// TTFT is logged.
 func TestBuiltinCorpusWithinPeak(t *testing.T) {
 	c, err := LoadBuiltin()
 	if err != nil {
@@ -88,6 +94,9 @@ func TestBuiltinCorpusWithinPeak(t *testing.T) {
 		p, err := newPlan(r, c, Options{})
 		if err != nil {
 			continue // unsimulable for its own reason
+		}
+		if rate, ok := p.throughputBound(r); ok {
+			t.Logf("%-62s published tokens/s / peak %6.3f", r.FullID(), rate.computed/rate.most)
 		}
 		if b, ok := p.burstTTFTBound(r); ok {
 			t.Logf("%-62s published mean TTFT / peak bound %6.2f", r.FullID(), b.publishedMs/b.boundMs)
