@@ -28,14 +28,14 @@ const burstTTFTSlack = 0.8
 // is: its error would measure the corpus entry, not sim.
 func (p *plan) peakBound(r *Run) string {
 	if t, ok := p.throughputBound(r); ok && t.computed > t.most {
-		return fmt.Sprintf("published figures beyond the recorded setup: %.0f tokens/s through the model (%s), where the %s's peak allows at most %.0f (%.0f TFLOP/s × %d, %.1f GFLOP a token); the run's GPU, model or lengths are not what the corpus records",
+		return fmt.Sprintf("published figures beyond the recorded setup: %.0f tokens/s through the model (%s), where the %s's peak allows at most %.0f (%.0f TFLOP/s × %d, %.1f GFLOP a token); the run's GPU, model or lengths are not what its setup says",
 			t.computed, t.from, p.gpu.Name, t.most, t.peak/1e12, t.gpus, t.flopsPerToken/1e9)
 	}
 	b, ok := p.burstTTFTBound(r)
 	if !ok || b.publishedMs >= burstTTFTSlack*b.boundMs {
 		return ""
 	}
-	return fmt.Sprintf("published figures beyond the recorded setup: mean TTFT %.0f ms, where %d prompts of %.0f tokens sent at once and prefilled in arrival order need a mean of at least %.0f ms at the %s's peak (%.0f TFLOP/s × %d, %.1f GFLOP a token); the run's prompts, GPU or flags are not what the corpus records",
+	return fmt.Sprintf("published figures beyond the recorded setup: mean TTFT %.0f ms, where %d prompts of %.0f tokens sent at once and prefilled in arrival order need a mean of at least %.0f ms at the %s's peak (%.0f TFLOP/s × %d, %.1f GFLOP a token); the run's prompts, GPU or flags are not what its setup says",
 		b.publishedMs, r.Workload.NumPrompts, b.promptTokens, b.boundMs, p.gpu.Name, b.peak/1e12, b.gpus, b.flopsPerToken/1e9)
 }
 
