@@ -181,3 +181,35 @@ func TestLoadResultRunsChatBackend(t *testing.T) {
 		}
 	}
 }
+
+// TestUserResultBeyondPeak: a user's result whose setup names a model its
+// GPU could not have run at the published rate is listed with the
+// arithmetic instead of entering the error tables: Qwen2-0.5B's 50 prompts
+// at 4/s, labelled as Llama-3.3-70B on an A10G, would need 1.5× the A10G's
+// peak.
+func TestUserResultBeyondPeak(t *testing.T) {
+	dir := t.TempDir()
+	data, err := os.ReadFile(results("with-metadata.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "mislabelled.json")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path+".setup.yaml", []byte("gpu: A10G\nmodel: Llama-3.3-70B\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := LoadResultRuns([]string{path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Evaluate(t.Context(), nil, runs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rep.Results[0]
+	if r.Simulated() || !strings.Contains(r.Unsimulable, "tokens/s through the model") || !strings.Contains(r.Unsimulable, "not what its setup says") {
+		t.Errorf("mislabelled result: unsimulable %q", r.Unsimulable)
+	}
+}
