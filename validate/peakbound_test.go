@@ -40,7 +40,7 @@ func TestPeakBound(t *testing.T) {
 		// 10,338 tokens/s × 13.9 GFLOP is 144 TFLOP/s: 0.46 of the A100's
 		// peak, 2.05 of the A10G's 70.
 		{"its throughput on an A10G", func(r *Run) { r.GPU = "A10G" },
-			"10338 tokens/s through the model (total_token_throughput), where the A10G's peak allows at most 5039 (70 TFLOP/s"},
+			"10338 tokens/s through the model (total_token_throughput), where the A10G's peak (70 TFLOP/s × 1, 13.9 GFLOP a token) allows at most 5039;"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
