@@ -467,19 +467,28 @@
 //
 // aiconfigurator timed each GEMM on its own, in a loop; Vidur timed the
 // same cuBLAS GEMMs inside each model's layer, between its other kernels.
-// Where the weight read decides (roofline compute share ≤ 0.2) the two
-// agree: the table's time is 1.013 (A100) and 0.949 (H100) of Vidur's,
-// median. Where compute decides (share ≥ 0.8) it is 0.876 (A100, 395
-// operators) and 0.863 (H100, 212) of Vidur's. So a table's GEMM time has
-// its compute share divided by inModelComputeRate, 0.87, and its memory
-// share kept (gemmTimer.at; TestInModelComputeRateMatchesVidur recomputes
-// both medians from testdata/kernels/vidur-gemm.tsv). This project's own
+// Where compute decides (roofline compute share ≥ 0.8) the table's time is
+// 0.876 (A100, 395 operators) and 0.863 (H100, 212) of Vidur's, median.
+// Where the weight read decides (share ≤ 0.2) it is 1.013 (A100, 504) and
+// 0.949 (H100, 588): the H100 reads its weights about 5% slower inside a
+// layer, and more so as M grows (0.957 below M = 16, 0.941 from 16 to 63,
+// 0.929 from 64 up), so it is not the host gap of Vidur's eager timings,
+// which would weigh on the smallest M most. So a table's GEMM time has its
+// compute share divided by inModelComputeRate, 0.87, and its memory share
+// by its GPU's inModelWeightRate, those two medians, fp8 tables of the
+// same GPU included [assumption: Vidur timed 16-bit GEMMs; the weight
+// read is the same die's] (gemmTimer.at;
+// TestInModelComputeRateMatchesVidur recomputes all four from
+// testdata/kernels/vidur-gemm.tsv). The weight rate stays 1 for the tables
+// of GPUs Vidur did not measure (H200, L40S, B200): the two measured dies
+// differ, so neither carries to a third [open]; GPUs derived from the
+// H100's or A100's tables (H100-PCIe, H100-NVL, H20) take their origin's. This project's own
 // H100 and H200 profiles point the same way: their GEMMs timed on their
 // own take 1.00–1.06× the table's times (median per M band), yet the
 // model's prefill layer came to only 0.80 and 0.82 of their measured
 // whole layers (median) before the factor, 0.87 and 0.90 with it, and
 // PyTorch's unfused norms, rotary and SiLU and its FlashAttention 2
-// (against vLLM's 3) account for the rest. One
+// (against vLLM's 3) account for the rest. One compute
 // rate serves every aiconfigurator table, fp8 and the GPUs Vidur did not
 // measure (H200, L40S, B200) included [inferred: the A100 and H100 agree
 // within 1.5%, so the gap is the measuring, not the die]. Vidur's own A40

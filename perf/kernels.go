@@ -122,10 +122,25 @@ func calibrated(g GPU, fp8 bool, flops, bytes float64) float64 {
 // recomputes it from Vidur's figures).
 const inModelComputeRate = 0.87
 
-// inModel is the factor inModelComputeRate puts on a GEMM time measured
-// on its own on src: only the roofline's compute share slows.
+// inModelWeightRate is the rate a GEMM's weight read runs at inside a
+// model's layer, as a share of the rate aiconfigurator measured for it on
+// its own, by the table's GPU: Vidur's in-layer times of the same
+// operators where the weight read decides (roofline compute share ≤ 0.2),
+// median (doc.go, "In-model GEMMs"; TestInModelComputeRateMatchesVidur
+// recomputes both). A table of a GPU Vidur did not measure keeps its
+// rate: the two measured dies differ (the H100 reads 5% slower in the
+// layer, the A100 1% faster), so neither carries to a third.
+var inModelWeightRate = map[string]float64{"H100-SXM": 0.949, "A100-80GB": 1.013}
+
+// inModel is the factor the in-model rates put on a GEMM time measured on
+// its own on src: the roofline's compute share slows by
+// inModelComputeRate, its memory share by src's inModelWeightRate.
 func inModel(src GPU, fp8 bool, flops, bytes float64) float64 {
-	return shareScaled(src, fp8, flops, bytes, inModelComputeRate, 1)
+	w, ok := inModelWeightRate[src.Name]
+	if !ok {
+		w = 1
+	}
+	return shareScaled(src, fp8, flops, bytes, inModelComputeRate, w)
 }
 
 // shareScaled divides a kernel time's roofline compute share on g by

@@ -265,13 +265,14 @@ func TestGEMMTablesMatchVidur(t *testing.T) {
 // in-layer operator times say of aiconfigurator's isolated ones, on each
 // GPU both measured: the median ratio of the table's time to Vidur's
 // where the roofline's compute share is at least 0.8. Where it is at most
-// 0.2 (the weight read decides) the two agree, so only compute slows. And
-// the GEMM timer, which applies the rate, comes nearer Vidur's times than
-// the bare table from M = 256 up (H100 keeps a gap at M = 256–1024, where
-// the compute share is between the bands).
+// 0.2 (the weight read decides) the ratio is the GPU's inModelWeightRate.
+// The GEMM timer, which applies both, comes nearer Vidur's times than the
+// bare table where the weight read decides, and from M = 256 up (H100
+// keeps a gap at M = 256–1024, where the compute share is between the
+// bands).
 func TestInModelComputeRateMatchesVidur(t *testing.T) {
 	cat := kernelTables()
-	type bands struct{ compute, memory, table, timer []float64 }
+	type bands struct{ compute, memory, memTimer, table, timer []float64 }
 	byGPU := map[string]*bands{}
 	for _, r := range figureRows(t, "vidur-gemm.tsv") {
 		name := map[string]string{"a100": "A100-80GB", "h100": "H100-SXM"}[r["gpu"]]
@@ -294,6 +295,8 @@ func TestInModelComputeRateMatchesVidur(t *testing.T) {
 			b.compute = append(b.compute, ratio)
 		case share <= 0.2:
 			b.memory = append(b.memory, ratio)
+			timer := &gemmTimer{table: table, src: g, dst: g, weightFactor: 1, isolated: true}
+			b.memTimer = append(b.memTimer, timer.at(m, n, k)*1e6/us)
 		}
 		if m >= 256 {
 			timer := &gemmTimer{table: table, src: g, dst: g, weightFactor: 1, isolated: true}
@@ -313,8 +316,11 @@ func TestInModelComputeRateMatchesVidur(t *testing.T) {
 		if math.Abs(compute-inModelComputeRate) > 0.02 {
 			t.Errorf("%s: compute-bound table/Vidur %.3f; inModelComputeRate is %.2f", name, compute, inModelComputeRate)
 		}
-		if math.Abs(memory-1) > 0.06 {
-			t.Errorf("%s: weight-bound table/Vidur %.3f; want within 6%% of 1", name, memory)
+		if math.Abs(memory-inModelWeightRate[name]) > 0.0015 {
+			t.Errorf("%s: weight-bound table/Vidur %.3f; inModelWeightRate is %.3f", name, memory, inModelWeightRate[name])
+		}
+		if memTimer := statsOf(b.memTimer).median; math.Abs(memTimer-1) > 0.01 || math.Abs(memTimer-1) > math.Abs(memory-1) {
+			t.Errorf("%s: weight-bound timer/Vidur %.3f, table/Vidur %.3f; want the timer within 1%% of 1 and no farther than the table", name, memTimer, memory)
 		}
 		if math.Abs(timer-1) > 0.08 || math.Abs(timer-1) >= math.Abs(table-1) {
 			t.Errorf("%s: at M ≥ 256 timer/Vidur %.3f, table/Vidur %.3f; want the timer within 8%% of 1 and nearer than the table", name, timer, table)
