@@ -125,6 +125,17 @@ func NewRoofline(d Deployment) (*Roofline, error) {
 	return r, nil
 }
 
+// GEMMPeak is the dense peak m's linear layers run at on g: the FP8 peak
+// for FP8 weights on a GPU with FP8 units (W8A8), the 16-bit peak
+// otherwise (unquantized, weight-only GPTQ/AWQ, and FP8 as W8A16 on a GPU
+// without them).
+func GEMMPeak(m Model, g GPU) float64 {
+	if m.Quantization.Method == "fp8" && g.FP8FLOPS > 0 {
+		return g.FP8FLOPS
+	}
+	return g.BF16FLOPS
+}
+
 // newRooflineWork is the roofline with the GPU work of one stage priced:
 // seconds of compute and of memory traffic per token, pair, sampled row
 // and step, and for MoE per routed expert. The caller resolves d.
@@ -133,10 +144,7 @@ func newRooflineWork(d Deployment) *Roofline {
 	t := float64(d.TensorParallel)
 	layers := float64(d.stageLayers())
 
-	gemmPeak := g.BF16FLOPS
-	if m.Quantization.Method == "fp8" && g.FP8FLOPS > 0 {
-		gemmPeak = g.FP8FLOPS // W8A8; without FP8 units vLLM runs W8A16 at the bf16 rate
-	}
+	gemmPeak := GEMMPeak(m, g)
 	eff := efficiencyFor(g, m, d.Kernels.Kernel(m, g))
 	compute := g.Scale.compute()
 	bandwidth := g.MemoryBandwidth * g.MBU * g.Scale.bandwidth()

@@ -447,3 +447,30 @@ func TestV0GraphCoverageByRelease(t *testing.T) {
 		}
 	}
 }
+
+// TestGEMMPeak: linear layers run at the 16-bit peak unquantized and
+// weight-only, at the FP8 peak for FP8 weights on a GPU with FP8 units,
+// and at the 16-bit peak for FP8 weights without them (W8A16).
+func TestGEMMPeak(t *testing.T) {
+	h100, err := LookupGPU("H100-SXM")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a100, err := LookupGPU("A100-80GB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		method string
+		gpu    GPU
+		want   float64
+	}{
+		{"", h100, h100.BF16FLOPS}, {"gptq", h100, h100.BF16FLOPS}, {"awq", h100, h100.BF16FLOPS},
+		{"fp8", h100, h100.FP8FLOPS}, {"fp8", a100, a100.BF16FLOPS},
+	} {
+		m := Model{Quantization: Quantization{Method: tt.method}}
+		if got := GEMMPeak(m, tt.gpu); got != tt.want {
+			t.Errorf("GEMMPeak(%q on %s) = %g, want %g", tt.method, tt.gpu.Name, got, tt.want)
+		}
+	}
+}

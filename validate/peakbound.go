@@ -23,7 +23,7 @@ const burstTTFTSlack = 0.8
 // the setup fixes counts: the tokens that must be computed (a shared
 // prefix may hit the prefix cache, so it is left out), 2 FLOPs per active
 // linear parameter per token, and the GPUs' dense peak at the run's
-// compute precision. A run it refuses is kept out of the error tables
+// compute precision (perf.GEMMPeak). A run it refuses is kept out of the error tables
 // with the reason, as one sim cannot run is: its error would measure the
 // corpus entry, not sim.
 func (p *plan) peakBound(r *Run) string {
@@ -49,7 +49,7 @@ type peakCompute struct {
 }
 
 func (p *plan) peakCompute(r *Run) (peakCompute, bool) {
-	c := peakCompute{gpu: p.gpu.Name, peak: computePeak(p.gpu, p.model.Quantization.Method), gpus: max(r.GPUCount, 1),
+	c := peakCompute{gpu: p.gpu.Name, peak: perf.GEMMPeak(p.model, p.gpu), gpus: max(r.GPUCount, 1),
 		flopsPerToken: 2 * float64(p.model.ActiveLinearParams())}
 	return c, c.peak > 0 && c.flopsPerToken > 0
 }
@@ -102,22 +102,6 @@ func (p *plan) burstTTFTBound(r *Run) (ttftBound, bool) {
 	}
 	b.boundMs = (float64(w.NumPrompts) + 1) / 2 * b.promptTokens / c.tokensPerSecond() * 1e3
 	return b, true
-}
-
-// computePeak is the dense peak a linear layer of the given quantization
-// method can reach on g: 16-bit for unquantized and weight-only
-// checkpoints (their GEMMs run in 16-bit), the GPU's 8-bit peak for fp8.
-// Unknown methods take the highest peak the GPU has, so the bound stays a
-// bound.
-func computePeak(g perf.GPU, method string) float64 {
-	switch perf.QuantizationMethod(method) {
-	case "", "gptq", "awq":
-		return g.BF16FLOPS
-	case "fp8":
-		return max(g.BF16FLOPS, g.FP8FLOPS)
-	default:
-		return max(g.BF16FLOPS, g.FP8FLOPS, g.INT8FLOPS)
-	}
 }
 
 // rateBound is the token rate a run's published throughput puts through

@@ -2,11 +2,8 @@ package validate
 
 import (
 	"maps"
-	"math"
 	"strings"
 	"testing"
-
-	"github.com/servebench/servebench/perf"
 )
 
 // TestPeakBound: a burst whose published mean TTFT beats what its GPUs
@@ -55,27 +52,6 @@ func TestPeakBound(t *testing.T) {
 				t.Error("reason spans lines")
 			}
 		})
-	}
-}
-
-// TestComputePeak: 16-bit GEMMs for unquantized and weight-only
-// checkpoints, the 8-bit peak for fp8, the highest for anything else.
-func TestComputePeak(t *testing.T) {
-	h100, err := perf.LookupGPU("H100-SXM")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tt := range []struct {
-		method string
-		want   float64
-	}{
-		{"", h100.BF16FLOPS}, {"gptq", h100.BF16FLOPS}, {"awq_marlin", h100.BF16FLOPS},
-		{"fp8", h100.FP8FLOPS}, {"fbgemm_fp8", h100.FP8FLOPS},
-		{"w8a8-int8", math.Max(h100.FP8FLOPS, h100.INT8FLOPS)},
-	} {
-		if got := computePeak(h100, tt.method); got != tt.want {
-			t.Errorf("computePeak(H100, %q) = %g, want %g", tt.method, got, tt.want)
-		}
 	}
 }
 

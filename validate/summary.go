@@ -84,69 +84,54 @@ func (rep *Report) Summarize(split string) Summary {
 		}
 	}
 	s.Overall = cellOf(Cell{}, sims)
-	key := func(r *Result, class, regime, line bool) Cell {
-		var c Cell
-		if class {
-			c.GPUClass = r.GPUClass
+	// by keys a run by the chosen fields of its GPU class, regime and
+	// release line.
+	by := func(class, regime, line bool) func(*Result) Cell {
+		return func(r *Result) Cell {
+			var c Cell
+			if class {
+				c.GPUClass = r.GPUClass
+			}
+			if regime {
+				c.Regime = string(r.Regime)
+			}
+			if line {
+				c.ReleaseLine = r.ReleaseLine
+			}
+			return c
 		}
-		if regime {
-			c.Regime = string(r.Regime)
-		}
-		if line {
-			c.ReleaseLine = r.ReleaseLine
-		}
-		return c
 	}
-	group := func(class, regime, line bool) []Cell {
+	group := func(key func(*Result) Cell) []Cell {
+		id := func(c Cell) [4]string { return [4]string{c.GPUClass, c.Regime, c.ReleaseLine, c.Source} }
 		var keys []Cell
-		members := map[[3]string][]*Result{}
+		members := map[[4]string][]*Result{}
 		for _, r := range sims {
-			k := key(r, class, regime, line)
-			id := [3]string{k.GPUClass, k.Regime, k.ReleaseLine}
-			if _, ok := members[id]; !ok {
+			k := key(r)
+			if _, ok := members[id(k)]; !ok {
 				keys = append(keys, k)
 			}
-			members[id] = append(members[id], r)
+			members[id(k)] = append(members[id(k)], r)
 		}
 		slices.SortFunc(keys, compareCells)
 		out := make([]Cell, len(keys))
 		for i, k := range keys {
-			out[i] = cellOf(k, members[[3]string{k.GPUClass, k.Regime, k.ReleaseLine}])
+			out[i] = cellOf(k, members[id(k)])
 		}
 		return out
 	}
-	s.ByGPUClass = group(true, false, false)
-	s.ByRegime = group(false, true, false)
-	s.ByRelease = group(false, false, true)
-	s.ByGPUClassRegime = group(true, true, false)
-	s.Cells = group(true, true, true)
-	s.BySource = bySource(sims)
+	s.ByGPUClass = group(by(true, false, false))
+	s.ByRegime = group(by(false, true, false))
+	s.ByRelease = group(by(false, false, true))
+	s.ByGPUClassRegime = group(by(true, true, false))
+	s.Cells = group(by(true, true, true))
+	// A run's publication (a user's: its result file), in its name's order.
+	s.BySource = group(func(r *Result) Cell { return Cell{Source: r.Run.SourceName()} })
 	return s
-}
-
-// bySource groups runs by the publication they come from, in its name's
-// order.
-func bySource(sims []*Result) []Cell {
-	members := map[string][]*Result{}
-	var names []string
-	for _, r := range sims {
-		name := r.Run.SourceName()
-		if _, ok := members[name]; !ok {
-			names = append(names, name)
-		}
-		members[name] = append(members[name], r)
-	}
-	slices.Sort(names)
-	out := make([]Cell, len(names))
-	for i, name := range names {
-		out[i] = cellOf(Cell{Source: name}, members[name])
-	}
-	return out
 }
 
 func compareCells(a, b Cell) int {
 	return cmp.Or(cmp.Compare(a.GPUClass, b.GPUClass), cmp.Compare(regimeIndex(a.Regime), regimeIndex(b.Regime)),
-		cmp.Compare(lineIndex(a.ReleaseLine), lineIndex(b.ReleaseLine)))
+		cmp.Compare(lineIndex(a.ReleaseLine), lineIndex(b.ReleaseLine)), cmp.Compare(a.Source, b.Source))
 }
 
 func regimeIndex(r string) int {
