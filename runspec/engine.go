@@ -62,6 +62,9 @@ type Engine struct {
 	// default host (vllm.Options.HostSpeed).
 	HostSpeed              float64
 	DisableAsyncOutputProc bool
+	// MultiStepStreamOutputs is --multi-step-stream-outputs (V0 from
+	// 0.6.2; the release's default when unset).
+	MultiStepStreamOutputs bool
 	// AsyncScheduling and NoAsyncScheduling are --async-scheduling and
 	// --no-async-scheduling (V1, vLLM ≥ 0.10); neither keeps the
 	// release's default.
@@ -82,6 +85,7 @@ func (e *Engine) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&e.VLLMVersion, "vllm-version", "", "vLLM release X.Y[.Z] to emulate: its defaults, flags, validation, scheduler switches and host overhead (lines "+vllm.KnownLines()+"; default: from --engine)")
 	fs.IntVar(&e.NumSchedulerSteps, "num-scheduler-steps", 0, "multi-step scheduling: schedule once per this many steps (V0, vLLM ≥ 0.5.5; default 1)")
 	fs.BoolVar(&e.DisableAsyncOutputProc, "disable-async-output-proc", false, "V0, vLLM ≥ 0.6: process outputs on the engine's critical path instead of overlapping them with the next step")
+	fs.BoolVar(&e.MultiStepStreamOutputs, "multi-step-stream-outputs", false, "V0, vLLM ≥ 0.6.2, with --num-scheduler-steps: hand every step's tokens to the client as it is processed (=false: each group's tokens together at its end) (default: on from 0.6.3)")
 	fs.BoolVar(&e.AsyncScheduling, "async-scheduling", false, "V1, vLLM ≥ 0.10: schedule the next step while the GPU runs this one (default: on from 0.14 without pipeline parallelism)")
 	fs.BoolVar(&e.NoAsyncScheduling, "no-async-scheduling", false, "V1, vLLM ≥ 0.10: schedule each step after the previous one ends (turns off 0.14's default)")
 	fs.BoolVar(&e.HostOverhead, "host-overhead", true, "model the release's CPU work (scheduling, output processing, API server) and how it overlaps the GPU; false times steps by the GPU roofline alone")
@@ -221,6 +225,10 @@ func (e *Engine) options(changed func(string) bool, allowLong bool) (vllm.Option
 	if changed("legacy-requeue-order") {
 		v := e.LegacyRequeueOrder
 		o.LegacyRequeueOrder = &v
+	}
+	if changed("multi-step-stream-outputs") {
+		v := e.MultiStepStreamOutputs
+		o.MultiStepStreamOutputs = &v
 	}
 	var err error
 	if e.Link != "" {

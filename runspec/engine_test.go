@@ -402,6 +402,39 @@ func TestAsyncSchedulingFlags(t *testing.T) {
 	}
 }
 
+// --multi-step-stream-outputs reaches sim's config as given, the
+// release's default when unset, and is refused before 0.6.2.
+func TestMultiStepStreamFlag(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		want    bool
+		wantErr string
+	}{
+		{"0.6.3 default", []string{"--vllm-version", "0.6.3", "--num-scheduler-steps", "8"}, true, ""},
+		{"0.6.3 turned off", []string{"--vllm-version", "0.6.3", "--num-scheduler-steps", "8", "--multi-step-stream-outputs=false"}, false, ""},
+		{"0.6.2 turned on", []string{"--vllm-version", "0.6.2", "--num-scheduler-steps", "8", "--multi-step-stream-outputs"}, true, ""},
+		{"before the flag", []string{"--vllm-version", "0.6.0", "--num-scheduler-steps", "8", "--multi-step-stream-outputs"}, false,
+			"vLLM 0.6.0 has no multi-step output streaming; it arrived in 0.6.2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, r, err := resolveArgs(t, tc.args...)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || strings.Contains(err.Error(), "\n") {
+					t.Fatalf("error %v, want one line containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.MultiStepStream != tc.want || !r.AsyncOutputLag {
+				t.Errorf("MultiStepStream %v, AsyncOutputLag %v; want %v, true", r.MultiStepStream, r.AsyncOutputLag, tc.want)
+			}
+		})
+	}
+}
+
 // TestQuantizationFlagPicksKernel: --quantization gptq on a GPTQ
 // checkpoint runs vLLM's pre-Marlin kernel, gptq_marlin (and no flag)
 // Marlin; a method the checkpoint does not carry is refused.

@@ -43,7 +43,8 @@ type Config struct {
 	// request joins the batch until the group ends (vLLM 0.6's
 	// LLMEngine.step skips the scheduler while _has_remaining_steps), and
 	// the group's tokens reach the client together at its end, one chunk
-	// per request (its outputs are processed at the last step). A step
+	// per request (its outputs are processed at the last step; one step
+	// later with AsyncOutputLag, which see). A step
 	// with prefills runs alone, as vLLM runs prefills single-step. Not
 	// with pipeline parallelism.
 	SchedulerSteps int
@@ -80,10 +81,23 @@ type Config struct {
 	// step i+1 (the model runner's async callback) and LLMEngine.step
 	// returns them when step i+1 ends, so each step's tokens, the first
 	// included, reach the client when the next step ends, or at once when
-	// no step follows. The engine's own state is not delayed. Single-step,
-	// single-batch runs only (no multi-step groups, no pipeline
-	// parallelism).
+	// no step follows. The engine's own state is not delayed. Single-batch
+	// runs only (no pipeline parallelism).
+	//
+	// With multi-step groups (SchedulerSteps > 1) every step of a group
+	// is processed inside the next step too (PR #8050, vLLM 0.6.0: the
+	// group's last step and prefill steps included), so a prefill's first
+	// token and a group's chunk reach the client one step late. Processing
+	// an intermediate step hands on only the requests it finished, with
+	// every token the group held for them (LLMEngine._process_model_outputs
+	// creates outputs for finished requests at every step and for the
+	// others at the group's last step), unless MultiStepStream.
 	AsyncOutputLag bool
+	// MultiStepStream is --multi-step-stream-outputs (vLLM 0.6.2, PR #8335;
+	// on by default from 0.6.3, PR #9047): with AsyncOutputLag, every step
+	// of a multi-step group hands its tokens on when it is processed,
+	// rather than at the group's last step.
+	MultiStepStream bool
 }
 
 // ConfigFor is the Config that times a resolved vLLM deployment: its
@@ -92,7 +106,7 @@ type Config struct {
 // settings (statistics, concurrency, record reuse).
 func ConfigFor(r *vllm.Resolved) Config {
 	return Config{Engine: r.Engine, Model: r.StepModel, SchedulerSteps: r.SchedulerSteps,
-		Ingest: r.Ingest, Delivery: r.Delivery, AsyncOutputLag: r.AsyncOutputLag}
+		Ingest: r.Ingest, Delivery: r.Delivery, AsyncOutputLag: r.AsyncOutputLag, MultiStepStream: r.MultiStepStream}
 }
 
 // ChatClient sets what vLLM's chat API does to a request (r's
@@ -230,7 +244,7 @@ func RunStream(ctx context.Context, cfg Config, reqs *workload.Stream, emit func
 	r.host, _ = cfg.Model.(HostAwareModel)
 	r.depth = eng.MaxBatches()
 	r.virtualEngines = r.depth > 1 && cfg.Engine.Version == engine.V0
-	r.lag = cfg.AsyncOutputLag && r.steps <= 1 && r.depth == 1
+	r.lag = cfg.AsyncOutputLag && r.depth == 1
 	if err := r.run(ctx); err != nil {
 		return nil, err
 	}
@@ -307,10 +321,14 @@ type runner struct {
 
 	// Async output processing (Config.AsyncOutputLag): lagged holds the
 	// last step's outputs until the next step ends (or no step follows);
-	// lagging says they are pending.
-	lag     bool
-	lagged  []engine.Output
-	lagging bool
+	// lagging says they are pending, laggedGroupEnd that their step ended
+	// its multi-step group (or ran alone). finishedIDs is scratch for
+	// handing on a group's finished requests.
+	lag            bool
+	lagged         []engine.Output
+	lagging        bool
+	laggedGroupEnd bool
+	finishedIDs    map[uint64]struct{}
 
 	// Request latencies (Config.Ingest, Delivery; lat says either is
 	// set; ingest is a request's from hand-off to the engine's queue,
@@ -375,7 +393,7 @@ func (r *runner) run(ctx context.Context) error {
 				// finished once more while it processes their outputs,
 				// then returns them.
 				r.advance(r.now + r.drainStep())
-				if err := r.deliverLagged(); err != nil {
+				if err := r.deliverLagged(false); err != nil {
 					return err
 				}
 				continue
@@ -453,6 +471,11 @@ func (r *runner) fillPipeline() error {
 			if r.groupLeft > 0 {
 				// Every request of the group finished before its end.
 				r.groupLeft = 0
+				if r.lagging {
+					// The pending step's processing hands on the rest.
+					r.laggedGroupEnd = true
+					continue
+				}
 				if err := r.deliverHeld(); err != nil {
 					return err
 				}
@@ -460,7 +483,8 @@ func (r *runner) fillPipeline() error {
 			}
 			return nil
 		}
-		b := batch{st: st, out: r.batchOut(st.Shape)}
+		b := batch{st: st}
+		b.out, b.hostBound = r.batchOut(st.Shape)
 		if r.steps > 1 {
 			b.cont, b.open = r.groupStep(st.Shape)
 		}
@@ -510,11 +534,12 @@ func (r *runner) completeOldestBatch() error {
 	if r.lag {
 		// The previous step's outputs go out as this one ends; this
 		// step's wait for the next.
-		if err := r.deliverLagged(); err != nil {
+		if err := r.deliverLagged(head.hostBound); err != nil {
 			return err
 		}
 		r.lagged = append(r.lagged[:0], r.eng.Complete(head.st)...)
 		r.lagging = true
+		r.laggedGroupEnd = !head.open
 		return nil
 	}
 	if head.cont {
@@ -587,14 +612,60 @@ func (r *runner) drainStep() time.Duration {
 }
 
 // deliverLagged hands the client the lagged step's outputs at the current
-// instant, as one completion.
-func (r *runner) deliverLagged() error {
+// instant, as one completion. In a multi-step group they join the
+// group's held outputs, which go out when the lagged step ended the group
+// (or streaming). An intermediate step hands on the requests it finished
+// only when it was pythonised early: the step processing it was
+// host-bound (pythonised, below), so the GPU had finished the lagged step
+// when the model runner's callback looked (maybe_pythonize polls the
+// step's event and leaves it for the group's end when the GPU is behind).
+func (r *runner) deliverLagged(pythonised bool) error {
 	if !r.lagging {
 		return nil
 	}
 	r.lagging = false
+	if r.steps <= 1 {
+		r.logCompletion()
+		return r.apply(r.lagged)
+	}
+	r.held = append(r.held, r.lagged...)
+	if r.laggedGroupEnd || r.cfg.MultiStepStream {
+		r.logCompletion()
+		return r.deliverHeld()
+	}
+	if !pythonised {
+		return nil
+	}
+	return r.deliverFinished()
+}
+
+// deliverFinished hands on, as one completion, the held outputs of the
+// requests the lagged step finished, and keeps the others held.
+func (r *runner) deliverFinished() error {
+	if r.finishedIDs == nil {
+		r.finishedIDs = make(map[uint64]struct{})
+	}
+	clear(r.finishedIDs)
+	for i := range r.lagged {
+		if r.lagged[i].Finished {
+			r.finishedIDs[r.lagged[i].ID] = struct{}{}
+		}
+	}
+	if len(r.finishedIDs) == 0 {
+		return nil
+	}
+	var out []engine.Output
+	kept := r.held[:0]
+	for _, o := range r.held {
+		if _, ok := r.finishedIDs[o.ID]; ok {
+			out = append(out, o)
+		} else {
+			kept = append(kept, o)
+		}
+	}
+	r.held = kept
 	r.logCompletion()
-	return r.apply(r.lagged)
+	return r.apply(out)
 }
 
 // deliverHeld applies the outputs of a multi-step group that ends early.
@@ -623,20 +694,23 @@ type batch struct {
 	st         *engine.Step
 	out        time.Duration
 	cont, open bool
+	hostBound  bool
 }
 
 // batchOut is when a step scheduled now comes out: after its step time,
-// and with PP after the pipeline can take it.
-func (r *runner) batchOut(s perf.StepShape) time.Duration {
-	d := max(r.stepTime(s), 0)
+// and with PP after the pipeline can take it; hostBound says host work
+// set its time.
+func (r *runner) batchOut(s perf.StepShape) (out time.Duration, hostBound bool) {
+	d, hostBound := r.stepTime(s)
+	d = max(d, 0)
 	if r.depth == 1 {
-		return r.now + d
+		return r.now + d, hostBound
 	}
-	return r.pipe.Enter(r.now, d, perf.StageTime(r.cfg.Model, s, r.depth))
+	return r.pipe.Enter(r.now, d, perf.StageTime(r.cfg.Model, s, r.depth)), hostBound
 }
 
 // stepTime is modelTime, counted in the run's step statistics.
-func (r *runner) stepTime(s perf.StepShape) time.Duration {
+func (r *runner) stepTime(s perf.StepShape) (time.Duration, bool) {
 	d, hostBound := r.modelTime(s)
 	if hostBound {
 		r.hostBound++
@@ -644,7 +718,7 @@ func (r *runner) stepTime(s perf.StepShape) time.Duration {
 	}
 	r.stepTimeSum += d
 	r.stepsTimed++
-	return d
+	return d, hostBound
 }
 
 // modelTime is the step model's time for s, and whether the host set it.

@@ -590,6 +590,85 @@ func TestMultiStepGroups(t *testing.T) {
 	}
 }
 
+// hostBoundSteps is linearModel with every step host-bound.
+type hostBoundSteps struct{ linearModel }
+
+func (m hostBoundSteps) StepTimeHost(s perf.StepShape) (time.Duration, bool) {
+	return m.StepTime(s), true
+}
+
+// Multi-step groups with async output processing (vLLM 0.6, PR #8050),
+// worked by hand with 10 ms steps and groups of 4: every step's outputs
+// are processed inside the next step, so A's first token (prefill 0–10)
+// goes out when the group's first step ends (20) and each group's chunk
+// when the step after it ends. A request arriving mid-group waits for the
+// group (B, sent at 15: prefill 50–60, first token 70). B finishes in the
+// second step of its group (70–80): GPU-bound, its tokens wait for the
+// group's end; host-bound, the step after processes it early and hands it
+// on (90); streaming hands on every step's tokens. After A's last step
+// (90–100) nothing follows: vLLM runs A once more (100–110) while it
+// processes that step.
+func TestMultiStepAsyncOutputs(t *testing.T) {
+	ms := time.Millisecond
+	reqs := []workload.Request{
+		{Index: 0, PromptLen: 16, MaxTokens: 9},
+		{Index: 1, PromptLen: 16, MaxTokens: 3, Arrival: 15 * ms},
+	}
+	tests := []struct {
+		name   string
+		model  perf.StepModel
+		stream bool
+		// want per request: TTFT, latency, ITL.
+		want [][3]any
+	}{
+		{
+			name:  "GPU-bound: chunks at the group's end, one step late",
+			model: linearModel{fixed: 10 * ms},
+			want: [][3]any{
+				{20 * ms, 110 * ms, []time.Duration{40 * ms, 50 * ms}},
+				{55 * ms, 95 * ms, []time.Duration{40 * ms}},
+			},
+		},
+		{
+			name:  "host-bound: a finished request goes out early",
+			model: hostBoundSteps{linearModel{fixed: 10 * ms}},
+			want: [][3]any{
+				{20 * ms, 110 * ms, []time.Duration{40 * ms, 50 * ms}},
+				{55 * ms, 75 * ms, []time.Duration{20 * ms}},
+			},
+		},
+		{
+			name:   "streaming: every step, one step late",
+			model:  linearModel{fixed: 10 * ms},
+			stream: true,
+			want: [][3]any{
+				{20 * ms, 110 * ms, []time.Duration{10 * ms, 10 * ms, 10 * ms, 10 * ms, 20 * ms, 10 * ms, 10 * ms, 10 * ms}},
+				{55 * ms, 75 * ms, []time.Duration{10 * ms, 10 * ms}},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := Config{Engine: engineConfig(engine.V0), Model: tt.model, SchedulerSteps: 4,
+				AsyncOutputLag: true, MultiStepStream: tt.stream}
+			_, recs := collect(t, cfg, reqs)
+			slices.SortFunc(recs, func(a, b *metrics.Record) int { return a.Index - b.Index })
+			if len(recs) != len(tt.want) {
+				t.Fatalf("%d records, want %d", len(recs), len(tt.want))
+			}
+			for i, w := range tt.want {
+				r := recs[i]
+				if !r.Success || r.OutputLen != reqs[i].MaxTokens {
+					t.Errorf("request %d: success %v, %d tokens; want %d", i, r.Success, r.OutputLen, reqs[i].MaxTokens)
+				}
+				if r.TTFT != w[0] || r.Latency != w[1] || !slices.Equal(r.ITL, w[2].([]time.Duration)) {
+					t.Errorf("request %d: TTFT %v, latency %v, ITL %v; want %v, %v, %v", i, r.TTFT, r.Latency, r.ITL, w[0], w[1], w[2])
+				}
+			}
+		})
+	}
+}
+
 // Request latencies, worked by hand with 10 ms steps, Ingest 5 ms and
 // Delivery 2 ms: a request reaches the engine 5 ms after it is sent, its
 // tokens the client 2 ms after their step, and under a concurrency cap

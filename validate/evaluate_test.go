@@ -159,6 +159,9 @@ func TestServerArgs(t *testing.T) {
 		{args: []string{"--max-num-seqs", "many"}, err: "server flags: invalid argument"},
 		{args: []string{"--async-scheduling"}, want: []string{"--async-scheduling"}},
 		{args: []string{"--no-async-scheduling"}, want: []string{"--no-async-scheduling"}},
+		{args: []string{"--num-scheduler-steps", "8", "--multi-step-stream-outputs=False"},
+			want: []string{"--num-scheduler-steps", "8", "--multi-step-stream-outputs=false"}},
+		{args: []string{"--multi-step-stream-outputs"}, want: []string{"--multi-step-stream-outputs"}},
 	}
 	for _, tt := range tests {
 		f, err := parseServerArgs(tt.args)

@@ -50,7 +50,7 @@ var modelledServerFlags = []string{"tensor-parallel-size", "pipeline-parallel-si
 	"scheduler-delay-factor", "enable-chunked-prefill", "no-enable-chunked-prefill", "enable-prefix-caching",
 	"no-enable-prefix-caching", "preemption-mode", "kv-cache-dtype", "distributed-executor-backend", "enforce-eager",
 	"max-seq-len-to-capture",
-	"disable-async-output-proc", "async-scheduling", "no-async-scheduling", "enable-expert-parallel", "dtype", "quantization"}
+	"disable-async-output-proc", "multi-step-stream-outputs", "async-scheduling", "no-async-scheduling", "enable-expert-parallel", "dtype", "quantization"}
 
 func newServerFlags() *serverFlags {
 	f := &serverFlags{fs: pflag.NewFlagSet("vllm serve", pflag.ContinueOnError)}
@@ -190,6 +190,9 @@ func (f *serverFlags) apply(o *vllm.Options) (args []string) {
 		setBool(false, &o.EnablePrefixCaching, "--enable-prefix-caching", "--no-enable-prefix-caching")
 	case f.changed("enable-prefix-caching"):
 		setBool(e.EnablePrefixCaching, &o.EnablePrefixCaching, "--enable-prefix-caching", "--no-enable-prefix-caching")
+	}
+	if f.changed("multi-step-stream-outputs") {
+		setBool(e.MultiStepStreamOutputs, &o.MultiStepStreamOutputs, "--multi-step-stream-outputs", "--multi-step-stream-outputs=false")
 	}
 	switch {
 	case f.changed("no-async-scheduling") && e.NoAsyncScheduling:

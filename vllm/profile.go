@@ -122,6 +122,10 @@ type Scheduler struct {
 	AsyncOutputProc bool
 	// MultiStep: --num-scheduler-steps exists (PR #7000, 0.5.5; V0 only).
 	MultiStep bool
+	// MultiStepStream: --multi-step-stream-outputs exists (PR #8335,
+	// 0.6.2); MultiStepStreamDefault: it is on unless set to False (PR
+	// #9047, 0.6.3).
+	MultiStepStream, MultiStepStreamDefault bool
 	// AsyncScheduling: --async-scheduling exists (PR #19970, V1 from
 	// 0.10.0); AsyncSchedulingDefault: it is on unless
 	// --no-async-scheduling (PR #27614, 0.14.0; not with pipeline

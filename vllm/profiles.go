@@ -134,6 +134,12 @@ var (
 //     0.14.0 ("Async scheduling is now enabled by default", its release
 //     notes, which name --no-async-scheduling and pipeline parallelism
 //     among the configurations it excludes).
+//   - multiStepStreamSince: PR #8335 ("Add output streaming support to
+//     multi-step + async", opened 2024-09-10, built on the MQLLMEngine of
+//     0.6.2) added --multi-step-stream-outputs, off [approximate: released
+//     in 0.6.2]; multiStepStreamDefaultSince: PR #9047 ("Enable
+//     multi-step output streaming by default", merged 2024-10-03, so from
+//     0.6.3) turned it on.
 //   - chunkedBudget2048Since: PR #10544 ("Update default
 //     max_num_batch_tokens for chunked prefill to 2048", opened
 //     2024-11-21, after 0.6.4.post1, so from 0.6.5; issue #11319 notes
@@ -145,6 +151,8 @@ var (
 	legacyRequeueBefore         = Release{0, 6, 0}
 	largeDefaultsSkipA100Since  = Release{0, 9, 0}
 	chunkedBudget2048Since      = Release{0, 6, 5}
+	multiStepStreamSince        = Release{0, 6, 2}
+	multiStepStreamDefaultSince = Release{0, 6, 3}
 	asyncSchedulingSince        = Release{0, 10, 0}
 	asyncSchedulingDefaultSince = Release{0, 14, 0}
 )
@@ -163,6 +171,8 @@ func patchSwitches(rel Release, ep *EngineProfile) {
 	if !rel.less(multiStepSince) {
 		ep.Scheduler.MultiStep = true
 	}
+	ep.Scheduler.MultiStepStream = !rel.less(multiStepStreamSince)
+	ep.Scheduler.MultiStepStreamDefault = !rel.less(multiStepStreamDefaultSince)
 	ep.Scheduler.LegacyRequeueOrder = !rel.less(legacyRequeueSince) && rel.less(legacyRequeueBefore)
 	if !rel.less(chunkedBudget2048Since) {
 		ep.Defaults.ChunkedBudget = 2048

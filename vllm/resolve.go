@@ -40,6 +40,9 @@ type Options struct {
 	NumSchedulerSteps  int
 	// DisableAsyncOutputProc is --disable-async-output-proc (0.6+ V0).
 	DisableAsyncOutputProc bool
+	// MultiStepStreamOutputs is --multi-step-stream-outputs (V0 from
+	// 0.6.2); nil keeps the release's default (on from 0.6.3).
+	MultiStepStreamOutputs *bool
 	// AsyncScheduling is --async-scheduling (true) or
 	// --no-async-scheduling (false), V1 from 0.10.0; nil keeps the
 	// release's default (on from 0.14.0 without pipeline parallelism).
@@ -102,6 +105,11 @@ type Resolved struct {
 	// --disable-async-output-proc) hands a step's outputs to the client
 	// one step late (sim.Config.AsyncOutputLag, serve.Config.AsyncOutputLag).
 	AsyncOutputLag bool
+	// MultiStepStream: with multi-step groups and async output
+	// processing, every step's tokens go out when it is processed rather
+	// than at the group's end (--multi-step-stream-outputs;
+	// sim.Config.MultiStepStream).
+	MultiStepStream bool
 	// Executor is the distributed executor backend; ExecutorDefaulted
 	// says vLLM chose it (DistributedLines).
 	Executor          ExecutorBackend
@@ -159,8 +167,18 @@ func Resolve(ctx context.Context, p Profile, model perf.Model, gpu perf.GPU, o O
 	return &Resolved{Profile: p, Deployment: resolved, Capacity: capacity, Engine: ec,
 		StepModel: step, StatsInterval: p.Defaults.StatsInterval, SchedulerSteps: max(o.NumSchedulerSteps, 1),
 		Ingest: ingest, Delivery: delivery, ChatPrepare: chat.prepare, ChatIngest: chat.ingest,
-		AsyncOutputLag: p.Engine == engine.V0 && p.Scheduler.AsyncOutputProc && !o.DisableAsyncOutputProc,
-		Executor:       executor, ExecutorDefaulted: executorDefaulted}, nil
+		AsyncOutputLag:  p.Engine == engine.V0 && p.Scheduler.AsyncOutputProc && !o.DisableAsyncOutputProc,
+		MultiStepStream: multiStepStream(p, o),
+		Executor:        executor, ExecutorDefaulted: executorDefaulted}, nil
+}
+
+// multiStepStream is whether multi-step groups stream every step: the
+// flag where given, else the release's default.
+func multiStepStream(p Profile, o Options) bool {
+	if o.MultiStepStreamOutputs != nil {
+		return *o.MultiStepStreamOutputs
+	}
+	return p.Scheduler.MultiStepStreamDefault
 }
 
 // deploymentFor is the deployment the flags and the release's defaults
@@ -351,6 +369,12 @@ func checkChoices(p Profile, o Options) error {
 			return optionError("num_scheduler_steps", "num_scheduler_steps (%d) needs the V0 engine: V1 has no multi-step scheduling", o.NumSchedulerSteps)
 		}
 		return optionError("num_scheduler_steps", "num_scheduler_steps (%d): vLLM %s has no multi-step scheduling; it arrived in %s (PR #7000)", o.NumSchedulerSteps, p.Release, multiStepSince)
+	}
+	if o.MultiStepStreamOutputs != nil && !p.Scheduler.MultiStepStream {
+		if p.Engine == engine.V1 {
+			return optionError("multi_step_stream_outputs", "multi_step_stream_outputs needs the V0 engine: V1 has no multi-step scheduling")
+		}
+		return optionError("multi_step_stream_outputs", "multi_step_stream_outputs: vLLM %s has no multi-step output streaming; it arrived in %s (PR #8335)", p.Release, multiStepStreamSince)
 	}
 	if o.AsyncScheduling != nil && !p.Scheduler.AsyncScheduling {
 		if p.Engine != engine.V1 {

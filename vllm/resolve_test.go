@@ -89,6 +89,9 @@ func TestResolveErrors(t *testing.T) {
 		{"V1 multi-step", "0.9.0", engine.V1, vllm.Options{NumSchedulerSteps: 8}, "num_scheduler_steps (8) needs the V0 engine", "num_scheduler_steps"},
 		{"negative graph length", "0.6.4", "", vllm.Options{MaxSeqLenToCapture: -1}, "max_seq_len_to_capture (-1) must be at least 1", "max_seq_len_to_capture"},
 		{"async output before 0.6", "0.5.4", "", vllm.Options{DisableAsyncOutputProc: true}, "vLLM 0.5.4 has no async output processing; it arrived in 0.6.0 (PR #7049)", "disable_async_output_proc"},
+		{"multi-step streaming before 0.6.2", "0.6.1", "", vllm.Options{NumSchedulerSteps: 8, MultiStepStreamOutputs: new(true)},
+			"vLLM 0.6.1 has no multi-step output streaming; it arrived in 0.6.2 (PR #8335)", "multi_step_stream_outputs"},
+		{"multi-step streaming on V1", "0.8.5", engine.V1, vllm.Options{MultiStepStreamOutputs: new(false)}, "multi_step_stream_outputs needs the V0 engine", "multi_step_stream_outputs"},
 		{"async scheduling on V0", "0.8.5", engine.V0, vllm.Options{AsyncScheduling: new(true)}, "async scheduling needs the V1 engine", "async_scheduling"},
 		{"async scheduling before 0.10", "0.9.2", "", vllm.Options{AsyncScheduling: new(false)}, "vLLM 0.9.2 has no async scheduling; it arrived in 0.10.0 (PR #19970)", "async_scheduling"},
 		{"async scheduling with pipeline parallelism", "0.15.1", "", vllm.Options{AsyncScheduling: new(true), PipelineParallel: 2},
@@ -136,6 +139,30 @@ func TestAsyncOutputLagByRelease(t *testing.T) {
 		}
 		if r.AsyncOutputLag != c.want {
 			t.Errorf("%s %s %+v: AsyncOutputLag %v, want %v", c.version, c.eng, c.o, r.AsyncOutputLag, c.want)
+		}
+	}
+}
+
+// Multi-step groups stream every step's tokens from 0.6.3 (PR #9047)
+// unless --multi-step-stream-outputs=False; 0.6.2 has the flag, off.
+func TestMultiStepStreamByRelease(t *testing.T) {
+	for _, c := range []struct {
+		version string
+		o       vllm.Options
+		want    bool
+	}{
+		{"0.6.0", vllm.Options{NumSchedulerSteps: 10}, false},
+		{"0.6.2", vllm.Options{NumSchedulerSteps: 10}, false},
+		{"0.6.2", vllm.Options{NumSchedulerSteps: 10, MultiStepStreamOutputs: new(true)}, true},
+		{"0.6.3", vllm.Options{NumSchedulerSteps: 10}, true},
+		{"0.6.6", vllm.Options{NumSchedulerSteps: 10, MultiStepStreamOutputs: new(false)}, false},
+	} {
+		r, err := resolve(t, c.version, "", "Qwen2-7B", "H100", c.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.MultiStepStream != c.want {
+			t.Errorf("%s %+v: MultiStepStream %v, want %v", c.version, c.o, r.MultiStepStream, c.want)
 		}
 	}
 }
