@@ -85,13 +85,21 @@ type Config struct {
 	// runs only (no pipeline parallelism).
 	//
 	// With multi-step groups (SchedulerSteps > 1) every step of a group
-	// is processed inside the next step too (PR #8050, vLLM 0.6.0: the
-	// group's last step and prefill steps included), so a prefill's first
-	// token and a group's chunk reach the client one step late. Processing
-	// an intermediate step hands on only the requests it finished, with
-	// every token the group held for them (LLMEngine._process_model_outputs
-	// creates outputs for finished requests at every step and for the
-	// others at the group's last step), unless MultiStepStream.
+	// and every prefill step is processed inside the next step too (PR
+	// #8050, vLLM 0.6.0), and its outputs go out when that step returns to
+	// the engine loop: a group's intermediate step does not wait for the
+	// GPU, so it returns once the host has launched it (LaunchTimer); a
+	// prefill step or a group's last step blocks until the GPU finishes
+	// it. So a prefill's first token goes out as the next group starts,
+	// and a group's chunk at once, or after the prefill that follows it.
+	// Processing an intermediate step hands on only the requests it
+	// finished, with every token the group held for them
+	// (LLMEngine._process_model_outputs creates outputs for finished
+	// requests at every step and for the others at the group's last), and
+	// only if the model runner could pythonise that step early, which it
+	// does when the GPU had finished it by the time the next step's
+	// callback looked: when the next step is host-bound. MultiStepStream
+	// hands on every processed step.
 	AsyncOutputLag bool
 	// MultiStepStream is --multi-step-stream-outputs (vLLM 0.6.2, PR #8335;
 	// on by default from 0.6.3, PR #9047): with AsyncOutputLag, every step
@@ -242,6 +250,7 @@ func RunStream(ctx context.Context, cfg Config, reqs *workload.Stream, emit func
 	r.ingest = cfg.Ingest + cfg.ChatIngest
 	r.lat = r.ingest > 0 || cfg.Delivery > 0 || cfg.ChatPrepare > 0
 	r.host, _ = cfg.Model.(HostAwareModel)
+	r.launch, _ = cfg.Model.(LaunchTimer)
 	r.depth = eng.MaxBatches()
 	r.virtualEngines = r.depth > 1 && cfg.Engine.Version == engine.V0
 	r.lag = cfg.AsyncOutputLag && r.depth == 1
@@ -249,6 +258,15 @@ func RunStream(ctx context.Context, cfg Config, reqs *workload.Stream, emit func
 		return nil, err
 	}
 	return r.result(), nil
+}
+
+// LaunchTimer is a step model that also says how long the host works on
+// a step before the engine loop gets control back when the step does not
+// wait for the GPU, as a multi-step group's intermediate steps do not:
+// its scheduling and input preparation and the previous step's output
+// processing (vllm.HostStepModel.LaunchTime).
+type LaunchTimer interface {
+	LaunchTime(s perf.StepShape) time.Duration
 }
 
 // HostAwareModel is a step model that also says whether host (CPU) work,
@@ -296,6 +314,7 @@ type runner struct {
 	runErr error
 
 	host      HostAwareModel // cfg.Model when it is one
+	launch    LaunchTimer    // cfg.Model when it is one
 	hostBound int64
 	// hostBoundTime and stepTime sum the host-bound and all steps'
 	// durations; stepsTimed counts the steps stepTime saw. last* hold
@@ -391,8 +410,11 @@ func (r *runner) run(ctx context.Context) error {
 			if r.lagging {
 				// No step follows: vLLM runs the sequences that just
 				// finished once more while it processes their outputs,
-				// then returns them.
-				r.advance(r.now + r.drainStep())
+				// then returns them. A multi-step group's last outputs go
+				// out at once (its steps do not wait for their outputs).
+				if r.steps <= 1 {
+					r.advance(r.now + r.drainStep())
+				}
 				if err := r.deliverLagged(false); err != nil {
 					return err
 				}
@@ -487,6 +509,14 @@ func (r *runner) fillPipeline() error {
 		b.out, b.hostBound = r.batchOut(st.Shape)
 		if r.steps > 1 {
 			b.cont, b.open = r.groupStep(st.Shape)
+			if r.lagging && b.open {
+				// An intermediate step returns to the engine loop once
+				// launched, without waiting for the GPU: the previous
+				// step's outputs, processed in its callback, go out then.
+				if err := r.deliverLaggedAt(r.now+r.launchTime(st.Shape), b.hostBound); err != nil {
+					return err
+				}
+			}
 		}
 		r.inPipe = append(r.inPipe, b)
 	}
@@ -533,8 +563,10 @@ func (r *runner) completeOldestBatch() error {
 	r.advance(head.out)
 	if r.lag {
 		// The previous step's outputs go out as this one ends; this
-		// step's wait for the next.
-		if err := r.deliverLagged(head.hostBound); err != nil {
+		// step's wait for the next. A group's last step pythonises every
+		// step of the group, blocking, and processes the ones before it
+		// (MultiStepModelRunner._final_process_outputs).
+		if err := r.deliverLagged(head.hostBound || (head.cont && !head.open)); err != nil {
 			return err
 		}
 		r.lagged = append(r.lagged[:0], r.eng.Complete(head.st)...)
@@ -639,16 +671,35 @@ func (r *runner) deliverLagged(pythonised bool) error {
 	return r.deliverFinished()
 }
 
+// deliverLaggedAt is deliverLagged at instant t, from now up to the end
+// of the step being launched, before any other event.
+func (r *runner) deliverLaggedAt(t time.Duration, pythonised bool) error {
+	now := r.now
+	r.now = t
+	err := r.deliverLagged(pythonised)
+	r.now = now
+	return err
+}
+
+// launchTime is the host's work on a step before an engine loop that does
+// not wait for the GPU gets control back (LaunchTimer; zero without one).
+func (r *runner) launchTime(s perf.StepShape) time.Duration {
+	if r.launch == nil {
+		return 0
+	}
+	return r.launch.LaunchTime(s)
+}
+
 // deliverFinished hands on, as one completion, the held outputs of the
-// requests the lagged step finished, and keeps the others held.
+// requests that have finished, and keeps the others held.
 func (r *runner) deliverFinished() error {
 	if r.finishedIDs == nil {
 		r.finishedIDs = make(map[uint64]struct{})
 	}
 	clear(r.finishedIDs)
-	for i := range r.lagged {
-		if r.lagged[i].Finished {
-			r.finishedIDs[r.lagged[i].ID] = struct{}{}
+	for i := range r.held {
+		if r.held[i].Finished {
+			r.finishedIDs[r.held[i].ID] = struct{}{}
 		}
 	}
 	if len(r.finishedIDs) == 0 {

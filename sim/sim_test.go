@@ -597,17 +597,29 @@ func (m hostBoundSteps) StepTimeHost(s perf.StepShape) (time.Duration, bool) {
 	return m.StepTime(s), true
 }
 
+// launching is linearModel whose host works launch on a step before an
+// engine loop that does not wait for the GPU gets control back.
+type launching struct {
+	linearModel
+	launch time.Duration
+}
+
+func (m launching) LaunchTime(perf.StepShape) time.Duration { return m.launch }
+
 // Multi-step groups with async output processing (vLLM 0.6, PR #8050),
 // worked by hand with 10 ms steps and groups of 4: every step's outputs
-// are processed inside the next step, so A's first token (prefill 0–10)
-// goes out when the group's first step ends (20) and each group's chunk
-// when the step after it ends. A request arriving mid-group waits for the
-// group (B, sent at 15: prefill 50–60, first token 70). B finishes in the
-// second step of its group (70–80): GPU-bound, its tokens wait for the
-// group's end; host-bound, the step after processes it early and hands it
-// on (90); streaming hands on every step's tokens. After A's last step
-// (90–100) nothing follows: vLLM runs A once more (100–110) while it
-// processes that step.
+// are processed inside the next step's callback and go out when that step
+// returns to the engine loop, at once after its launch for a group's
+// intermediate step (which does not wait for the GPU), when the GPU
+// finishes it for a prefill or a group's last step (which block). A's
+// prefill (0–10) goes out when the group's first step is launched (10, or
+// 12 with 2 ms of launch work); a group's chunk at the end of the prefill
+// that follows it (B's, 50–60: B was sent at 15 and waited for the
+// group). B finishes in the second step of its group (70–80): GPU-bound,
+// its tokens wait for the group's chunk (100); host-bound, the GPU had
+// finished that step when the next one's callback looked, so B goes out
+// when the third step is launched (80); streaming hands on every step's
+// tokens. Nothing follows A's last step (90–100): its chunk goes out then.
 func TestMultiStepAsyncOutputs(t *testing.T) {
 	ms := time.Millisecond
 	reqs := []workload.Request{
@@ -622,28 +634,36 @@ func TestMultiStepAsyncOutputs(t *testing.T) {
 		want [][3]any
 	}{
 		{
-			name:  "GPU-bound: chunks at the group's end, one step late",
+			name:  "GPU-bound: chunks at the group's end or the prefill after it",
 			model: linearModel{fixed: 10 * ms},
 			want: [][3]any{
-				{20 * ms, 110 * ms, []time.Duration{40 * ms, 50 * ms}},
-				{55 * ms, 95 * ms, []time.Duration{40 * ms}},
+				{10 * ms, 100 * ms, []time.Duration{50 * ms, 40 * ms}},
+				{45 * ms, 85 * ms, []time.Duration{40 * ms}},
+			},
+		},
+		{
+			name:  "launch work delays what intermediate steps hand on",
+			model: launching{linearModel{fixed: 10 * ms}, 2 * ms},
+			want: [][3]any{
+				{12 * ms, 100 * ms, []time.Duration{48 * ms, 40 * ms}},
+				{47 * ms, 85 * ms, []time.Duration{38 * ms}},
 			},
 		},
 		{
 			name:  "host-bound: a finished request goes out early",
 			model: hostBoundSteps{linearModel{fixed: 10 * ms}},
 			want: [][3]any{
-				{20 * ms, 110 * ms, []time.Duration{40 * ms, 50 * ms}},
-				{55 * ms, 75 * ms, []time.Duration{20 * ms}},
+				{10 * ms, 100 * ms, []time.Duration{50 * ms, 40 * ms}},
+				{45 * ms, 65 * ms, []time.Duration{20 * ms}},
 			},
 		},
 		{
-			name:   "streaming: every step, one step late",
+			name:   "streaming: every step as it is processed",
 			model:  linearModel{fixed: 10 * ms},
 			stream: true,
 			want: [][3]any{
-				{20 * ms, 110 * ms, []time.Duration{10 * ms, 10 * ms, 10 * ms, 10 * ms, 20 * ms, 10 * ms, 10 * ms, 10 * ms}},
-				{55 * ms, 75 * ms, []time.Duration{10 * ms, 10 * ms}},
+				{10 * ms, 100 * ms, []time.Duration{10 * ms, 10 * ms, 20 * ms, 10 * ms, 10 * ms, 10 * ms, 20 * ms, 0}},
+				{45 * ms, 65 * ms, []time.Duration{10 * ms, 10 * ms}},
 			},
 		},
 	}
@@ -666,6 +686,43 @@ func TestMultiStepAsyncOutputs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A group's last step pythonises the whole group and processes its
+// earlier steps, so a request that finished inside it goes out when the
+// GPU finishes that step, while the others' chunk waits for the step
+// after it. Worked by hand as TestMultiStepAsyncOutputs: A and C prefill
+// 0–10 (out at 10, as the group starts); A finishes in the group's second
+// step (20–30) and goes out at its end (50); D, sent at 15, prefills 50–60
+// and C's chunk goes out then; D's only token goes out as the next group
+// starts (60); C's last chunk when nothing follows its group (100).
+func TestMultiStepGroupEndHandsOnFinished(t *testing.T) {
+	ms := time.Millisecond
+	reqs := []workload.Request{
+		{Index: 0, PromptLen: 16, MaxTokens: 3},
+		{Index: 1, PromptLen: 16, MaxTokens: 9},
+		{Index: 2, PromptLen: 16, MaxTokens: 1, Arrival: 15 * ms},
+	}
+	want := [][3]any{
+		{10 * ms, 50 * ms, []time.Duration{40 * ms}},
+		{10 * ms, 100 * ms, []time.Duration{50 * ms, 40 * ms}},
+		{45 * ms, 45 * ms, []time.Duration(nil)},
+	}
+	cfg := Config{Engine: engineConfig(engine.V0), Model: linearModel{fixed: 10 * ms}, SchedulerSteps: 4, AsyncOutputLag: true}
+	_, recs := collect(t, cfg, reqs)
+	slices.SortFunc(recs, func(a, b *metrics.Record) int { return a.Index - b.Index })
+	if len(recs) != len(want) {
+		t.Fatalf("%d records, want %d", len(recs), len(want))
+	}
+	for i, w := range want {
+		r := recs[i]
+		if !r.Success || r.OutputLen != reqs[i].MaxTokens {
+			t.Errorf("request %d: success %v, %d tokens; want %d", i, r.Success, r.OutputLen, reqs[i].MaxTokens)
+		}
+		if r.TTFT != w[0] || r.Latency != w[1] || !slices.Equal(r.ITL, w[2].([]time.Duration)) {
+			t.Errorf("request %d: TTFT %v, latency %v, ITL %v; want %v, %v, %v", i, r.TTFT, r.Latency, r.ITL, w[0], w[1], w[2])
+		}
 	}
 }
 

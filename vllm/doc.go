@@ -226,24 +226,33 @@
 // for prefills). With async output processing (0.6.0, PR #8050: "the
 // async is done on all previous steps of decode, including the last step
 // of decode … and also on the previous prompt executions") every step of
-// a group, and every prefill step, is processed inside the step after it
-// and reaches the client when that step ends (Resolved.AsyncOutputLag
-// with SchedulerSteps > 1): the first token one decode step after its
-// prefill, a group's chunk one step after the group. The model runner
-// pythonises a step inside a later one only if the GPU has finished it
-// when the runner looks (maybe_pythonize polls the step's event), so a
-// request that finishes inside a group goes out early (when the step
-// after its last one is processed) only where the host, not the GPU,
-// sets the step's time; otherwise it waits for the group's chunk.
-// Lambda's ten-prompt H100 runs (0.6.0, ten steps) show both: on one
-// GPU, and for Llama-3-70B at any TP size, the mean TPOT is what
-// group-end delivery gives the 3- to 9-token replies (Llama-3-8B: 11.1
-// ms published, 11.5 from the median TPOT that way, 7.6 without), while
-// Llama-3-8B at TP 8, whose steps are short, is within the median (3.45
-// against 3.26 ms; 4.97 the group-end way). From 0.6.3
-// (Resolved.MultiStepStream: --multi-step-stream-outputs, PR #8335 in
-// 0.6.2, on by default from PR #9047) every processed step goes out, one
-// step late; the 6% TPOT PR #8335 measured for it is not charged.
+// a group, and every prefill step, is processed in the model runner's
+// callback inside the step after it, and its RequestOutputs reach the
+// client when that step returns to the engine loop (Resolved.
+// AsyncOutputLag with SchedulerSteps > 1; read in the stored
+// multi_step_model_runner.py of vLLM commit 047281d, whose structure dates
+// from that PR, and llm_engine.py's _process_model_outputs): a group's
+// intermediate step does not wait for the GPU (its sampled tokens stay on
+// the GPU), so it returns once launched, after its host work
+// (HostStepModel.LaunchTime); a prefill step or a group's last step blocks in
+// _final_process_outputs until the GPU finishes it. So a prefill's first
+// token goes out as the next group starts and a group's chunk at once, or
+// when the prefill that follows it ends. The runner pythonises a step
+// inside a later one only if the GPU has finished it when the runner
+// looks (maybe_pythonize polls the step's event; otherwise the group's
+// last step pythonises them all), so a request that finishes inside a
+// group goes out early only where the host, not the GPU, sets the step's
+// time; otherwise the group's last step hands it on, the others' chunk
+// with the step after. Lambda's ten-prompt
+// H100 runs (0.6.0, ten steps) show both: on one GPU, and for
+// Llama-3-70B at any TP size, the mean TPOT is what group-end delivery
+// gives the 3- to 9-token replies (Llama-3-8B: 11.1 ms published, 11.5
+// from the median TPOT that way, 7.6 without), while Llama-3-8B at TP 8,
+// whose steps are short, is within the median (3.45 against 3.26 ms; 4.97
+// the group-end way). From 0.6.3 (Resolved.MultiStepStream:
+// --multi-step-stream-outputs, PR #8335 in 0.6.2, on by default from PR
+// #9047) every processed step goes out; the 6% TPOT PR #8335 measured for
+// it is not charged.
 //
 // Deviations: output processing of the last step is not carried over to
 // the next. A request that finishes inside a group leaves the batch at

@@ -94,6 +94,17 @@ func (m *HostStepModel) Parts(s perf.StepShape) HostParts {
 	return p
 }
 
+// LaunchTime is the host's work on a step before the engine loop gets
+// control back when the step does not wait for the GPU (a multi-step
+// group's intermediate steps; sim.LaunchTimer): its scheduling and input
+// preparation, amortised over the group as in Parts, and the previous
+// step's output processing, which the model runner's callback does after
+// launching the forward.
+func (m *HostStepModel) LaunchTime(s perf.StepShape) time.Duration {
+	p := m.Parts(s)
+	return p.Schedule + p.Output
+}
+
 // StepTimeHost is the step's duration and whether host work, not the GPU,
 // decided it (the GPU would have finished sooner on its own).
 func (m *HostStepModel) StepTimeHost(s perf.StepShape) (time.Duration, bool) {

@@ -349,3 +349,29 @@ func TestHostModelKeepsLaunchGaps(t *testing.T) {
 		}
 	}
 }
+
+// TestLaunchTime: an intermediate multi-step step hands the engine loop
+// back after its scheduling share and the previous step's output
+// processing, not after the GPU: both are host parts of the step, the
+// scheduling amortised over the group.
+func TestLaunchTime(t *testing.T) {
+	shape := perf.StepShape{Decodes: 64, KVTokens: 64 * 1024}
+	model := func(steps int) *vllm.HostStepModel {
+		r, err := resolve(t, "0.6.0", "", "Llama-3-8B", "H100", vllm.Options{NumSchedulerSteps: steps})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.StepModel.(*vllm.HostStepModel)
+	}
+	one, ten := model(1), model(10)
+	p1, p10 := one.Parts(shape), ten.Parts(shape)
+	if got := ten.LaunchTime(shape); got != p10.Schedule+p10.Output || got <= 0 {
+		t.Errorf("launch time %v, want schedule %v + output %v", got, p10.Schedule, p10.Output)
+	}
+	if p10.Schedule >= p1.Schedule || p10.Output != p1.Output {
+		t.Errorf("10 steps: %+v against one step's %+v; want the scheduling shared, the output processing kept", p10, p1)
+	}
+	if gpu := ten.StepTime(shape); ten.LaunchTime(shape) >= gpu {
+		t.Errorf("launch time %v not under the step's %v at 64 decodes on an H100", ten.LaunchTime(shape), gpu)
+	}
+}
