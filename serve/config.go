@@ -93,6 +93,13 @@ type Config struct {
 	// charges no Ingest, and a KV producer (whose one-token answer goes
 	// to the proxy, not the client) charges no Delivery. 0: none.
 	Ingest, Delivery time.Duration
+	// IngestSpacing is the OpenAI server's event-loop work per
+	// completions request (vllm.Resolved.IngestSpacing; sim.Config's
+	// field of the same name): the loop hands requests on one at a time,
+	// so completions requests reach the engine at least this far apart,
+	// in the order they came, and the first of a burst reaches an idle
+	// engine alone. A KV consumer charges none. 0: none.
+	IngestSpacing time.Duration
 	// ChatPrepare is the OpenAI server's event-loop time per chat request
 	// before it hands the request on (vllm.Resolved.ChatPrepare;
 	// sim.Config's field of the same name): requests pass the one loop in
@@ -165,6 +172,9 @@ func (c *Config) withDefaults() Config {
 		out.Faults.SlowFirstByte = 2 * time.Second
 	}
 	out.Ingest, out.Delivery = out.chargedLatencies()
+	if out.KVTransfer != nil && out.KVTransfer.Role == KVConsumer {
+		out.IngestSpacing = 0 // the prefill server handed the request on
+	}
 	out.ChatPrepare, out.ChatIngest = out.chargedChat()
 	if out.Version == "" {
 		out.Version = "0.8.5"
@@ -203,7 +213,7 @@ func (c *Config) chargedChat() (prepare, ingest time.Duration) {
 // delaysArrival reports whether requests reach the engine later than
 // their handlers submit them.
 func (c *Config) delaysArrival() bool {
-	return c.Ingest > 0 || c.ChatPrepare > 0 || c.ChatIngest > 0
+	return c.Ingest > 0 || c.ChatPrepare > 0 || c.ChatIngest > 0 || c.IngestSpacing > 0
 }
 
 func (c *Config) validate() error {
@@ -224,8 +234,9 @@ func (c *Config) validate() error {
 	if c.MaxConnections < 0 {
 		return fmt.Errorf("serve: max connections %d is negative; use 0 for no cap", c.MaxConnections)
 	}
-	if c.Ingest < 0 || c.Delivery < 0 || c.ChatPrepare < 0 || c.ChatIngest < 0 {
-		return fmt.Errorf("serve: request latencies (ingest %v, delivery %v, chat preparation %v, chat ingest %v) must not be negative; use 0 for none", c.Ingest, c.Delivery, c.ChatPrepare, c.ChatIngest)
+	if c.Ingest < 0 || c.Delivery < 0 || c.ChatPrepare < 0 || c.ChatIngest < 0 || c.IngestSpacing < 0 {
+		return fmt.Errorf("serve: request latencies (ingest %v, delivery %v, ingest spacing %v, chat preparation %v, chat ingest %v) must not be negative; use 0 for none",
+			c.Ingest, c.Delivery, c.IngestSpacing, c.ChatPrepare, c.ChatIngest)
 	}
 	if c.StatsInterval < 0 {
 		return fmt.Errorf("serve: stats interval %v is negative; use 0 to disable the stats line", c.StatsInterval)

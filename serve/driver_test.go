@@ -184,6 +184,84 @@ func TestDriverMatchesSim(t *testing.T) {
 	}
 }
 
+// TestDriverMatchesSimIngestSpacing: bursts of completions requests, which
+// the server hands on one at a time (Config.IngestSpacing), are timed by
+// serve as sim times them, to the nanosecond, on V0 and V1, with a
+// concurrency cap and with completions sent to a server that prepares
+// chat requests; and the spacing changes sim's timeline, so the
+// comparison is not vacuous.
+func TestDriverMatchesSimIngestSpacing(t *testing.T) {
+	base := timingWorkload(60)
+	reqs := make([]workload.Request, len(base))
+	for i := range base {
+		reqs[i] = base[i]
+		// Bursts of six, 150 ms apart, each request a few ns after the
+		// one before it.
+		reqs[i].Arrival = time.Duration(i/6)*150*time.Millisecond + time.Duration(i%6+1)
+	}
+	for _, tc := range []struct {
+		name           string
+		version        engine.Version
+		maxConcurrency int
+		chatServer     bool
+	}{
+		{"v0", engine.V0, 0, false},
+		{"v1-cap", engine.V1, 4, false},
+		{"v1", engine.V1, 0, false},
+		{"v0-completions-to-chat-server", engine.V0, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ec := testEngineConfig()
+			ec.Version = tc.version
+			ec.MaxNumSeqs = 32
+			if tc.version == engine.V0 {
+				ec.EnablePrefixCaching = false
+				ec.EnableChunkedPrefill = false
+				ec.MaxNumBatchedTokens = 4096
+			}
+			model := linearModel{fixed: 3 * time.Millisecond, perToken: 7 * time.Microsecond}
+			// A spacing near the step time, so that the hand-offs it delays
+			// cross step boundaries.
+			ingest, delivery, spacing := 9300*time.Microsecond+17, 1850*time.Microsecond+3, 2*time.Millisecond+11
+			simCfg := sim.Config{Engine: ec, Model: model, Ingest: ingest, Delivery: delivery, IngestSpacing: spacing, MaxConcurrency: tc.maxConcurrency}
+			want := map[int]*metrics.Record{}
+			if _, err := sim.Run(context.Background(), simCfg, reqs, func(r *metrics.Record) error {
+				want[r.Index] = r
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			unspaced, moved := simCfg, false
+			unspaced.IngestSpacing = 0
+			if _, err := sim.Run(context.Background(), unspaced, reqs, func(r *metrics.Record) error {
+				moved = moved || r.TTFT != want[r.Index].TTFT
+				return nil
+			}); err != nil || !moved {
+				t.Fatalf("the spacing moved no request's TTFT (%v)", err)
+			}
+
+			cfg := testConfig(t)
+			cfg.Engine, cfg.StepModel, cfg.Ingest, cfg.Delivery, cfg.IngestSpacing = ec, model, ingest, delivery, spacing
+			if tc.chatServer {
+				cfg.ChatPrepare, cfg.ChatIngest = 4*time.Millisecond+13, 2*time.Millisecond+7
+			}
+			got, _ := runInBubble(t, cfg, reqs, tc.maxConcurrency, false)
+			if len(got) != len(want) {
+				t.Errorf("serve finished %d requests, sim %d", len(got), len(want))
+			}
+			for i, w := range want {
+				g := got[i]
+				if g.out != w.OutputLen || g.ttft != w.TTFT || g.e2e != w.Latency || g.sent != w.Start {
+					t.Errorf("request %d: serve sent %v, TTFT %v, E2E %v, %d tokens; sim %v, %v, %v, %d", i, g.sent, g.ttft, g.e2e, g.out, w.Start, w.TTFT, w.Latency, w.OutputLen)
+				}
+				if diff := cmp.Diff(w.ITL, g.itl); diff != "" {
+					t.Errorf("request %d ITL (-sim +serve):\n%s", i, diff)
+				}
+			}
+		})
+	}
+}
+
 // runInBubble drives a Server in a synctest bubble as a client would: each
 // request is sent at its arrival offset (or, under maxConcurrency, once a
 // slot is free) and consumed as its client receives its chunks.

@@ -76,8 +76,9 @@ type Server struct {
 	commands []func(*driver)
 	closed   bool
 	deadErr  error // the engine died (swap space exhausted)
-	// lastArrival is the latest engine arrival given (with Ingest).
-	lastArrival time.Duration
+	// lastArrival is the latest engine arrival given (with Ingest);
+	// lastSpaced the latest completions request's (Config.IngestSpacing).
+	lastArrival, lastSpaced time.Duration
 	// loopFree is when the event loop finishes the preparations queued so
 	// far (Config.ChatPrepare); handOffScan is the last inbox entry known
 	// to have reached the loop before the head's preparation ended.
@@ -132,6 +133,7 @@ func New(cfg Config) (*Server, error) {
 		wake:          make(chan struct{}, 1),
 		stopped:       make(chan struct{}),
 		logged:        make(chan struct{}),
+		lastSpaced:    math.MinInt64 / 2, // no completions request handed on yet
 	}
 	s.deliverer = deliverer{now: s.now, wake: make(chan struct{}, 1)}
 	if c.KVTransfer != nil {
@@ -241,6 +243,10 @@ func (s *Server) resolveHandOff(i int) {
 		ingest += s.cfg.ChatIngest
 	}
 	head.req.Arrival = max(s.inbox[j].prepared+ingest, head.submitted, s.lastArrival)
+	if !head.chat && s.cfg.IngestSpacing > 0 {
+		head.req.Arrival = max(head.req.Arrival, s.lastSpaced+s.cfg.IngestSpacing)
+		s.lastSpaced = head.req.Arrival
+	}
 	s.lastArrival = head.req.Arrival
 	head.handOffPending = false
 }

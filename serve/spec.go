@@ -159,9 +159,10 @@ func configOf(ctx context.Context, s *runspec.Spec, r *runspec.ResolvedEngine) (
 
 // chargeRequestLatencies sets the per-request costs outside the engine's
 // steps that the resolved release's OpenAI server charges: Ingest,
-// Delivery, ChatPrepare and ChatIngest.
+// Delivery, IngestSpacing, ChatPrepare and ChatIngest.
 func (c *Config) chargeRequestLatencies(r *vllm.Resolved) {
 	c.Ingest, c.Delivery, c.ChatPrepare, c.ChatIngest = r.Ingest, r.Delivery, r.ChatPrepare, r.ChatIngest
+	c.IngestSpacing = r.IngestSpacing
 }
 
 func fixedLatencyOn(s *runspec.Spec) bool {

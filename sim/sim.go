@@ -57,6 +57,14 @@ type Config struct {
 	// latency count them, a request holds its MaxConcurrency slot until
 	// its last token is received, and the run ends when the last one is.
 	Ingest, Delivery time.Duration
+	// IngestSpacing is the server's event-loop work per completions
+	// request (vllm.Resolved.IngestSpacing): the loop handles the requests
+	// it receives in turn and hands each on when done with it, so requests
+	// reach the engine at least this far apart, in the order sent, and the
+	// first of a burst reaches an idle engine alone. A request sent alone
+	// is not delayed (Ingest covers its own handling). Not with
+	// ChatPrepare, whose hand-offs queue behind the preparations instead.
+	IngestSpacing time.Duration
 	// ChatPrepare is the CPU time the OpenAI server's event loop spends on
 	// each chat request before it first hands the request on (vLLM's chat
 	// template resolution and rendering; vllm.Resolved.ChatPrepare; 0 for
@@ -114,7 +122,8 @@ type Config struct {
 // settings (statistics, concurrency, record reuse).
 func ConfigFor(r *vllm.Resolved) Config {
 	return Config{Engine: r.Engine, Model: r.StepModel, SchedulerSteps: r.SchedulerSteps,
-		Ingest: r.Ingest, Delivery: r.Delivery, AsyncOutputLag: r.AsyncOutputLag, MultiStepStream: r.MultiStepStream}
+		Ingest: r.Ingest, Delivery: r.Delivery, IngestSpacing: r.IngestSpacing,
+		AsyncOutputLag: r.AsyncOutputLag, MultiStepStream: r.MultiStepStream}
 }
 
 // ChatClient sets what vLLM's chat API does to a request (r's
@@ -248,7 +257,8 @@ func RunStream(ctx context.Context, cfg Config, reqs *workload.Stream, emit func
 	}
 	r.cfg, r.eng = cfg, eng
 	r.ingest = cfg.Ingest + cfg.ChatIngest
-	r.lat = r.ingest > 0 || cfg.Delivery > 0 || cfg.ChatPrepare > 0
+	r.lastHandoff = math.MinInt64 / 2 // no request handed on yet
+	r.lat = r.ingest > 0 || cfg.Delivery > 0 || cfg.ChatPrepare > 0 || cfg.IngestSpacing > 0
 	r.host, _ = cfg.Model.(HostAwareModel)
 	r.launch, _ = cfg.Model.(LaunchTimer)
 	r.depth = eng.MaxBatches()
@@ -364,8 +374,11 @@ type runner struct {
 	// preparations queued so far (Config.ChatPrepare); handoffScan is the
 	// last sent request known to have been queued before the head's
 	// preparation finished.
-	loopFree       time.Duration
-	handoffScan    int
+	loopFree    time.Duration
+	handoffScan int
+	// lastHandoff is the last completions request's hand-off
+	// (Config.IngestSpacing).
+	lastHandoff    time.Duration
 	clientInFlight int
 	releases       []time.Duration
 	relHead        int
@@ -819,9 +832,15 @@ func (r *runner) clientEvents(next **workload.Request, id *int) error {
 			w := r.reqs.Next()
 			start := max(w.Arrival, r.slotFreedAt)
 			sr := sentRequest{w: *w, ref: r.reqs.PromptRef(), id: *id, start: start, prepared: start, handoff: start}
-			if c := r.cfg.ChatPrepare; c > 0 {
-				r.loopFree = max(start, r.loopFree) + c
+			switch {
+			case r.cfg.ChatPrepare > 0:
+				r.loopFree = max(start, r.loopFree) + r.cfg.ChatPrepare
 				sr.prepared, sr.handoff = r.loopFree, -1
+			case r.cfg.IngestSpacing > 0:
+				// In the engine Ingest after it is sent, and no sooner
+				// than IngestSpacing after the request sent before it.
+				sr.handoff = max(start, r.lastHandoff+r.cfg.IngestSpacing)
+				r.lastHandoff = sr.handoff
 			}
 			r.sent = append(r.sent, sr)
 			*id++

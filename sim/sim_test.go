@@ -795,6 +795,45 @@ func TestRequestLatencies(t *testing.T) {
 	}
 }
 
+// Ingest spacing, worked by hand with 10 ms steps, Ingest 5 ms, Delivery
+// 2 ms and a spacing of 1 ms: the server's event loop hands a burst's
+// completions requests on one at a time, so they reach the engine at 5, 6
+// and 7 and the idle engine prefills the first alone (5–15), the other two
+// together (15–25); a request sent well after another is not delayed.
+func TestIngestSpacing(t *testing.T) {
+	ms := time.Millisecond
+	one := func(i int, at time.Duration) workload.Request {
+		return workload.Request{Index: i, PromptLen: 16, MaxTokens: 1, Arrival: at}
+	}
+	tests := []struct {
+		name     string
+		spacing  time.Duration
+		reqs     []workload.Request
+		wantTTFT []time.Duration
+	}{
+		{"burst", ms, []workload.Request{one(0, 0), one(1, 0), one(2, 0)}, []time.Duration{17 * ms, 27 * ms, 27 * ms}},
+		{"burst without spacing", 0, []workload.Request{one(0, 0), one(1, 0), one(2, 0)}, []time.Duration{17 * ms, 17 * ms, 17 * ms}},
+		{"apart", ms, []workload.Request{one(0, 0), one(1, 20*ms)}, []time.Duration{17 * ms, 17 * ms}},
+		// B is sent 0.5 ms after A and handed on 1 ms after A's hand-off.
+		{"closer than the spacing", ms, []workload.Request{one(0, 0), one(1, ms/2)}, []time.Duration{17 * ms, 26500 * time.Microsecond}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := Config{Engine: engineConfig(engine.V0), Model: linearModel{fixed: 10 * ms},
+				Ingest: 5 * ms, Delivery: 2 * ms, IngestSpacing: tt.spacing}
+			_, recs := collect(t, cfg, tt.reqs)
+			slices.SortFunc(recs, func(a, b *metrics.Record) int { return a.Index - b.Index })
+			var got []time.Duration
+			for _, r := range recs {
+				got = append(got, r.TTFT)
+			}
+			if !slices.Equal(got, tt.wantTTFT) {
+				t.Errorf("TTFT %v, want %v", got, tt.wantTTFT)
+			}
+		})
+	}
+}
+
 // Chat preparation, worked by hand with 10 ms steps, ChatPrepare 4 ms,
 // Ingest 5 ms and Delivery 2 ms: the server's one event loop prepares the
 // requests in arrival order and hands each on only after the preparations

@@ -375,3 +375,29 @@ func TestLaunchTime(t *testing.T) {
 		t.Errorf("launch time %v not under the step's %v at 64 decodes on an H100", ten.LaunchTime(shape), gpu)
 	}
 }
+
+// TestIngestSpacing: the server's event loop hands completions requests on
+// one per APIPerRequest of work, on this host; the offline LLM class and a
+// run without host overhead have no server to space them.
+func TestIngestSpacing(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		o    vllm.Options
+		want time.Duration
+	}{
+		{"serving", vllm.Options{}, 400 * time.Microsecond},
+		{"twice as fast a host", vllm.Options{HostSpeed: 2}, 200 * time.Microsecond},
+		{"offline", vllm.Options{Offline: true}, 0},
+		{"no host overhead", vllm.Options{NoHostOverhead: true}, 0},
+	} {
+		for _, version := range []string{"0.6.0", "0.11.0"} {
+			r, err := resolve(t, version, "", "Llama-3-8B", "H100", c.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.IngestSpacing != c.want {
+				t.Errorf("%s, %s: spacing %v, want %v", c.name, version, r.IngestSpacing, c.want)
+			}
+		}
+	}
+}

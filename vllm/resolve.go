@@ -93,6 +93,12 @@ type Resolved struct {
 	// on this host (HostOverhead.Ingest, Delivery; zero offline or
 	// without host overhead), for sim.Config.
 	Ingest, Delivery time.Duration
+	// IngestSpacing is the OpenAI server's event-loop work per completions
+	// request (HostOverhead.APIPerRequest on this host; zero offline or
+	// without host overhead): the loop handles requests in turn, so the
+	// engine gets a burst's requests at least this far apart, in the
+	// order sent, for sim.Config.IngestSpacing.
+	IngestSpacing time.Duration
 	// ChatPrepare is the OpenAI server's event-loop time per chat request
 	// before the request is handed on (chatCosts, on this host; zero
 	// offline or without host overhead), for sim.Config.ChatPrepare.
@@ -163,10 +169,11 @@ func Resolve(ctx context.Context, p Profile, model perf.Model, gpu perf.GPU, o O
 	if err != nil {
 		return nil, err
 	}
-	step, ingest, delivery, chat := hostStep(p, o, roof, executor)
+	step, server := hostStep(p, o, roof, executor)
 	return &Resolved{Profile: p, Deployment: resolved, Capacity: capacity, Engine: ec,
 		StepModel: step, StatsInterval: p.Defaults.StatsInterval, SchedulerSteps: max(o.NumSchedulerSteps, 1),
-		Ingest: ingest, Delivery: delivery, ChatPrepare: chat.prepare, ChatIngest: chat.ingest,
+		Ingest: server.ingest, Delivery: server.delivery, IngestSpacing: server.spacing,
+		ChatPrepare: server.chat.prepare, ChatIngest: server.chat.ingest,
 		AsyncOutputLag:  p.Engine == engine.V0 && p.Scheduler.AsyncOutputProc && !o.DisableAsyncOutputProc,
 		MultiStepStream: multiStepStream(p, o),
 		Executor:        executor, ExecutorDefaulted: executorDefaulted}, nil
@@ -281,10 +288,18 @@ func engineConfig(p Profile, o Options, resolved perf.Deployment, chunked bool) 
 	}
 }
 
+// serverCosts are the OpenAI server's per-request latencies, the spacing
+// its one event loop puts between the requests it hands on, and the chat
+// path's costs, on this host (Resolved's fields of those names).
+type serverCosts struct {
+	ingest, delivery, spacing time.Duration
+	chat                      chatCost
+}
+
 // hostStep wraps the roofline in the release's host work (none with
-// Options.NoHostOverhead), and gives the OpenAI server's per-request
-// latencies and chat path costs on this host.
-func hostStep(p Profile, o Options, roof *perf.Roofline, executor ExecutorBackend) (step perf.StepModel, ingest, delivery time.Duration, chat chatCost) {
+// Options.NoHostOverhead), and gives the OpenAI server's per-request costs
+// on this host.
+func hostStep(p Profile, o Options, roof *perf.Roofline, executor ExecutorBackend) (step perf.StepModel, server serverCosts) {
 	step = roof
 	if !o.NoHostOverhead {
 		host := p.Host
@@ -300,12 +315,13 @@ func hostStep(p Profile, o Options, roof *perf.Roofline, executor ExecutorBacken
 			host = host.offline()
 		}
 		step = NewHostStepModel(roof, host, o.NumSchedulerSteps)
-		ingest, delivery = host.scaled(host.Ingest), host.scaled(host.Delivery)
+		server.ingest, server.delivery = host.scaled(host.Ingest), host.scaled(host.Delivery)
 		if !o.Offline {
-			chat = chatCosts(p.Release).onHost(host)
+			server.spacing = host.scaled(host.APIPerRequest)
+			server.chat = chatCosts(p.Release).onHost(host)
 		}
 	}
-	return step, ingest, delivery, chat
+	return step, server
 }
 
 // asyncScheduling reports whether the engine core schedules one step
