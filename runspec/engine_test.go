@@ -39,6 +39,23 @@ func resolveArgs(t *testing.T, args ...string) (*Spec, *ResolvedEngine, error) {
 	return resolveInEnv(t, args...)
 }
 
+// resolveOrOneLineError resolves args and, where wantErr is set, requires
+// the one-line error that contains it and returns nil.
+func resolveOrOneLineError(t *testing.T, wantErr string, args ...string) *ResolvedEngine {
+	t.Helper()
+	_, r, err := resolveArgs(t, args...)
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) || strings.Contains(err.Error(), "\n") {
+			t.Fatalf("error %v, want one line containing %q", err, wantErr)
+		}
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 // resolveInEnv parses a sim command line and resolves its engine in the
 // environment the test set up.
 func resolveInEnv(t *testing.T, args ...string) (*Spec, *ResolvedEngine, error) {
@@ -384,15 +401,9 @@ func TestAsyncSchedulingFlags(t *testing.T) {
 		{"V0", []string{"--vllm-version", "0.8.5", "--engine", "v0", "--no-async-scheduling"}, "", "needs the V1 engine"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, r, err := resolveArgs(t, tc.args...)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || strings.Contains(err.Error(), "\n") {
-					t.Fatalf("error %v, want one line containing %q", err, tc.wantErr)
-				}
+			r := resolveOrOneLineError(t, tc.wantErr, tc.args...)
+			if r == nil {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			m, ok := r.StepModel.(*vllm.HostStepModel)
 			if !ok || m.Host.Overlap != tc.want {
@@ -418,15 +429,9 @@ func TestMultiStepStreamFlag(t *testing.T) {
 			"vLLM 0.6.0 has no multi-step output streaming; it arrived in 0.6.2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, r, err := resolveArgs(t, tc.args...)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || strings.Contains(err.Error(), "\n") {
-					t.Fatalf("error %v, want one line containing %q", err, tc.wantErr)
-				}
+			r := resolveOrOneLineError(t, tc.wantErr, tc.args...)
+			if r == nil {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if r.MultiStepStream != tc.want || !r.AsyncOutputLag {
 				t.Errorf("MultiStepStream %v, AsyncOutputLag %v; want %v, true", r.MultiStepStream, r.AsyncOutputLag, tc.want)

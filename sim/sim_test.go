@@ -572,20 +572,7 @@ func TestMultiStepGroups(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := Config{Engine: engineConfig(engine.V0), Model: linearModel{fixed: 10 * ms}, SchedulerSteps: tt.steps}
-			_, recs := collect(t, cfg, tt.reqs)
-			slices.SortFunc(recs, func(a, b *metrics.Record) int { return a.Index - b.Index })
-			if len(recs) != len(tt.want) {
-				t.Fatalf("%d records, want %d", len(recs), len(tt.want))
-			}
-			for i, w := range tt.want {
-				r := recs[i]
-				if !r.Success || r.OutputLen != tt.reqs[i].MaxTokens {
-					t.Errorf("request %d: success %v, %d tokens; want %d", i, r.Success, r.OutputLen, tt.reqs[i].MaxTokens)
-				}
-				if r.TTFT != w[0] || r.Latency != w[1] || !slices.Equal(r.ITL, w[2].([]time.Duration)) {
-					t.Errorf("request %d: TTFT %v, latency %v, ITL %v; want %v, %v, %v", i, r.TTFT, r.Latency, r.ITL, w[0], w[1], w[2])
-				}
-			}
+			checkTimelines(t, cfg, tt.reqs, tt.want)
 		})
 	}
 }
@@ -671,20 +658,7 @@ func TestMultiStepAsyncOutputs(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := Config{Engine: engineConfig(engine.V0), Model: tt.model, SchedulerSteps: 4,
 				AsyncOutputLag: true, MultiStepStream: tt.stream}
-			_, recs := collect(t, cfg, reqs)
-			slices.SortFunc(recs, func(a, b *metrics.Record) int { return a.Index - b.Index })
-			if len(recs) != len(tt.want) {
-				t.Fatalf("%d records, want %d", len(recs), len(tt.want))
-			}
-			for i, w := range tt.want {
-				r := recs[i]
-				if !r.Success || r.OutputLen != reqs[i].MaxTokens {
-					t.Errorf("request %d: success %v, %d tokens; want %d", i, r.Success, r.OutputLen, reqs[i].MaxTokens)
-				}
-				if r.TTFT != w[0] || r.Latency != w[1] || !slices.Equal(r.ITL, w[2].([]time.Duration)) {
-					t.Errorf("request %d: TTFT %v, latency %v, ITL %v; want %v, %v, %v", i, r.TTFT, r.Latency, r.ITL, w[0], w[1], w[2])
-				}
-			}
+			checkTimelines(t, cfg, reqs, tt.want)
 		})
 	}
 }
@@ -710,11 +684,15 @@ func TestMultiStepGroupEndHandsOnFinished(t *testing.T) {
 		{45 * ms, 45 * ms, []time.Duration(nil)},
 	}
 	cfg := Config{Engine: engineConfig(engine.V0), Model: linearModel{fixed: 10 * ms}, SchedulerSteps: 4, AsyncOutputLag: true}
-	_, recs := collect(t, cfg, reqs)
-	slices.SortFunc(recs, func(a, b *metrics.Record) int { return a.Index - b.Index })
-	if len(recs) != len(want) {
-		t.Fatalf("%d records, want %d", len(recs), len(want))
-	}
+	checkTimelines(t, cfg, reqs, want)
+}
+
+// checkTimelines runs reqs through cfg and requires each request, in
+// index order, to finish with all its tokens at want's TTFT, latency and
+// ITL.
+func checkTimelines(t *testing.T, cfg Config, reqs []workload.Request, want [][3]any) {
+	t.Helper()
+	recs := recordsInOrder(t, cfg, reqs, len(want))
 	for i, w := range want {
 		r := recs[i]
 		if !r.Success || r.OutputLen != reqs[i].MaxTokens {
@@ -795,94 +773,91 @@ func TestRequestLatencies(t *testing.T) {
 	}
 }
 
-// Ingest spacing, worked by hand with 10 ms steps, Ingest 5 ms, Delivery
-// 2 ms and a spacing of 1 ms: the server's event loop hands a burst's
-// completions requests on one at a time, so they reach the engine at 5, 6
-// and 7 and the idle engine prefills the first alone (5–15), the other two
+// The server's hand-off of requests to the engine, worked by hand with 10
+// ms steps, Ingest 5 ms and Delivery 2 ms.
+//
+// Completions, with a spacing of 1 ms: the server's event loop hands a
+// burst's requests on one at a time, so they reach the engine at 5, 6 and
+// 7 and the idle engine prefills the first alone (5–15), the other two
 // together (15–25); a request sent well after another is not delayed.
-func TestIngestSpacing(t *testing.T) {
+//
+// Chat, with ChatPrepare 4 ms: the loop prepares the requests in arrival
+// order and hands each on only after the preparations queued before its
+// own finished, so a burst reaches the engine together. ChatIngest (3 ms)
+// only delays each request's entry into the engine.
+func TestServerHandOff(t *testing.T) {
 	ms := time.Millisecond
-	one := func(i int, at time.Duration) workload.Request {
-		return workload.Request{Index: i, PromptLen: 16, MaxTokens: 1, Arrival: at}
-	}
+	one := oneTokenRequest
 	tests := []struct {
-		name     string
-		spacing  time.Duration
-		reqs     []workload.Request
-		wantTTFT []time.Duration
+		name       string
+		spacing    time.Duration
+		chat       bool
+		chatIngest time.Duration
+		reqs       []workload.Request
+		wantTTFT   []time.Duration
 	}{
-		{"burst", ms, []workload.Request{one(0, 0), one(1, 0), one(2, 0)}, []time.Duration{17 * ms, 27 * ms, 27 * ms}},
-		{"burst without spacing", 0, []workload.Request{one(0, 0), one(1, 0), one(2, 0)}, []time.Duration{17 * ms, 17 * ms, 17 * ms}},
-		{"apart", ms, []workload.Request{one(0, 0), one(1, 20*ms)}, []time.Duration{17 * ms, 17 * ms}},
+		{"burst", ms, false, 0, []workload.Request{one(0, 0), one(1, 0), one(2, 0)}, []time.Duration{17 * ms, 27 * ms, 27 * ms}},
+		{"burst without spacing", 0, false, 0, []workload.Request{one(0, 0), one(1, 0), one(2, 0)}, []time.Duration{17 * ms, 17 * ms, 17 * ms}},
+		{"apart", ms, false, 0, []workload.Request{one(0, 0), one(1, 20*ms)}, []time.Duration{17 * ms, 17 * ms}},
 		// B is sent 0.5 ms after A and handed on 1 ms after A's hand-off.
-		{"closer than the spacing", ms, []workload.Request{one(0, 0), one(1, ms/2)}, []time.Duration{17 * ms, 26500 * time.Microsecond}},
+		{"closer than the spacing", ms, false, 0, []workload.Request{one(0, 0), one(1, ms/2)}, []time.Duration{17 * ms, 26500 * time.Microsecond}},
+		// Prepared at 4, handed on at once, in the engine at 9, its
+		// step 9–19, received at 21.
+		{"chat alone", 0, true, 0, []workload.Request{one(0, 0)}, []time.Duration{21 * ms}},
+		// Prepared at 4, 8 and 12: every hand-off waits behind all three
+		// preparations, so all reach the engine at 17 and share a step.
+		{"chat burst", 0, true, 0, []workload.Request{one(0, 0), one(1, 0), one(2, 0)}, []time.Duration{29 * ms, 29 * ms, 29 * ms}},
+		// The second arrives after the first was handed on: 4 ms each.
+		{"chat spaced", 0, true, 0, []workload.Request{one(0, 0), one(1, 20*ms)}, []time.Duration{21 * ms, 21 * ms}},
+		// The second arrives (2) before the first's preparation ends (4):
+		// the first's hand-off waits for the second's preparation (8).
+		{"chat overlapping", 0, true, 0, []workload.Request{one(0, 0), one(1, 2*ms)}, []time.Duration{25 * ms, 23 * ms}},
+		// ChatIngest follows Ingest and holds no hand-off back: every
+		// request reaches the engine 3 ms later than above, no more.
+		{"chat alone, chat ingest", 0, true, 3 * ms, []workload.Request{one(0, 0)}, []time.Duration{24 * ms}},
+		{"chat burst, chat ingest", 0, true, 3 * ms, []workload.Request{one(0, 0), one(1, 0), one(2, 0)}, []time.Duration{32 * ms, 32 * ms, 32 * ms}},
+		{"chat spaced, chat ingest", 0, true, 3 * ms, []workload.Request{one(0, 0), one(1, 20*ms)}, []time.Duration{24 * ms, 24 * ms}},
+		{"chat overlapping, chat ingest", 0, true, 3 * ms, []workload.Request{one(0, 0), one(1, 2*ms)}, []time.Duration{28 * ms, 26 * ms}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := Config{Engine: engineConfig(engine.V0), Model: linearModel{fixed: 10 * ms},
 				Ingest: 5 * ms, Delivery: 2 * ms, IngestSpacing: tt.spacing}
-			_, recs := collect(t, cfg, tt.reqs)
-			slices.SortFunc(recs, func(a, b *metrics.Record) int { return a.Index - b.Index })
-			var got []time.Duration
-			for _, r := range recs {
-				got = append(got, r.TTFT)
+			if tt.chat {
+				cfg.ChatPrepare, cfg.ChatIngest = 4*ms, tt.chatIngest
 			}
-			if !slices.Equal(got, tt.wantTTFT) {
-				t.Errorf("TTFT %v, want %v", got, tt.wantTTFT)
-			}
+			checkTTFTs(t, cfg, tt.reqs, tt.wantTTFT)
 		})
 	}
 }
 
-// Chat preparation, worked by hand with 10 ms steps, ChatPrepare 4 ms,
-// Ingest 5 ms and Delivery 2 ms: the server's one event loop prepares the
-// requests in arrival order and hands each on only after the preparations
-// queued before its own finished, so a burst reaches the engine together.
-// ChatIngest (3 ms) only delays each request's entry into the engine.
-func TestChatPrepareHandoff(t *testing.T) {
-	ms := time.Millisecond
-	one := func(i int, at time.Duration) workload.Request {
-		return workload.Request{Index: i, PromptLen: 16, MaxTokens: 1, Arrival: at}
+// oneTokenRequest is request i of a 16-token prompt and one output token,
+// sent at at.
+func oneTokenRequest(i int, at time.Duration) workload.Request {
+	return workload.Request{Index: i, PromptLen: 16, MaxTokens: 1, Arrival: at}
+}
+
+// recordsInOrder runs reqs through cfg and returns its n records in
+// request order.
+func recordsInOrder(t *testing.T, cfg Config, reqs []workload.Request, n int) []*metrics.Record {
+	t.Helper()
+	_, recs := collect(t, cfg, reqs)
+	slices.SortFunc(recs, func(a, b *metrics.Record) int { return a.Index - b.Index })
+	if len(recs) != n {
+		t.Fatalf("%d records, want %d", len(recs), n)
 	}
-	tests := []struct {
-		name       string
-		chatIngest time.Duration
-		reqs       []workload.Request
-		wantTTFT   []time.Duration
-	}{
-		// Prepared at 4, handed on at once, in the engine at 9, its
-		// step 9–19, received at 21.
-		{"alone", 0, []workload.Request{one(0, 0)}, []time.Duration{21 * ms}},
-		// Prepared at 4, 8 and 12: every hand-off waits behind all three
-		// preparations, so all reach the engine at 17 and share a step.
-		{"burst", 0, []workload.Request{one(0, 0), one(1, 0), one(2, 0)}, []time.Duration{29 * ms, 29 * ms, 29 * ms}},
-		// The second arrives after the first was handed on: 4 ms each.
-		{"spaced", 0, []workload.Request{one(0, 0), one(1, 20*ms)}, []time.Duration{21 * ms, 21 * ms}},
-		// The second arrives (2) before the first's preparation ends (4):
-		// the first's hand-off waits for the second's preparation (8).
-		{"overlapping", 0, []workload.Request{one(0, 0), one(1, 2*ms)}, []time.Duration{25 * ms, 23 * ms}},
-		// ChatIngest follows Ingest and holds no hand-off back: every
-		// request reaches the engine 3 ms later than above, no more.
-		{"alone, chat ingest", 3 * ms, []workload.Request{one(0, 0)}, []time.Duration{24 * ms}},
-		{"burst, chat ingest", 3 * ms, []workload.Request{one(0, 0), one(1, 0), one(2, 0)}, []time.Duration{32 * ms, 32 * ms, 32 * ms}},
-		{"spaced, chat ingest", 3 * ms, []workload.Request{one(0, 0), one(1, 20*ms)}, []time.Duration{24 * ms, 24 * ms}},
-		{"overlapping, chat ingest", 3 * ms, []workload.Request{one(0, 0), one(1, 2*ms)}, []time.Duration{28 * ms, 26 * ms}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cfg := Config{Engine: engineConfig(engine.V0), Model: linearModel{fixed: 10 * ms},
-				Ingest: 5 * ms, Delivery: 2 * ms, ChatPrepare: 4 * ms, ChatIngest: tt.chatIngest}
-			_, recs := collect(t, cfg, tt.reqs)
-			slices.SortFunc(recs, func(a, b *metrics.Record) int { return a.Index - b.Index })
-			if len(recs) != len(tt.wantTTFT) {
-				t.Fatalf("%d records, want %d", len(recs), len(tt.wantTTFT))
-			}
-			for i, w := range tt.wantTTFT {
-				if r := recs[i]; !r.Success || r.TTFT != w {
-					t.Errorf("request %d: success %v, TTFT %v; want %v", i, r.Success, r.TTFT, w)
-				}
-			}
-		})
+	return recs
+}
+
+// checkTTFTs runs reqs through cfg and requires each request, in index
+// order, to succeed with want's TTFT.
+func checkTTFTs(t *testing.T, cfg Config, reqs []workload.Request, want []time.Duration) {
+	t.Helper()
+	recs := recordsInOrder(t, cfg, reqs, len(want))
+	for i, w := range want {
+		if r := recs[i]; !r.Success || r.TTFT != w {
+			t.Errorf("request %d: success %v, TTFT %v; want %v", i, r.Success, r.TTFT, w)
+		}
 	}
 }
 
