@@ -390,7 +390,7 @@ func checkChoices(p Profile, o Options) error {
 		if p.Engine == engine.V1 {
 			return optionError("multi_step_stream_outputs", "multi_step_stream_outputs needs the V0 engine: V1 has no multi-step scheduling")
 		}
-		return optionError("multi_step_stream_outputs", "multi_step_stream_outputs: vLLM %s has no multi-step output streaming; it arrived in %s (PR #8335)", p.Release, multiStepStreamSince)
+		return optionError("multi_step_stream_outputs", "vLLM %s has no multi-step output streaming; it arrived in %s (PR #8335)", p.Release, multiStepStreamSince)
 	}
 	if o.AsyncScheduling != nil && !p.Scheduler.AsyncScheduling {
 		if p.Engine != engine.V1 {
