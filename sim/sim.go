@@ -43,8 +43,8 @@ type Config struct {
 	// request joins the batch until the group ends (vLLM 0.6's
 	// LLMEngine.step skips the scheduler while _has_remaining_steps), and
 	// the group's tokens reach the client together at its end, one chunk
-	// per request (its outputs are processed at the last step; one step
-	// later with AsyncOutputLag, which see). A step
+	// per request (its outputs are processed at the last step; with
+	// AsyncOutputLag when the step after it returns, which see). A step
 	// with prefills runs alone, as vLLM runs prefills single-step. Not
 	// with pipeline parallelism.
 	SchedulerSteps int
@@ -106,8 +106,10 @@ type Config struct {
 	// requests at every step and for the others at the group's last), and
 	// only if the model runner could pythonise that step early, which it
 	// does when the GPU had finished it by the time the next step's
-	// callback looked: when the next step is host-bound. MultiStepStream
-	// hands on every processed step.
+	// callback looked: when the next step is host-bound. The group's last
+	// step pythonises the whole group, blocking, and hands on every
+	// request the group finished. MultiStepStream hands on every
+	// processed step.
 	AsyncOutputLag bool
 	// MultiStepStream is --multi-step-stream-outputs (vLLM 0.6.2, PR #8335;
 	// on by default from 0.6.3, PR #9047): with AsyncOutputLag, every step
@@ -659,11 +661,13 @@ func (r *runner) drainStep() time.Duration {
 // deliverLagged hands the client the lagged step's outputs at the current
 // instant, as one completion. In a multi-step group they join the
 // group's held outputs, which go out when the lagged step ended the group
-// (or streaming). An intermediate step hands on the requests it finished
-// only when it was pythonised early: the step processing it was
-// host-bound (pythonised, below), so the GPU had finished the lagged step
-// when the model runner's callback looked (maybe_pythonize polls the
-// step's event and leaves it for the group's end when the GPU is behind).
+// (or streaming). Processing an intermediate step hands on the requests
+// the group finished so far only when the steps were pythonised
+// (pythonised): the step processing it was host-bound, so the GPU had
+// finished the lagged step when the model runner's callback looked
+// (maybe_pythonize polls the step's event and leaves it for later when
+// the GPU is behind), or it is the group's last step, which pythonises
+// them all.
 func (r *runner) deliverLagged(pythonised bool) error {
 	if !r.lagging {
 		return nil
@@ -732,7 +736,8 @@ func (r *runner) deliverFinished() error {
 	return r.apply(out)
 }
 
-// deliverHeld applies the outputs of a multi-step group that ends early.
+// deliverHeld applies a multi-step group's held outputs: at its end, or
+// when it ends early.
 func (r *runner) deliverHeld() error {
 	err := r.apply(r.held)
 	r.held = r.held[:0]
