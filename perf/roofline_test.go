@@ -452,14 +452,7 @@ func TestV0GraphCoverageByRelease(t *testing.T) {
 // weight-only, at the FP8 peak for FP8 weights on a GPU with FP8 units,
 // and at the 16-bit peak for FP8 weights without them (W8A16).
 func TestGEMMPeak(t *testing.T) {
-	h100, err := LookupGPU("H100-SXM")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a100, err := LookupGPU("A100-80GB")
-	if err != nil {
-		t.Fatal(err)
-	}
+	h100, a100 := mustGPU(t, "H100-SXM"), mustGPU(t, "A100-80GB")
 	for _, tt := range []struct {
 		method string
 		gpu    GPU
