@@ -51,3 +51,19 @@ func (s *StepShape) AddDecode(context int) {
 type StepModel interface {
 	StepTime(s StepShape) time.Duration
 }
+
+// HostAwareModel is a step model that also says whether host (CPU) work,
+// not the GPU, set a step's duration (vllm.HostStepModel).
+type HostAwareModel interface {
+	StepModel
+	StepTimeHost(s StepShape) (time.Duration, bool)
+}
+
+// LaunchTimer is a step model that also says how long the host works on
+// a step before the engine loop gets control back when the step does not
+// wait for the GPU, as a multi-step group's intermediate steps do not:
+// its scheduling and input preparation and the previous step's output
+// processing (vllm.HostStepModel.LaunchTime).
+type LaunchTimer interface {
+	LaunchTime(s StepShape) time.Duration
+}

@@ -123,6 +123,17 @@ type Config struct {
 	// when no step follows, after one more decode of the sequences that
 	// just finished. Without pipeline parallelism only, as in sim.
 	AsyncOutputLag bool
+	// SchedulerSteps is V0's --num-scheduler-steps (vLLM 0.6–0.10;
+	// vllm.Resolved.SchedulerSteps, sim.Config's field of the same name):
+	// a decode step opens a group of that many steps, which admit no new
+	// request, and whose tokens reach the client together when the group
+	// ends, or as sim.Config.AsyncOutputLag describes with AsyncOutputLag.
+	// Without pipeline parallelism only, as in sim; 0 or 1: single steps.
+	SchedulerSteps int
+	// MultiStepStream is --multi-step-stream-outputs (vLLM 0.6.2–0.10,
+	// vllm.Resolved.MultiStepStream): with AsyncOutputLag, every step of a
+	// group hands its tokens on when it is processed.
+	MultiStepStream bool
 	// Version is what /version reports; "" → the vLLM release whose
 	// behaviour the engine version models (0.5.4 for V0, 0.8.5 for V1).
 	Version string
@@ -237,6 +248,9 @@ func (c *Config) validate() error {
 	if c.Ingest < 0 || c.Delivery < 0 || c.ChatPrepare < 0 || c.ChatIngest < 0 || c.IngestSpacing < 0 {
 		return fmt.Errorf("serve: request latencies (ingest %v, delivery %v, ingest spacing %v, chat preparation %v, chat ingest %v) must not be negative; use 0 for none",
 			c.Ingest, c.Delivery, c.IngestSpacing, c.ChatPrepare, c.ChatIngest)
+	}
+	if c.SchedulerSteps < 0 {
+		return fmt.Errorf("serve: scheduler steps %d is negative; use 1 (or 0) for single steps", c.SchedulerSteps)
 	}
 	if c.StatsInterval < 0 {
 		return fmt.Errorf("serve: stats interval %v is negative; use 0 to disable the stats line", c.StatsInterval)

@@ -43,6 +43,8 @@ type driver struct {
 	// their step, not by the loop; handOffs collects a step's streams.
 	quiet    bool
 	handOffs []*stream
+	// woken collects the streams deliver signals when not quiet.
+	woken []*stream
 
 	prev engineSample
 
@@ -67,6 +69,23 @@ type driver struct {
 	lagged      []engine.Output
 	laggedStart time.Duration
 	lagging     bool
+
+	// Multi-step scheduling (Config.SchedulerSteps, V0 without pipeline
+	// parallelism; sim's runner does the same): steps is the group size,
+	// group places each step in its group and holds the outputs that
+	// have not gone out, laggedGroupEnd says the lagged step ended its
+	// group. With AsyncOutputLag a group's intermediate step returns to
+	// vLLM's engine loop once launched, and the lagged step's outputs,
+	// processed in its callback, go out then: launchPending says they go
+	// out at launchAt, launchPythonised whether the step that processes
+	// them is host-bound (so the lagged step was pythonised early).
+	steps            int
+	group            engine.MultiStepGroup
+	laggedGroupEnd   bool
+	launch           perf.LaunchTimer
+	launchPending    bool
+	launchAt         time.Duration
+	launchPythonised bool
 
 	statsEvery   time.Duration
 	statsAt      time.Duration // engine clock of the last stats line
@@ -102,6 +121,11 @@ func (s *Server) Run(ctx context.Context) error {
 	depth := d.eng.MaxBatches()
 	virtualEngines := depth > 1 && d.eng.Config().Version == engine.V0
 	d.lag = s.cfg.AsyncOutputLag && depth == 1
+	if s.cfg.SchedulerSteps > 1 && d.eng.Config().Version == engine.V0 && depth == 1 {
+		d.steps = s.cfg.SchedulerSteps
+		d.group.Steps = d.steps
+		d.launch, _ = s.cfg.StepModel.(perf.LaunchTimer)
+	}
 	var pipe perf.Pipeline
 	var inPipe []servedBatch
 	for ctx.Err() == nil {
@@ -113,7 +137,12 @@ func (s *Server) Run(ctx context.Context) error {
 		if len(inPipe) == 0 && d.lagging {
 			// No step follows: vLLM runs the sequences that just finished
 			// once more while it processes their outputs, then returns them.
-			due := clock + d.drainStep()
+			// A multi-step group's last outputs go out at once (its steps
+			// do not wait for their outputs).
+			due := clock
+			if d.steps <= 1 {
+				due += d.drainStep()
+			}
 			if !wait(due) {
 				break
 			}
@@ -130,6 +159,12 @@ func (s *Server) Run(ctx context.Context) error {
 			continue
 		}
 		d.beginBusyPeriod(clock)
+		if d.launchPending {
+			if !wait(d.launchAt) {
+				break
+			}
+			d.deliverLaunched()
+		}
 		head := inPipe[0]
 		due := head.due
 		if virtualEngines && len(inPipe) < depth {
@@ -171,15 +206,62 @@ func (s *Server) startDriver() *driver {
 // or the engine has nothing to run, failing the requests it rejects.
 func (d *driver) fillPipeline(inPipe []servedBatch, pipe *perf.Pipeline, depth int, clock time.Duration) []servedBatch {
 	for len(inPipe) < depth {
+		if d.steps > 1 {
+			d.eng.HoldAdmissions(d.group.Open())
+		}
 		step := d.eng.Schedule(clock)
 		d.fail(step.Rejected, clock)
 		d.flushHandOffs(clock)
 		if step.Empty() {
+			if d.group.Open() {
+				// Every request of the group finished before its end.
+				d.endGroupEarly(clock)
+				continue
+			}
 			break
 		}
-		inPipe = append(inPipe, servedBatch{step, clock, d.batchDue(pipe, depth, clock, step)})
+		b := servedBatch{step: step, start: clock}
+		b.due, b.hostBound = d.batchDue(pipe, depth, clock, step)
+		if d.steps > 1 {
+			b.cont, b.open = d.group.Place(step.Shape)
+			if d.lagging && b.open {
+				d.launchPending, d.launchAt, d.launchPythonised = true, clock+d.launchTime(step.Shape), b.hostBound
+			}
+		}
+		inPipe = append(inPipe, b)
 	}
 	return inPipe
+}
+
+// endGroupEarly ends a multi-step group whose requests all finished
+// before its last step: its held outputs go out now, or with the lagged
+// step's, whose processing then ends the group.
+func (d *driver) endGroupEarly(clock time.Duration) {
+	d.group.End()
+	if d.lagging {
+		d.laggedGroupEnd = true
+		return
+	}
+	d.deliver(d.group.Release(), clock, clock)
+	d.flushHandOffs(clock)
+}
+
+// launchTime is the host's work on a step before vLLM's engine loop gets
+// control back when the step does not wait for the GPU
+// (perf.LaunchTimer; zero without one).
+func (d *driver) launchTime(s perf.StepShape) time.Duration {
+	if d.launch == nil {
+		return 0
+	}
+	return d.launch.LaunchTime(s)
+}
+
+// deliverLaunched hands on, at launchAt, the lagged outputs that the
+// group's intermediate step just launched has processed.
+func (d *driver) deliverLaunched() {
+	d.launchPending = false
+	d.deliverLagged(d.launchAt, d.launchPythonised)
+	d.flushHandOffs(d.launchAt)
 }
 
 // endBusyPeriod adds a busy period's wall time and model time, whose
@@ -214,13 +296,24 @@ func (d *driver) completeBatch(b servedBatch) time.Duration {
 	if s.slowHost != nil {
 		s.slowHost()
 	}
-	if d.lag {
+	switch {
+	case d.lag:
 		// The previous step's outputs go out as this one ends; this
-		// step's wait for the next.
-		d.deliverLagged(due)
+		// step's wait for the next. A group's last step pythonises every
+		// step of the group, blocking, and processes the ones before it
+		// (MultiStepModelRunner._final_process_outputs).
+		d.deliverLagged(due, b.hostBound || (b.cont && !b.open))
 		d.lagged = append(d.lagged[:0], outs...)
 		d.laggedStart, d.lagging = b.start, true
-	} else {
+		d.laggedGroupEnd = !b.open
+	case d.steps > 1:
+		// The group's chunk goes out when its last step ends.
+		d.noteScheduled(outs, b.start)
+		d.group.Hold(outs)
+		if !b.open {
+			d.deliver(d.group.Release(), b.start, due)
+		}
+	default:
 		d.deliver(outs, b.start, due)
 	}
 	d.flushHandOffs(due)
@@ -242,19 +335,34 @@ func (d *driver) nextClock(due time.Duration) time.Duration {
 }
 
 // deliverLagged hands the lagged step's outputs to their streams at due.
-func (d *driver) deliverLagged(due time.Duration) {
+// In a multi-step group they join the group's held outputs, which go out
+// when the lagged step ended the group (or with MultiStepStream); before
+// that only the requests the group finished go out, and only when the
+// steps were pythonised (as sim's runner.deliverLagged says).
+func (d *driver) deliverLagged(due time.Duration, pythonised bool) {
 	if !d.lagging {
 		return
 	}
 	d.lagging = false
-	d.deliver(d.lagged, d.laggedStart, due)
+	if d.steps <= 1 {
+		d.deliver(d.lagged, d.laggedStart, due)
+		return
+	}
+	d.noteScheduled(d.lagged, d.laggedStart)
+	d.group.Hold(d.lagged)
+	switch {
+	case d.laggedGroupEnd || d.s.cfg.MultiStepStream:
+		d.deliver(d.group.Release(), d.laggedStart, due)
+	case pythonised:
+		d.deliver(d.group.ReleaseFinished(), d.laggedStart, due)
+	}
 }
 
 // completeLagged delivers the lagged outputs after the drain step that
 // ended at due, and returns the engine clock for the next step, as
 // completeBatch does.
 func (d *driver) completeLagged(due time.Duration) time.Duration {
-	d.deliverLagged(due)
+	d.deliverLagged(due, false)
 	d.flushHandOffs(due)
 	d.observe()
 	return d.nextClock(due)
@@ -277,20 +385,30 @@ func (d *driver) drainStep() time.Duration {
 }
 
 // servedBatch is a step in flight: the engine clock it was scheduled at
-// and when its tokens are due.
+// and when its tokens are due. In a multi-step group, cont says the step
+// continues the open group and open that the group goes on after it
+// (engine.MultiStepGroup.Place); hostBound that host work set its time
+// (known only where multi-step output timing needs it).
 type servedBatch struct {
 	step       *engine.Step
 	start, due time.Duration
+	cont, open bool
+	hostBound  bool
 }
 
 // batchDue is when a step scheduled at clock is over: after its step time,
 // and with pipeline parallelism once the pipeline could take it.
-func (d *driver) batchDue(pipe *perf.Pipeline, depth int, clock time.Duration, step *engine.Step) time.Duration {
-	latency := d.stepTime(step.Shape)
-	if depth == 1 {
-		return clock + latency
+func (d *driver) batchDue(pipe *perf.Pipeline, depth int, clock time.Duration, step *engine.Step) (due time.Duration, hostBound bool) {
+	var latency time.Duration
+	if h, ok := d.s.cfg.StepModel.(perf.HostAwareModel); ok && d.steps > 1 && d.lag {
+		latency, hostBound = h.StepTimeHost(step.Shape)
+	} else {
+		latency = d.stepTime(step.Shape)
 	}
-	return pipe.Enter(clock, latency, perf.StageTime(d.s.cfg.StepModel, step.Shape, depth))
+	if depth == 1 {
+		return clock + latency, hostBound
+	}
+	return pipe.Enter(clock, latency, perf.StageTime(d.s.cfg.StepModel, step.Shape, depth)), hostBound
 }
 
 // waitOrWake sleeps until the engine clock reaches until, like the step
@@ -433,11 +551,7 @@ func (d *driver) deliver(outs []engine.Output, start, due time.Duration) {
 		if st == nil {
 			continue
 		}
-		if !st.scheduled {
-			st.scheduled, st.scheduledAt = true, start
-			st.cached = o.CachedTokens
-			d.prefixWindow.add(int64(st.req.PromptLen), int64(o.CachedTokens))
-		}
+		d.noteScheduledStream(st, o, start)
 		if o.NewTokens > 0 {
 			if st.generated == 0 {
 				st.firstDue = due
@@ -455,8 +569,11 @@ func (d *driver) deliver(outs []engine.Output, start, due time.Duration) {
 			st.lastDue = due
 			st.generated += o.NewTokens
 		}
-		st.push(due, o, d.quiet)
+		st.push(due, o, true)
 		d.handOff(st)
+		if !d.quiet {
+			d.woken = append(d.woken, st)
+		}
 		if o.Finished {
 			delete(d.streams, o.ID)
 			if o.Err != nil {
@@ -464,6 +581,34 @@ func (d *driver) deliver(outs []engine.Output, start, due time.Duration) {
 			}
 			d.observeFinished(st, due, st.finishReason())
 		}
+	}
+	// Woken after the loop, so that a handler takes every output a
+	// stream got here at once: a multi-step group's outputs for one
+	// request are one chunk.
+	for k, st := range d.woken {
+		st.signal()
+		d.woken[k] = nil
+	}
+	d.woken = d.woken[:0]
+}
+
+// noteScheduled records, for streams first scheduled in a step that
+// started at start, that they were, as deliver does for outputs that go
+// out at once: a multi-step group's outputs wait, but the step's start
+// is its own.
+func (d *driver) noteScheduled(outs []engine.Output, start time.Duration) {
+	for i := range outs {
+		if st := d.streams[outs[i].ID]; st != nil {
+			d.noteScheduledStream(st, &outs[i], start)
+		}
+	}
+}
+
+func (d *driver) noteScheduledStream(st *stream, o *engine.Output, start time.Duration) {
+	if !st.scheduled {
+		st.scheduled, st.scheduledAt = true, start
+		st.cached = o.CachedTokens
+		d.prefixWindow.add(int64(st.req.PromptLen), int64(o.CachedTokens))
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/servebench/servebench/engine"
 	"github.com/servebench/servebench/metrics"
+	"github.com/servebench/servebench/perf"
 	"github.com/servebench/servebench/sim"
 	"github.com/servebench/servebench/workload"
 )
@@ -325,17 +327,15 @@ func consume(s *Server, st *stream, sent time.Duration) observed {
 		batches, _, done, err := rcv.take()
 		now := s.now()
 		for _, b := range batches {
+			// A batch is one chunk (V0's RequestOutput of a step or a
+			// multi-step group), timed as vLLM's client times chunks.
 			received := b.due + rcv.delivery
-			for k := range b.n {
-				if o.out == 0 {
-					o.ttft = received - sent
-				} else if k == 0 {
-					o.itl = append(o.itl, received-last)
-				} else {
-					o.itl = append(o.itl, 0)
-				}
-				o.out++
+			if o.out == 0 {
+				o.ttft = received - sent
+			} else {
+				o.itl = append(o.itl, received-last)
 			}
+			o.out += b.n
 			last = received
 			o.lag = max(o.lag, now-received)
 		}
@@ -346,5 +346,106 @@ func consume(s *Server, st *stream, sent time.Duration) observed {
 			o.e2e = last - sent
 			return o
 		}
+	}
+}
+
+// hostLinearModel is linearModel with vllm.HostStepModel's two extra
+// answers: steps of more than hostAbove sequences are host-bound, and a
+// step's launch takes launch plus perSeq per sequence.
+type hostLinearModel struct {
+	linearModel
+	hostAbove      int
+	launch, perSeq time.Duration
+}
+
+func (m hostLinearModel) StepTimeHost(s perf.StepShape) (time.Duration, bool) {
+	return m.StepTime(s), s.Prefills+s.Decodes > m.hostAbove
+}
+
+func (m hostLinearModel) LaunchTime(s perf.StepShape) time.Duration {
+	return m.launch + time.Duration(s.Prefills+s.Decodes)*m.perSeq
+}
+
+// TestDriverMatchesSimMultiStep: V0's multi-step groups
+// (Config.SchedulerSteps) are served as sim times them, to the
+// nanosecond: groups that admit nothing until they end and whose tokens
+// go out together; with async output processing, lagged outputs handed on
+// as a group's intermediate step is launched, finished requests early
+// when that step is host-bound, and every step streamed
+// (MultiStepStream); with chunked prefill and with request latencies and
+// a concurrency cap. Groups must change sim's timeline, so the
+// comparison is not vacuous.
+func TestDriverMatchesSimMultiStep(t *testing.T) {
+	reqs := timingWorkload(80)
+	base := linearModel{fixed: 3 * time.Millisecond, perToken: 7 * time.Microsecond}
+	launching := hostLinearModel{linearModel: base, hostAbove: 6, launch: 400*time.Microsecond + 3, perSeq: 90*time.Microsecond + 1}
+	for _, tc := range []struct {
+		name           string
+		model          perf.StepModel
+		lag, stream    bool
+		chunked, lat   bool
+		maxConcurrency int
+	}{
+		{"groups", base, false, false, false, false, 0},
+		{"groups-async-output", base, true, false, false, false, 0},
+		{"groups-async-output-launch-host-bound", launching, true, false, false, false, 0},
+		{"groups-async-output-stream", launching, true, true, false, false, 0},
+		{"groups-chunked-async-output", launching, true, false, true, false, 0},
+		{"groups-latencies-cap", base, false, false, false, true, 12},
+		{"groups-async-output-latencies-cap", launching, true, false, false, true, 12},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ec := testEngineConfig()
+			ec.Version = engine.V0
+			ec.MaxNumSeqs = 32
+			ec.EnablePrefixCaching = false
+			ec.EnableChunkedPrefill = tc.chunked
+			ec.MaxNumBatchedTokens = 4096
+			if tc.chunked {
+				ec.MaxNumBatchedTokens = 512
+			}
+			var ingest, delivery time.Duration
+			if tc.lat {
+				ingest, delivery = 9300*time.Microsecond+17, 1850*time.Microsecond+3
+			}
+			const steps = 4
+			simCfg := sim.Config{Engine: ec, Model: tc.model, SchedulerSteps: steps, Ingest: ingest, Delivery: delivery,
+				MaxConcurrency: tc.maxConcurrency, AsyncOutputLag: tc.lag, MultiStepStream: tc.stream}
+			want := map[int]*metrics.Record{}
+			if _, err := sim.Run(context.Background(), simCfg, reqs, func(r *metrics.Record) error {
+				want[r.Index] = r
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			single, moved := simCfg, false
+			single.SchedulerSteps = 1
+			if _, err := sim.Run(context.Background(), single, reqs, func(r *metrics.Record) error {
+				moved = moved || !slices.Equal(r.ITL, want[r.Index].ITL)
+				return nil
+			}); err != nil || !moved {
+				t.Fatalf("multi-step groups moved no request's ITLs (%v)", err)
+			}
+
+			cfg := testConfig(t)
+			cfg.Engine, cfg.StepModel, cfg.Ingest, cfg.Delivery = ec, tc.model, ingest, delivery
+			cfg.SchedulerSteps, cfg.AsyncOutputLag, cfg.MultiStepStream = steps, tc.lag, tc.stream
+			got, _ := runInBubble(t, cfg, reqs, tc.maxConcurrency, false)
+			if len(got) != len(want) {
+				t.Errorf("serve finished %d requests, sim %d", len(got), len(want))
+			}
+			for i, w := range want {
+				g := got[i]
+				if !w.Success {
+					t.Fatalf("sim failed request %d: %s", i, w.Error)
+				}
+				if g.out != w.OutputLen || g.ttft != w.TTFT || g.e2e != w.Latency || g.sent != w.Start {
+					t.Errorf("request %d: serve sent %v, TTFT %v, E2E %v, %d tokens; sim %v, %v, %v, %d", i, g.sent, g.ttft, g.e2e, g.out, w.Start, w.TTFT, w.Latency, w.OutputLen)
+				}
+				if diff := cmp.Diff(w.ITL, g.itl); diff != "" {
+					t.Errorf("request %d ITL (-sim +serve):\n%s", i, diff)
+				}
+			}
+		})
 	}
 }

@@ -346,7 +346,7 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 		if done && errors.Is(err, errAborted) {
 			return
 		}
-		buf = rs.appendEvents(buf, s, st, sent, n, cached, done, err, !roleSent)
+		buf = rs.appendEvents(buf, s, st, sent, batches, n, cached, done, err, !roleSent)
 		roleSent = roleSent || n > 0 || (done && err == nil)
 		sent += n
 		if !s.sendEvents(w, rc, buf, &deadlineSetAt) {
@@ -396,9 +396,11 @@ func (s *Server) dropStream(w http.ResponseWriter, rc *http.ResponseController, 
 
 // appendEvents appends one wake-up's events after sent tokens: the role
 // chunk when roleDue and there is something to follow it, the n new
-// tokens (a chunk each, or one chunk when coalescing) and, once the
-// stream is done, its error or usage and [DONE].
-func (rs *response) appendEvents(buf []byte, s *Server, st *stream, sent, n, cached int, done bool, err error, roleDue bool) []byte {
+// tokens of batches (a chunk for each batch, vLLM V0's RequestOutput of
+// one step or of a multi-step group; one chunk for them all when
+// coalescing) and, once the stream is done, its error or usage and
+// [DONE].
+func (rs *response) appendEvents(buf []byte, s *Server, st *stream, sent int, batches []tokenBatch, n, cached int, done bool, err error, roleDue bool) []byte {
 	if roleDue && (n > 0 || (done && err == nil)) {
 		buf = rs.appendRoleChunk(buf, cached)
 	}
@@ -412,12 +414,15 @@ func (rs *response) appendEvents(buf []byte, s *Server, st *stream, sent, n, cac
 	case rs.coalesce:
 		buf = rs.appendTokenChunk(buf, s, st, sent, n, finish, cached)
 	default:
-		for i := range n {
+		// push makes a batch only for tokens, so none is empty.
+		at := sent
+		for i, b := range batches {
 			f := ""
-			if i == n-1 {
+			if i == len(batches)-1 {
 				f = finish
 			}
-			buf = rs.appendTokenChunk(buf, s, st, sent+i, 1, f, cached)
+			buf = rs.appendTokenChunk(buf, s, st, at, b.n, f, cached)
+			at += b.n
 		}
 	}
 	if !done {

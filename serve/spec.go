@@ -146,9 +146,11 @@ func configOf(ctx context.Context, s *runspec.Spec, r *runspec.ResolvedEngine) (
 		Version:                   r.Profile.Release.String(),
 		BodyReadTimeout:           srv.BodyTimeout,
 		MaxConnections:            srv.MaxConnections,
-		// Fixed latencies are what the client sees; multi-step groups
-		// are not served step by step.
-		AsyncOutputLag: r.AsyncOutputLag && fixed == nil && r.SchedulerSteps <= 1,
+		MultiStepStream:           r.MultiStepStream,
+	}
+	if fixed == nil {
+		// Fixed latencies are what the client sees: no lag, no groups.
+		cfg.AsyncOutputLag, cfg.SchedulerSteps = r.AsyncOutputLag, r.SchedulerSteps
 	}
 	if fixed == nil {
 		// The fixed latencies are what the client sees, end to end.

@@ -18,21 +18,27 @@ func TestRunSpecDefaultsAreServes(t *testing.T) {
 }
 
 // TestConfigOfAsyncOutputLag: serve delivers a step's tokens one step
-// late where sim does (V0 0.6–0.10 with async output processing), and not
-// when it is switched off, on V1 or before 0.6, with multi-step
-// scheduling, or under fixed latencies (what the client sees end to end).
+// late and runs multi-step groups where sim does (V0 0.6–0.10 with async
+// output processing; --num-scheduler-steps, streamed by default from
+// 0.6.3), and not when switched off, on V1 or before 0.6, or under fixed
+// latencies (what the client sees end to end).
 func TestConfigOfAsyncOutputLag(t *testing.T) {
 	for _, tt := range []struct {
-		name string
-		args []string
-		want bool
+		name   string
+		args   []string
+		want   bool
+		steps  int
+		stream bool
 	}{
-		{"0.6.4", []string{"--vllm-version", "0.6.4"}, true},
-		{"0.6.4 with it off", []string{"--vllm-version", "0.6.4", "--disable-async-output-proc"}, false},
-		{"0.5.4", []string{"--vllm-version", "0.5.4"}, false},
-		{"V1", []string{"--vllm-version", "0.8.5"}, false},
-		{"multi-step", []string{"--vllm-version", "0.6.4", "--num-scheduler-steps", "8"}, false},
-		{"fixed latencies", []string{"--vllm-version", "0.6.4", "--time-to-first-token", "20ms"}, false},
+		{"0.6.4", []string{"--vllm-version", "0.6.4"}, true, 1, true},
+		{"0.6.4 with it off", []string{"--vllm-version", "0.6.4", "--disable-async-output-proc"}, false, 1, true},
+		{"0.5.4", []string{"--vllm-version", "0.5.4"}, false, 1, false},
+		{"V1", []string{"--vllm-version", "0.8.5"}, false, 1, false},
+		{"multi-step", []string{"--vllm-version", "0.6.4", "--num-scheduler-steps", "8"}, true, 8, true},
+		{"multi-step 0.6.0", []string{"--vllm-version", "0.6.0", "--num-scheduler-steps", "10"}, true, 10, false},
+		{"multi-step without async output", []string{"--vllm-version", "0.6.0", "--num-scheduler-steps", "8", "--disable-async-output-proc"}, false, 8, false},
+		{"fixed latencies", []string{"--vllm-version", "0.6.4", "--time-to-first-token", "20ms"}, false, 1, true},
+		{"fixed latencies, multi-step", []string{"--vllm-version", "0.6.4", "--num-scheduler-steps", "8", "--time-to-first-token", "20ms"}, false, 1, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := runspec.New(runspec.Serve)
@@ -50,8 +56,9 @@ func TestConfigOfAsyncOutputLag(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cfg.AsyncOutputLag != tt.want {
-				t.Errorf("AsyncOutputLag = %v, want %v", cfg.AsyncOutputLag, tt.want)
+			if cfg.AsyncOutputLag != tt.want || max(cfg.SchedulerSteps, 1) != tt.steps || cfg.MultiStepStream != tt.stream {
+				t.Errorf("AsyncOutputLag, SchedulerSteps, MultiStepStream = %v, %d, %v; want %v, %d, %v",
+					cfg.AsyncOutputLag, cfg.SchedulerSteps, cfg.MultiStepStream, tt.want, tt.steps, tt.stream)
 			}
 		})
 	}

@@ -96,7 +96,7 @@ type Config struct {
 	// and every prefill step is processed inside the next step too (PR
 	// #8050, vLLM 0.6.0), and its outputs go out when that step returns to
 	// the engine loop: a group's intermediate step does not wait for the
-	// GPU, so it returns once the host has launched it (LaunchTimer); a
+	// GPU, so it returns once the host has launched it (perf.LaunchTimer); a
 	// prefill step or a group's last step blocks until the GPU finishes
 	// it. So a prefill's first token goes out as the next group starts,
 	// and a group's chunk at once, or after the prefill that follows it.
@@ -151,7 +151,7 @@ type StatsSample struct {
 	PrefixHitRate float64
 	// HostBoundSteps and HostBoundTime are the interval's steps whose
 	// duration host (CPU) work decided and their time; Steps and StepTime
-	// all of its steps (only a HostAwareModel reports host-bound steps).
+	// all of its steps (only a perf.HostAwareModel reports host-bound steps).
 	HostBoundSteps, Steps   int64
 	HostBoundTime, StepTime time.Duration
 }
@@ -175,7 +175,7 @@ type Result struct {
 	// every request still in the engine then failed with it.
 	Err error
 	// HostBoundSteps counts the steps whose duration host (CPU) work
-	// decided rather than the GPU; only a HostAwareModel reports them.
+	// decided rather than the GPU; only a perf.HostAwareModel reports them.
 	// HostBoundTime is their summed duration, StepTime every step's.
 	HostBoundSteps          int64
 	HostBoundTime, StepTime time.Duration
@@ -251,6 +251,7 @@ func RunStream(ctx context.Context, cfg Config, reqs *workload.Stream, emit func
 		// A group's steps share one completion (its chunk), which the
 		// engine's TokenGap, counted in Completes, cannot express.
 		r.steps = cfg.SchedulerSteps
+		r.group.Steps = r.steps
 		cfg.Engine.OmitRunTokens = false
 	}
 	eng, err := engine.New(cfg.Engine)
@@ -261,8 +262,8 @@ func RunStream(ctx context.Context, cfg Config, reqs *workload.Stream, emit func
 	r.ingest = cfg.Ingest + cfg.ChatIngest
 	r.lastHandoff = math.MinInt64 / 2 // no request handed on yet
 	r.lat = r.ingest > 0 || cfg.Delivery > 0 || cfg.ChatPrepare > 0 || cfg.IngestSpacing > 0
-	r.host, _ = cfg.Model.(HostAwareModel)
-	r.launch, _ = cfg.Model.(LaunchTimer)
+	r.host, _ = cfg.Model.(perf.HostAwareModel)
+	r.launch, _ = cfg.Model.(perf.LaunchTimer)
 	r.depth = eng.MaxBatches()
 	r.virtualEngines = r.depth > 1 && cfg.Engine.Version == engine.V0
 	r.lag = cfg.AsyncOutputLag && r.depth == 1
@@ -270,22 +271,6 @@ func RunStream(ctx context.Context, cfg Config, reqs *workload.Stream, emit func
 		return nil, err
 	}
 	return r.result(), nil
-}
-
-// LaunchTimer is a step model that also says how long the host works on
-// a step before the engine loop gets control back when the step does not
-// wait for the GPU, as a multi-step group's intermediate steps do not:
-// its scheduling and input preparation and the previous step's output
-// processing (vllm.HostStepModel.LaunchTime).
-type LaunchTimer interface {
-	LaunchTime(s perf.StepShape) time.Duration
-}
-
-// HostAwareModel is a step model that also says whether host (CPU) work,
-// not the GPU, set a step's duration (vllm.HostStepModel).
-type HostAwareModel interface {
-	perf.StepModel
-	StepTimeHost(s perf.StepShape) (time.Duration, bool)
 }
 
 type runner struct {
@@ -325,8 +310,8 @@ type runner struct {
 
 	runErr error
 
-	host      HostAwareModel // cfg.Model when it is one
-	launch    LaunchTimer    // cfg.Model when it is one
+	host      perf.HostAwareModel // cfg.Model when it is one
+	launch    perf.LaunchTimer    // cfg.Model when it is one
 	hostBound int64
 	// hostBoundTime and stepTime sum the host-bound and all steps'
 	// durations; stepsTimed counts the steps stepTime saw. last* hold
@@ -343,23 +328,19 @@ type runner struct {
 	virtualEngines bool // V0: a free virtual engine takes arrivals at once
 
 	// Multi-step scheduling (Config.SchedulerSteps > 1): steps is the
-	// group size; groupLeft counts the group's steps still to schedule;
-	// held keeps the outputs of the group's steps so far, applied when
-	// the group ends, at its end.
-	steps     int
-	groupLeft int
-	held      []engine.Output
+	// group size; group places steps in their group and holds the
+	// outputs of its steps so far until they go out.
+	steps int
+	group engine.MultiStepGroup
 
 	// Async output processing (Config.AsyncOutputLag): lagged holds the
 	// last step's outputs until the next step ends (or no step follows);
 	// lagging says they are pending, laggedGroupEnd that their step ended
-	// its multi-step group (or ran alone). finishedIDs is scratch for
-	// handing on a group's finished requests.
+	// its multi-step group (or ran alone).
 	lag            bool
 	lagged         []engine.Output
 	lagging        bool
 	laggedGroupEnd bool
-	finishedIDs    map[uint64]struct{}
 
 	// Request latencies (Config.Ingest, Delivery; lat says either is
 	// set; ingest is a request's from hand-off to the engine's queue,
@@ -476,7 +457,7 @@ func (r *runner) admitArrivals(next **workload.Request, id *int) error {
 	if r.lat {
 		return r.clientEvents(next, id)
 	}
-	for *next != nil && (*next).Arrival <= r.now && !r.full() && r.groupLeft == 0 {
+	for *next != nil && (*next).Arrival <= r.now && !r.full() && !r.group.Open() {
 		w := r.reqs.Next()
 		start := max(w.Arrival, r.slotFreedAt)
 		if err := r.add(*id, w, start, start, r.reqs.PromptRef()); err != nil {
@@ -494,7 +475,7 @@ func (r *runner) admitArrivals(next **workload.Request, id *int) error {
 func (r *runner) fillPipeline() error {
 	for len(r.inPipe) < r.depth {
 		if r.steps > 1 {
-			r.eng.HoldAdmissions(r.groupLeft > 0)
+			r.eng.HoldAdmissions(r.group.Open())
 		}
 		st := r.eng.Schedule(r.now)
 		r.noteMaxima()
@@ -505,9 +486,9 @@ func (r *runner) fillPipeline() error {
 			}
 		}
 		if st.Empty() {
-			if r.groupLeft > 0 {
+			if r.group.Open() {
 				// Every request of the group finished before its end.
-				r.groupLeft = 0
+				r.group.End()
 				if r.lagging {
 					// The pending step's processing hands on the rest.
 					r.laggedGroupEnd = true
@@ -523,7 +504,7 @@ func (r *runner) fillPipeline() error {
 		b := batch{st: st}
 		b.out, b.hostBound = r.batchOut(st.Shape)
 		if r.steps > 1 {
-			b.cont, b.open = r.groupStep(st.Shape)
+			b.cont, b.open = r.group.Place(st.Shape)
 			if r.lagging && b.open {
 				// An intermediate step returns to the engine loop once
 				// launched, without waiting for the GPU: the previous
@@ -597,17 +578,13 @@ func (r *runner) completeOldestBatch() error {
 	}
 	outs := r.eng.Complete(head.st)
 	if r.steps > 1 {
-		r.held = append(r.held, outs...)
+		r.group.Hold(outs)
 		if head.open {
 			return nil
 		}
-		outs = r.held
+		outs = r.group.Release()
 	}
-	if err := r.apply(outs); err != nil {
-		return err
-	}
-	r.held = r.held[:0]
-	return nil
+	return r.apply(outs)
 }
 
 // apply hands the outputs of a completion to the requests' records.
@@ -623,20 +600,6 @@ func (r *runner) apply(outs []engine.Output) error {
 		}
 	}
 	return nil
-}
-
-// groupStep places a step just scheduled in its multi-step group: cont,
-// it continues the open group (its tokens join the group's chunk); open,
-// the group has steps left after it.
-func (r *runner) groupStep(s perf.StepShape) (cont, open bool) {
-	switch {
-	case r.groupLeft > 0:
-		r.groupLeft--
-		cont = true
-	case s.Prefills == 0:
-		r.groupLeft = r.steps - 1
-	}
-	return cont, r.groupLeft > 0
 }
 
 // drainStep is the extra decode step vLLM runs with async output
@@ -677,7 +640,7 @@ func (r *runner) deliverLagged(pythonised bool) error {
 		r.logCompletion()
 		return r.apply(r.lagged)
 	}
-	r.held = append(r.held, r.lagged...)
+	r.group.Hold(r.lagged)
 	if r.laggedGroupEnd || r.cfg.MultiStepStream {
 		r.logCompletion()
 		return r.deliverHeld()
@@ -699,7 +662,7 @@ func (r *runner) deliverLaggedAt(t time.Duration, pythonised bool) error {
 }
 
 // launchTime is the host's work on a step before an engine loop that does
-// not wait for the GPU gets control back (LaunchTimer; zero without one).
+// not wait for the GPU gets control back (perf.LaunchTimer; zero without one).
 func (r *runner) launchTime(s perf.StepShape) time.Duration {
 	if r.launch == nil {
 		return 0
@@ -710,28 +673,10 @@ func (r *runner) launchTime(s perf.StepShape) time.Duration {
 // deliverFinished hands on, as one completion, the held outputs of the
 // requests that have finished, and keeps the others held.
 func (r *runner) deliverFinished() error {
-	if r.finishedIDs == nil {
-		r.finishedIDs = make(map[uint64]struct{})
-	}
-	clear(r.finishedIDs)
-	for i := range r.held {
-		if r.held[i].Finished {
-			r.finishedIDs[r.held[i].ID] = struct{}{}
-		}
-	}
-	if len(r.finishedIDs) == 0 {
+	out := r.group.ReleaseFinished()
+	if out == nil {
 		return nil
 	}
-	var out []engine.Output
-	kept := r.held[:0]
-	for _, o := range r.held {
-		if _, ok := r.finishedIDs[o.ID]; ok {
-			out = append(out, o)
-		} else {
-			kept = append(kept, o)
-		}
-	}
-	r.held = kept
 	r.logCompletion()
 	return r.apply(out)
 }
@@ -739,9 +684,7 @@ func (r *runner) deliverFinished() error {
 // deliverHeld applies a multi-step group's held outputs: at its end, or
 // when it ends early.
 func (r *runner) deliverHeld() error {
-	err := r.apply(r.held)
-	r.held = r.held[:0]
-	return err
+	return r.apply(r.group.Release())
 }
 
 // advance moves the clock to t, taking the samples due strictly before t
@@ -758,7 +701,7 @@ func (r *runner) advance(t time.Duration) {
 
 // batch is a step in flight and the instant its output is out. With
 // multi-step scheduling, cont says the step continues an open group and
-// open that the group goes on after it (runner.groupStep).
+// open that the group goes on after it (engine.MultiStepGroup.Place).
 type batch struct {
 	st         *engine.Step
 	out        time.Duration
@@ -859,7 +802,7 @@ func (r *runner) clientEvents(next **workload.Request, id *int) error {
 		r.releases = r.releases[:copy(r.releases, r.releases[r.relHead:])]
 		r.relHead = 0
 	}
-	for r.sentHead < len(r.sent) && r.groupLeft == 0 {
+	for r.sentHead < len(r.sent) && !r.group.Open() {
 		s := &r.sent[r.sentHead]
 		if s.handoff < 0 && !r.resolveHandoff() {
 			break
@@ -907,7 +850,7 @@ func (r *runner) nextClientEvent(next *workload.Request) (time.Duration, bool) {
 	if next != nil && !r.clientFull() {
 		t, ok = min(t, next.Arrival), true
 	}
-	if r.sentHead < len(r.sent) && r.groupLeft == 0 {
+	if r.sentHead < len(r.sent) && !r.group.Open() {
 		s := &r.sent[r.sentHead]
 		at := s.handoff + r.ingest
 		if s.handoff < 0 {

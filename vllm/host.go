@@ -96,7 +96,7 @@ func (m *HostStepModel) Parts(s perf.StepShape) HostParts {
 
 // LaunchTime is the host's work on a step before the engine loop gets
 // control back when the step does not wait for the GPU (a multi-step
-// group's intermediate steps; sim.LaunchTimer): its scheduling and input
+// group's intermediate steps; perf.LaunchTimer): its scheduling and input
 // preparation, amortised over the group as in Parts, and the previous
 // step's output processing, which the model runner's callback does after
 // launching the forward.
