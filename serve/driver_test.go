@@ -226,13 +226,7 @@ func TestDriverMatchesSimIngestSpacing(t *testing.T) {
 			// cross step boundaries.
 			ingest, delivery, spacing := 9300*time.Microsecond+17, 1850*time.Microsecond+3, 2*time.Millisecond+11
 			simCfg := sim.Config{Engine: ec, Model: model, Ingest: ingest, Delivery: delivery, IngestSpacing: spacing, MaxConcurrency: tc.maxConcurrency}
-			want := map[int]*metrics.Record{}
-			if _, err := sim.Run(context.Background(), simCfg, reqs, func(r *metrics.Record) error {
-				want[r.Index] = r
-				return nil
-			}); err != nil {
-				t.Fatal(err)
-			}
+			want := simRecords(t, simCfg, reqs)
 			unspaced, moved := simCfg, false
 			unspaced.IngestSpacing = 0
 			if _, err := sim.Run(context.Background(), unspaced, reqs, func(r *metrics.Record) error {
@@ -248,18 +242,7 @@ func TestDriverMatchesSimIngestSpacing(t *testing.T) {
 				cfg.ChatPrepare, cfg.ChatIngest = 4*time.Millisecond+13, 2*time.Millisecond+7
 			}
 			got, _ := runInBubble(t, cfg, reqs, tc.maxConcurrency, false)
-			if len(got) != len(want) {
-				t.Errorf("serve finished %d requests, sim %d", len(got), len(want))
-			}
-			for i, w := range want {
-				g := got[i]
-				if g.out != w.OutputLen || g.ttft != w.TTFT || g.e2e != w.Latency || g.sent != w.Start {
-					t.Errorf("request %d: serve sent %v, TTFT %v, E2E %v, %d tokens; sim %v, %v, %v, %d", i, g.sent, g.ttft, g.e2e, g.out, w.Start, w.TTFT, w.Latency, w.OutputLen)
-				}
-				if diff := cmp.Diff(w.ITL, g.itl); diff != "" {
-					t.Errorf("request %d ITL (-sim +serve):\n%s", i, diff)
-				}
-			}
+			checkServeMatchesSim(t, got, want)
 		})
 	}
 }
@@ -411,13 +394,7 @@ func TestDriverMatchesSimMultiStep(t *testing.T) {
 			const steps = 4
 			simCfg := sim.Config{Engine: ec, Model: tc.model, SchedulerSteps: steps, Ingest: ingest, Delivery: delivery,
 				MaxConcurrency: tc.maxConcurrency, AsyncOutputLag: tc.lag, MultiStepStream: tc.stream}
-			want := map[int]*metrics.Record{}
-			if _, err := sim.Run(context.Background(), simCfg, reqs, func(r *metrics.Record) error {
-				want[r.Index] = r
-				return nil
-			}); err != nil {
-				t.Fatal(err)
-			}
+			want := simRecords(t, simCfg, reqs)
 			single, moved := simCfg, false
 			single.SchedulerSteps = 1
 			if _, err := sim.Run(context.Background(), single, reqs, func(r *metrics.Record) error {
@@ -431,21 +408,41 @@ func TestDriverMatchesSimMultiStep(t *testing.T) {
 			cfg.Engine, cfg.StepModel, cfg.Ingest, cfg.Delivery = ec, tc.model, ingest, delivery
 			cfg.SchedulerSteps, cfg.AsyncOutputLag, cfg.MultiStepStream = steps, tc.lag, tc.stream
 			got, _ := runInBubble(t, cfg, reqs, tc.maxConcurrency, false)
-			if len(got) != len(want) {
-				t.Errorf("serve finished %d requests, sim %d", len(got), len(want))
-			}
-			for i, w := range want {
-				g := got[i]
-				if !w.Success {
-					t.Fatalf("sim failed request %d: %s", i, w.Error)
-				}
-				if g.out != w.OutputLen || g.ttft != w.TTFT || g.e2e != w.Latency || g.sent != w.Start {
-					t.Errorf("request %d: serve sent %v, TTFT %v, E2E %v, %d tokens; sim %v, %v, %v, %d", i, g.sent, g.ttft, g.e2e, g.out, w.Start, w.TTFT, w.Latency, w.OutputLen)
-				}
-				if diff := cmp.Diff(w.ITL, g.itl); diff != "" {
-					t.Errorf("request %d ITL (-sim +serve):\n%s", i, diff)
-				}
-			}
+			checkServeMatchesSim(t, got, want)
 		})
+	}
+}
+
+// simRecords runs sim on reqs and returns its records by request index.
+func simRecords(t *testing.T, cfg sim.Config, reqs []workload.Request) map[int]*metrics.Record {
+	t.Helper()
+	want := map[int]*metrics.Record{}
+	if _, err := sim.Run(context.Background(), cfg, reqs, func(r *metrics.Record) error {
+		want[r.Index] = r
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return want
+}
+
+// checkServeMatchesSim requires every request serve finished to have been
+// sent, timed and sized as sim's record of it says, to the nanosecond.
+func checkServeMatchesSim(t *testing.T, got map[int]observed, want map[int]*metrics.Record) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("serve finished %d requests, sim %d", len(got), len(want))
+	}
+	for i, w := range want {
+		g := got[i]
+		if !w.Success {
+			t.Fatalf("sim failed request %d: %s", i, w.Error)
+		}
+		if g.out != w.OutputLen || g.ttft != w.TTFT || g.e2e != w.Latency || g.sent != w.Start {
+			t.Errorf("request %d: serve sent %v, TTFT %v, E2E %v, %d tokens; sim %v, %v, %v, %d", i, g.sent, g.ttft, g.e2e, g.out, w.Start, w.TTFT, w.Latency, w.OutputLen)
+		}
+		if diff := cmp.Diff(w.ITL, g.itl); diff != "" {
+			t.Errorf("request %d ITL (-sim +serve):\n%s", i, diff)
+		}
 	}
 }
