@@ -775,20 +775,45 @@
 // CPU overhead per step: V1 0.4 ms + 2 µs per scheduled sequence; V0
 // 1.0 ms + 10 µs per sequence (V0 schedules, prepares inputs, samples and
 // detokenizes in one Python process between forward passes; V1 overlaps
-// much of it). Decode steps that run without CUDA graphs add 25 µs of
-// launch gaps per layer (Breakdown.LaunchGaps, GPU idle time that a host
-// model keeps when it replaces the CPU overhead): all of them with
-// EnforceEager; otherwise V0 steps of more than 256 decodes (0.5.x; from
-// 0.6.0 more than max_num_seqs padded to a multiple of 8,
-// Deployment.V0GraphsUpToMaxSeqs) or with a
-// sequence longer than max_seq_len_to_capture (Deployment.
-// MaxSeqLenToCapture, 8192 by default and capped at max_model_len, as
-// V0's model runner checks before replaying a graph), and V1 steps over
-// 512 tokens. Steps with prompt tokens add none: their kernels outlast
-// the launches, so the CPU stays ahead [inferred]. BLIS fits the same
-// shape (β5·layers + β6·batch + β7). A step that replays a graph runs
-// the batch it was captured for: vLLM pads the tokens up to the next
-// captured size, 1, 2, 4 and then multiples of 8 (V0's
+// much of it). A step that runs without a CUDA graph waits for its
+// kernels' launches (Breakdown.LaunchGaps, GPU idle time that a host
+// model keeps when it replaces the CPU overhead): all steps with
+// EnforceEager; otherwise every V0 step with prompt tokens, V0 steps of
+// more than 256 decodes (0.5.x; from 0.6.0 more than max_num_seqs padded
+// to a multiple of 8, Deployment.V0GraphsUpToMaxSeqs) or with a sequence
+// longer than max_seq_len_to_capture (Deployment.MaxSeqLenToCapture, 8192
+// by default and capped at max_model_len, as V0's model runner checks
+// before replaying a graph), and V1 steps over 512 tokens.
+//
+//   - V0: the driver launches each layer's kernels from Python, 350 µs a
+//     layer, and the GPU, when its work is shorter, waits for them: such
+//     a step lasts max(GPU work, layers · 350 µs) on every stage. The
+//     constant is read from vLLM PR #1440 (2023-10): Llama-2-7B decoding
+//     at batch 1 on one GPU, 5 prompt and 100 generated tokens, took 1.2
+//     s eager and 1.05 s from CUDA graphs. Eager is launch-bound (it is
+//     slower), so the 12.0 ms a token eager is the launches plus the host
+//     work that the graphed 10.5 ms also holds, 10.5 ms less the GPU's
+//     9.7 ms here on an A100-80GB [assumed: the PR names no GPU]: 11.2 ms
+//     for 32 layers. TestV0EagerStepsWaitForLaunches gives the PR's two
+//     figures back within 10%. A prompt of a few hundred tokens on a fast
+//     GPU is such a step (Llama-3-8B on an H100: 137 tokens take 7.6 ms
+//     of GPU work, 11.2 ms of launches; from about 400 tokens the GPU
+//     outlasts them). The launches are CPU work: a HostStepModel counts
+//     a step they decide as host-bound and scales them by --host-speed
+//     (Breakdown.Launch; with pipeline parallelism the stages keep the
+//     default host's launch time); TP does not change them (each rank
+//     launches its own) [approximation].
+//     Before, sim took prompts to outlast their launches [inferred, now
+//     replaced]; validate's holdout TTFT median moved from 27.1% to
+//     21.6% (docs/fidelity.md).
+//   - V1: decode steps past the captured sizes add 25 µs of launch gaps
+//     per layer [unmeasured]; prompts add none (V1's piecewise-compiled
+//     model launches far fewer kernels from Python [inferred]). BLIS fits
+//     the same shape (β5·layers + β6·batch + β7).
+//
+// A step that replays a graph runs the batch it was captured for: vLLM
+// pads the tokens up to the next captured size, 1, 2, 4 and then
+// multiples of 8 (V0's
 // _BATCH_SIZES_TO_CAPTURE and cuda_graph_pad_size, read at v0.5.4 and
 // v0.6.1.post2; V1's pad_for_cudagraph over [1, 2, 4] + range(8, 513, 8)
 // in the 0.8.5-era tree; later V1 releases step by 16 from 256 tokens

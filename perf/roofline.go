@@ -15,8 +15,15 @@ const (
 	perSequenceOverheadV1 = 2 * time.Microsecond
 	perSequenceOverheadV0 = 10 * time.Microsecond
 	// eagerGapPerLayer: GPU idle time between a layer's small kernels when
-	// they are launched one by one instead of replayed from a CUDA graph.
+	// they are launched one by one instead of replayed from a CUDA graph
+	// (V1's decode steps past its captured sizes).
 	eagerGapPerLayer = 25 * time.Microsecond
+	// eagerLaunchPerLayerV0: the CPU time V0's model runner takes to
+	// launch one decoder layer's kernels one by one, which bounds a step
+	// run without a CUDA graph from below (doc.go, "CPU overhead per
+	// step"): vLLM PR #1440's Llama-2-7B decode at batch 1, 12.0 ms a
+	// token eager against 10.5 ms from a graph.
+	eagerLaunchPerLayerV0 = 350 * time.Microsecond
 	// swapCopyOverhead: vLLM swaps one cudaMemcpyAsync per block, per
 	// layer, for K and for V.
 	swapCopyOverhead = 2 * time.Microsecond
@@ -91,9 +98,12 @@ type Roofline struct {
 	// nil when the deployment carries no sampler figures.
 	sampler *curve
 
-	fixedOverhead  float64
-	perSequence    float64
-	eagerGap       float64
+	fixedOverhead float64
+	perSequence   float64
+	eagerGap      float64
+	// eagerLaunch is V0's CPU time to launch every layer of a stage one
+	// kernel at a time (eagerLaunchPerLayerV0 · stage layers).
+	eagerLaunch    float64
 	enforceEager   bool
 	v0             bool
 	swapBlockCost  float64
@@ -202,6 +212,7 @@ func (r *Roofline) setOverheads() {
 	r.graphMaxTokens = v1GraphMaxTokens
 	r.graphMaxSeqLen = d.maxSeqLenToCapture()
 	r.eagerGap = eagerGapPerLayer.Seconds() * float64(d.Model.Layers)
+	r.eagerLaunch = eagerLaunchPerLayerV0.Seconds() * layers
 	r.swapBlockCost = float64(int64(d.BlockSize)*d.kvBytesPerTokenPerGPU())/d.GPU.PCIeBandwidth +
 		2*layers*swapCopyOverhead.Seconds()
 	if r.v0 {
@@ -306,6 +317,10 @@ type StepBreakdown struct {
 	// LaunchGaps is GPU idle time between kernels launched one by one,
 	// in steps that run without CUDA graphs.
 	LaunchGaps time.Duration
+	// Launch is the CPU time V0 takes to launch such a step's kernels
+	// (zero otherwise): LaunchGaps is what of it outlasts the GPU's
+	// work, so a host model that scales CPU work can redo the gaps.
+	Launch time.Duration
 	// Swap is V0 swap-in/out copies over PCIe.
 	Swap  time.Duration
 	Total time.Duration
@@ -316,6 +331,9 @@ func (b StepBreakdown) ComputeBound() bool { return b.Compute > b.Memory }
 
 type stepSeconds struct {
 	compute, memory, gpu, comm, overhead, gaps, swap float64
+	// launch is V0's kernel launches of an eager step (CPU time, which
+	// gaps waits out; not part of total).
+	launch float64
 }
 
 func (p stepSeconds) total() float64 { return p.gpu + p.comm + p.overhead + p.gaps + p.swap }
@@ -410,9 +428,17 @@ func (r *Roofline) seconds(s StepShape) stepSeconds {
 	out.memory = r.stages*layerMemory + headMemory
 	out.gpu = (r.stages-1)*larger(layerCompute, layerMemory) + larger(layerCompute+headCompute, layerMemory+headMemory) + w.sampler
 	out.overhead = r.fixedOverhead + r.perSequence*(w.decode+nonNegative(s.Prefills))
-	if s.PrefillTokens <= 0 && (r.enforceEager || !r.graphed(s)) {
-		// Only decode steps: a prompt's kernels outlast their launches, so
-		// the CPU stays ahead and the GPU does not wait between them.
+	switch {
+	case !r.enforceEager && r.graphed(s):
+	case r.v0:
+		// V0 launches each layer's kernels from Python: the GPU waits
+		// for the launches when its own work is shorter, on every
+		// stage. A prompt of a few hundred tokens is such a step.
+		out.launch = r.stages * r.eagerLaunch
+		out.gaps = max(out.launch-out.gpu-out.comm, 0)
+	case s.PrefillTokens <= 0:
+		// V1's decode steps past the captured sizes; a prompt's kernels
+		// outlast their launches [inferred].
 		out.gaps = r.eagerGap
 	}
 	return out
@@ -489,7 +515,7 @@ func (r *Roofline) Breakdown(s StepShape) StepBreakdown {
 	d := toDuration
 	return StepBreakdown{
 		Compute: d(p.compute), Memory: d(p.memory), GPU: d(p.gpu),
-		Communication: d(p.comm), Overhead: d(p.overhead), LaunchGaps: d(p.gaps), Swap: d(p.swap),
+		Communication: d(p.comm), Overhead: d(p.overhead), LaunchGaps: d(p.gaps), Launch: d(p.launch), Swap: d(p.swap),
 		Total: d(p.total()),
 	}
 }

@@ -19,8 +19,9 @@ type HostStepModel struct {
 	SchedulerSteps int
 
 	// gpuOnly removes the roofline's own per-step CPU overhead, which
-	// HostOverhead replaces.
-	gpuOnly func(perf.StepShape) time.Duration
+	// HostOverhead replaces; launchBound says the GPU waited on kernel
+	// launches (perf.StepBreakdown.LaunchGaps), CPU work too.
+	gpuOnly func(perf.StepShape) (d time.Duration, launchBound bool)
 	// schedule, output and frontend are Host.Measured's curves on this
 	// host (Host.Speed applied).
 	schedule, output, frontend hostCurve
@@ -31,12 +32,20 @@ type HostStepModel struct {
 func NewHostStepModel(gpu perf.StepModel, host HostOverhead, schedulerSteps int) *HostStepModel {
 	m := &HostStepModel{GPU: gpu, Host: host, SchedulerSteps: max(schedulerSteps, 1)}
 	if r, ok := gpu.(*perf.Roofline); ok {
-		m.gpuOnly = func(s perf.StepShape) time.Duration {
+		speed := host.speed()
+		m.gpuOnly = func(s perf.StepShape) (time.Duration, bool) {
 			b := r.Breakdown(s)
-			return b.Total - b.Overhead
+			d, gaps := b.Total-b.Overhead, b.LaunchGaps
+			if b.Launch > 0 && speed != 1 {
+				// V0's kernel launches are CPU work: this host's speed
+				// sets how long the GPU waits for them.
+				g := max(time.Duration(float64(b.Launch)/speed)-b.GPU-b.Communication, 0)
+				d, gaps = d+g-gaps, g
+			}
+			return d, gaps > 0
 		}
 	} else {
-		m.gpuOnly = gpu.StepTime
+		m.gpuOnly = func(s perf.StepShape) (time.Duration, bool) { return gpu.StepTime(s), false }
 	}
 	if host.Measured != nil {
 		// The tables were measured on the default host's class of CPU
@@ -111,8 +120,14 @@ func (m *HostStepModel) StepTimeHost(s perf.StepShape) (time.Duration, bool) {
 	if s.Tokens() == 0 && s.SwapInBlocks == 0 && s.SwapOutBlocks == 0 {
 		return 0, false
 	}
-	gpu := m.gpuOnly(s)
-	p := m.Parts(s)
+	gpu, launchBound := m.gpuOnly(s)
+	d, hostBound := m.combine(gpu, m.Parts(s))
+	return d, hostBound || launchBound
+}
+
+// combine puts a step's GPU time and host parts together as the release's
+// processes overlap them, and says whether the host decided the step.
+func (m *HostStepModel) combine(gpu time.Duration, p HostParts) (time.Duration, bool) {
 	switch m.Host.Overlap {
 	case OverlapNone:
 		host := p.Schedule + p.Output + p.API

@@ -19,7 +19,7 @@ func (m *HostStepModel) StageTime(s perf.StepShape) time.Duration {
 		sp := r.StageSplit(s)
 		gpu = sp.Stage + sp.Send
 	} else {
-		gpu = m.gpuOnly(s) // cannot split: no overlap between batches
+		gpu, _ = m.gpuOnly(s) // cannot split: no overlap between batches
 	}
 	p := m.Parts(s)
 	var host time.Duration
