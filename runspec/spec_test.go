@@ -366,6 +366,8 @@ func TestSimBackendFlag(t *testing.T) {
 		{[]string{"--backend", "gemini"}, false, `--backend "gemini": not supported; use one of openai, vllm`},
 		{[]string{"--backend", "openai-chat", "--throughput"}, false, "--backend openai-chat with --throughput: the offline throughput benchmark calls no API"},
 		{[]string{"--backend", "openai-chat", "--topology", "colocated", "--replicas", "2"}, false, "--backend openai-chat with --topology: the chat preparation of a fleet's API servers is not modelled"},
+		{[]string{"--num-scheduler-steps", "8", "--vllm-version", "0.6.3", "--topology", "colocated", "--replicas", "2"}, false, "--num-scheduler-steps 8 with --topology: a fleet's engines run single steps"},
+		{[]string{"--num-scheduler-steps", "8", "--vllm-version", "0.6.3"}, false, ""},
 	}
 	for _, tt := range tests {
 		s, err := Parse(Sim, tt.args)

@@ -43,6 +43,9 @@ func (s *Spec) Validate() error {
 		if s.Simulation.Chat() && s.Topology.Active() {
 			return fmt.Errorf("--backend %s with --topology: the chat preparation of a fleet's API servers is not modelled; leave --backend out to time the fleet as for the completions API", s.Simulation.Backend)
 		}
+		if s.Engine.NumSchedulerSteps > 1 && s.Topology.Active() {
+			return fmt.Errorf("--num-scheduler-steps %d with --topology: a fleet's engines run single steps (multi-step groups are modelled for one engine only); leave --num-scheduler-steps out", s.Engine.NumSchedulerSteps)
+		}
 		if err := s.checkRun(changed); err != nil {
 			return err
 		}

@@ -143,7 +143,8 @@ func pool(ctx context.Context, s *runspec.Spec, changed func(string) bool, role 
 		return Pool{}, 0, &roleFlagError{msg: msg, err: err}
 	}
 	dep := res.Deployment
-	return Pool{Instances: n, Engine: res.Engine, Model: res.StepModel, GPUs: dep.TensorParallel * dep.PipelineParallel}, dep.TensorParallel, nil
+	return Pool{Instances: n, Engine: res.Engine, Model: res.StepModel, GPUs: dep.TensorParallel * dep.PipelineParallel,
+		AsyncOutputLag: res.AsyncOutputLag}, dep.TensorParallel, nil
 }
 
 // runFleet runs the fleet, feeding add, and returns the result JSON

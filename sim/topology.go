@@ -36,6 +36,12 @@ type Pool struct {
 	// GPUs is what one instance occupies (TP×PP), for the GPUs-per-arm
 	// line every comparison must print.
 	GPUs int
+	// AsyncOutputLag is V0's async output processing (Config's field of
+	// the same name): a colocated replica's tokens go out when its next
+	// step ends, or after one more decode of the sequences that just
+	// finished when none follows. Without pipeline parallelism only, as
+	// in Run; prefill and decode instances ignore it [deviation].
+	AsyncOutputLag bool
 }
 
 // Handoff is how the proxy hands a request from prefill to decode.
@@ -306,9 +312,15 @@ type instance struct {
 	virtualEngines bool          // V0 with PP: a free virtual engine takes arrivals at once
 	held           []heldRequest // arrivals while every virtual engine was busy
 	stepped        bool          // a batch returned since the last kick
-	load           int           // requests routed here and not finished
-	routed         int
-	maxKV          float64
+	// Async output processing (Pool.AsyncOutputLag): lagged holds the
+	// last step's outputs until the next step (or the drain step, a
+	// batch with no engine step) ends; lagging says they are pending.
+	lag     bool
+	lagged  []engine.Output
+	lagging bool
+	load    int // requests routed here and not finished
+	routed  int
+	maxKV   float64
 }
 
 func newInstances(role string, p Pool, remoteKV bool) ([]*instance, error) {
@@ -324,7 +336,8 @@ func newInstances(role string, p Pool, remoteKV bool) ([]*instance, error) {
 			model = perf.RemoteKV{Inner: p.Model, Stages: depth}
 		}
 		out[i] = &instance{role: role, index: i, eng: eng, model: model, depth: depth,
-			virtualEngines: depth > 1 && p.Engine.Version == engine.V0}
+			virtualEngines: depth > 1 && p.Engine.Version == engine.V0,
+			lag:            p.AsyncOutputLag && depth == 1 && role == "replica"}
 	}
 	return out, nil
 }
@@ -726,6 +739,13 @@ func (t *fleet) kick(in *instance) error {
 			}
 		}
 		if st.Empty() {
+			if in.lagging && len(in.inPipe) == 0 {
+				// No step follows: vLLM runs the sequences that just
+				// finished once more while it processes their outputs,
+				// then returns them (Run's drain step).
+				in.inPipe = append(in.inPipe, instanceBatch{nil, t.now})
+				t.push(event{at: t.now + t.drainStep(in), kind: evStepEnd, id: in.index, back: in.role == "decode"})
+			}
 			return nil
 		}
 		in.inPipe = append(in.inPipe, instanceBatch{st, t.now})
@@ -743,10 +763,25 @@ func (t *fleet) stepEnd(in *instance) error {
 	head := in.inPipe[0]
 	in.inPipe = append(in.inPipe[:0], in.inPipe[1:]...)
 	in.started = head.start
-	outs := in.eng.Complete(head.st)
-	for i := range outs {
-		if err := t.output(in, &outs[i]); err != nil {
+	switch {
+	case head.st == nil: // the drain step
+		if err := t.deliverLagged(in); err != nil {
 			return err
+		}
+	case in.lag:
+		// The previous step's outputs go out as this one ends; this
+		// step's wait for the next.
+		if err := t.deliverLagged(in); err != nil {
+			return err
+		}
+		in.lagged = append(in.lagged[:0], in.eng.Complete(head.st)...)
+		in.lagging = true
+	default:
+		outs := in.eng.Complete(head.st)
+		for i := range outs {
+			if err := t.output(in, &outs[i]); err != nil {
+				return err
+			}
 		}
 	}
 	for k, h := range in.held {
@@ -762,6 +797,35 @@ func (t *fleet) stepEnd(in *instance) error {
 	in.stepped = true
 	t.wake(in, in.role == "decode")
 	return nil
+}
+
+// deliverLagged hands on an instance's lagged outputs now.
+func (t *fleet) deliverLagged(in *instance) error {
+	if !in.lagging {
+		return nil
+	}
+	in.lagging = false
+	for i := range in.lagged {
+		if err := t.output(in, &in.lagged[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// drainStep is the extra decode of the sequences whose lagged outputs
+// finished them (engine.FinishedDecodes, as Run's runner).
+func (t *fleet) drainStep(in *instance) time.Duration {
+	s := engine.FinishedDecodes(in.lagged, func(id uint64) (int, bool) {
+		if f := t.flights.at(int(id)); f != nil {
+			return f.rec.PromptLen, true
+		}
+		return 0, false
+	})
+	if s.Decodes == 0 {
+		return 0
+	}
+	return max(in.model.StepTime(s), 0)
 }
 
 func (t *fleet) output(in *instance, o *engine.Output) error {

@@ -49,23 +49,37 @@ func pdConfig(p, d int, link perf.KVLink) TopologyConfig {
 
 // One colocated replica is the single-engine simulator: same records,
 // with and without a concurrency cap, with batches in flight on a
-// pipeline, and with the OpenAI server's request latencies (Ingest and
-// Delivery; with a cap, a slot frees when the last chunk is received).
+// pipeline, with the OpenAI server's request latencies (Ingest and
+// Delivery; with a cap, a slot frees when the last chunk is received),
+// and with V0's async output processing (tokens one step late, the drain
+// step when none follows; with PP it changes nothing).
 func TestColocatedOneReplicaMatchesRun(t *testing.T) {
 	for _, v := range []engine.Version{engine.V0, engine.V1} {
 		for _, stages := range []int{1, 2} {
 			for _, limit := range []int{0, 8} {
 				for _, lat := range [][2]time.Duration{{0, 0}, {9 * time.Millisecond, 2 * time.Millisecond}} {
-					reqs := randomWorkload(7, 300, 20)
-					ec := engineConfig(v)
-					ec.PipelineParallel = stages
-					_, want := collect(t, Config{Engine: ec, Model: simpleModel, MaxConcurrency: limit, Ingest: lat[0], Delivery: lat[1]}, reqs)
-					cfg := TopologyConfig{Kind: Colocated, Router: RouteLeastLoaded, MaxConcurrency: limit, Ingest: lat[0], Delivery: lat[1],
-						Replicas: Pool{Instances: 1, Engine: ec, Model: simpleModel}}
-					_, got := runTopology(t, cfg, reqs)
-					if diff := gocmp.Diff(want, got); diff != "" {
-						t.Fatalf("%s, pp %d, max concurrency %d, ingest %v, delivery %v: records differ from Run (-Run +topology):\n%s",
-							v, stages, limit, lat[0], lat[1], diff)
+					for _, lag := range []bool{false, true} {
+						if lag && v != engine.V0 {
+							continue
+						}
+						reqs := randomWorkload(7, 300, 20)
+						ec := engineConfig(v)
+						ec.PipelineParallel = stages
+						_, want := collect(t, Config{Engine: ec, Model: simpleModel, MaxConcurrency: limit, Ingest: lat[0], Delivery: lat[1], AsyncOutputLag: lag}, reqs)
+						cfg := TopologyConfig{Kind: Colocated, Router: RouteLeastLoaded, MaxConcurrency: limit, Ingest: lat[0], Delivery: lat[1],
+							Replicas: Pool{Instances: 1, Engine: ec, Model: simpleModel, AsyncOutputLag: lag}}
+						_, got := runTopology(t, cfg, reqs)
+						if diff := gocmp.Diff(want, got); diff != "" {
+							t.Fatalf("%s, pp %d, max concurrency %d, ingest %v, delivery %v, async output %v: records differ from Run (-Run +topology):\n%s",
+								v, stages, limit, lat[0], lat[1], lag, diff)
+						}
+						if lag && stages == 1 {
+							// The lag must move Run's records, or the
+							// comparison says nothing about it.
+							if _, unlagged := collect(t, Config{Engine: ec, Model: simpleModel, MaxConcurrency: limit, Ingest: lat[0], Delivery: lat[1]}, reqs); gocmp.Equal(unlagged, want) {
+								t.Fatalf("pp 1, max concurrency %d: async output processing moved no record", limit)
+							}
+						}
 					}
 				}
 			}

@@ -76,7 +76,8 @@
 // client one step late, and after the last step the finished sequences
 // are decoded once more before their final tokens go out (the
 // scheduler's "extra decode run"; Resolved.AsyncOutputLag,
-// sim.Config.AsyncOutputLag, serve.Config.AsyncOutputLag; tenstorrent/vllm PR #116 describes the
+// sim.Config.AsyncOutputLag, sim.Pool.AsyncOutputLag for a fleet's replicas,
+// serve.Config.AsyncOutputLag; tenstorrent/vllm PR #116 describes the
 // first token's lag in its fork). With
 // --disable-async-output-proc max(GPU + schedule + output, api). V1:
 // the engine core (scheduler, model runner, update_from_output) and the
