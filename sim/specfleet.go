@@ -23,7 +23,7 @@ func TopologyOf(ctx context.Context, s *runspec.Spec, base *runspec.ResolvedEngi
 	changed := s.ChangedFunc()
 	var cfg TopologyConfig
 	if base != nil && base.Resolved != nil {
-		cfg.Ingest, cfg.Delivery = base.Ingest, base.Delivery
+		cfg.Ingest, cfg.Delivery, cfg.IngestSpacing = base.Ingest, base.Delivery, base.IngestSpacing
 	}
 	router, err := ParseRouterPolicy(f.Router)
 	if err != nil {

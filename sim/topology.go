@@ -119,6 +119,11 @@ type TopologyConfig struct {
 	// the client Delivery after the step that made it, so one engine and
 	// a colocated fleet of one time a request alike.
 	Ingest, Delivery time.Duration
+	// IngestSpacing is each colocated replica's OpenAI server handing
+	// requests to its engine at least this far apart, in the order the
+	// router sent them (Config.IngestSpacing); prefill and decode
+	// instances do not space them [deviation].
+	IngestSpacing time.Duration
 	// OnTransfer, if set, is called for each disaggregated request when it
 	// finishes, in completion order.
 	OnTransfer func(TransferTrace)
@@ -318,9 +323,12 @@ type instance struct {
 	lag     bool
 	lagged  []engine.Output
 	lagging bool
-	load    int // requests routed here and not finished
-	routed  int
-	maxKV   float64
+	// lastAdded is when the last request routed here reached the engine
+	// (TopologyConfig.IngestSpacing).
+	lastAdded time.Duration
+	load      int // requests routed here and not finished
+	routed    int
+	maxKV     float64
 }
 
 func newInstances(role string, p Pool, remoteKV bool) ([]*instance, error) {
@@ -337,7 +345,8 @@ func newInstances(role string, p Pool, remoteKV bool) ([]*instance, error) {
 		}
 		out[i] = &instance{role: role, index: i, eng: eng, model: model, depth: depth,
 			virtualEngines: depth > 1 && p.Engine.Version == engine.V0,
-			lag:            p.AsyncOutputLag && depth == 1 && role == "replica"}
+			lag:            p.AsyncOutputLag && depth == 1 && role == "replica",
+			lastAdded:      math.MinInt64 / 2}
 	}
 	return out, nil
 }
@@ -366,6 +375,9 @@ const (
 	evStepEnd eventKind = iota
 	evLink
 	evDispatch
+	// evSpacedAdd: a request routed to a replica reaches its engine
+	// (TopologyConfig.IngestSpacing).
+	evSpacedAdd
 	evDecodeReady
 	evKick
 	// evRelease: the client receives a request's last chunk (Delivery
@@ -548,6 +560,8 @@ func (t *fleet) run(ctx context.Context) error {
 			}
 		case evDispatch:
 			err = t.dispatchFront(e.id)
+		case evSpacedAdd:
+			err = t.addFront(e.id)
 		case evDecodeReady:
 			err = t.admitBack(e.id)
 		case evKick:
@@ -681,12 +695,28 @@ func (t *fleet) dispatchFront(i int) error {
 	f := t.flights.at(i)
 	f.front = t.frontRouter.pick(t.front, f.ids)
 	in := t.front[f.front]
+	in.load++
+	in.routed++
+	if t.cfg.Kind == Colocated && t.cfg.IngestSpacing > 0 {
+		// The replica's server hands its requests on one at a time.
+		at := max(t.now, in.lastAdded+t.cfg.IngestSpacing)
+		in.lastAdded = at
+		if at > t.now {
+			t.push(event{at: at, kind: evSpacedAdd, id: i})
+			return nil
+		}
+	}
+	return t.addFront(i)
+}
+
+// addFront adds a routed request to its front instance's engine.
+func (t *fleet) addFront(i int) error {
+	f := t.flights.at(i)
+	in := t.front[f.front]
 	maxTokens := f.rec.MaxTokens
 	if t.cfg.Kind == Disaggregated {
 		maxTokens = 1 // the proxy's prefill request
 	}
-	in.load++
-	in.routed++
 	if in.virtualEngines && len(in.inPipe) >= in.depth {
 		// Every V0 virtual engine has a batch in flight: vLLM adds the
 		// request when the next one returns, to the engine with the

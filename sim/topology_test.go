@@ -57,7 +57,10 @@ func TestColocatedOneReplicaMatchesRun(t *testing.T) {
 	for _, v := range []engine.Version{engine.V0, engine.V1} {
 		for _, stages := range []int{1, 2} {
 			for _, limit := range []int{0, 8} {
-				for _, lat := range [][2]time.Duration{{0, 0}, {9 * time.Millisecond, 2 * time.Millisecond}} {
+				// Ingest, Delivery and IngestSpacing (near the mean gap
+				// between arrivals, so that close ones queue).
+				for _, lat := range [][3]time.Duration{{0, 0, 0}, {9 * time.Millisecond, 2 * time.Millisecond, 0},
+					{9 * time.Millisecond, 2 * time.Millisecond, 20*time.Millisecond + 7}} {
 					for _, lag := range []bool{false, true} {
 						if lag && v != engine.V0 {
 							continue
@@ -65,18 +68,23 @@ func TestColocatedOneReplicaMatchesRun(t *testing.T) {
 						reqs := randomWorkload(7, 300, 20)
 						ec := engineConfig(v)
 						ec.PipelineParallel = stages
-						_, want := collect(t, Config{Engine: ec, Model: simpleModel, MaxConcurrency: limit, Ingest: lat[0], Delivery: lat[1], AsyncOutputLag: lag}, reqs)
-						cfg := TopologyConfig{Kind: Colocated, Router: RouteLeastLoaded, MaxConcurrency: limit, Ingest: lat[0], Delivery: lat[1],
+						_, want := collect(t, Config{Engine: ec, Model: simpleModel, MaxConcurrency: limit, Ingest: lat[0], Delivery: lat[1], IngestSpacing: lat[2], AsyncOutputLag: lag}, reqs)
+						cfg := TopologyConfig{Kind: Colocated, Router: RouteLeastLoaded, MaxConcurrency: limit, Ingest: lat[0], Delivery: lat[1], IngestSpacing: lat[2],
 							Replicas: Pool{Instances: 1, Engine: ec, Model: simpleModel, AsyncOutputLag: lag}}
 						_, got := runTopology(t, cfg, reqs)
 						if diff := gocmp.Diff(want, got); diff != "" {
-							t.Fatalf("%s, pp %d, max concurrency %d, ingest %v, delivery %v, async output %v: records differ from Run (-Run +topology):\n%s",
-								v, stages, limit, lat[0], lat[1], lag, diff)
+							t.Fatalf("%s, pp %d, max concurrency %d, ingest %v, delivery %v, spacing %v, async output %v: records differ from Run (-Run +topology):\n%s",
+								v, stages, limit, lat[0], lat[1], lat[2], lag, diff)
 						}
-						if lag && stages == 1 {
+						if lat[2] > 0 && !lag && stages == 1 && limit == 0 {
+							if _, unspaced := collect(t, Config{Engine: ec, Model: simpleModel, MaxConcurrency: limit, Ingest: lat[0], Delivery: lat[1]}, reqs); gocmp.Equal(unspaced, want) {
+								t.Fatalf("%s, pp %d, max concurrency %d: the spacing moved no record", v, stages, limit)
+							}
+						}
+						if lag && stages == 1 && limit == 0 {
 							// The lag must move Run's records, or the
 							// comparison says nothing about it.
-							if _, unlagged := collect(t, Config{Engine: ec, Model: simpleModel, MaxConcurrency: limit, Ingest: lat[0], Delivery: lat[1]}, reqs); gocmp.Equal(unlagged, want) {
+							if _, unlagged := collect(t, Config{Engine: ec, Model: simpleModel, MaxConcurrency: limit, Ingest: lat[0], Delivery: lat[1], IngestSpacing: lat[2]}, reqs); gocmp.Equal(unlagged, want) {
 								t.Fatalf("pp 1, max concurrency %d: async output processing moved no record", limit)
 							}
 						}
