@@ -435,7 +435,7 @@ func (r *Roofline) seconds(s StepShape) stepSeconds {
 		// for the launches when its own work is shorter, on every
 		// stage. A prompt of a few hundred tokens is such a step.
 		out.launch = r.stages * r.eagerLaunch
-		out.gaps = max(out.launch-out.gpu-out.comm, 0)
+		out.gaps = larger(out.launch-out.gpu-out.comm, 0)
 	case s.PrefillTokens <= 0:
 		// V1's decode steps past the captured sizes; a prompt's kernels
 		// outlast their launches [inferred].
