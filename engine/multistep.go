@@ -52,6 +52,26 @@ func (g *MultiStepGroup) Release() []Output {
 	return out
 }
 
+// HandOnLagged holds the outputs of a step processed inside the next one
+// (V0's async output processing) and returns what goes out then: every
+// held output when the processed step ended its group or every step is
+// streamed (--multi-step-stream-outputs); else, when the steps were
+// pythonised early (the processing step is host-bound, or the group's
+// last), the held outputs of the requests that finished; else nothing.
+// handOn says whether outputs were handed on (possibly none, when every
+// held output went out before).
+func (g *MultiStepGroup) HandOnLagged(lagged []Output, groupEnd, stream, pythonised bool) (out []Output, handOn bool) {
+	g.Hold(lagged)
+	switch {
+	case groupEnd || stream:
+		return g.Release(), true
+	case pythonised:
+		out = g.ReleaseFinished()
+		return out, out != nil
+	}
+	return nil, false
+}
+
 // ReleaseFinished returns, in order, the held outputs of the requests that
 // have finished, and keeps the others held; nil when none has.
 func (g *MultiStepGroup) ReleaseFinished() []Output {

@@ -67,3 +67,12 @@ type HostAwareModel interface {
 type LaunchTimer interface {
 	LaunchTime(s StepShape) time.Duration
 }
+
+// LaunchTime is m's launch time for s when m is a LaunchTimer, else zero
+// (the engine loop gets control back as soon as the step is launched).
+func LaunchTime(m StepModel, s StepShape) time.Duration {
+	if l, ok := m.(LaunchTimer); ok {
+		return l.LaunchTime(s)
+	}
+	return 0
+}

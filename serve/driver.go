@@ -79,10 +79,12 @@ type driver struct {
 	// processed in its callback, go out then: launchPending says they go
 	// out at launchAt, launchPythonised whether the step that processes
 	// them is host-bound (so the lagged step was pythonised early).
-	steps            int
-	group            engine.MultiStepGroup
-	laggedGroupEnd   bool
-	launch           perf.LaunchTimer
+	steps          int
+	group          engine.MultiStepGroup
+	laggedGroupEnd bool
+	// hostAware is the step model when it says which steps the host
+	// decided, needed only for multi-step groups under AsyncOutputLag.
+	hostAware        perf.HostAwareModel
 	launchPending    bool
 	launchAt         time.Duration
 	launchPythonised bool
@@ -120,12 +122,7 @@ func (s *Server) Run(ctx context.Context) error {
 	// first; without, one step at a time.
 	depth := d.eng.MaxBatches()
 	virtualEngines := depth > 1 && d.eng.Config().Version == engine.V0
-	d.lag = s.cfg.AsyncOutputLag && depth == 1
-	if s.cfg.SchedulerSteps > 1 && d.eng.Config().Version == engine.V0 && depth == 1 {
-		d.steps = s.cfg.SchedulerSteps
-		d.group.Steps = d.steps
-		d.launch, _ = s.cfg.StepModel.(perf.LaunchTimer)
-	}
+	d.setOutputTiming(depth)
 	var pipe perf.Pipeline
 	var inPipe []servedBatch
 	for ctx.Err() == nil {
@@ -137,12 +134,7 @@ func (s *Server) Run(ctx context.Context) error {
 		if len(inPipe) == 0 && d.lagging {
 			// No step follows: vLLM runs the sequences that just finished
 			// once more while it processes their outputs, then returns them.
-			// A multi-step group's last outputs go out at once (its steps
-			// do not wait for their outputs).
-			due := clock
-			if d.steps <= 1 {
-				due += d.drainStep()
-			}
+			due := clock + d.drainStep()
 			if !wait(due) {
 				break
 			}
@@ -188,6 +180,21 @@ func (s *Server) Run(ctx context.Context) error {
 	return nil
 }
 
+// setOutputTiming arranges when steps' tokens go out: V0's async output
+// processing and multi-step groups, both without pipeline parallelism
+// only (depth 1), as in sim.
+func (d *driver) setOutputTiming(depth int) {
+	cfg := &d.s.cfg
+	d.lag = cfg.AsyncOutputLag && depth == 1
+	if cfg.SchedulerSteps > 1 && d.eng.Config().Version == engine.V0 && depth == 1 {
+		d.steps = cfg.SchedulerSteps
+		d.group.Steps = d.steps
+		if d.lag {
+			d.hostAware, _ = cfg.StepModel.(perf.HostAwareModel)
+		}
+	}
+}
+
 // startDriver starts the step loop's state: the deliverer when chunks
 // wait out Config.Delivery, and the startup lines logged.
 func (s *Server) startDriver() *driver {
@@ -225,7 +232,7 @@ func (d *driver) fillPipeline(inPipe []servedBatch, pipe *perf.Pipeline, depth i
 		if d.steps > 1 {
 			b.cont, b.open = d.group.Place(step.Shape)
 			if d.lagging && b.open {
-				d.launchPending, d.launchAt, d.launchPythonised = true, clock+d.launchTime(step.Shape), b.hostBound
+				d.launchPending, d.launchAt, d.launchPythonised = true, clock+perf.LaunchTime(d.s.cfg.StepModel, step.Shape), b.hostBound
 			}
 		}
 		inPipe = append(inPipe, b)
@@ -244,16 +251,6 @@ func (d *driver) endGroupEarly(clock time.Duration) {
 	}
 	d.deliver(d.group.Release(), clock, clock)
 	d.flushHandOffs(clock)
-}
-
-// launchTime is the host's work on a step before vLLM's engine loop gets
-// control back when the step does not wait for the GPU
-// (perf.LaunchTimer; zero without one).
-func (d *driver) launchTime(s perf.StepShape) time.Duration {
-	if d.launch == nil {
-		return 0
-	}
-	return d.launch.LaunchTime(s)
 }
 
 // deliverLaunched hands on, at launchAt, the lagged outputs that the
@@ -349,13 +346,8 @@ func (d *driver) deliverLagged(due time.Duration, pythonised bool) {
 		return
 	}
 	d.noteScheduled(d.lagged, d.laggedStart)
-	d.group.Hold(d.lagged)
-	switch {
-	case d.laggedGroupEnd || d.s.cfg.MultiStepStream:
-		d.deliver(d.group.Release(), d.laggedStart, due)
-	case pythonised:
-		d.deliver(d.group.ReleaseFinished(), d.laggedStart, due)
-	}
+	out, _ := d.group.HandOnLagged(d.lagged, d.laggedGroupEnd, d.s.cfg.MultiStepStream, pythonised)
+	d.deliver(out, d.laggedStart, due)
 }
 
 // completeLagged delivers the lagged outputs after the drain step that
@@ -370,8 +362,12 @@ func (d *driver) completeLagged(due time.Duration) time.Duration {
 
 // drainStep is the extra decode vLLM runs, with no step following, over
 // the sequences whose outputs are lagged and finished
-// (engine.FinishedDecodes, as sim's runner).
+// (engine.FinishedDecodes, as sim's runner); none after a multi-step
+// group, whose steps do not wait for their outputs.
 func (d *driver) drainStep() time.Duration {
+	if d.steps > 1 {
+		return 0
+	}
 	s := engine.FinishedDecodes(d.lagged, func(id uint64) (int, bool) {
 		if st := d.streams[id]; st != nil {
 			return st.req.PromptLen, true
@@ -400,8 +396,8 @@ type servedBatch struct {
 // and with pipeline parallelism once the pipeline could take it.
 func (d *driver) batchDue(pipe *perf.Pipeline, depth int, clock time.Duration, step *engine.Step) (due time.Duration, hostBound bool) {
 	var latency time.Duration
-	if h, ok := d.s.cfg.StepModel.(perf.HostAwareModel); ok && d.steps > 1 && d.lag {
-		latency, hostBound = h.StepTimeHost(step.Shape)
+	if d.hostAware != nil {
+		latency, hostBound = d.hostAware.StepTimeHost(step.Shape)
 	} else {
 		latency = d.stepTime(step.Shape)
 	}

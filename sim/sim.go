@@ -263,7 +263,6 @@ func RunStream(ctx context.Context, cfg Config, reqs *workload.Stream, emit func
 	r.lastHandoff = math.MinInt64 / 2 // no request handed on yet
 	r.lat = r.ingest > 0 || cfg.Delivery > 0 || cfg.ChatPrepare > 0 || cfg.IngestSpacing > 0
 	r.host, _ = cfg.Model.(perf.HostAwareModel)
-	r.launch, _ = cfg.Model.(perf.LaunchTimer)
 	r.depth = eng.MaxBatches()
 	r.virtualEngines = r.depth > 1 && cfg.Engine.Version == engine.V0
 	r.lag = cfg.AsyncOutputLag && r.depth == 1
@@ -311,7 +310,6 @@ type runner struct {
 	runErr error
 
 	host      perf.HostAwareModel // cfg.Model when it is one
-	launch    perf.LaunchTimer    // cfg.Model when it is one
 	hostBound int64
 	// hostBoundTime and stepTime sum the host-bound and all steps'
 	// durations; stepsTimed counts the steps stepTime saw. last* hold
@@ -408,9 +406,7 @@ func (r *runner) run(ctx context.Context) error {
 				// finished once more while it processes their outputs,
 				// then returns them. A multi-step group's last outputs go
 				// out at once (its steps do not wait for their outputs).
-				if r.steps <= 1 {
-					r.advance(r.now + r.drainStep())
-				}
+				r.advance(r.now + r.drainStep())
 				if err := r.deliverLagged(false); err != nil {
 					return err
 				}
@@ -509,7 +505,7 @@ func (r *runner) fillPipeline() error {
 				// An intermediate step returns to the engine loop once
 				// launched, without waiting for the GPU: the previous
 				// step's outputs, processed in its callback, go out then.
-				if err := r.deliverLaggedAt(r.now+r.launchTime(st.Shape), b.hostBound); err != nil {
+				if err := r.deliverLaggedAt(r.now+perf.LaunchTime(r.cfg.Model, st.Shape), b.hostBound); err != nil {
 					return err
 				}
 			}
@@ -606,8 +602,12 @@ func (r *runner) apply(outs []engine.Output) error {
 // processing when the lagged step finished sequences and nothing else is
 // scheduled (engine.FinishedDecodes). When other steps follow, the
 // finished sequences ride in the next one and its time is not changed
-// [approximation]. It is not counted in the step statistics.
+// [approximation]. It is not counted in the step statistics. A
+// multi-step group runs none: its steps do not wait for their outputs.
 func (r *runner) drainStep() time.Duration {
+	if r.steps > 1 {
+		return 0
+	}
 	s := engine.FinishedDecodes(r.lagged, func(id uint64) (int, bool) {
 		if fl := r.flights.at(id); fl != nil {
 			return fl.promptLen, true
@@ -640,15 +640,12 @@ func (r *runner) deliverLagged(pythonised bool) error {
 		r.logCompletion()
 		return r.apply(r.lagged)
 	}
-	r.group.Hold(r.lagged)
-	if r.laggedGroupEnd || r.cfg.MultiStepStream {
-		r.logCompletion()
-		return r.deliverHeld()
-	}
-	if !pythonised {
+	out, handOn := r.group.HandOnLagged(r.lagged, r.laggedGroupEnd, r.cfg.MultiStepStream, pythonised)
+	if !handOn {
 		return nil
 	}
-	return r.deliverFinished()
+	r.logCompletion()
+	return r.apply(out)
 }
 
 // deliverLaggedAt is deliverLagged at instant t, from now up to the end
@@ -659,26 +656,6 @@ func (r *runner) deliverLaggedAt(t time.Duration, pythonised bool) error {
 	err := r.deliverLagged(pythonised)
 	r.now = now
 	return err
-}
-
-// launchTime is the host's work on a step before an engine loop that does
-// not wait for the GPU gets control back (perf.LaunchTimer; zero without one).
-func (r *runner) launchTime(s perf.StepShape) time.Duration {
-	if r.launch == nil {
-		return 0
-	}
-	return r.launch.LaunchTime(s)
-}
-
-// deliverFinished hands on, as one completion, the held outputs of the
-// requests that have finished, and keeps the others held.
-func (r *runner) deliverFinished() error {
-	out := r.group.ReleaseFinished()
-	if out == nil {
-		return nil
-	}
-	r.logCompletion()
-	return r.apply(out)
 }
 
 // deliverHeld applies a multi-step group's held outputs: at its end, or
