@@ -800,9 +800,8 @@
 //     of GPU work, 11.2 ms of launches; from about 400 tokens the GPU
 //     outlasts them). The launches are CPU work: a HostStepModel counts
 //     a step they decide as host-bound and scales them by --host-speed
-//     (Breakdown.Launch; with pipeline parallelism the stages keep the
-//     default host's launch time); TP does not change them (each rank
-//     launches its own) [approximation].
+//     on every pipeline stage (Roofline.WithLaunchSpeed); TP does not
+//     change them (each rank launches its own) [approximation].
 //     Before, sim took prompts to outlast their launches [inferred, now
 //     replaced]; validate's holdout TTFT median moved from 27.1% to
 //     21.6% (docs/fidelity.md).

@@ -135,6 +135,18 @@ func NewRoofline(d Deployment) (*Roofline, error) {
 	return r, nil
 }
 
+// WithLaunchSpeed is r on a host whose CPU launches V0's eager kernels
+// speed times as fast (--host-speed): every stage's launch bound divides
+// by it. The rest of the model is shared with r.
+func (r *Roofline) WithLaunchSpeed(speed float64) *Roofline {
+	if speed == 1 || !(speed > 0) {
+		return r
+	}
+	c := *r
+	c.eagerLaunch /= speed
+	return &c
+}
+
 // GEMMPeak is the dense peak m's linear layers run at on g: the FP8 peak
 // for FP8 weights on a GPU with FP8 units (W8A8), the 16-bit peak
 // otherwise (unquantized, weight-only GPTQ/AWQ, and FP8 as W8A16 on a GPU

@@ -28,21 +28,18 @@ type HostStepModel struct {
 }
 
 // NewHostStepModel wraps gpu. A *perf.Roofline's built-in CPU overhead is
-// taken out so that it is not counted twice.
+// taken out so that it is not counted twice, and its kernel launches run
+// at the host's speed (GPU is then that roofline).
 func NewHostStepModel(gpu perf.StepModel, host HostOverhead, schedulerSteps int) *HostStepModel {
 	m := &HostStepModel{GPU: gpu, Host: host, SchedulerSteps: max(schedulerSteps, 1)}
 	if r, ok := gpu.(*perf.Roofline); ok {
-		speed := host.speed()
+		// V0's kernel launches are CPU work: this host's speed sets how
+		// long the GPU, every pipeline stage of it, waits for them.
+		r = r.WithLaunchSpeed(host.speed())
+		m.GPU = r
 		m.gpuOnly = func(s perf.StepShape) (time.Duration, bool) {
 			b := r.Breakdown(s)
-			d, gaps := b.Total-b.Overhead, b.LaunchGaps
-			if b.Launch > 0 && speed != 1 {
-				// V0's kernel launches are CPU work: this host's speed
-				// sets how long the GPU waits for them.
-				g := max(time.Duration(float64(b.Launch)/speed)-b.GPU-b.Communication, 0)
-				d, gaps = d+g-gaps, g
-			}
-			return d, gaps > 0
+			return b.Total - b.Overhead, b.LaunchGaps > 0
 		}
 	} else {
 		m.gpuOnly = func(s perf.StepShape) (time.Duration, bool) { return gpu.StepTime(s), false }

@@ -465,4 +465,29 @@ func TestLaunchBoundSteps(t *testing.T) {
 	if d := slow - quick; (d - want).Abs() > 2*time.Microsecond {
 		t.Errorf("a prompt of 137 tokens: %v at the default host, %v on one twice as fast: %v apart, want %v", slow, quick, d, want)
 	}
+
+	// With two pipeline stages each launches its 16 layers, 5.6 ms, and
+	// outlasts its GPU work at the default host; a host twice as fast
+	// halves that launch bound, so the pipeline takes the next batch
+	// sooner.
+	stages := func(speed float64) *vllm.HostStepModel {
+		r, err := resolve(t, "0.6.0", "", "Llama-3-8B", "H100", vllm.Options{PipelineParallel: 2, HostSpeed: speed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.StepModel.(*vllm.HostStepModel)
+	}
+	pp, ppFast := stages(1), stages(2)
+	split := pp.GPU.(*perf.Roofline).StageSplit(s)
+	stageLaunch := 16 * 350 * time.Microsecond
+	if split.Stage < stageLaunch {
+		t.Fatalf("a stage of a 137-token prompt takes %v, want at least its launches (%v)", split.Stage, stageLaunch)
+	}
+	fastSplit := ppFast.GPU.(*perf.Roofline).StageSplit(s)
+	if fastSplit.Stage >= split.Stage || fastSplit.Stage < stageLaunch/2 {
+		t.Errorf("a stage on a host twice as fast takes %v, at the default host %v: want less, and at least half the launches (%v)", fastSplit.Stage, split.Stage, stageLaunch/2)
+	}
+	if a, b := pp.StageTime(s), ppFast.StageTime(s); b >= a {
+		t.Errorf("pipeline stage time %v on a host twice as fast, %v at the default host: want it shorter", b, a)
+	}
 }
