@@ -46,13 +46,7 @@ func (m Model) layerOps(t int, layers, moeLayers float64) []layerOp {
 	tf := float64(t)
 	ops := []layerOp{{opRMSNorm, float64(m.Hidden), 2 * layers}}
 	if m.IsMLA() {
-		a := m.MLA
-		if a.QLoraRank > 0 {
-			ops = append(ops, layerOp{opRMSNorm, float64(a.QLoraRank), layers})
-		}
-		ops = append(ops,
-			layerOp{opRMSNorm, float64(a.KVLoraRank), layers},
-			layerOp{opRotary, (float64(m.Heads)/tf + 1) * float64(a.QKRopeHeadDim), layers})
+		ops = append(ops, m.mlaOps(t, layers)...)
 	} else {
 		ops = append(ops, layerOp{opRotary, (float64(m.Heads)/tf + math.Max(float64(m.KVHeads)/tf, 1)) * float64(m.HeadDim), layers})
 	}
@@ -69,12 +63,39 @@ func (m Model) layerOps(t int, layers, moeLayers float64) []layerOp {
 	return ops
 }
 
+// mlaOps are MLA's small kernels inside its attention block, on layers:
+// the q_a (when the query is low-rank) and kv_a RMSNorms and the rotary
+// embedding of the queries' and the shared key's RoPE parts.
+func (m Model) mlaOps(t int, layers float64) []layerOp {
+	a := m.MLA
+	var ops []layerOp
+	if a.QLoraRank > 0 {
+		ops = append(ops, layerOp{opRMSNorm, float64(a.QLoraRank), layers})
+	}
+	return append(ops,
+		layerOp{opRMSNorm, float64(a.KVLoraRank), layers},
+		layerOp{opRotary, (float64(m.Heads)/float64(t) + 1) * float64(a.QKRopeHeadDim), layers})
+}
+
 // newElementwiseCurve is the stage's small kernels by tokens in the step;
-// nil when the GPU has no profile to read. A GPU derived from another
-// runs each kernel as the origin would on bandwidth-scaled elements, so a
-// launch-bound kernel keeps its floor and a bandwidth-bound one scales
-// with the bandwidths.
+// nil when the GPU has no profile to read.
 func newElementwiseCurve(d Deployment, cat *kernelCatalog, layers, moeLayers float64) *curve {
+	timer := newElementwiseTimer(d, cat)
+	if timer == nil {
+		return nil
+	}
+	ops := d.Model.layerOps(d.TensorParallel, layers, moeLayers)
+	return newCurve(kernelGridM, func(tokens float64) float64 {
+		return timer(ops, tokens)
+	}).densify(d.MaxNumBatchedTokens + d.MaxNumSeqs)
+}
+
+// newElementwiseTimer times small kernels on the deployment's GPU at a
+// step's tokens; nil when the GPU has no profile to read. A GPU derived
+// from another runs each kernel as the origin would on bandwidth-scaled
+// elements, so a launch-bound kernel keeps its floor and a
+// bandwidth-bound one scales with the bandwidths.
+func newElementwiseTimer(d Deployment, cat *kernelCatalog) func(ops []layerOp, tokens float64) float64 {
 	g := d.GPU
 	origin := elementwiseOrigin[g.Name]
 	table := cat.find("elementwise", origin, "")
@@ -86,13 +107,12 @@ func newElementwiseCurve(d Deployment, cat *kernelCatalog, layers, moeLayers flo
 	if src.Name == g.Name {
 		stretch = 1
 	}
-	ops := d.Model.layerOps(d.TensorParallel, layers, moeLayers)
 	scale := calibrated(g, false, 0, 1)
-	return newCurve(kernelGridM, func(tokens float64) float64 {
+	return func(ops []layerOp, tokens float64) float64 {
 		sum := 0.0
 		for _, o := range ops {
 			sum += o.layers * table.at2(float64(o.op), tokens*o.width*stretch)
 		}
 		return sum * scale
-	}).densify(d.MaxNumBatchedTokens + d.MaxNumSeqs)
+	}
 }

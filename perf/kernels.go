@@ -246,6 +246,10 @@ type stepKernels struct {
 	// traffic.
 	smallKernels *curve
 	tokenTraffic float64
+	// mlaDecode is, per layer, what the measured MLA block in decode
+	// takes beyond the parts above by (mean context, decodes); nil
+	// without a table for the deployment (mla.go).
+	mlaDecode *kernelTable
 }
 
 // kernelPlan finds the tables for a deployment; nil (and the reason) when
@@ -306,6 +310,7 @@ func kernelPlan(d Deployment, r *Roofline) (*stepKernels, KernelSource) {
 	}
 
 	k.setAttention(d, prefillT, decodeT, attnSrc)
+	k.setMLADecode(d, cat, gemm)
 	return k, src
 }
 
@@ -628,7 +633,11 @@ func (k *stepKernels) layerSeconds(s StepShape, prefill, decode, tokens, rows fl
 		}
 	}
 	if decode > 0 {
-		t += k.layers * k.decode.at2(math.Max(decodeCtx/decode, 1), decode)
+		ctx := math.Max(decodeCtx/decode, 1)
+		t += k.layers * k.decode.at2(ctx, decode)
+		if k.mlaDecode != nil {
+			t += k.layers * k.mlaDecode.at2(ctx, decode)
+		}
 	}
 	if k.smallKernels != nil {
 		t += k.smallKernels.at(rows)

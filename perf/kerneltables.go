@@ -60,7 +60,7 @@ var fillAxes = map[string][]string{
 	"gemm": {"k", "n"}, "gemm-nk": {"nk"}, "attention-prefill": {"batch", "heads"},
 	"attention-decode": {"batch", "kv_heads", "context"},
 	"nccl-all_reduce":  {"bytes"}, "nccl-all_gather": {"bytes"}, "custom-allreduce": {"bytes"},
-	"moe": {"tp"},
+	"moe": {"tp"}, "mla-decode": {"batch", "context"},
 }
 
 // categoricalAxes index measured cases rather than measure a quantity (a

@@ -95,6 +95,9 @@ func (a aiconfigurator) writeAll(out string) error {
 		if err := a.writeMoE(out, g); err != nil {
 			return err
 		}
+		if err := a.writeMLA(out, g); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -1,0 +1,115 @@
+package perf
+
+import (
+	"math"
+	"testing"
+)
+
+// TestMLADecodeReadsTheModuleTable: DeepSeek-R1's attention block in a
+// decode step takes what aiconfigurator measured for vLLM's MLA module
+// (mla_generation_module, H200, 16 query heads per GPU, block-FP8
+// projections, bf16 KV: 97.3 µs at 4 sequences of 512 tokens, 123.2 µs at
+// 64), not the sum of the GEMM, attention and small-kernel tables' parts,
+// which comes to about two thirds of it.
+func TestMLADecodeReadsTheModuleTable(t *testing.T) {
+	k := mlaKernels(t, "DeepSeek-R1", "H200", 8, "")
+	if k.mlaDecode == nil {
+		t.Fatal("DeepSeek-R1 at TP 8 on an H200: no MLA decode table")
+	}
+	for _, c := range []struct{ ctx, batch, published float64 }{{512, 4, 97.3e-6}, {512, 64, 123.2e-6}} {
+		parts := mlaParts(t, k, "DeepSeek-R1", "H200", 8, c.ctx, c.batch)
+		block := parts + k.mlaDecode.at2(c.ctx, c.batch)
+		if math.Abs(block/c.published-1) > 0.02 {
+			t.Errorf("%v sequences of %v tokens: MLA block %.1f µs, published %.1f µs", c.batch, c.ctx, block*1e6, c.published*1e6)
+		}
+		if parts > 0.8*c.published {
+			t.Errorf("%v sequences of %v tokens: the parts (%.1f µs) should fall well short of the measured block (%.1f µs)", c.batch, c.ctx, parts*1e6, c.published*1e6)
+		}
+	}
+}
+
+// TestMLADecodeOnlyWhereMeasured: the table stands in only for its shape
+// on the GPUs it was measured on and for a measured weights and cache
+// variant.
+func TestMLADecodeOnlyWhereMeasured(t *testing.T) {
+	for _, c := range []struct {
+		model, gpu, kvCache string
+		tp                  int
+		want                bool
+	}{
+		{"DeepSeek-R1", "H200", "", 8, true},
+		{"DeepSeek-R1", "H100", "fp8", 8, true},
+		{"DeepSeek-V3", "H200", "", 16, true},
+		{"DeepSeek-V2-Lite", "H100", "", 1, false}, // another shape
+		{"DeepSeek-R1", "H20", "", 8, false},       // derived from H100-SXM's tables
+		{"DeepSeek-R1", "B200", "", 8, false},      // no vLLM MLA module table
+	} {
+		k := mlaKernels(t, c.model, c.gpu, c.tp, c.kvCache)
+		if got := k.mlaDecode != nil; got != c.want {
+			t.Errorf("%s on %s (TP %d, KV %q): MLA decode table %v, want %v", c.model, c.gpu, c.tp, c.kvCache, got, c.want)
+		}
+	}
+}
+
+// TestMLADecodeStepTime: a decode step of DeepSeek-R1 grows by the block's
+// excess in every layer; a prefill-only step does not change.
+func TestMLADecodeStepTime(t *testing.T) {
+	with := mlaRoofline(t, "DeepSeek-R1", "H200", 8, "")
+	without := *with
+	kern := *with.kern
+	kern.mlaDecode = nil
+	without.kern = &kern
+	decode := StepShape{Decodes: 4, KVTokens: 4 * 512, AttnPairs: 4 * 512, DecodeContext: 4 * 512}
+	layers := float64(with.d.Model.Layers)
+	want := layers * with.kern.mlaDecode.at2(512, 4)
+	if got := (with.StepTime(decode) - without.StepTime(decode)).Seconds(); math.Abs(got-want) > 1e-6 {
+		t.Errorf("4 decodes: the MLA block adds %.3f ms, want %.3f ms (61 layers' excess)", got*1e3, want*1e3)
+	}
+	prefill := StepShape{PrefillTokens: 512, Prefills: 1, PrefillsDone: 1, AttnPairs: 512 * 513 / 2, KVTokens: 512}
+	if a, b := with.StepTime(prefill), without.StepTime(prefill); a != b {
+		t.Errorf("a 512-token prompt: %v with the MLA decode table, %v without: want no change", a, b)
+	}
+}
+
+func mlaRoofline(t *testing.T, model, gpu string, tp int, kvCache string) *Roofline {
+	t.Helper()
+	m, err := LookupModel(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := LookupGPU(gpu)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := DefaultDeployment(m, g)
+	d.TensorParallel, d.KVCacheDType = tp, kvCache
+	r, err := NewRoofline(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.kern == nil {
+		t.Fatalf("%s on %s: no kernel tables", model, gpu)
+	}
+	return r
+}
+
+func mlaKernels(t *testing.T, model, gpu string, tp int, kvCache string) *stepKernels {
+	t.Helper()
+	return mlaRoofline(t, model, gpu, tp, kvCache).kern
+}
+
+// mlaParts is what the GEMM, decode-attention and small-kernel tables
+// give one layer's MLA block in decode.
+func mlaParts(t *testing.T, k *stepKernels, model, gpu string, tp int, ctx, batch float64) float64 {
+	t.Helper()
+	r := mlaRoofline(t, model, gpu, tp, "")
+	d := r.d
+	cat := kernelTables()
+	src, _ := measuredGPU(gpu)
+	gemm := newGEMMTimer(cat, src, d.GPU, d.Kernels.Kernel(d.Model, d.GPU), d.Model)
+	parts := k.decode.at2(ctx, batch) + newElementwiseTimer(d, cat)(d.Model.mlaOps(tp, 1), batch)
+	for _, s := range d.Model.attentionGEMMs(tp) {
+		parts += gemm.at(batch, s.n, s.k)
+	}
+	return parts
+}
