@@ -24,6 +24,10 @@ type KernelSource struct {
 	// timed from ("H200 fp8-block 7168x2048x8x256": GPU, weight format and
 	// the measured expert shape); empty for dense models.
 	MoE string
+	// MLA names the MLA decode block table an MLA model's attention is
+	// timed from in decode ("H200 fp8-block+bf16-kv, 16 heads"); empty
+	// when none covers it (mla.go).
+	MLA string
 }
 
 // String is what sim's engine section prints: "measured: H100-SXM",
@@ -32,6 +36,9 @@ func (s KernelSource) String() string {
 	moe := ""
 	if s.MoE != "" {
 		moe = "; fused MoE: " + s.MoE
+	}
+	if s.MLA != "" {
+		moe += "; MLA decode block: " + s.MLA
 	}
 	switch s.Mode {
 	case "measured":
@@ -310,7 +317,9 @@ func kernelPlan(d Deployment, r *Roofline) (*stepKernels, KernelSource) {
 	}
 
 	k.setAttention(d, prefillT, decodeT, attnSrc)
-	k.setMLADecode(d, cat, gemm)
+	if src.MLA = k.setMLADecode(d, cat, gemm); src.MLA != "" {
+		k.source = src
+	}
 	return k, src
 }
 

@@ -1,5 +1,7 @@
 package perf
 
+import "fmt"
+
 // MLA's decode path as vLLM runs it (doc.go, "MLA decode module"): the
 // measured attention block of DeepSeek-V3's shape in decode replaces the
 // sum of its parts the other tables give, which leaves out the absorbed
@@ -7,8 +9,8 @@ package perf
 // projections and the MLA kernel's own costs.
 
 // mlaTableShape is the attention block aiconfigurator measured
-// (DeepSeek-V3's): any model with these widths reads the table at its
-// query heads per GPU.
+// (DeepSeek-V3's): any model with these widths, run as MLA (not
+// Expanded), reads the table at its query heads per GPU.
 var mlaTableShape = struct {
 	hidden int
 	mla    MLA
@@ -18,7 +20,7 @@ var mlaTableShape = struct {
 // projections' weights (block-wise FP8 on a GPU with FP8 units, or 16-bit)
 // and the KV cache's dtype; "" when no variant was measured.
 func mlaDecodeDtype(d Deployment) string {
-	m, q := d.Model, d.Model.Quantization
+	q := d.Model.Quantization
 	var gemm string
 	switch {
 	case q.Method == "":
@@ -28,7 +30,7 @@ func mlaDecodeDtype(d Deployment) string {
 	default:
 		return ""
 	}
-	if q.SkippedAttentionLayers > 0 || m.MLA.Expanded {
+	if q.SkippedAttentionLayers > 0 {
 		return ""
 	}
 	if isFP8KVCache(d.KVCacheDType) {
@@ -42,18 +44,17 @@ func mlaDecodeDtype(d Deployment) string {
 // and small-kernel tables give the same rows (negative where those give
 // more). nil unless the model has the measured shape, the GPU its own
 // table (H100-SXM, H200) and the weights and cache a measured variant.
-func (k *stepKernels) setMLADecode(d Deployment, cat *kernelCatalog, gemm *gemmTimer) {
+// It returns the table's name for KernelSource.MLA ("" without one).
+func (k *stepKernels) setMLADecode(d Deployment, cat *kernelCatalog, gemm *gemmTimer) string {
 	m, g := d.Model, d.GPU
-	if !m.IsMLA() || m.Hidden != mlaTableShape.hidden || m.MLA.QLoraRank != mlaTableShape.mla.QLoraRank ||
-		m.MLA.KVLoraRank != mlaTableShape.mla.KVLoraRank || m.MLA.QKNopeHeadDim != mlaTableShape.mla.QKNopeHeadDim ||
-		m.MLA.QKRopeHeadDim != mlaTableShape.mla.QKRopeHeadDim || m.MLA.VHeadDim != mlaTableShape.mla.VHeadDim {
-		return
+	if m.Hidden != mlaTableShape.hidden || m.MLA != mlaTableShape.mla {
+		return ""
 	}
 	dtype := mlaDecodeDtype(d)
 	table := cat.find("mla-decode", g.Name, dtype)
 	small := newElementwiseTimer(d, cat)
 	if dtype == "" || table == nil || small == nil || k.decode == nil {
-		return
+		return ""
 	}
 	heads := float64(m.Heads) / float64(d.TensorParallel)
 	projections := m.attentionGEMMs(d.TensorParallel)
@@ -66,4 +67,5 @@ func (k *stepKernels) setMLADecode(d Deployment, cat *kernelCatalog, gemm *gemmT
 		}
 		return table.at(ctx, batch, heads)*scale - parts
 	})
+	return fmt.Sprintf("%s %s, %g heads", g.Name, dtype, heads)
 }

@@ -16,6 +16,9 @@ func TestMLADecodeReadsTheModuleTable(t *testing.T) {
 	if k.mlaDecode == nil {
 		t.Fatal("DeepSeek-R1 at TP 8 on an H200: no MLA decode table")
 	}
+	if got, want := k.source.String(), "measured: H200; fused MoE: H200 fp8-block 7168x2048x8x256; MLA decode block: H200 fp8-block+bf16-kv, 16 heads"; got != want {
+		t.Errorf("kernel source %q, want %q", got, want)
+	}
 	for _, c := range []struct{ ctx, batch, published float64 }{{512, 4, 97.3e-6}, {512, 64, 123.2e-6}} {
 		parts := mlaParts(t, k, "DeepSeek-R1", "H200", 8, c.ctx, c.batch)
 		block := parts + k.mlaDecode.at2(c.ctx, c.batch)
@@ -48,6 +51,29 @@ func TestMLADecodeOnlyWhereMeasured(t *testing.T) {
 		if got := k.mlaDecode != nil; got != c.want {
 			t.Errorf("%s on %s (TP %d, KV %q): MLA decode table %v, want %v", c.model, c.gpu, c.tp, c.kvCache, got, c.want)
 		}
+	}
+}
+
+// TestMLADecodeNotForExpandedMLA: a release that runs the layer as
+// ordinary attention (MLA.Expanded) has no MLA block to read.
+func TestMLADecodeNotForExpandedMLA(t *testing.T) {
+	m, err := LookupModel("DeepSeek-R1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.MLA.Expanded = true
+	g, err := LookupGPU("H200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := DefaultDeployment(m, g)
+	d.TensorParallel = 8
+	r, err := NewRoofline(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.kern == nil || r.kern.mlaDecode != nil {
+		t.Errorf("expanded MLA: kernel tables %v, MLA decode table %v; want tables without the MLA block", r.kern != nil, r.kern != nil && r.kern.mlaDecode != nil)
 	}
 }
 
