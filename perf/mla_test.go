@@ -57,17 +57,8 @@ func TestMLADecodeOnlyWhereMeasured(t *testing.T) {
 // TestMLADecodeNotForExpandedMLA: a release that runs the layer as
 // ordinary attention (MLA.Expanded) has no MLA block to read.
 func TestMLADecodeNotForExpandedMLA(t *testing.T) {
-	m, err := LookupModel("DeepSeek-R1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.MLA.Expanded = true
-	g, err := LookupGPU("H200")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := DefaultDeployment(m, g)
-	d.TensorParallel = 8
+	d := mlaDeployment(t, "DeepSeek-R1", "H200", 8, "")
+	d.Model.MLA.Expanded = true
 	r, err := NewRoofline(d)
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +88,7 @@ func TestMLADecodeStepTime(t *testing.T) {
 	}
 }
 
-func mlaRoofline(t *testing.T, model, gpu string, tp int, kvCache string) *Roofline {
+func mlaDeployment(t *testing.T, model, gpu string, tp int, kvCache string) Deployment {
 	t.Helper()
 	m, err := LookupModel(model)
 	if err != nil {
@@ -109,7 +100,12 @@ func mlaRoofline(t *testing.T, model, gpu string, tp int, kvCache string) *Roofl
 	}
 	d := DefaultDeployment(m, g)
 	d.TensorParallel, d.KVCacheDType = tp, kvCache
-	r, err := NewRoofline(d)
+	return d
+}
+
+func mlaRoofline(t *testing.T, model, gpu string, tp int, kvCache string) *Roofline {
+	t.Helper()
+	r, err := NewRoofline(mlaDeployment(t, model, gpu, tp, kvCache))
 	if err != nil {
 		t.Fatal(err)
 	}
