@@ -643,8 +643,9 @@
 // sequences 123.2 µs against 75.8 µs. Held back along each axis, the
 // tables reproduce their interior points with a median error of 1.7–2.3%
 // (p90 5–6.4%). Not covered: prompts (aiconfigurator's
-// mla_context_module is −6…+23% off the parts over the 1 to 128
-// prompts of 128 to 8,192 tokens compared, so prefill keeps them), other GPUs
+// mla_context_module is −9…+20% off the parts over the 1 to 128
+// prompts of 128 to 8,192 tokens compared, +12% for one prompt of 256:
+// prefill keeps the parts [open]), other GPUs
 // (their parts as before: the H20 and PCIe H100s would need deriving
 // through deriveScale, which a whole block's launch-bound share does not
 // follow [open]; Blackwell's MLA kernels are other ones), and releases:
