@@ -33,21 +33,21 @@ type KernelSource struct {
 // String is what sim's engine section prints: "measured: H100-SXM",
 // "derived from A40 (attention: A100-80GB)", "roofline: no table".
 func (s KernelSource) String() string {
-	moe := ""
+	tables := ""
 	if s.MoE != "" {
-		moe = "; fused MoE: " + s.MoE
+		tables = "; fused MoE: " + s.MoE
 	}
 	if s.MLA != "" {
-		moe += "; MLA decode block: " + s.MLA
+		tables += "; MLA decode block: " + s.MLA
 	}
 	switch s.Mode {
 	case "measured":
-		return "measured: " + s.GEMM + moe
+		return "measured: " + s.GEMM + tables
 	case "derived":
 		if s.Attention != "" && s.Attention != s.GEMM {
-			return fmt.Sprintf("derived from %s (attention: %s)%s", s.GEMM, s.Attention, moe)
+			return fmt.Sprintf("derived from %s (attention: %s)%s", s.GEMM, s.Attention, tables)
 		}
-		return "derived from " + s.GEMM + moe
+		return "derived from " + s.GEMM + tables
 	}
 	return "roofline: " + s.Reason
 }

@@ -23,14 +23,13 @@ func mlaDecodeDtype(d Deployment) string {
 	q := d.Model.Quantization
 	var gemm string
 	switch {
+	case q.SkippedAttentionLayers > 0:
+		return ""
 	case q.Method == "":
 		gemm = "bf16"
 	case q.Method == "fp8" && q.WeightBlockSize > 0 && d.GPU.FP8FLOPS > 0:
 		gemm = "fp8-block"
 	default:
-		return ""
-	}
-	if q.SkippedAttentionLayers > 0 {
 		return ""
 	}
 	if isFP8KVCache(d.KVCacheDType) {
@@ -51,9 +50,12 @@ func (k *stepKernels) setMLADecode(d Deployment, cat *kernelCatalog, gemm *gemmT
 		return ""
 	}
 	dtype := mlaDecodeDtype(d)
+	if dtype == "" || k.decode == nil {
+		return ""
+	}
 	table := cat.find("mla-decode", g.Name, dtype)
 	small := newElementwiseTimer(d, cat)
-	if dtype == "" || table == nil || small == nil || k.decode == nil {
+	if table == nil || small == nil {
 		return ""
 	}
 	heads := float64(m.Heads) / float64(d.TensorParallel)
