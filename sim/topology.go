@@ -119,10 +119,11 @@ type TopologyConfig struct {
 	// the client Delivery after the step that made it, so one engine and
 	// a colocated fleet of one time a request alike.
 	Ingest, Delivery time.Duration
-	// IngestSpacing is each colocated replica's OpenAI server handing
-	// requests to its engine at least this far apart, in the order the
-	// router sent them (Config.IngestSpacing); prefill and decode
-	// instances do not space them [deviation].
+	// IngestSpacing is each instance's OpenAI server handing requests to
+	// its engine at least this far apart, in the order they reached it
+	// (Config.IngestSpacing): a replica's or prefill instance's from the
+	// router, a decode instance's from the proxy once the request's KV
+	// can be had.
 	IngestSpacing time.Duration
 	// OnTransfer, if set, is called for each disaggregated request when it
 	// finishes, in completion order.
@@ -323,8 +324,8 @@ type instance struct {
 	lag     bool
 	lagged  []engine.Output
 	lagging bool
-	// lastAdded is when the last request routed here reached the engine
-	// (TopologyConfig.IngestSpacing).
+	// lastAdded is when the last request handed to this instance reached
+	// its engine (TopologyConfig.IngestSpacing).
 	lastAdded time.Duration
 	load      int // requests routed here and not finished
 	routed    int
@@ -375,8 +376,9 @@ const (
 	evStepEnd eventKind = iota
 	evLink
 	evDispatch
-	// evSpacedAdd: a request routed to a replica reaches its engine
-	// (TopologyConfig.IngestSpacing).
+	// evSpacedAdd: a request reaches an instance's engine after its
+	// server's spacing (TopologyConfig.IngestSpacing); back says which
+	// pool.
 	evSpacedAdd
 	evDecodeReady
 	evKick
@@ -561,7 +563,11 @@ func (t *fleet) run(ctx context.Context) error {
 		case evDispatch:
 			err = t.dispatchFront(e.id)
 		case evSpacedAdd:
-			err = t.addFront(e.id)
+			if e.back {
+				err = t.addBack(e.id)
+			} else {
+				err = t.addFront(e.id)
+			}
 		case evDecodeReady:
 			err = t.admitBack(e.id)
 		case evKick:
@@ -697,16 +703,26 @@ func (t *fleet) dispatchFront(i int) error {
 	in := t.front[f.front]
 	in.load++
 	in.routed++
-	if t.cfg.Kind == Colocated && t.cfg.IngestSpacing > 0 {
-		// The replica's server hands its requests on one at a time.
-		at := max(t.now, in.lastAdded+t.cfg.IngestSpacing)
-		in.lastAdded = at
-		if at > t.now {
-			t.push(event{at: at, kind: evSpacedAdd, id: i})
-			return nil
-		}
+	if t.spaced(in, i, false) {
+		return nil
 	}
 	return t.addFront(i)
+}
+
+// spaced holds request i until in's server has handed on the requests
+// before it, IngestSpacing apart, and reports whether it did (an
+// evSpacedAdd then adds it).
+func (t *fleet) spaced(in *instance, i int, back bool) bool {
+	if t.cfg.IngestSpacing <= 0 {
+		return false
+	}
+	at := max(t.now, in.lastAdded+t.cfg.IngestSpacing)
+	in.lastAdded = at
+	if at == t.now {
+		return false
+	}
+	t.push(event{at: at, kind: evSpacedAdd, id: i, back: back})
+	return true
 }
 
 // addFront adds a routed request to its front instance's engine.
@@ -1096,7 +1112,17 @@ func (t *fleet) scheduleBack(i int, ready time.Duration) error {
 	return nil
 }
 
+// admitBack hands a request whose KV can be had to its decode instance's
+// server.
 func (t *fleet) admitBack(i int) error {
+	if t.spaced(t.back[t.flights.at(i).back], i, true) {
+		return nil
+	}
+	return t.addBack(i)
+}
+
+// addBack adds a request to its decode instance's engine.
+func (t *fleet) addBack(i int) error {
 	f := t.flights.at(i)
 	in := t.back[f.back]
 	f.onBack = true

@@ -127,6 +127,54 @@ func TestPDHandWorked(t *testing.T) {
 	}
 }
 
+// Prefill and decode instances run OpenAI servers too: a burst reaches
+// the prefill engine IngestSpacing apart instead of in one step, and the
+// decode engine admits the proxy's decode requests at least that far
+// apart, though their KV arrives together.
+func TestPDServersSpaceTheirRequests(t *testing.T) {
+	const spacing = time.Millisecond
+	var reqs []workload.Request
+	for i := range 16 {
+		reqs = append(reqs, workload.Request{Index: i, PromptLen: 100, MaxTokens: 3})
+	}
+	run := func(spacing time.Duration) (prefillSteps int, admitted []time.Duration, meanTTFT time.Duration) {
+		cfg := pdConfig(1, 1, testLink)
+		cfg.IngestSpacing = spacing
+		var traces []TransferTrace
+		cfg.OnTransfer = func(tr TransferTrace) { traces = append(traces, tr) }
+		_, recs := runTopology(t, cfg, reqs)
+		done := map[time.Duration]bool{}
+		for _, tr := range traces {
+			done[tr.PrefillDone] = true
+			admitted = append(admitted, tr.DecodeAdmitted)
+		}
+		slices.Sort(admitted)
+		for _, r := range recs {
+			if !r.Success {
+				t.Fatalf("spacing %v: request %d failed: %s", spacing, r.Index, r.Error)
+			}
+			meanTTFT += r.TTFT / time.Duration(len(recs))
+		}
+		return len(done), admitted, meanTTFT
+	}
+	steps0, admitted0, ttft0 := run(0)
+	steps, admitted, ttft := run(spacing)
+	if steps0 != 1 || steps < 2 {
+		t.Errorf("prefill steps finishing prompts: %d unspaced, %d spaced; want one, then several", steps0, steps)
+	}
+	if admitted0[0] != admitted0[len(admitted0)-1] {
+		t.Errorf("unspaced: decode admissions %v; want one instant (the KV arrives together)", admitted0)
+	}
+	for k := 1; k < len(admitted); k++ {
+		if gap := admitted[k] - admitted[k-1]; gap < spacing {
+			t.Errorf("spaced: decode admissions %v and %v are %v apart, want at least %v", admitted[k-1], admitted[k], gap, spacing)
+		}
+	}
+	if ttft <= ttft0 {
+		t.Errorf("mean TTFT %v spaced, %v unspaced: want the spacing to add to it", ttft, ttft0)
+	}
+}
+
 // Every KV byte sent is received, per request; decode never admits or
 // steps a request before its KV has arrived (spilled KV also waits for
 // the host-to-GPU copy); with recompute, nothing is sent.

@@ -347,9 +347,10 @@
 // 0.1, 0.4 and 1 ms all give a holdout TTFT median of 27.1% (TPOT/ITL
 // 14.5–14.9%); the value is APIPerRequest's, not chosen on them. Not
 // for chat requests, whose hand-offs queue behind the preparations
-// instead (below). A colocated fleet spaces each replica's requests
-// (sim.TopologyConfig.IngestSpacing, in the order the router sent them);
-// prefill and decode instances do not [deviation]. Where the engine shares the API server's process (0.4,
+// instead (below). A fleet spaces each instance's requests
+// (sim.TopologyConfig.IngestSpacing): a replica's or prefill instance's in
+// the order the router sent them, a decode instance's in the order their
+// KV can be had (the proxy's decode requests). Where the engine shares the API server's process (0.4,
 // 0.5) its loop may take more of a burst at once [approximation: the
 // same spacing].
 //
