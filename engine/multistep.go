@@ -34,6 +34,9 @@ func (g *MultiStepGroup) Place(s perf.StepShape) (cont, open bool) {
 	return cont, g.left > 0
 }
 
+// Grouping reports whether steps run in groups (Steps above 1).
+func (g *MultiStepGroup) Grouping() bool { return g.Steps > 1 }
+
 // Open reports whether the group has steps left to schedule: nothing
 // joins the batch until it ends.
 func (g *MultiStepGroup) Open() bool { return g.left > 0 }

@@ -330,8 +330,9 @@ type StepBreakdown struct {
 	// in steps that run without CUDA graphs.
 	LaunchGaps time.Duration
 	// Launch is the CPU time V0 takes to launch such a step's kernels
-	// (zero otherwise): LaunchGaps is what of it outlasts the GPU's
-	// work, so a host model that scales CPU work can redo the gaps.
+	// (zero otherwise), at the roofline's launch speed
+	// (WithLaunchSpeed): LaunchGaps is what of it outlasts the GPU's
+	// work.
 	Launch time.Duration
 	// Swap is V0 swap-in/out copies over PCIe.
 	Swap  time.Duration

@@ -71,15 +71,14 @@ type driver struct {
 	lagging     bool
 
 	// Multi-step scheduling (Config.SchedulerSteps, V0 without pipeline
-	// parallelism; sim's runner does the same): steps is the group size,
-	// group places each step in its group and holds the outputs that
-	// have not gone out, laggedGroupEnd says the lagged step ended its
-	// group. With AsyncOutputLag a group's intermediate step returns to
+	// parallelism; sim's runner does the same): group places each step
+	// in its group and holds the outputs that have not gone out;
+	// laggedGroupEnd says the lagged step ended its group. With
+	// AsyncOutputLag a group's intermediate step returns to
 	// vLLM's engine loop once launched, and the lagged step's outputs,
 	// processed in its callback, go out then: launchPending says they go
 	// out at launchAt, launchPythonised whether the step that processes
 	// them is host-bound (so the lagged step was pythonised early).
-	steps          int
 	group          engine.MultiStepGroup
 	laggedGroupEnd bool
 	// hostAware is the step model when it says which steps the host
@@ -187,8 +186,7 @@ func (d *driver) setOutputTiming(depth int) {
 	cfg := &d.s.cfg
 	d.lag = cfg.AsyncOutputLag && depth == 1
 	if cfg.SchedulerSteps > 1 && d.eng.Config().Version == engine.V0 && depth == 1 {
-		d.steps = cfg.SchedulerSteps
-		d.group.Steps = d.steps
+		d.group.Steps = cfg.SchedulerSteps
 		if d.lag {
 			d.hostAware, _ = cfg.StepModel.(perf.HostAwareModel)
 		}
@@ -213,7 +211,7 @@ func (s *Server) startDriver() *driver {
 // or the engine has nothing to run, failing the requests it rejects.
 func (d *driver) fillPipeline(inPipe []servedBatch, pipe *perf.Pipeline, depth int, clock time.Duration) []servedBatch {
 	for len(inPipe) < depth {
-		if d.steps > 1 {
+		if d.group.Grouping() {
 			d.eng.HoldAdmissions(d.group.Open())
 		}
 		step := d.eng.Schedule(clock)
@@ -229,7 +227,7 @@ func (d *driver) fillPipeline(inPipe []servedBatch, pipe *perf.Pipeline, depth i
 		}
 		b := servedBatch{step: step, start: clock}
 		b.due, b.hostBound = d.batchDue(pipe, depth, clock, step)
-		if d.steps > 1 {
+		if d.group.Grouping() {
 			b.cont, b.open = d.group.Place(step.Shape)
 			if d.lagging && b.open {
 				d.launchPending, d.launchAt, d.launchPythonised = true, clock+perf.LaunchTime(d.s.cfg.StepModel, step.Shape), b.hostBound
@@ -303,7 +301,7 @@ func (d *driver) completeBatch(b servedBatch) time.Duration {
 		d.lagged = append(d.lagged[:0], outs...)
 		d.laggedStart, d.lagging = b.start, true
 		d.laggedGroupEnd = !b.open
-	case d.steps > 1:
+	case d.group.Grouping():
 		// The group's chunk goes out when its last step ends.
 		d.noteScheduled(outs, b.start)
 		d.group.Hold(outs)
@@ -341,7 +339,7 @@ func (d *driver) deliverLagged(due time.Duration, pythonised bool) {
 		return
 	}
 	d.lagging = false
-	if d.steps <= 1 {
+	if !d.group.Grouping() {
 		d.deliver(d.lagged, d.laggedStart, due)
 		return
 	}
@@ -365,7 +363,7 @@ func (d *driver) completeLagged(due time.Duration) time.Duration {
 // (engine.FinishedDecodes, as sim's runner); none after a multi-step
 // group, whose steps do not wait for their outputs.
 func (d *driver) drainStep() time.Duration {
-	if d.steps > 1 {
+	if d.group.Grouping() {
 		return 0
 	}
 	s := engine.FinishedDecodes(d.lagged, func(id uint64) (int, bool) {

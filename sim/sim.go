@@ -250,8 +250,7 @@ func RunStream(ctx context.Context, cfg Config, reqs *workload.Stream, emit func
 	if cfg.SchedulerSteps > 1 && cfg.Engine.Version == engine.V0 && cfg.Engine.PipelineParallel <= 1 {
 		// A group's steps share one completion (its chunk), which the
 		// engine's TokenGap, counted in Completes, cannot express.
-		r.steps = cfg.SchedulerSteps
-		r.group.Steps = r.steps
+		r.group.Steps = cfg.SchedulerSteps
 		cfg.Engine.OmitRunTokens = false
 	}
 	eng, err := engine.New(cfg.Engine)
@@ -325,10 +324,9 @@ type runner struct {
 	pipe           perf.Pipeline
 	virtualEngines bool // V0: a free virtual engine takes arrivals at once
 
-	// Multi-step scheduling (Config.SchedulerSteps > 1): steps is the
-	// group size; group places steps in their group and holds the
-	// outputs of its steps so far until they go out.
-	steps int
+	// Multi-step scheduling (Config.SchedulerSteps > 1): group places
+	// steps in their group and holds the outputs of its steps so far
+	// until they go out.
 	group engine.MultiStepGroup
 
 	// Async output processing (Config.AsyncOutputLag): lagged holds the
@@ -470,7 +468,7 @@ func (r *runner) admitArrivals(next **workload.Request, id *int) error {
 // per stage, each scheduled while the others are in flight.
 func (r *runner) fillPipeline() error {
 	for len(r.inPipe) < r.depth {
-		if r.steps > 1 {
+		if r.group.Grouping() {
 			r.eng.HoldAdmissions(r.group.Open())
 		}
 		st := r.eng.Schedule(r.now)
@@ -499,7 +497,7 @@ func (r *runner) fillPipeline() error {
 		}
 		b := batch{st: st}
 		b.out, b.hostBound = r.batchOut(st.Shape)
-		if r.steps > 1 {
+		if r.group.Grouping() {
 			b.cont, b.open = r.group.Place(st.Shape)
 			if r.lagging && b.open {
 				// An intermediate step returns to the engine loop once
@@ -573,7 +571,7 @@ func (r *runner) completeOldestBatch() error {
 		r.logCompletion()
 	}
 	outs := r.eng.Complete(head.st)
-	if r.steps > 1 {
+	if r.group.Grouping() {
 		r.group.Hold(outs)
 		if head.open {
 			return nil
@@ -605,7 +603,7 @@ func (r *runner) apply(outs []engine.Output) error {
 // [approximation]. It is not counted in the step statistics. A
 // multi-step group runs none: its steps do not wait for their outputs.
 func (r *runner) drainStep() time.Duration {
-	if r.steps > 1 {
+	if r.group.Grouping() {
 		return 0
 	}
 	s := engine.FinishedDecodes(r.lagged, func(id uint64) (int, bool) {
@@ -636,7 +634,7 @@ func (r *runner) deliverLagged(pythonised bool) error {
 		return nil
 	}
 	r.lagging = false
-	if r.steps <= 1 {
+	if !r.group.Grouping() {
 		r.logCompletion()
 		return r.apply(r.lagged)
 	}

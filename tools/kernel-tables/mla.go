@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 )
 
 // vLLM's MLA attention module in decode (aiconfigurator's
@@ -62,7 +63,7 @@ func (a aiconfigurator) writeMLA(out string, g aicGPU) error {
 		// too (the projections' q_b and o_proj widths and the kernel's).
 		changed := grid.envelope()
 		t := table{
-			file: fmt.Sprintf("mla-decode-%s-%s.txt", fileStem(g.name), mlaFileDtype(v.short)),
+			file: fmt.Sprintf("mla-decode-%s-%s.txt", fileStem(g.name), strings.ReplaceAll(v.short, "+", "-")),
 			header: append(a.header("mla-decode", g.name, rel, device,
 				fmt.Sprintf("framework vllm %s, op mla_generation_module, model %s, kernel_source %s, gemm_type %s, kv_cache_dtype %s, tp_size 1 (heads are per GPU)",
 					version, model, v.kernel, v.gemm, v.kv)),
@@ -76,15 +77,4 @@ func (a aiconfigurator) writeMLA(out string, g aicGPU) error {
 		}
 	}
 	return nil
-}
-
-// mlaFileDtype is a variant's name as a file name part.
-func mlaFileDtype(short string) string {
-	b := []byte(short)
-	for i, c := range b {
-		if c == '+' {
-			b[i] = '-'
-		}
-	}
-	return string(b)
 }
