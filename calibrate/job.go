@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/servebench/servebench/report"
@@ -22,6 +23,10 @@ type Job struct {
 	// TensorParallel, MaxNumSeqs and MaxNumBatchedTokens are the server's
 	// flags when the files do not record them (0: the file's, else vLLM's).
 	TensorParallel, MaxNumSeqs, MaxNumBatchedTokens int
+	// ServerArgs are the `vllm serve` flags the server ran with, as given
+	// to it (--num-scheduler-steps 10 --max-model-len 2048 ...), for the
+	// engine settings the three fields above do not cover.
+	ServerArgs []string
 	// Output is the calibration YAML to write.
 	Output string
 	// Bootstrap is the resamples for the uncertainty (0 skips it).
@@ -88,12 +93,11 @@ func (j *Job) Run(ctx context.Context, out, errw io.Writer) error {
 // load reads the files to fit and the held-out ones, which must have run
 // the same model on the same GPU.
 func (j *Job) load() (obs, held []Observation, err error) {
-	load := LoadOptions{
-		Given:   j.Given,
-		Options: vllm.Options{TensorParallel: j.TensorParallel, MaxNumSeqs: j.MaxNumSeqs, MaxNumBatchedTokens: j.MaxNumBatchedTokens},
-		Resolve: EnvResolver(j.Env),
-		Seed:    j.Seed,
+	options, err := j.engineOptions()
+	if err != nil {
+		return nil, nil, err
 	}
+	load := LoadOptions{Given: j.Given, Options: options, Resolve: EnvResolver(j.Env), Seed: j.Seed}
 	if obs, err = Load(j.Files, load); err != nil {
 		return nil, nil, err
 	}
@@ -108,4 +112,51 @@ func (j *Job) load() (obs, held []Observation, err error) {
 			held[0].Deployment.Model.Name, held[0].Tags.GPU, obs[0].Deployment.Model.Name, obs[0].Tags.GPU)
 	}
 	return obs, held, nil
+}
+
+// engineOptions are the server's engine flags: ServerArgs, and the three
+// flags of their own, which must agree with them where both are given.
+func (j *Job) engineOptions() (vllm.Options, error) {
+	var o vllm.Options
+	if len(j.ServerArgs) > 0 {
+		args, err := runspec.ParseServerArgs(j.ServerArgs)
+		if err != nil {
+			return o, fmt.Errorf("--server-args: %w; give the engine flags vllm serve ran with", err)
+		}
+		if args.Changed("dtype") && !strings.EqualFold(args.DType, "auto") {
+			return o, fmt.Errorf("--server-args: --dtype %s is not modelled by calibrate; the model's config.json sets its dtype (pass --model a config of that dtype)", args.DType)
+		}
+		args.Apply(&o)
+		e := args.Engine
+		for _, f := range []struct {
+			name string
+			dst  *int
+			v    int
+		}{{"tensor-parallel-size", &o.TensorParallel, e.TensorParallel}, {"pipeline-parallel-size", &o.PipelineParallel, e.PipelineParallel}} {
+			if args.Changed(f.name) {
+				*f.dst = f.v
+			}
+		}
+		if args.Changed("kv-cache-dtype") {
+			o.KVCacheDType = e.KVCacheDType
+		}
+		if args.Changed("quantization") {
+			o.Quantization = e.Quantization
+		}
+	}
+	for _, f := range []struct {
+		name string
+		dst  *int
+		v    int
+	}{{"tensor-parallel-size", &o.TensorParallel, j.TensorParallel}, {"max-num-seqs", &o.MaxNumSeqs, j.MaxNumSeqs},
+		{"max-num-batched-tokens", &o.MaxNumBatchedTokens, j.MaxNumBatchedTokens}} {
+		switch {
+		case f.v == 0:
+		case *f.dst != 0 && *f.dst != f.v:
+			return o, fmt.Errorf("--%s %d disagrees with --server-args' --%s %d; give it once", f.name, f.v, f.name, *f.dst)
+		default:
+			*f.dst = f.v
+		}
+	}
+	return o, nil
 }

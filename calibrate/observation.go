@@ -183,6 +183,7 @@ func observe(r report.LoadedResult, o LoadOptions, resolve Resolver) (*Observati
 	if obs.Requests, err = rebuiltArrivals(r, completed, meanIn, meanOut, o.Seed); err != nil {
 		return fail(err)
 	}
+	withRecordedLengths(obs.Requests, successful(timings))
 	if c, ok := r.Number("max_concurrency"); ok && c >= 1 && !math.IsInf(c, 1) {
 		obs.MaxConcurrency = int(c)
 	}
@@ -270,10 +271,28 @@ func rebuiltArrivals(r report.LoadedResult, n, meanIn, meanOut int, seed int64) 
 	return reqs, nil
 }
 
-// requestsFromTimings replays recorded starts and output lengths. Prompt
-// lengths are the run's mean: the loaders' per-request timings carry none.
-// Starts already include any client-side concurrency wait, so no cap is
-// applied on replay.
+// withRecordedLengths gives rebuilt requests the run's own prompt and
+// output lengths, in order, when the file records every completed
+// request's (vLLM's --save-detailed without start_times): a burst of
+// mixed prompts then prefills as it did, not as prompts of the mean.
+func withRecordedLengths(reqs []workload.Request, timings []report.RequestTiming) {
+	if len(timings) != len(reqs) {
+		return
+	}
+	for i, t := range timings {
+		if t.PromptLen > 0 {
+			reqs[i].PromptLen = t.PromptLen
+		}
+		if t.OutputLen > 0 {
+			reqs[i].MaxTokens = t.OutputLen
+		}
+	}
+}
+
+// requestsFromTimings replays recorded starts and lengths; a request
+// whose file gives no prompt length takes the run's mean. Starts already
+// include any client-side concurrency wait, so no cap is applied on
+// replay.
 func requestsFromTimings(timings []report.RequestTiming, meanIn, meanOut int) ([]workload.Request, bool) {
 	ok := successful(timings)
 	if len(ok) == 0 {
@@ -288,7 +307,11 @@ func requestsFromTimings(timings []report.RequestTiming, meanIn, meanOut int) ([
 		if out <= 0 {
 			out = meanOut
 		}
-		reqs = append(reqs, workload.Request{Index: i, PromptLen: meanIn, MaxTokens: out,
+		in := t.PromptLen
+		if in <= 0 {
+			in = meanIn
+		}
+		reqs = append(reqs, workload.Request{Index: i, PromptLen: in, MaxTokens: out,
 			Arrival: time.Duration(t.Start * float64(time.Second))})
 	}
 	return reqs, true

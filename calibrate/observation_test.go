@@ -128,3 +128,44 @@ func writeResult(t *testing.T, run map[string]any) string {
 	}
 	return path
 }
+
+// A vLLM --save-detailed file without start_times (vLLM before 0.6.3) is
+// rebuilt from its rate, with every request's own prompt and output
+// length in order; lists that do not cover every request fall back to
+// the means.
+func TestRebuiltRequestsKeepRecordedLengths(t *testing.T) {
+	run := func(ins []any) map[string]any {
+		return map[string]any{
+			"model_id": "Qwen2-0.5B", "completed": 4, "total_input_tokens": 400, "total_output_tokens": 40,
+			"mean_ttft_ms": 20.0, "median_ttft_ms": 19.0, "mean_tpot_ms": 5.5, "median_tpot_ms": 5.0,
+			"request_rate": "inf", "ttfts": []any{0.02, 0.02, 0.02, 0.02}, "errors": []any{"", "", "", ""},
+			"input_lens": ins, "output_lens": []any{5, 15, 8, 12},
+		}
+	}
+	tests := []struct {
+		name    string
+		ins     []any
+		wantIn  []int
+		wantOut []int
+	}{
+		{"every request's lengths", []any{10, 300, 40, 50}, []int{10, 300, 40, 50}, []int{5, 15, 8, 12}},
+		{"prompt lengths missing", nil, []int{100, 100, 100, 100}, []int{5, 15, 8, 12}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			obs, err := Load([]string{writeResult(t, run(tc.ins))}, LoadOptions{Given: Tags{GPU: "H100"}, Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			reqs := obs[0].Requests
+			if obs[0].FromRecords || len(reqs) != 4 {
+				t.Fatalf("%d requests, from records %v; want 4 rebuilt from the rate", len(reqs), obs[0].FromRecords)
+			}
+			for i, r := range reqs {
+				if r.PromptLen != tc.wantIn[i] || r.MaxTokens != tc.wantOut[i] || r.Arrival != 0 {
+					t.Fatalf("request %d: %d in, %d out at %v; want %d in, %d out at 0", i, r.PromptLen, r.MaxTokens, r.Arrival, tc.wantIn[i], tc.wantOut[i])
+				}
+			}
+		})
+	}
+}

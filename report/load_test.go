@@ -253,9 +253,10 @@ func TestRequestsFromRecordsAndDetailedArraysAgree(t *testing.T) {
 	// The same run as vLLM's --save-detailed arrays, with perf_counter
 	// start instants far from zero.
 	detailed := LoadedResult{Fields: map[string]any{}}
-	var ttfts, lats, starts, outs, itls, errs []any
+	var ttfts, lats, starts, ins, outs, itls, errs []any
 	for _, r := range recs {
 		ttfts = append(ttfts, r.TTFT.Seconds())
+		ins = append(ins, float64(r.PromptLen))
 		lats = append(lats, r.Latency.Seconds())
 		starts = append(starts, 5000+r.Start.Seconds())
 		outs = append(outs, float64(r.OutputLen))
@@ -268,6 +269,7 @@ func TestRequestsFromRecordsAndDetailedArraysAgree(t *testing.T) {
 	}
 	detailed.Fields["ttfts"], detailed.Fields["latencies"], detailed.Fields["start_times"] = ttfts, lats, starts
 	detailed.Fields["output_lens"], detailed.Fields["itls"], detailed.Fields["errors"] = outs, itls, errs
+	detailed.Fields["input_lens"] = ins
 	fromArrays, err := detailed.Requests()
 	if err != nil {
 		t.Fatal(err)
@@ -277,6 +279,9 @@ func TestRequestsFromRecordsAndDetailedArraysAgree(t *testing.T) {
 		a, b := fromRecords[i], fromArrays[i]
 		if math.Abs(a.TTFT-b.TTFT) > 1e-6 || math.Abs(a.Latency-b.Latency) > 1e-6 || len(a.ITL) != len(b.ITL) {
 			t.Fatalf("request %d: records %+v, arrays %+v", i, a, b)
+		}
+		if a.PromptLen != recs[i].PromptLen || b.PromptLen != recs[i].PromptLen || a.PromptLen <= 0 {
+			t.Fatalf("request %d prompt length: records %d, arrays %d, want %d", i, a.PromptLen, b.PromptLen, recs[i].PromptLen)
 		}
 		if math.Abs(a.Start-b.Start) > 1e-6 || math.Abs(a.Start-(recs[i].Start.Seconds()-first)) > 1e-9 {
 			t.Fatalf("request %d start: records %v, arrays %v", i, a.Start, b.Start)

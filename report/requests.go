@@ -16,10 +16,13 @@ import (
 type RequestTiming struct {
 	// Start is seconds since the earliest request of the run started; NaN
 	// when the file has no start times (older vLLM without start_times).
-	Start     float64
-	TTFT      float64   // ms
-	Latency   float64   // ms, start to last token (E2EL)
-	ITL       []float64 // ms, gaps between token chunks
+	Start   float64
+	TTFT    float64   // ms
+	Latency float64   // ms, start to last token (E2EL)
+	ITL     []float64 // ms, gaps between token chunks
+	// PromptLen is the request's input tokens; 0 when the file does not
+	// say (vLLM writes input_lens only with --save-detailed).
+	PromptLen int
 	OutputLen int
 	Success   bool
 }
@@ -35,8 +38,9 @@ func (t RequestTiming) TPOT() (float64, bool) {
 
 // Requests returns the run's per-request timings, from the records file
 // beside the result when there is one, else from the --save-detailed
-// arrays (ttfts, latencies, itls, start_times, output_lens, errors; in
-// seconds, as vLLM writes them). It returns nil when the run holds neither.
+// arrays (ttfts, latencies, itls, start_times, input_lens, output_lens,
+// errors; times in seconds, as vLLM writes them). It returns nil when the
+// run holds neither.
 // Start times are rebased to the earliest start, since vLLM writes
 // perf_counter instants whose origin means nothing.
 func (r LoadedResult) Requests() ([]RequestTiming, error) {
@@ -83,6 +87,7 @@ type recordTiming struct {
 	TTFT      int64   `json:"ttft_ns"`
 	Latency   int64   `json:"latency_ns"`
 	ITL       []int64 `json:"itl_ns"`
+	PromptLen int     `json:"prompt_len"`
 	OutputLen int     `json:"output_len"`
 	Success   bool    `json:"success"`
 	Warmup    bool    `json:"warmup"`
@@ -108,6 +113,7 @@ func decodeRecords(r io.Reader, name string) ([]RequestTiming, error) {
 			Start:     float64(rec.Start) / 1e9,
 			TTFT:      durationMS(rec.TTFT),
 			Latency:   durationMS(rec.Latency),
+			PromptLen: rec.PromptLen,
 			OutputLen: rec.OutputLen,
 			Success:   rec.Success,
 		}
@@ -138,6 +144,7 @@ func (r LoadedResult) detailedTimings() ([]RequestTiming, error) {
 		return nil, nil
 	}
 	starts := r.floatList("start_times")
+	inputLens := r.floatList("input_lens")
 	outputLens := r.floatList("output_lens")
 	itls, _ := r.Fields["itls"].([]any)
 	errs, _ := r.Fields["errors"].([]any)
@@ -159,6 +166,9 @@ func (r LoadedResult) detailedTimings() ([]RequestTiming, error) {
 			if msg, ok := errs[i].(string); ok && msg != "" {
 				t.Success = false
 			}
+		}
+		if v := at(inputLens, i); v > 0 && v < math.MaxInt32 {
+			t.PromptLen = int(v)
 		}
 		if v := at(outputLens, i); !math.IsNaN(v) {
 			t.OutputLen = int(v)

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/servebench/servebench/internal/golden"
-	"github.com/servebench/servebench/vllm"
 	"github.com/servebench/servebench/workload"
 )
 
@@ -130,58 +129,6 @@ func TestFilter(t *testing.T) {
 	}
 	if got := ids(Filter{Regime: "serving-saturated"}); len(got) != 0 {
 		t.Errorf("--regime serving-saturated: %v", got)
-	}
-}
-
-func TestServerArgs(t *testing.T) {
-	tests := []struct {
-		args    []string
-		want    []string
-		ignored []string
-		err     string
-	}{
-		{args: []string{"--max_num_seqs", "64", "-tp=2", "--enable-prefix-caching", "--disable-log-requests", "--port", "8000"},
-			want: []string{"--max-num-seqs", "64", "--enable-prefix-caching"}, ignored: []string{"--port", "--disable-log-requests"}},
-		{args: []string{"--enable-chunked-prefill=false", "--no-enable-prefix-caching", "--gpu-memory-utilization", "0.95"},
-			want: []string{"--gpu-memory-utilization", "0.95", "--enable-chunked-prefill=false", "--no-enable-prefix-caching"}},
-		{args: []string{"--swap-space", "16", "--enforce-eager", "--distributed-executor-backend", "ray"},
-			want: []string{"--swap-space", "16", "--distributed-executor-backend", "ray", "--enforce-eager"}},
-		{args: []string{"meta-llama/Llama-3.1-8B", "--max-model-len", "4096"}, want: []string{"--max-model-len", "4096"}},
-		{args: []string{"--speculative-model", "x"}, err: "server flag --speculative-model is not modelled by sim"},
-		{args: []string{"-O3"}, err: "server flag -O3 is not modelled by sim"},
-		// runspec.Engine's flags that only servebench has are not vllm serve's.
-		{args: []string{"--host-speed", "2"}, err: "server flag --host-speed is not modelled by sim"},
-		{args: []string{"--gpu", "H100"}, err: "server flag --gpu is not modelled by sim"},
-		{args: []string{"--model", "Qwen/Qwen3-8B", "--dtype", "bfloat16", "-q", "fp8", "--kv_cache_dtype", "fp8"},
-			want: []string{}, ignored: []string{"--model"}},
-		{args: []string{"--no-enable-chunked-prefill", "--max-num-batched-tokens=4096", "-pp", "2"},
-			want: []string{"--max-num-batched-tokens", "4096", "--enable-chunked-prefill=false"}},
-		{args: []string{"--max-num-seqs", "many"}, err: "server flags: invalid argument"},
-		{args: []string{"--async-scheduling"}, want: []string{"--async-scheduling"}},
-		{args: []string{"--no-async-scheduling"}, want: []string{"--no-async-scheduling"}},
-		{args: []string{"--num-scheduler-steps", "8", "--multi-step-stream-outputs=False"},
-			want: []string{"--num-scheduler-steps", "8", "--multi-step-stream-outputs=false"}},
-		{args: []string{"--multi-step-stream-outputs"}, want: []string{"--multi-step-stream-outputs"}},
-	}
-	for _, tt := range tests {
-		f, err := parseServerArgs(tt.args)
-		if tt.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.err) {
-				t.Errorf("%q: error %v, want %q", tt.args, err, tt.err)
-			}
-			continue
-		}
-		if err != nil {
-			t.Errorf("%q: %v", tt.args, err)
-			continue
-		}
-		var o vllm.Options
-		if got := f.apply(&o); !slices.Equal(got, tt.want) {
-			t.Errorf("%q: sim flags %q, want %q", tt.args, got, tt.want)
-		}
-		if got := f.ignored(); !slices.Equal(got, tt.ignored) && len(got)+len(tt.ignored) > 0 {
-			t.Errorf("%q: ignored %q, want %q", tt.args, got, tt.ignored)
-		}
 	}
 }
 

@@ -69,11 +69,11 @@ func newPlan(r *Run, c *Corpus, o Options) (*plan, error) {
 		return nil, err
 	}
 	p.model = model
-	server, err := parseServerArgs(r.ServerArgs)
+	server, err := runspec.ParseServerArgs(r.ServerArgs)
 	if err != nil {
 		return nil, cannot("%v", err)
 	}
-	if ig := server.ignored(); len(ig) > 0 {
+	if ig := server.Ignored(); len(ig) > 0 {
 		p.notes = append(p.notes, "server flags with no effect on the simulation: "+strings.Join(ig, " "))
 	}
 	kvDType, onTheFly, err := p.planPrecision(r, server)
@@ -85,8 +85,8 @@ func newPlan(r *Run, c *Corpus, o Options) (*plan, error) {
 		name  string
 		flag  int
 		field int
-	}{{"tensor-parallel-size", server.engine.TensorParallel, tp}, {"pipeline-parallel-size", server.engine.PipelineParallel, pp}} {
-		if server.changed(f.name) && f.flag != f.field {
+	}{{"tensor-parallel-size", server.Engine.TensorParallel, tp}, {"pipeline-parallel-size", server.Engine.PipelineParallel, pp}} {
+		if server.Changed(f.name) && f.flag != f.field {
 			return nil, cannot("server flag --%s %d disagrees with the run's own %d", f.name, f.flag, f.field)
 		}
 	}
@@ -136,7 +136,7 @@ func newPlan(r *Run, c *Corpus, o Options) (*plan, error) {
 		p.options.Link = link
 		p.args = append(p.args, "--link", r.Link)
 	}
-	p.args = append(p.args, server.apply(&p.options)...)
+	p.args = append(p.args, server.Apply(&p.options)...)
 	p.planWorkload(r)
 	return p, nil
 }
@@ -166,7 +166,7 @@ func lookupModel(r *Run, c *Corpus, o Options) (perf.Model, string, error) {
 
 // planPrecision checks the run's precision (checkPrecision) and, for fp8
 // applied on the fly, serves p.model as an fp8 checkpoint.
-func (p *plan) planPrecision(r *Run, server *serverFlags) (kvDType, onTheFly string, err error) {
+func (p *plan) planPrecision(r *Run, server *runspec.ServerArgs) (kvDType, onTheFly string, err error) {
 	if kvDType, onTheFly, err = checkPrecision(r, p.model, server); err != nil || onTheFly == "" {
 		return kvDType, onTheFly, err
 	}
@@ -182,9 +182,9 @@ func (p *plan) planPrecision(r *Run, server *serverFlags) (kvDType, onTheFly str
 // older than the one simulated that ran the checkpoint's method before
 // vLLM converted it to Marlin, the flag that selects that older kernel
 // in the simulated release.
-func (p *plan) quantizationFlag(r *Run, release string, server *serverFlags, onTheFly string) string {
-	if server.changed("quantization") {
-		return server.engine.Quantization
+func (p *plan) quantizationFlag(r *Run, release string, server *runspec.ServerArgs, onTheFly string) string {
+	if server.Changed("quantization") {
+		return server.Engine.Quantization
 	}
 	if onTheFly != "" {
 		return onTheFly
@@ -201,10 +201,10 @@ func (p *plan) quantizationFlag(r *Run, release string, server *serverFlags, onT
 // fp8 applied on the fly to an unquantized checkpoint (sim takes gptq and
 // awq from the checkpoint's config.json) and fp32. It returns the KV cache
 // dtype the run used and the method to apply on the fly ("" for none).
-func checkPrecision(r *Run, m perf.Model, server *serverFlags) (kvDType, onTheFly string, err error) {
+func checkPrecision(r *Run, m perf.Model, server *runspec.ServerArgs) (kvDType, onTheFly string, err error) {
 	want := perf.QuantizationMethod(r.Quantization)
-	if flag := perf.QuantizationMethod(server.engine.Quantization); server.changed("quantization") && flag != want && want != "" {
-		return "", "", cannot("server flag --quantization %s disagrees with the run's quantization %q", server.engine.Quantization, r.Quantization)
+	if flag := perf.QuantizationMethod(server.Engine.Quantization); server.Changed("quantization") && flag != want && want != "" {
+		return "", "", cannot("server flag --quantization %s disagrees with the run's quantization %q", server.Engine.Quantization, r.Quantization)
 	} else if want == "" {
 		want = flag
 	}
@@ -219,11 +219,11 @@ func checkPrecision(r *Run, m perf.Model, server *serverFlags) (kvDType, onTheFl
 		onTheFly = want
 	}
 	dtype := strings.ToLower(r.DType)
-	if server.changed("dtype") {
-		if r.DType != "auto" && !strings.EqualFold(server.dtype, r.DType) {
-			return "", "", cannot("server flag --dtype %s disagrees with the run's dtype %s", server.dtype, r.DType)
+	if server.Changed("dtype") {
+		if r.DType != "auto" && !strings.EqualFold(server.DType, r.DType) {
+			return "", "", cannot("server flag --dtype %s disagrees with the run's dtype %s", server.DType, r.DType)
 		}
-		dtype = strings.ToLower(server.dtype)
+		dtype = strings.ToLower(server.DType)
 	}
 	switch dtype {
 	case "auto", "half", "float16", "fp16", "bfloat16", "bf16":
@@ -231,11 +231,11 @@ func checkPrecision(r *Run, m perf.Model, server *serverFlags) (kvDType, onTheFl
 		return "", "", cannot("dtype %s is not modelled (sim models 16-bit activations)", dtype)
 	}
 	kv := r.KVCacheDType
-	if server.changed("kv-cache-dtype") && server.engine.KVCacheDType != kv {
+	if server.Changed("kv-cache-dtype") && server.Engine.KVCacheDType != kv {
 		if kv != "auto" {
-			return "", "", cannot("server flag --kv-cache-dtype %s disagrees with the run's kv_cache_dtype %s", server.engine.KVCacheDType, kv)
+			return "", "", cannot("server flag --kv-cache-dtype %s disagrees with the run's kv_cache_dtype %s", server.Engine.KVCacheDType, kv)
 		}
-		kv = server.engine.KVCacheDType
+		kv = server.Engine.KVCacheDType
 	}
 	return kv, onTheFly, nil
 }

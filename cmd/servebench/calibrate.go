@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strings"
+
 	"github.com/spf13/cobra"
 
 	"github.com/servebench/servebench/calibrate"
@@ -10,6 +12,7 @@ func init() { extraCommands = append(extraCommands, newCalibrateCmd) }
 
 func newCalibrateCmd() *cobra.Command {
 	j := &calibrate.Job{}
+	var serverArgs string
 	cmd := &cobra.Command{
 		Use:   "calibrate FILE...",
 		Short: "Fit the step-time model to measured runs (servebench or vLLM result JSON)",
@@ -23,6 +26,7 @@ file; --holdout files are predicted, not fitted, and their error is reported.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			j.Files, j.Env = args, readEnv()
+			j.ServerArgs = strings.Fields(serverArgs)
 			return j.Run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -33,6 +37,7 @@ file; --holdout files are predicted, not fitted, and their error is reported.`,
 	fs.IntVar(&j.TensorParallel, "tensor-parallel-size", 0, "tensor parallel size the server ran with (default 1)")
 	fs.IntVar(&j.MaxNumSeqs, "max-num-seqs", 0, "the server's --max-num-seqs (default: the file's, else vLLM's)")
 	fs.IntVar(&j.MaxNumBatchedTokens, "max-num-batched-tokens", 0, "the server's --max-num-batched-tokens (default: the file's, else vLLM's)")
+	fs.StringVar(&serverArgs, "server-args", "", "the vllm serve flags the server ran with, in one quoted string split on white space (e.g. '--num-scheduler-steps 10 --max-model-len 2048 --enable-prefix-caching'): the engine settings the flags above do not cover; a flag sim does not model is refused")
 	fs.StringVarP(&j.Output, "output", "o", "calibration.yaml", "calibration YAML to write")
 	fs.StringArrayVar(&j.Holdout, "holdout", nil, "result file to predict but not fit, reporting its error (repeatable)")
 	fs.IntVar(&j.Bootstrap, "bootstrap", 200, "bootstrap resamples for the uncertainty (0 skips it)")

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/servebench/servebench/perf"
 )
 
@@ -49,6 +51,12 @@ func TestCalibrateRejectsBadInput(t *testing.T) {
 		{"no GPU recorded", []string{vllmExample, "--model", "Qwen2-0.5B"}, []string{"vllm-4.0qps-tiny", "--gpu"}},
 		{"unknown model", []string{vllmExample, "--gpu", "L4"}, []string{"vllm-4.0qps-tiny", `"tiny"`, "--model"}},
 		{"inconsistent GPUs", []string{l4, a10}, []string{"a10.json", "A10", "L4", "one GPU at a time"}},
+		{"server flag sim does not model", []string{vllmExample, "--model", "Qwen2-0.5B", "--gpu", "L4", "--server-args", "--speculative-model x"},
+			[]string{"--server-args", "--speculative-model", "not modelled"}},
+		{"server flags disagree", []string{vllmExample, "--model", "Qwen2-0.5B", "--gpu", "L4", "--max-num-seqs", "64", "--server-args", "--max_num_seqs 128"},
+			[]string{"--max-num-seqs 64", "disagrees", "128"}},
+		{"server dtype", []string{vllmExample, "--model", "Qwen2-0.5B", "--gpu", "L4", "--server-args", "--dtype float16"},
+			[]string{"--dtype float16", "not modelled by calibrate"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -86,6 +94,55 @@ func TestCalibrateFromVLLMSaveResult(t *testing.T) {
 	}
 	if c.GPU != "L4" || c.Model != "Qwen2-0.5B" {
 		t.Errorf("calibration header %+v", c)
+	}
+}
+
+// lambdaMultiStep is one of Lambda's published vLLM 0.6.0 runs (the
+// corpus' lambda-vllm-benchmark/a100x1-llama3-8b-sharegpt10: ten ShareGPT
+// prompts at once, Llama-3-8B-Instruct on one A100 80GB SXM, vLLM's
+// --save-result file with its generated texts removed). Its server ran
+// --num-scheduler-steps 10, which no result file records.
+const lambdaMultiStep = "testdata/lambda-a100-llama3-8b-tp1-multistep.json"
+
+// Without the server's flags calibrate replays a single-step server, whose
+// TPOT no fit of its parameters reaches; with them the fit matches every
+// figure. The file's per-request prompt lengths (input_lens) are replayed
+// as they were, not as ten prompts of the mean.
+func TestCalibrateReplaysTheServersFlags(t *testing.T) {
+	worst := func(serverArgs string) float64 {
+		t.Helper()
+		out := filepath.Join(t.TempDir(), "c.yaml")
+		args := []string{"calibrate", lambdaMultiStep, "--model", "Llama-3-8B", "--gpu", "A100-80GB", "--vllm-version", "0.6.0",
+			"--bootstrap", "0", "-o", out}
+		if serverArgs != "" {
+			args = append(args, "--server-args", serverArgs)
+		}
+		if _, stderr, err := runCLI(t, args...); err != nil {
+			t.Fatalf("%v\n%s", err, stderr)
+		}
+		data, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var file struct {
+			Fit struct {
+				Runs []struct {
+					Error map[string]float64 `yaml:"error_percent"`
+					Max   float64            `yaml:"max_abs_error_percent"`
+				} `yaml:"runs"`
+			} `yaml:"fit"`
+		}
+		if err := yaml.Unmarshal(data, &file); err != nil || len(file.Fit.Runs) != 1 {
+			t.Fatalf("calibration %s: %v\n%s", out, err, data)
+		}
+		t.Logf("--server-args %q: error %v", serverArgs, file.Fit.Runs[0].Error)
+		return file.Fit.Runs[0].Max
+	}
+	if got := worst(""); got < 15 {
+		t.Errorf("without the server's flags the worst figure is %.1f%% off; a single-step replay of a 10-step server should miss TPOT by more than 15%%", got)
+	}
+	if got := worst("--num-scheduler-steps 10 --max-model-len 2000 --max-num-seqs 1024 --gpu-memory-utilization 0.95 --disable-log-requests"); got > 2 {
+		t.Errorf("with the server's flags the worst figure is %.1f%% off, want within 2%%", got)
 	}
 }
 

@@ -1,4 +1,4 @@
-package validate
+package runspec
 
 import (
 	"fmt"
@@ -9,22 +9,24 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/servebench/servebench/runspec"
 	"github.com/servebench/servebench/vllm"
 )
 
-// serverFlags are the `vllm serve` flags a published run may carry,
-// parsed into the engine options sim models. They are runspec.Engine's
-// flags (sim's and serve's, so one definition serves all three), less the
-// ones only servebench has, plus the two vLLM spells that runspec does not
-// (--dtype, --no-enable-chunked-prefill). Flags that change nothing sim
-// models (ports, logging, names) are accepted and listed; any other flag
-// makes the run unsimulable rather than being dropped silently.
-type serverFlags struct {
+// ServerArgs are the `vllm serve` flags a server ran with (a published
+// run's, or the ones a user gives calibrate), parsed into the engine
+// options sim models. They are Engine's flags (sim's and serve's, so one
+// definition serves every command), less the ones only servebench has,
+// plus the two vLLM spells that Engine does not (--dtype,
+// --no-enable-chunked-prefill). Flags that change nothing sim models
+// (ports, logging, names) are accepted and listed; any other flag is an
+// error rather than being dropped silently.
+type ServerArgs struct {
 	fs *pflag.FlagSet
 
-	engine           runspec.Engine
-	dtype            string
+	// Engine holds the parsed values; Changed says which were given.
+	Engine Engine
+	// DType is --dtype as given.
+	DType            string
 	noChunkedPrefill bool
 	ignoredStrings   []string
 	ignoredBools     []string
@@ -41,8 +43,8 @@ var (
 		"enable-auto-tool-choice", "disable-fastapi-docs", "enable-log-requests", "no-enable-log-requests"}
 )
 
-// modelledServerFlags are the engine flags apply and newPlan carry into
-// the simulation. A flag runspec.Engine registers that is not here (the
+// modelledServerFlags are the engine flags Apply and its callers carry
+// into the simulation. A flag Engine registers that is not here (the
 // ones only servebench has, such as --gpu or --host-speed, and any added
 // later) is refused, so that none is dropped without a word.
 var modelledServerFlags = []string{"tensor-parallel-size", "pipeline-parallel-size", "max-model-len", "max-num-seqs",
@@ -52,12 +54,12 @@ var modelledServerFlags = []string{"tensor-parallel-size", "pipeline-parallel-si
 	"max-seq-len-to-capture",
 	"disable-async-output-proc", "multi-step-stream-outputs", "async-scheduling", "no-async-scheduling", "enable-expert-parallel", "dtype", "quantization"}
 
-func newServerFlags() *serverFlags {
-	f := &serverFlags{fs: pflag.NewFlagSet("vllm serve", pflag.ContinueOnError)}
+func newServerArgs() *ServerArgs {
+	f := &ServerArgs{fs: pflag.NewFlagSet("vllm serve", pflag.ContinueOnError)}
 	fs := f.fs
 	fs.SetOutput(io.Discard)
-	f.engine.Register(fs)
-	fs.StringVar(&f.dtype, "dtype", "", "")
+	f.Engine.Register(fs)
+	fs.StringVar(&f.DType, "dtype", "", "")
 	fs.BoolVar(&f.noChunkedPrefill, "no-enable-chunked-prefill", false, "")
 	var sink string
 	for _, name := range noEffectValued {
@@ -94,10 +96,10 @@ func normalizeServerArgs(args []string) []string {
 	return out
 }
 
-// parseServerArgs reads a run's server flags into vLLM options; what it
+// ParseServerArgs reads a server's flags into vLLM options; what sim
 // cannot model is an error naming the flag.
-func parseServerArgs(args []string) (*serverFlags, error) {
-	f := newServerFlags()
+func ParseServerArgs(args []string) (*ServerArgs, error) {
+	f := newServerArgs()
 	if err := f.fs.Parse(normalizeServerArgs(args)); err != nil {
 		if name, ok := strings.CutPrefix(err.Error(), "unknown flag: "); ok {
 			return nil, fmt.Errorf("server flag %s is not modelled by sim", name)
@@ -109,7 +111,7 @@ func parseServerArgs(args []string) (*serverFlags, error) {
 			}
 			return nil, fmt.Errorf("server flag %s is not modelled by sim", rest)
 		}
-		return nil, fmt.Errorf("server flags: %s", oneLine(err.Error()))
+		return nil, fmt.Errorf("server flags: %s", strings.Join(strings.Fields(err.Error()), " "))
 	}
 	if rest := f.fs.Args(); len(rest) > 0 {
 		// vllm serve takes the model as its one positional argument.
@@ -134,23 +136,24 @@ func parseServerArgs(args []string) (*serverFlags, error) {
 	return f, nil
 }
 
-func (f *serverFlags) changed(name string) bool { return f.fs.Changed(name) }
+// Changed reports whether the flag (its long name) was given.
+func (f *ServerArgs) Changed(name string) bool { return f.fs.Changed(name) }
 
-// ignored lists the given flags that change nothing sim models.
-func (f *serverFlags) ignored() []string {
+// Ignored lists the given flags that change nothing sim models.
+func (f *ServerArgs) Ignored() []string {
 	return append(slices.Clone(f.ignoredStrings), f.ignoredBools...)
 }
 
-// apply puts the flags into o and appends their `servebench sim`
-// spelling to args. Zero and unset mean vLLM's default, as in sim.
-func (f *serverFlags) apply(o *vllm.Options) (args []string) {
+// Apply puts the flags into o and returns their `servebench sim`
+// spelling. Zero and unset mean vLLM's default, as in sim.
+func (f *ServerArgs) Apply(o *vllm.Options) (args []string) {
 	setInt := func(name string, v int, dst *int) {
-		if f.changed(name) {
+		if f.Changed(name) {
 			*dst = v
 			args = append(args, "--"+name, strconv.Itoa(v))
 		}
 	}
-	e := &f.engine
+	e := &f.Engine
 	setInt("max-model-len", e.MaxModelLen, &o.MaxModelLen)
 	setInt("max-num-seqs", e.MaxNumSeqs, &o.MaxNumSeqs)
 	setInt("max-num-batched-tokens", e.MaxNumBatchedTokens, &o.MaxNumBatchedTokens)
@@ -158,14 +161,14 @@ func (f *serverFlags) apply(o *vllm.Options) (args []string) {
 	setInt("num-scheduler-steps", e.NumSchedulerSteps, &o.NumSchedulerSteps)
 	setInt("max-seq-len-to-capture", e.MaxSeqLenToCapture, &o.MaxSeqLenToCapture)
 	setFloat := func(name string, v float64, dst *float64) {
-		if f.changed(name) {
+		if f.Changed(name) {
 			*dst = v
 			args = append(args, "--"+name, strconv.FormatFloat(v, 'g', -1, 64))
 		}
 	}
 	setFloat("gpu-memory-utilization", e.GPUMemoryUtilization, &o.GPUMemoryUtilization)
 	setFloat("scheduler-delay-factor", e.SchedulerDelayFactor, &o.SchedulerDelayFactor)
-	if f.changed("swap-space") {
+	if f.Changed("swap-space") {
 		v := e.SwapSpace
 		o.SwapSpaceGiB = &v
 		args = append(args, "--swap-space", strconv.FormatFloat(v, 'g', -1, 64))
@@ -180,28 +183,28 @@ func (f *serverFlags) apply(o *vllm.Options) (args []string) {
 		}
 	}
 	switch {
-	case f.changed("no-enable-chunked-prefill") && f.noChunkedPrefill:
+	case f.Changed("no-enable-chunked-prefill") && f.noChunkedPrefill:
 		setBool(false, &o.EnableChunkedPrefill, "--enable-chunked-prefill", "--enable-chunked-prefill=false")
-	case f.changed("enable-chunked-prefill"):
+	case f.Changed("enable-chunked-prefill"):
 		setBool(e.EnableChunkedPrefill, &o.EnableChunkedPrefill, "--enable-chunked-prefill", "--enable-chunked-prefill=false")
 	}
 	switch {
-	case f.changed("no-enable-prefix-caching") && e.NoEnablePrefixCaching:
+	case f.Changed("no-enable-prefix-caching") && e.NoEnablePrefixCaching:
 		setBool(false, &o.EnablePrefixCaching, "--enable-prefix-caching", "--no-enable-prefix-caching")
-	case f.changed("enable-prefix-caching"):
+	case f.Changed("enable-prefix-caching"):
 		setBool(e.EnablePrefixCaching, &o.EnablePrefixCaching, "--enable-prefix-caching", "--no-enable-prefix-caching")
 	}
-	if f.changed("multi-step-stream-outputs") {
+	if f.Changed("multi-step-stream-outputs") {
 		setBool(e.MultiStepStreamOutputs, &o.MultiStepStreamOutputs, "--multi-step-stream-outputs", "--multi-step-stream-outputs=false")
 	}
 	switch {
-	case f.changed("no-async-scheduling") && e.NoAsyncScheduling:
+	case f.Changed("no-async-scheduling") && e.NoAsyncScheduling:
 		setBool(false, &o.AsyncScheduling, "--async-scheduling", "--no-async-scheduling")
-	case f.changed("async-scheduling"):
+	case f.Changed("async-scheduling"):
 		setBool(e.AsyncScheduling, &o.AsyncScheduling, "--async-scheduling", "--no-async-scheduling")
 	}
 	setString := func(name, v string, dst *string) {
-		if f.changed(name) {
+		if f.Changed(name) {
 			*dst = v
 			args = append(args, "--"+name, v)
 		}
@@ -209,7 +212,7 @@ func (f *serverFlags) apply(o *vllm.Options) (args []string) {
 	setString("preemption-mode", e.PreemptionMode, &o.PreemptionMode)
 	setString("distributed-executor-backend", e.Executor, &o.DistributedExecutorBackend)
 	setFlag := func(name string, v bool, dst *bool) {
-		if f.changed(name) && v {
+		if f.Changed(name) && v {
 			*dst = true
 			args = append(args, "--"+name)
 		}
