@@ -645,12 +645,21 @@
 // (p90 5–6.4%). Not covered: prompts (aiconfigurator's
 // mla_context_module is −9…+20% off the parts over the 1 to 128
 // prompts of 128 to 8,192 tokens compared, +12% for one prompt of 256:
-// prefill keeps the parts [open]), other GPUs
-// (their parts as before: the H20 and PCIe H100s would need deriving
-// through deriveScale, which a whole block's launch-bound share does not
-// follow [open]; Blackwell's MLA kernels are other ones), and releases:
-// the block is 0.24.0's, applied to every release that runs MLA
-// [assumption]. Validate: DeepSeek-R1 on 8 × H200 with 4 streams (vLLM
+// prefill keeps the parts [open]), GPUs of other families (Blackwell
+// runs other MLA kernels; B200 keeps the parts) and releases: the block
+// is 0.24.0's, applied to every release that runs MLA [assumption].
+// Hopper parts without a table of their own (H20, H100-PCIe, H100-NVL)
+// read H100-SXM's as their other tables do, derived: the table's smallest
+// cell (one sequence of two tokens at the GPU's heads) is the launch floor
+// and stays, and the time above it scales by the block's roofline on the
+// two parts (mlaWork: the projections' weights and FLOPs, at FP8's rate
+// for block-FP8 ones, and per context token the latent KV read and each
+// head's scores and values at BF16's) [assumption: the block reaches the
+// same share of each part's roofline, as for the fused MoE]. On 8 × H20,
+// DeepSeek-R1's block is 0.8–1.05× H100's at one sequence and 1.2–2×
+// at 256 sequences of 4,096 tokens (TestMLADecodeDerivedForHopperParts);
+// a 4-stream decode (512 in, 256 out) goes from 12.5 to 14.9 ms mean
+// TPOT. No corpus run measures an H20 or PCIe H100 with MLA. Validate: DeepSeek-R1 on 8 × H200 with 4 streams (vLLM
 // 0.11.0, holdout), mean TPOT −35% → −25%, output throughput +53% →
 // +33%.
 //

@@ -1,6 +1,9 @@
 package perf
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // MLA's decode path as vLLM runs it (doc.go, "MLA decode module"): the
 // measured attention block of DeepSeek-V3's shape in decode replaces the
@@ -41,9 +44,11 @@ func mlaDecodeDtype(d Deployment) string {
 // setMLADecode sets k.mlaDecode: per layer, by (mean context, decodes),
 // the measured MLA block in decode less what k's GEMM, decode-attention
 // and small-kernel tables give the same rows (negative where those give
-// more). nil unless the model has the measured shape, the GPU its own
-// table (H100-SXM, H200) and the weights and cache a measured variant.
-// It returns the table's name for KernelSource.MLA ("" without one).
+// more). nil unless the model has the measured shape, the GPU a table of
+// its own (H100-SXM, H200) or of its origin (H20, H100-PCIe, H100-NVL from
+// H100-SXM, as their other tables) and the weights and cache a measured
+// variant. It returns the table's name for KernelSource.MLA ("" without
+// one).
 func (k *stepKernels) setMLADecode(d Deployment, cat *kernelCatalog, gemm *gemmTimer) string {
 	m, g := d.Model, d.GPU
 	if m.Hidden != mlaTableShape.hidden || m.MLA != mlaTableShape.mla {
@@ -53,21 +58,82 @@ func (k *stepKernels) setMLADecode(d Deployment, cat *kernelCatalog, gemm *gemmT
 	if dtype == "" || k.decode == nil {
 		return ""
 	}
-	table := cat.find("mla-decode", g.Name, dtype)
+	origin := g.Name
+	table := cat.find("mla-decode", origin, dtype)
+	if table == nil {
+		origin = kernelOrigin[g.Name].gemm
+		table = cat.find("mla-decode", origin, dtype)
+	}
+	src, ok := measuredGPU(origin)
 	small := newElementwiseTimer(d, cat)
-	if table == nil || small == nil {
+	if table == nil || !ok || small == nil {
 		return ""
 	}
 	heads := float64(m.Heads) / float64(d.TensorParallel)
 	projections := m.attentionGEMMs(d.TensorParallel)
 	ops := m.mlaOps(d.TensorParallel, 1)
 	scale := calibrated(g, false, 0, 1)
+	work := mlaDecodeWork(d, heads, projections, strings.HasPrefix(dtype, "fp8-block"))
+	floor := table.at(table.axes[0].values[0], table.axes[1].values[0], heads)
 	k.mlaDecode = table.slice(func(ctx, batch float64) float64 {
 		parts := k.decode.at2(ctx, batch) + small(ops, batch)
 		for _, s := range projections {
 			parts += gemm.at(batch, s.n, s.k)
 		}
-		return table.at(ctx, batch, heads)*scale - parts
+		block := aboveFloor(table.at(ctx, batch, heads), floor, work.deriveScale(src, g, ctx, batch))
+		return block*scale - parts
 	})
+	if origin != g.Name {
+		return fmt.Sprintf("derived from %s %s, %g heads", origin, dtype, heads)
+	}
 	return fmt.Sprintf("%s %s, %g heads", g.Name, dtype, heads)
+}
+
+// mlaWork is the roofline work of one layer's MLA block in decode on one
+// GPU, for deriving a GPU's time from its origin's table: the projections'
+// weights read once a step and their FLOPs per row, and the latent KV
+// cache read and its FLOPs per context token of each sequence.
+type mlaWork struct {
+	weightBytes, projFLOPsPerRow       float64
+	kvBytesPerToken, attnFLOPsPerToken float64
+	fp8Projections                     bool
+}
+
+func mlaDecodeWork(d Deployment, heads float64, projections []gemmShape, fp8 bool) mlaWork {
+	a := d.Model.MLA
+	w := mlaWork{fp8Projections: fp8}
+	for _, s := range projections {
+		w.weightBytes += s.n * s.k * d.Model.linearBytesPerParam()
+		w.projFLOPsPerRow += 2 * s.n * s.k
+	}
+	latent, rope := float64(a.KVLoraRank), float64(a.QKRopeHeadDim)
+	kvBytes := float64(activationBytes)
+	if isFP8KVCache(d.KVCacheDType) {
+		kvBytes = 1
+	}
+	w.kvBytesPerToken = (latent + rope) * kvBytes
+	// Each head's query meets every cached latent (scores over latent and
+	// rope dims) and reads the latents back (values).
+	w.attnFLOPsPerToken = heads * 2 * (latent + rope + latent)
+	return w
+}
+
+// deriveScale is deriveScale for the block, whose projections may run at
+// FP8's rate while its attention runs at BF16's.
+func (w mlaWork) deriveScale(src, dst GPU, ctx, batch float64) float64 {
+	if src.Name == dst.Name {
+		return 1
+	}
+	ps, pd := src.BF16FLOPS, dst.BF16FLOPS
+	if w.fp8Projections && src.FP8FLOPS > 0 && dst.FP8FLOPS > 0 {
+		ps, pd = src.FP8FLOPS, dst.FP8FLOPS
+	}
+	projection := w.projFLOPsPerRow * batch / ps
+	attention := w.attnFLOPsPerToken * ctx * batch / src.BF16FLOPS
+	memory := (w.weightBytes + w.kvBytesPerToken*ctx*batch) / src.MemoryBandwidth
+	total := projection + attention + memory
+	if total == 0 {
+		return 1
+	}
+	return (projection*ps/pd + attention*src.BF16FLOPS/dst.BF16FLOPS + memory*src.MemoryBandwidth/dst.MemoryBandwidth) / total
 }

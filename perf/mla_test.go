@@ -43,9 +43,11 @@ func TestMLADecodeOnlyWhereMeasured(t *testing.T) {
 		{"DeepSeek-R1", "H200", "", 8, true},
 		{"DeepSeek-R1", "H100", "fp8", 8, true},
 		{"DeepSeek-V3", "H200", "", 16, true},
-		{"DeepSeek-V2-Lite", "H100", "", 1, false}, // another shape
-		{"DeepSeek-R1", "H20", "", 8, false},       // derived from H100-SXM's tables
-		{"DeepSeek-R1", "B200", "", 8, false},      // no vLLM MLA module table
+		{"DeepSeek-V2-Lite", "H100", "", 1, false},   // another shape
+		{"DeepSeek-R1", "H20", "", 8, true},          // derived from H100-SXM's table
+		{"DeepSeek-R1", "H100-PCIe", "fp8", 8, true}, // likewise
+		{"DeepSeek-R1", "A100-80GB", "", 8, false},   // no FP8 units, no 16-bit MLA table of its family
+		{"DeepSeek-R1", "B200", "", 8, false},        // no vLLM MLA module table
 	} {
 		k := mlaKernels(t, c.model, c.gpu, c.tp, c.kvCache)
 		if got := k.mlaDecode != nil; got != c.want {
@@ -127,11 +129,34 @@ func mlaParts(t *testing.T, k *stepKernels, model, gpu string, tp int, ctx, batc
 	r := mlaRoofline(t, model, gpu, tp, "")
 	d := r.d
 	cat := kernelTables()
-	src, _ := measuredGPU(gpu)
+	src, _ := measuredGPU(kernelOrigin[d.GPU.Name].gemm)
 	gemm := newGEMMTimer(cat, src, d.GPU, d.Kernels.Kernel(d.Model, d.GPU), d.Model)
 	parts := k.decode.at2(ctx, batch) + newElementwiseTimer(d, cat)(d.Model.mlaOps(tp, 1), batch)
 	for _, s := range d.Model.attentionGEMMs(tp) {
 		parts += gemm.at(batch, s.n, s.k)
 	}
 	return parts
+}
+
+// TestMLADecodeDerivedForHopperParts: a Hopper part without its own MLA
+// table (H20) reads H100-SXM's, its launch floor kept and the time above
+// it scaled by the block's roofline on the two parts: about H100's where
+// the weights' read and the launches decide (one sequence), and longer
+// than H100's where the attention's FLOPs weigh in (256 sequences of
+// 4,096 tokens), though H20 reads memory 1.2× as fast: it has 15% of
+// H100's BF16 rate. A bandwidth-only scaling would put both under 1.
+func TestMLADecodeDerivedForHopperParts(t *testing.T) {
+	h20 := mlaKernels(t, "DeepSeek-R1", "H20", 8, "")
+	h100 := mlaKernels(t, "DeepSeek-R1", "H100", 8, "")
+	if got, want := h20.source.MLA, "derived from H100-SXM fp8-block+bf16-kv, 16 heads"; got != want {
+		t.Errorf("H20 MLA source %q, want %q", got, want)
+	}
+	for _, c := range []struct{ ctx, batch, lo, hi float64 }{{512, 1, 0.8, 1.05}, {4096, 256, 1.2, 2}} {
+		block20 := mlaParts(t, h20, "DeepSeek-R1", "H20", 8, c.ctx, c.batch) + h20.mlaDecode.at2(c.ctx, c.batch)
+		block100 := mlaParts(t, h100, "DeepSeek-R1", "H100", 8, c.ctx, c.batch) + h100.mlaDecode.at2(c.ctx, c.batch)
+		if r := block20 / block100; r < c.lo || r > c.hi {
+			t.Errorf("%v sequences of %v tokens: H20 block %.1f µs, H100 %.1f µs (%.2f×), want %.2f–%.2f×",
+				c.batch, c.ctx, block20*1e6, block100*1e6, r, c.lo, c.hi)
+		}
+	}
 }
