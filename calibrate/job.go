@@ -127,15 +127,14 @@ func (j *Job) engineOptions() (vllm.Options, error) {
 			return o, fmt.Errorf("--server-args: --dtype %s is not modelled by calibrate; the model's config.json sets its dtype (pass --model a config of that dtype)", args.DType)
 		}
 		args.Apply(&o)
+		// Apply leaves the parallel sizes and precision to its caller
+		// (validate checks them against a run's own fields).
 		e := args.Engine
-		for _, f := range []struct {
-			name string
-			dst  *int
-			v    int
-		}{{"tensor-parallel-size", &o.TensorParallel, e.TensorParallel}, {"pipeline-parallel-size", &o.PipelineParallel, e.PipelineParallel}} {
-			if args.Changed(f.name) {
-				*f.dst = f.v
-			}
+		if args.Changed("tensor-parallel-size") {
+			o.TensorParallel = e.TensorParallel
+		}
+		if args.Changed("pipeline-parallel-size") {
+			o.PipelineParallel = e.PipelineParallel
 		}
 		if args.Changed("kv-cache-dtype") {
 			o.KVCacheDType = e.KVCacheDType

@@ -97,6 +97,13 @@ func measuredGPU(name string) (GPU, bool) {
 // compute share scales with the peaks (SM count × clock × rate per SM, the
 // data sheets' dense figures), the memory share with the bandwidths.
 func deriveScale(src, dst GPU, fp8 bool, flops, bytes float64) float64 {
+	return deriveMixedScale(src, dst, fp8, flops, 0, bytes)
+}
+
+// deriveMixedScale is deriveScale for a kernel whose flops run at its
+// weights' rate (FP8's when fp8) and bf16Flops at BF16's, such as MLA's
+// block-FP8 projections beside its attention.
+func deriveMixedScale(src, dst GPU, fp8 bool, flops, bf16Flops, bytes float64) float64 {
 	if src.Name == dst.Name {
 		return 1
 	}
@@ -104,12 +111,15 @@ func deriveScale(src, dst GPU, fp8 bool, flops, bytes float64) float64 {
 	if fp8 && src.FP8FLOPS > 0 && dst.FP8FLOPS > 0 {
 		ps, pd = src.FP8FLOPS, dst.FP8FLOPS
 	}
-	c, m := flops/ps, bytes/src.MemoryBandwidth
-	if c+m == 0 {
+	c, a, m := flops/ps, 0.0, bytes/src.MemoryBandwidth
+	if bf16Flops > 0 {
+		a = bf16Flops / src.BF16FLOPS
+	}
+	if c+a+m == 0 {
 		return 1
 	}
-	f := c / (c + m)
-	return f*ps/pd + (1-f)*src.MemoryBandwidth/dst.MemoryBandwidth
+	f, fa := c/(c+a+m), a/(c+a+m)
+	return f*ps/pd + fa*src.BF16FLOPS/dst.BF16FLOPS + (1-f-fa)*src.MemoryBandwidth/dst.MemoryBandwidth
 }
 
 // calibrated is the factor a calibration's EfficiencyScale puts on a

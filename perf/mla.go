@@ -118,22 +118,9 @@ func mlaDecodeWork(d Deployment, heads float64, projections []gemmShape, fp8 boo
 	return w
 }
 
-// deriveScale is deriveScale for the block, whose projections may run at
-// FP8's rate while its attention runs at BF16's.
+// deriveScale is the block's time on dst over its time on src
+// (deriveMixedScale) for decodes of ctx tokens.
 func (w mlaWork) deriveScale(src, dst GPU, ctx, batch float64) float64 {
-	if src.Name == dst.Name {
-		return 1
-	}
-	ps, pd := src.BF16FLOPS, dst.BF16FLOPS
-	if w.fp8Projections && src.FP8FLOPS > 0 && dst.FP8FLOPS > 0 {
-		ps, pd = src.FP8FLOPS, dst.FP8FLOPS
-	}
-	projection := w.projFLOPsPerRow * batch / ps
-	attention := w.attnFLOPsPerToken * ctx * batch / src.BF16FLOPS
-	memory := (w.weightBytes + w.kvBytesPerToken*ctx*batch) / src.MemoryBandwidth
-	total := projection + attention + memory
-	if total == 0 {
-		return 1
-	}
-	return (projection*ps/pd + attention*src.BF16FLOPS/dst.BF16FLOPS + memory*src.MemoryBandwidth/dst.MemoryBandwidth) / total
+	return deriveMixedScale(src, dst, w.fp8Projections, w.projFLOPsPerRow*batch, w.attnFLOPsPerToken*ctx*batch,
+		w.weightBytes+w.kvBytesPerToken*ctx*batch)
 }

@@ -182,27 +182,25 @@ func (f *ServerArgs) Apply(o *vllm.Options) (args []string) {
 			args = append(args, off)
 		}
 	}
-	switch {
-	case f.Changed("no-enable-chunked-prefill") && f.noChunkedPrefill:
-		setBool(false, &o.EnableChunkedPrefill, "--enable-chunked-prefill", "--enable-chunked-prefill=false")
-	case f.Changed("enable-chunked-prefill"):
-		setBool(e.EnableChunkedPrefill, &o.EnableChunkedPrefill, "--enable-chunked-prefill", "--enable-chunked-prefill=false")
+	// A flag vLLM also takes negated (--no-X): the negation, when given
+	// as true, wins.
+	setNegatable := func(name, negation string, negated, v bool, dst **bool, off string) {
+		switch {
+		case f.Changed(negation) && negated:
+			setBool(false, dst, "--"+name, off)
+		case f.Changed(name):
+			setBool(v, dst, "--"+name, off)
+		}
 	}
-	switch {
-	case f.Changed("no-enable-prefix-caching") && e.NoEnablePrefixCaching:
-		setBool(false, &o.EnablePrefixCaching, "--enable-prefix-caching", "--no-enable-prefix-caching")
-	case f.Changed("enable-prefix-caching"):
-		setBool(e.EnablePrefixCaching, &o.EnablePrefixCaching, "--enable-prefix-caching", "--no-enable-prefix-caching")
-	}
+	setNegatable("enable-chunked-prefill", "no-enable-chunked-prefill", f.noChunkedPrefill, e.EnableChunkedPrefill,
+		&o.EnableChunkedPrefill, "--enable-chunked-prefill=false")
+	setNegatable("enable-prefix-caching", "no-enable-prefix-caching", e.NoEnablePrefixCaching, e.EnablePrefixCaching,
+		&o.EnablePrefixCaching, "--no-enable-prefix-caching")
 	if f.Changed("multi-step-stream-outputs") {
 		setBool(e.MultiStepStreamOutputs, &o.MultiStepStreamOutputs, "--multi-step-stream-outputs", "--multi-step-stream-outputs=false")
 	}
-	switch {
-	case f.Changed("no-async-scheduling") && e.NoAsyncScheduling:
-		setBool(false, &o.AsyncScheduling, "--async-scheduling", "--no-async-scheduling")
-	case f.Changed("async-scheduling"):
-		setBool(e.AsyncScheduling, &o.AsyncScheduling, "--async-scheduling", "--no-async-scheduling")
-	}
+	setNegatable("async-scheduling", "no-async-scheduling", e.NoAsyncScheduling, e.AsyncScheduling,
+		&o.AsyncScheduling, "--no-async-scheduling")
 	setString := func(name, v string, dst *string) {
 		if f.Changed(name) {
 			*dst = v

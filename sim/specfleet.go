@@ -61,21 +61,9 @@ func TopologyOf(ctx context.Context, s *runspec.Spec, base *runspec.ResolvedEngi
 	if cfg.Decode, decodeTP, err = pool(ctx, s, changed, "decode", f.Decode, f.DecodeInstances); err != nil {
 		return cfg, fmt.Errorf("decode instances: %w", err)
 	}
-	link, err := perf.LookupKVLink(f.KVLink)
+	link, err := kvLinkOf(f, changed)
 	if err != nil {
-		return cfg, fmt.Errorf("--kv-link: %w", err)
-	}
-	if changed("kv-link-nics") {
-		link.NICs = f.KVLinkNICs
-	}
-	if changed("kv-link-bandwidth") {
-		link.NICBandwidth = f.KVLinkBandwidthGBps * 1e9
-	}
-	if changed("kv-link-setup") {
-		link.Setup = f.KVLinkSetup
-	}
-	if err := link.Validate(); err != nil {
-		return cfg, fmt.Errorf("--kv-link-nics, --kv-link-bandwidth, --kv-link-setup: %w", err)
+		return cfg, err
 	}
 	handoff := Handoff(strings.ToLower(f.Handoff))
 	if handoff != HandoffSequential && handoff != HandoffConcurrent {
@@ -106,6 +94,28 @@ func TopologyOf(ctx context.Context, s *runspec.Spec, base *runspec.ResolvedEngi
 		BufferBytes: int64(f.KVBufferSize), Overflow: overflow, SpillBandwidth: f.SpillBandwidthGBps * 1e9,
 	}
 	return cfg, nil
+}
+
+// kvLinkOf is the P/D fleet's KV link: the --kv-link preset with the
+// flags that override its parts.
+func kvLinkOf(f *runspec.Topology, changed func(string) bool) (perf.KVLink, error) {
+	link, err := perf.LookupKVLink(f.KVLink)
+	if err != nil {
+		return link, fmt.Errorf("--kv-link: %w", err)
+	}
+	if changed("kv-link-nics") {
+		link.NICs = f.KVLinkNICs
+	}
+	if changed("kv-link-bandwidth") {
+		link.NICBandwidth = f.KVLinkBandwidthGBps * 1e9
+	}
+	if changed("kv-link-setup") {
+		link.Setup = f.KVLinkSetup
+	}
+	if err := link.Validate(); err != nil {
+		return link, fmt.Errorf("--kv-link-nics, --kv-link-bandwidth, --kv-link-setup: %w", err)
+	}
+	return link, nil
 }
 
 // pool resolves one pool's engine through vLLM's rules with the role's
