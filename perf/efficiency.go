@@ -151,9 +151,9 @@ var hipBLASLtWeightRate = []curvePoint{
 	{947388416, 0.732}, {1012137984, 0.747}, {1245708288, 0.744}, {2024275968, 0.768},
 }
 
-// isROCm reports whether g is one of the catalog's AMD (gfx942) parts, on
+// IsROCm reports whether g is one of the catalog's AMD (gfx942) parts, on
 // which vLLM runs ROCm's kernels.
-func isROCm(g GPU) bool { return g.Name == "MI300X" || g.Name == "MI325X" }
+func IsROCm(g GPU) bool { return g.Name == "MI300X" || g.Name == "MI325X" }
 
 // hipBLASLtWeightSlowdown is how much longer hipBLASLt takes than the
 // roofline's MBU to stream one layer's dense weights and the lm_head's on
@@ -208,7 +208,7 @@ func (p KernelPolicy) Kernel(m Model, g GPU) QuantKernel {
 func QuantKernelFor(m Model, g GPU) QuantKernel {
 	switch m.Quantization.Method {
 	case "gptq", "awq":
-		if isROCm(g) {
+		if IsROCm(g) {
 			return KernelExLlama
 		}
 		return KernelMarlin

@@ -196,7 +196,7 @@ func newRooflineWork(d Deployment) *Roofline {
 		layerWeightSlowdown: 1,
 		headWeightSlowdown:  1,
 	}
-	if k := d.Kernels.Kernel(m, g); isROCm(g) && isCatalogGPU(g) && (k == KernelDense || k == KernelFP8) {
+	if k := d.Kernels.Kernel(m, g); IsROCm(g) && isCatalogGPU(g) && (k == KernelDense || k == KernelFP8) {
 		r.layerWeightSlowdown, r.headWeightSlowdown = hipBLASLtWeightSlowdown(m, d.TensorParallel, bpp, g.MBU)
 		if k == KernelDense { // PR #15830's skinny GEMMs take bf16/fp16 weights only
 			r.skinnyRows = float64(d.Kernels.ROCmSkinnyRows)

@@ -62,6 +62,9 @@ type Engine struct {
 	// default host (vllm.Options.HostSpeed).
 	HostSpeed              float64
 	DisableAsyncOutputProc bool
+	// FlashInferSampler is --flashinfer-sampler: V1's sampler runs
+	// FlashInfer's top-k/top-p kernel (vllm.Options.FlashInferSampler).
+	FlashInferSampler bool
 	// MultiStepStreamOutputs is --multi-step-stream-outputs (V0 from
 	// 0.6.2; the release's default when unset).
 	MultiStepStreamOutputs bool
@@ -89,6 +92,7 @@ func (e *Engine) Register(fs *pflag.FlagSet) {
 	fs.BoolVar(&e.AsyncScheduling, "async-scheduling", false, "V1, vLLM ≥ 0.10: schedule the next step while the GPU runs this one (default: on from 0.14 without pipeline parallelism)")
 	fs.BoolVar(&e.NoAsyncScheduling, "no-async-scheduling", false, "V1, vLLM ≥ 0.10: schedule each step after the previous one ends (turns off 0.14's default)")
 	fs.BoolVar(&e.HostOverhead, "host-overhead", true, "model the release's CPU work (scheduling, output processing, API server) and how it overlaps the GPU; false times steps by the GPU roofline alone")
+	fs.BoolVar(&e.FlashInferSampler, "flashinfer-sampler", false, "V1 on NVIDIA GPUs: the server's sampler runs FlashInfer's top-k/top-p kernel (vLLM 0.7-0.11.0 with FlashInfer installed, as vLLM's and GPUStack's docker images have it; VLLM_USE_FLASHINFER_SAMPLER=1 later), so the profile run's sampler holds 14 bytes per logits cell instead of the sort's ~38 and the KV cache gets the difference")
 	fs.Float64Var(&e.HostSpeed, "host-speed", 1, "server CPU speed relative to the default host (the server CPUs behind the published A100/H100 runs): 2 halves every host-overhead term, 0.5 doubles it")
 	fs.IntVar(&e.MaxModelLen, "max-model-len", 0, "model context length (default: derived from the model config)")
 	fs.IntVar(&e.MaxNumSeqs, "max-num-seqs", 0, "maximum number of sequences per iteration (default: 256; v1 on GPUs with ≥70 GiB: 1024)")
@@ -195,6 +199,7 @@ func (e *Engine) options(changed func(string) bool, allowLong bool) (vllm.Option
 		NumSchedulerSteps: e.NumSchedulerSteps, NoHostOverhead: !e.HostOverhead,
 		HostSpeed:              e.HostSpeed,
 		DisableAsyncOutputProc: e.DisableAsyncOutputProc,
+		FlashInferSampler:      e.FlashInferSampler,
 		Nodes:                  e.Nodes, DistributedExecutorBackend: e.Executor,
 		Offline: e.Offline,
 	}

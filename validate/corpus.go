@@ -95,6 +95,9 @@ type Run struct {
 	// Link is the interconnect between the run's GPUs as sim's --link
 	// names it; empty: sim's default for the GPU.
 	Link string `yaml:"link"`
+	// FlashInferSampler: the server's V1 sampler ran FlashInfer's
+	// top-k/top-p kernel (sim --flashinfer-sampler).
+	FlashInferSampler bool `yaml:"flashinfer_sampler"`
 	// Client is the benchmark client of a serving run when it is not
 	// vLLM's own (benchmark_serving.py / vllm bench serve): "" or
 	// ClientInferencePerf.

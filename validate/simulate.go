@@ -136,6 +136,10 @@ func newPlan(r *Run, c *Corpus, o Options) (*plan, error) {
 		p.options.Link = link
 		p.args = append(p.args, "--link", r.Link)
 	}
+	if r.FlashInferSampler {
+		p.options.FlashInferSampler = true
+		p.args = append(p.args, "--flashinfer-sampler")
+	}
 	p.args = append(p.args, server.Apply(&p.options)...)
 	p.planWorkload(r)
 	return p, nil

@@ -483,6 +483,26 @@
 //   - V1: 38.0 (0.8.5-era V1): fp32 logits, PyTorch's top-k/top-p (vLLM's
 //     wheels ship no FlashInfer), no inverse permutation.
 //
+// FlashInfer's sampler (Options.FlashInferSampler, sim --flashinfer-sampler)
+// takes 14 bytes a cell instead, at any number of rows
+// (flashInferSamplerPeak, inferred from the code: the model-dtype logits,
+// the fp32 copy and, inside FlashInfer's top_k_top_p_sampling_from_logits,
+// the top-k masked logits and their softmax; no sort). V1 samples the
+// profile's top-k/top-p rows on it whenever FlashInfer is installed and
+// VLLM_USE_FLASHINFER_SAMPLER is not 0: PR #11394 (vLLM 0.7.0) made it
+// the default, PR #14815 turned it off for FlashInfer 0.2.3 and later
+// until PR #15777 adapted to that API (May 2025), and PR #26859
+// (2025-10-15, after 0.11.0) made it opt-in, as flashinfer-python had just
+// become a default dependency (PR #26443). vLLM's wheels did not install
+// FlashInfer before that, its docker images did, and GPUStack's CUDA
+// runner images have since August 2025 (gpustack PR #2671; issue #3656
+// shows it in GPUStack 2.0's vLLM 0.11.0), so the corpus's GPUStack 0.11.0
+// runs set it [inferred: no published log of theirs shows the sampler
+// line]. With it, GPUStack's Qwen3-235B-A22B at TP 8 on 8 × H100 starts at
+// the model's 262,144-token context as published (13.77 GiB of cache
+// where 11.75 are needed; 10.29 with the sort). Its Qwen3-32B H100 page
+// still does not (7.9 GiB where 40,960 tokens need 10) [open].
+//
 // At 96 rows and fewer every release takes about 10.4 bytes a cell more
 // (40.4 and 50.3–50.6): PyTorch's CUDA sort needs more workspace for few
 // rows; between 96 and 128 rows perf.SamplerPeak interpolates

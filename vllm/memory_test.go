@@ -160,6 +160,48 @@ func TestSamplerPeakFollowsMaxNumSeqs(t *testing.T) {
 	}
 }
 
+// TestFlashInferSamplerPeak: with FlashInfer's top-k/top-p kernel the
+// profile run's sampler holds 14 bytes a logits cell at 1,024 rows of
+// Qwen3's 151,936 instead of the sort's measured peak, and the KV cache
+// gets the difference; vLLM never runs it on V0 or on AMD GPUs.
+func TestFlashInferSamplerPeak(t *testing.T) {
+	kv := func(t *testing.T, o vllm.Options) int64 {
+		r, err := resolve(t, "0.11.0", engine.V1, "Qwen3-8B", "H100", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Capacity.KVCacheBytes
+	}
+	native, flashInfer := kv(t, vllm.Options{}), kv(t, vllm.Options{FlashInferSampler: true})
+	p, err := vllm.Lookup("0.11.0", engine.V1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rows, vocab = 1024, 151936
+	want := float64(rows*vocab) * (p.Memory.SamplerPeak.At(rows) - 14)
+	if got := float64(flashInfer - native); math.Abs(got/want-1) > 0.001 {
+		t.Errorf("FlashInfer's sampler leaves %.3f GiB more KV cache than the sort, want %.3f GiB (%d × %d × (%.2f − 14 bytes))",
+			got/(1<<30), want/(1<<30), rows, vocab, p.Memory.SamplerPeak.At(rows))
+	}
+
+	for _, c := range []struct {
+		name, version string
+		eng           engine.Version
+		gpu, want     string
+	}{
+		{"V0 engine", "0.6.3", engine.V0, "H100", "V1's sampler only"},
+		{"ROCm GPU", "0.11.0", engine.V1, "MI300X", "NVIDIA GPUs only"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := resolve(t, c.version, c.eng, "Llama-3-8B", c.gpu, vllm.Options{FlashInferSampler: true})
+			var optErr *vllm.OptionError
+			if !errors.As(err, &optErr) || optErr.Option != "flashinfer_sampler" || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got %v, want a flashinfer_sampler error saying %q", err, c.want)
+			}
+		})
+	}
+}
+
 // TestNVLSByRelease: V0 from 0.6.4 (PyTorch 2.5.1, NCCL 2.21.5) through
 // 0.6.6 counts NVLS buffers on two TP communicators (doc.go, "Memory
 // profile"); earlier releases, 0.7+ and V1 count none.

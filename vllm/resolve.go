@@ -72,6 +72,10 @@ type Options struct {
 	// default host machine (doc.go, "Host speed"): 2 halves every host
 	// term. 0 means 1.
 	HostSpeed float64
+	// FlashInferSampler: V1's sampler runs FlashInfer's top-k/top-p
+	// kernel (doc.go, "Memory profile"), so the profile run's sampler
+	// peaks at flashInferSamplerPeak instead of the release's sort.
+	FlashInferSampler bool
 }
 
 // Resolved is everything sim and serve need to run one vLLM release.
@@ -133,6 +137,9 @@ func Resolve(ctx context.Context, p Profile, model perf.Model, gpu perf.GPU, o O
 		return nil, err
 	}
 	if err := checkChoices(p, o); err != nil {
+		return nil, err
+	}
+	if err := checkFlashInferSampler(p, gpu, o); err != nil {
 		return nil, err
 	}
 	executor, executorDefaulted, err := resolveExecutor(p, o.DistributedExecutorBackend,
@@ -212,6 +219,9 @@ func deploymentFor(p Profile, model perf.Model, gpu perf.GPU, o Options) perf.De
 	d.NonTorchMultiGPUBytes = int64(p.Memory.NonTorchMultiGPUGiB * gibibyte)
 	d.NVLSCommunicators = p.Memory.NVLSCommunicators
 	d.SamplerPeak = p.Memory.SamplerPeak
+	if o.FlashInferSampler {
+		d.SamplerPeak = flashInferSamplerPeak
+	}
 	d.SamplerKernels = p.SamplerKernels
 	if o.SwapSpaceGiB != nil && p.Engine == engine.V0 {
 		d.SwapSpaceGiB = *o.SwapSpaceGiB
@@ -406,6 +416,21 @@ func checkChoices(p Profile, o Options) error {
 			return optionError("disable_async_output_proc", "disable_async_output_proc: the V1 engine has no async output processor to disable")
 		}
 		return optionError("disable_async_output_proc", "disable_async_output_proc: vLLM %s has no async output processing; it arrived in 0.6.0 (PR #7049)", p.Release)
+	}
+	return nil
+}
+
+// checkFlashInferSampler refuses FlashInfer's sampler where vLLM never
+// runs it: V0 engines sim models (their profile samples without it) and
+// AMD GPUs (FlashInfer is CUDA-only).
+func checkFlashInferSampler(p Profile, gpu perf.GPU, o Options) error {
+	switch {
+	case !o.FlashInferSampler:
+		return nil
+	case p.Engine != engine.V1:
+		return optionError("flashinfer_sampler", "V1's sampler only (vLLM 0.7 and later): the V0 engine's profile run sorts with PyTorch; drop the flag or use --engine v1")
+	case perf.IsROCm(gpu):
+		return optionError("flashinfer_sampler", "FlashInfer runs on NVIDIA GPUs only, not on the %s (ROCm); drop the flag", gpu.Name)
 	}
 	return nil
 }
