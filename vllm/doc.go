@@ -491,7 +491,7 @@
 // profile's top-k/top-p rows on it whenever FlashInfer is installed and
 // VLLM_USE_FLASHINFER_SAMPLER is not 0: PR #11394 (vLLM 0.7.0) made it
 // the default, PR #14815 turned it off for FlashInfer 0.2.3 and later
-// until PR #15777 adapted to that API (May 2025), and PR #26859
+// until PR #15777 adapted to that API, and PR #26859
 // (2025-10-15, after 0.11.0) made it opt-in, as flashinfer-python had just
 // become a default dependency (PR #26443). vLLM's wheels did not install
 // FlashInfer before that, its docker images did, and GPUStack's CUDA
