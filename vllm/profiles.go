@@ -212,6 +212,17 @@ var memoryRules = []MemoryAccounting{
 		NonTorchGiB: 0.16, NonTorchMultiGPUGiB: 0.60},
 }
 
+// flashInferSamplerPeak: V1's sampler on FlashInfer's top-k/top-p kernel
+// (Options.FlashInferSampler) at the profile run's peak, 14 bytes a logits
+// cell at any number of rows [inferred from the code, not measured: no
+// FlashInfer runs here]: the model-dtype logits the runner holds (2), the
+// fp32 copy Sampler.forward samples from (4), and inside FlashInfer's
+// top_k_top_p_sampling_from_logits (flashinfer/sampling.py, top_k_first)
+// the top-k masked logits (4) and their softmax (4), which
+// top_p_sampling_from_probs samples without sorting; the native path's
+// sort values and int64 indices never exist.
+var flashInferSamplerPeak = perf.SamplerPeak{Rows: []int{1}, BytesPerCell: []float64{14}}
+
 // samplerRules: which measured vLLM tree's sampler each release runs at
 // the profile run's peak (doc.go, "Memory profile"), by the first release
 // whose sampler allocates that way.
@@ -227,18 +238,6 @@ var memoryRules = []MemoryAccounting{
 //   - V1 (0.7+): V1's sampler (fp32 logits, PyTorch top-k/top-p without
 //     FlashInfer, which vLLM's wheels do not ship); measured at the
 //     0.8.5-era tree.
-//
-// flashInferSamplerPeak: V1's sampler on FlashInfer's top-k/top-p kernel
-// (Options.FlashInferSampler) at the profile run's peak, 14 bytes a logits
-// cell at any number of rows [inferred from the code, not measured: no
-// FlashInfer runs here]: the model-dtype logits the runner holds (2), the
-// fp32 copy Sampler.forward samples from (4), and inside FlashInfer's
-// top_k_top_p_sampling_from_logits (flashinfer/sampling.py, top_k_first)
-// the top-k masked logits (4) and their softmax (4), which
-// top_p_sampling_from_probs samples without sorting; the native path's
-// sort values and int64 indices never exist.
-var flashInferSamplerPeak = perf.SamplerPeak{Rows: []int{1}, BytesPerCell: []float64{14}}
-
 var samplerRules = []struct {
 	since      Release
 	engine     engine.Version
