@@ -81,17 +81,8 @@ func newPlan(r *Run, c *Corpus, o Options) (*plan, error) {
 		return nil, err
 	}
 	tp, pp := r.TensorParallel, r.PipelineParallel
-	for _, f := range []struct {
-		name  string
-		flag  int
-		field int
-	}{{"tensor-parallel-size", server.Engine.TensorParallel, tp}, {"pipeline-parallel-size", server.Engine.PipelineParallel, pp}} {
-		if server.Changed(f.name) && f.flag != f.field {
-			return nil, cannot("server flag --%s %d disagrees with the run's own %d", f.name, f.flag, f.field)
-		}
-	}
-	if r.GPUCount != tp*pp {
-		return nil, cannot("gpu_count %d but tensor_parallel × pipeline_parallel = %d: data-parallel replicas are not simulated", r.GPUCount, tp*pp)
+	if err := checkParallelSizes(r, server); err != nil {
+		return nil, err
 	}
 	gpu, err := perf.LookupGPU(r.GPU)
 	if err != nil {
@@ -128,10 +119,37 @@ func newPlan(r *Run, c *Corpus, o Options) (*plan, error) {
 		p.options.Quantization = quantization
 		p.args = append(p.args, "--quantization", quantization)
 	}
+	if err := p.planDeploymentFields(r); err != nil {
+		return nil, err
+	}
+	p.args = append(p.args, server.Apply(&p.options)...)
+	p.planWorkload(r)
+	return p, nil
+}
+
+// checkParallelSizes refuses a run whose server flags contradict its own
+// parallel sizes, or whose GPUs are not all one model replica.
+func checkParallelSizes(r *Run, server *runspec.ServerArgs) error {
+	tp, pp := r.TensorParallel, r.PipelineParallel
+	if server.Changed("tensor-parallel-size") && server.Engine.TensorParallel != tp {
+		return cannot("server flag --tensor-parallel-size %d disagrees with the run's own %d", server.Engine.TensorParallel, tp)
+	}
+	if server.Changed("pipeline-parallel-size") && server.Engine.PipelineParallel != pp {
+		return cannot("server flag --pipeline-parallel-size %d disagrees with the run's own %d", server.Engine.PipelineParallel, pp)
+	}
+	if r.GPUCount != tp*pp {
+		return cannot("gpu_count %d but tensor_parallel × pipeline_parallel = %d: data-parallel replicas are not simulated", r.GPUCount, tp*pp)
+	}
+	return nil
+}
+
+// planDeploymentFields applies the run's fields that are sim flags rather
+// than vllm serve flags: the interconnect and FlashInfer's sampler.
+func (p *plan) planDeploymentFields(r *Run) error {
 	if r.Link != "" {
 		link, err := perf.ParseLink(r.Link, "link")
 		if err != nil {
-			return nil, cannot("link %s: %v", r.Link, err)
+			return cannot("link %s: %v", r.Link, err)
 		}
 		p.options.Link = link
 		p.args = append(p.args, "--link", r.Link)
@@ -140,9 +158,7 @@ func newPlan(r *Run, c *Corpus, o Options) (*plan, error) {
 		p.options.FlashInferSampler = true
 		p.args = append(p.args, "--flashinfer-sampler")
 	}
-	p.args = append(p.args, server.Apply(&p.options)...)
-	p.planWorkload(r)
-	return p, nil
+	return nil
 }
 
 // lookupModel finds the model: a config.json committed beside the corpus
