@@ -832,16 +832,21 @@
 // by default and capped at max_model_len, as V0's model runner checks
 // before replaying a graph), and V1 steps over 512 tokens.
 //
-//   - V0: the driver launches each layer's kernels from Python, 350 µs a
-//     layer, and the GPU, when its work is shorter, waits for them: such
-//     a step lasts max(GPU work, layers · 350 µs) on every stage. The
+//   - V0, and V1 under EnforceEager: the driver launches each layer's
+//     kernels from Python, 350 µs a layer, and the GPU, when its work is
+//     shorter, waits for them: such a step lasts max(GPU work, layers ·
+//     350 µs) on every stage. V1's --enforce-eager turns torch.compile off
+//     too (VllmConfig leaves the compilation level at NO_COMPILATION
+//     unless one is given, from V1's first releases through 0.11), so its
+//     steps run the same eager PyTorch as V0's [inferred: the per-layer
+//     cost is V0's measurement]. The
 //     constant is read from vLLM PR #1440 (2023-10): Llama-2-7B decoding
 //     at batch 1 on one GPU, 5 prompt and 100 generated tokens, took 1.2
 //     s eager and 1.05 s from CUDA graphs. Eager is launch-bound (it is
 //     slower), so the 12.0 ms a token eager is the launches plus the host
 //     work that the graphed 10.5 ms also holds, 10.5 ms less the GPU's
 //     9.7 ms here on an A100-80GB [assumed: the PR names no GPU]: 11.2 ms
-//     for 32 layers. TestV0EagerStepsWaitForLaunches gives the PR's two
+//     for 32 layers. TestEagerStepsWaitForLaunches gives the PR's two
 //     figures back within 10%. A prompt of a few hundred tokens on a fast
 //     GPU is such a step (Llama-3-8B on an H100: 137 tokens take 7.6 ms
 //     of GPU work, 11.2 ms of launches; from about 400 tokens the GPU
@@ -852,9 +857,13 @@
 //     Before, sim took prompts to outlast their launches [inferred, now
 //     replaced]; validate's holdout TTFT median moved from 27.1% to
 //     21.6% (docs/fidelity.md).
-//   - V1: decode steps past the captured sizes add 25 µs of launch gaps
-//     per layer [unmeasured]; prompts add none (V1's piecewise-compiled
-//     model launches far fewer kernels from Python [inferred]). BLIS fits
+//   - V1 without EnforceEager: decode steps past the captured sizes add
+//     25 µs of launch gaps per layer [unmeasured]; prompts add none (V1's
+//     piecewise-compiled model launches far fewer kernels from Python
+//     [inferred]). Before, sim charged --enforce-eager's V1 steps the
+//     same; vLLM issue #20469's eager Qwen3-14B-AWQ runs showed the gap
+//     (concurrency 1: TPOT 20.6 ms published, 9.8 simulated), and
+//     vLLM's config code the cause. BLIS fits
 //     the same shape (β5·layers + β6·batch + β7).
 //
 // A step that replays a graph runs the batch it was captured for: vLLM

@@ -18,12 +18,12 @@ const (
 	// they are launched one by one instead of replayed from a CUDA graph
 	// (V1's decode steps past its captured sizes).
 	eagerGapPerLayer = 25 * time.Microsecond
-	// eagerLaunchPerLayerV0: the CPU time V0's model runner takes to
-	// launch one decoder layer's kernels one by one, which bounds a step
-	// run without a CUDA graph from below (doc.go, "CPU overhead per
-	// step"): vLLM PR #1440's Llama-2-7B decode at batch 1, 12.0 ms a
-	// token eager against 10.5 ms from a graph.
-	eagerLaunchPerLayerV0 = 350 * time.Microsecond
+	// eagerLaunchPerLayer: the CPU time eager PyTorch takes to launch one
+	// decoder layer's kernels one by one from Python, which bounds a step
+	// run without a CUDA graph or torch.compile from below (doc.go, "CPU
+	// overhead per step"): vLLM PR #1440's Llama-2-7B decode at batch 1,
+	// 12.0 ms a token eager against 10.5 ms from a graph.
+	eagerLaunchPerLayer = 350 * time.Microsecond
 	// swapCopyOverhead: vLLM swaps one cudaMemcpyAsync per block, per
 	// layer, for K and for V.
 	swapCopyOverhead = 2 * time.Microsecond
@@ -101,8 +101,8 @@ type Roofline struct {
 	fixedOverhead float64
 	perSequence   float64
 	eagerGap      float64
-	// eagerLaunch is V0's CPU time to launch every layer of a stage one
-	// kernel at a time (eagerLaunchPerLayerV0 · stage layers).
+	// eagerLaunch is eager PyTorch's CPU time to launch every layer of a
+	// stage one kernel at a time (eagerLaunchPerLayer · stage layers).
 	eagerLaunch    float64
 	enforceEager   bool
 	v0             bool
@@ -135,9 +135,9 @@ func NewRoofline(d Deployment) (*Roofline, error) {
 	return r, nil
 }
 
-// WithLaunchSpeed is r on a host whose CPU launches V0's eager kernels
-// speed times as fast (--host-speed): every stage's launch bound divides
-// by it. The rest of the model is shared with r.
+// WithLaunchSpeed is r on a host whose CPU launches eager kernels (V0's,
+// and V1's under --enforce-eager) speed times as fast (--host-speed):
+// every stage's launch bound divides by it. The rest of the model is shared with r.
 func (r *Roofline) WithLaunchSpeed(speed float64) *Roofline {
 	if speed == 1 || !(speed > 0) {
 		return r
@@ -224,7 +224,7 @@ func (r *Roofline) setOverheads() {
 	r.graphMaxTokens = v1GraphMaxTokens
 	r.graphMaxSeqLen = d.maxSeqLenToCapture()
 	r.eagerGap = eagerGapPerLayer.Seconds() * float64(d.Model.Layers)
-	r.eagerLaunch = eagerLaunchPerLayerV0.Seconds() * layers
+	r.eagerLaunch = eagerLaunchPerLayer.Seconds() * layers
 	r.swapBlockCost = float64(int64(d.BlockSize)*d.kvBytesPerTokenPerGPU())/d.GPU.PCIeBandwidth +
 		2*layers*swapCopyOverhead.Seconds()
 	if r.v0 {
@@ -329,8 +329,8 @@ type StepBreakdown struct {
 	// LaunchGaps is GPU idle time between kernels launched one by one,
 	// in steps that run without CUDA graphs.
 	LaunchGaps time.Duration
-	// Launch is the CPU time V0 takes to launch such a step's kernels
-	// (zero otherwise), at the roofline's launch speed
+	// Launch is the CPU time eager PyTorch takes to launch such a step's
+	// kernels (V0, or V1 under --enforce-eager; zero otherwise), at the roofline's launch speed
 	// (WithLaunchSpeed): LaunchGaps is what of it outlasts the GPU's
 	// work.
 	Launch time.Duration
@@ -443,10 +443,14 @@ func (r *Roofline) seconds(s StepShape) stepSeconds {
 	out.overhead = r.fixedOverhead + r.perSequence*(w.decode+nonNegative(s.Prefills))
 	switch {
 	case !r.enforceEager && r.graphed(s):
-	case r.v0:
-		// V0 launches each layer's kernels from Python: the GPU waits
-		// for the launches when its own work is shorter, on every
-		// stage. A prompt of a few hundred tokens is such a step.
+	case r.v0 || r.enforceEager:
+		// Eager PyTorch launches each layer's kernels from Python: the
+		// GPU waits for the launches when its own work is shorter, on
+		// every stage. V0 runs so every step without a graph (a prompt
+		// of a few hundred tokens is such a step); V1 under
+		// --enforce-eager runs so every step, since vLLM then leaves
+		// torch.compile off too (VllmConfig: CompilationLevel
+		// NO_COMPILATION unless a level is given).
 		out.launch = r.stages * r.eagerLaunch
 		out.gaps = larger(out.launch-out.gpu-out.comm, 0)
 	case s.PrefillTokens <= 0:

@@ -376,7 +376,7 @@ func TestMaxSeqLenToCapture(t *testing.T) {
 			b := r.Breakdown(c.shape)
 			want := time.Duration(0)
 			if c.wantGaps {
-				want = 28*eagerLaunchPerLayerV0 - b.GPU - b.Communication
+				want = 28*eagerLaunchPerLayer - b.GPU - b.Communication
 				if want <= 0 {
 					t.Fatalf("the GPU's %v outlast the launches; shorten the step", b.GPU+b.Communication)
 				}
@@ -473,29 +473,34 @@ func TestGEMMPeak(t *testing.T) {
 	}
 }
 
-// TestV0EagerStepsWaitForLaunches: a V0 step run without a CUDA graph
+// TestEagerStepsWaitForLaunches: a V0 step run without a CUDA graph
 // lasts at least its layers' launches, 350 µs a layer
-// (eagerLaunchPerLayerV0): a short prompt does not outlast them, a long
-// one does, and V1 replays prompts of up to 512 tokens from graphs. The
+// (eagerLaunchPerLayer): a short prompt does not outlast them, a long
+// one does, and V1 replays prompts of up to 512 tokens from graphs,
+// unless --enforce-eager runs it as plain eager PyTorch too. The
 // constant gives back what it was read from: vLLM PR #1440 timed
 // Llama-2-7B decoding at batch 1 on one GPU (an A100 assumed) at 12.0 ms
 // a token eager and 10.5 ms from a CUDA graph.
-func TestV0EagerStepsWaitForLaunches(t *testing.T) {
+func TestEagerStepsWaitForLaunches(t *testing.T) {
 	for _, c := range []struct {
 		name, engine string
+		enforceEager bool
 		shape        StepShape
 		launchBound  bool
 	}{
-		{"v0 prompt of 137 tokens", "v0", prefillStep(137), true},
-		{"v0 prompt of 2048 tokens", "v0", prefillStep(2048), false},
-		{"v1 prompt of 137 tokens", "v1", prefillStep(137), false},
+		{"v0 prompt of 137 tokens", "v0", false, prefillStep(137), true},
+		{"v0 prompt of 2048 tokens", "v0", false, prefillStep(2048), false},
+		{"v1 prompt of 137 tokens", "v1", false, prefillStep(137), false},
+		{"v1 --enforce-eager prompt of 137 tokens", "v1", true, prefillStep(137), true},
+		{"v1 --enforce-eager decode of 8", "v1", true, decodeStep(8, 512), true},
+		{"v1 --enforce-eager prompt of 2048 tokens", "v1", true, prefillStep(2048), false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			b := tabled(t, "Llama-3-8B", "H100", func(d *Deployment) { d.EngineVersion = c.engine }).Breakdown(c.shape)
+			b := tabled(t, "Llama-3-8B", "H100", func(d *Deployment) { d.EngineVersion, d.EnforceEager = c.engine, c.enforceEager }).Breakdown(c.shape)
 			span := b.GPU + b.Communication + b.LaunchGaps
 			switch {
-			case c.launchBound && (span-32*eagerLaunchPerLayerV0).Abs() > time.Microsecond:
-				t.Errorf("GPU %v and launch gaps %v: the step spans %v, want its 32 layers' launches, %v", b.GPU+b.Communication, b.LaunchGaps, span, 32*eagerLaunchPerLayerV0)
+			case c.launchBound && (span-32*eagerLaunchPerLayer).Abs() > time.Microsecond:
+				t.Errorf("GPU %v and launch gaps %v: the step spans %v, want its 32 layers' launches, %v", b.GPU+b.Communication, b.LaunchGaps, span, 32*eagerLaunchPerLayer)
 			case !c.launchBound && b.LaunchGaps != 0:
 				t.Errorf("launch gaps %v after %v of GPU work, want none", b.LaunchGaps, b.GPU+b.Communication)
 			}

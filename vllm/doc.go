@@ -90,7 +90,7 @@
 // and applies step i's outputs while the GPU runs step i, so step =
 // max(GPU, schedule, output + api). A step is host-bound when the host term decides
 // it (or scheduling alone outlasts the GPU), or when the GPU waits for
-// kernels launched one at a time (perf's Breakdown.LaunchGaps: V0's eager
+// kernels launched one at a time (perf's Breakdown.LaunchGaps: eager
 // steps, whose launches --host-speed scales); sim reports the share of
 // steps and of step time. The GPU time is the roofline's without its own
 // fixed CPU cost, which this replaces.

@@ -33,7 +33,7 @@ type HostStepModel struct {
 func NewHostStepModel(gpu perf.StepModel, host HostOverhead, schedulerSteps int) *HostStepModel {
 	m := &HostStepModel{GPU: gpu, Host: host, SchedulerSteps: max(schedulerSteps, 1)}
 	if r, ok := gpu.(*perf.Roofline); ok {
-		// V0's kernel launches are CPU work: this host's speed sets how
+		// Eager kernel launches are CPU work: this host's speed sets how
 		// long the GPU, every pipeline stage of it, waits for them.
 		r = r.WithLaunchSpeed(host.speed())
 		m.GPU = r

@@ -328,10 +328,11 @@ func lightLoadTPOT(t *testing.T, version, model, gpu string, n int, rate float64
 }
 
 // The host model replaces the roofline's CPU overhead but keeps the GPU's
-// launch gaps: --enforce-eager, and V0 decodes past
-// max_seq_len_to_capture, run slower than graphed steps, with and without
-// host modelling: V1 by 25 µs a layer, V0 until its layers' launches
-// (350 µs each) are done.
+// launch gaps: --enforce-eager (V0 and V1, which then runs plain eager
+// PyTorch, no torch.compile), and V0 decodes past max_seq_len_to_capture,
+// run slower than graphed steps, with and without host modelling, until
+// their layers' launches (350 µs each) are done; V1's compiled decodes
+// past its captured sizes wait 25 µs a layer.
 func TestHostModelKeepsLaunchGaps(t *testing.T) {
 	decode := perf.StepShape{Decodes: 8, AttnPairs: 8 * 9000, DecodeContext: 8 * 9000, MaxDecodeContext: 9000, KVTokens: 8 * 9001}
 	cases := []struct {
@@ -356,21 +357,29 @@ func TestHostModelKeepsLaunchGaps(t *testing.T) {
 				return r.StepModel.StepTime(c.shape)
 			}
 			g, e := step(graphed), step(eager)
-			// V1: 32 layers × 25 µs of launch gaps; V0: 32 × 350 µs of
-			// launches, less the GPU's work, which they outlast here.
-			want := 800 * time.Microsecond
-			if c.version != "0.8.5" {
-				r, err := resolve(t, c.version, "", "Llama-3.1-8B", "H100", vllm.Options{MaxModelLen: 16384, MaxSeqLenToCapture: 16384, NoHostOverhead: true})
-				if err != nil {
-					t.Fatal(err)
-				}
-				b := r.StepModel.(*perf.Roofline).Breakdown(c.shape)
-				want = 32*350*time.Microsecond - b.GPU - b.Communication
+			// 32 × 350 µs of launches, less the GPU's work, which they
+			// outlast here.
+			r, err := resolve(t, c.version, "", "Llama-3.1-8B", "H100", vllm.Options{MaxModelLen: 16384, MaxSeqLenToCapture: 16384, NoHostOverhead: true})
+			if err != nil {
+				t.Fatal(err)
 			}
+			b := r.StepModel.(*perf.Roofline).Breakdown(c.shape)
+			want := 32*350*time.Microsecond - b.GPU - b.Communication
 			if d := e - g; d < want-10*time.Microsecond || d > want+10*time.Microsecond || want <= 0 {
 				t.Errorf("%s %+v (no host %v): eager step %v, graphed %v; want %v of launch gaps between them", c.version, c.o, noHost, e, g, want)
 			}
 		}
+	}
+	// V1 without --enforce-eager: 600 decodes are past the 512 captured
+	// tokens and run the compiled model unreplayed, 32 layers × 25 µs of
+	// gaps.
+	r, err := resolve(t, "0.8.5", "", "Llama-3.1-8B", "H100", vllm.Options{NoHostOverhead: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wide := perf.StepShape{Decodes: 600, AttnPairs: 600 * 512, DecodeContext: 600 * 512, MaxDecodeContext: 512, KVTokens: 600 * 513}
+	if gaps := r.StepModel.(*perf.Roofline).Breakdown(wide).LaunchGaps; gaps != 800*time.Microsecond {
+		t.Errorf("V1, 600 decodes past the captured sizes: launch gaps %v, want 800µs", gaps)
 	}
 }
 
