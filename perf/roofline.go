@@ -137,7 +137,8 @@ func NewRoofline(d Deployment) (*Roofline, error) {
 
 // WithLaunchSpeed is r on a host whose CPU launches eager kernels (V0's,
 // and V1's under --enforce-eager) speed times as fast (--host-speed):
-// every stage's launch bound divides by it. The rest of the model is shared with r.
+// every stage's launch bound divides by it. The rest of the model is
+// shared with r.
 func (r *Roofline) WithLaunchSpeed(speed float64) *Roofline {
 	if speed == 1 || !(speed > 0) {
 		return r
@@ -330,9 +331,9 @@ type StepBreakdown struct {
 	// in steps that run without CUDA graphs.
 	LaunchGaps time.Duration
 	// Launch is the CPU time eager PyTorch takes to launch such a step's
-	// kernels (V0, or V1 under --enforce-eager; zero otherwise), at the roofline's launch speed
-	// (WithLaunchSpeed): LaunchGaps is what of it outlasts the GPU's
-	// work.
+	// kernels (V0, or V1 under --enforce-eager; zero otherwise), at the
+	// roofline's launch speed (WithLaunchSpeed): LaunchGaps is what of it
+	// outlasts the GPU's work.
 	Launch time.Duration
 	// Swap is V0 swap-in/out copies over PCIe.
 	Swap  time.Duration
