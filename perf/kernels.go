@@ -266,7 +266,7 @@ type stepKernels struct {
 	// mlaDecode is, per layer, what the measured MLA block in decode
 	// takes beyond the parts above by (mean context, decodes); nil
 	// without a table for the deployment (mla.go).
-	mlaDecode *kernelTable
+	mlaDecode *mlaExcess
 }
 
 // kernelPlan finds the tables for a deployment; nil (and the reason) when

@@ -525,3 +525,45 @@ func TestEagerStepsWaitForLaunches(t *testing.T) {
 		t.Errorf("graphed batch-1 decode %v, want PR #1440's 10.5 ms within 10%%", graphed)
 	}
 }
+
+// TestDecodeStepsGrowWithContext: for every catalog model on every catalog
+// GPU at its smallest fitting TP, a decode step takes GPU time, and no
+// less at a longer context. DeepSeek-R1's MLA block once gave NaN past
+// 30,000 tokens at 4 sequences, which the step read as no GPU time:
+// 46 of these cases took none.
+func TestDecodeStepsGrowWithContext(t *testing.T) {
+	for _, name := range Models() {
+		m, err := LookupModel(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, gpu := range GPUs() {
+			g, err := LookupGPU(gpu)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := DefaultDeployment(m, g)
+			if d.TensorParallel = d.SmallestFittingTP(); d.TensorParallel == 0 {
+				continue
+			}
+			r, err := NewRoofline(d)
+			if err != nil {
+				t.Fatalf("%s on %d × %s: %v", name, d.TensorParallel, gpu, err)
+			}
+			for _, batch := range []int{1, 4, 16, 64, 256} {
+				prev := time.Duration(0)
+				for _, ctx := range []int{100, 1000, 4000, 10000, 30000, 60000, 120000} {
+					var s StepShape
+					for range batch {
+						s.AddDecode(ctx)
+					}
+					got := r.Breakdown(s).GPU
+					if got <= 0 || got < prev*999/1000 {
+						t.Errorf("%s on %d × %s, %d decodes of %d tokens: GPU time %v (%v at the shorter context before it)", name, d.TensorParallel, gpu, batch, ctx, got, prev)
+					}
+					prev = got
+				}
+			}
+		}
+	}
+}
