@@ -87,10 +87,20 @@ func newMoECurve(d Deployment, cat *kernelCatalog, moeLayers float64) (*curve, s
 		origin = "H100-SXM"
 	}
 	dtype := moeDtype(m, g)
-	table := cat.find("moe", origin, dtype)
+	kind := "moe"
+	if d.ExpertParallel {
+		kind = "moe-ep"
+	}
+	table := cat.find(kind, origin, dtype)
+	if table == nil && kind == "moe-ep" {
+		// No EP sweep for this weight format (4-bit): the TP table, which
+		// gives each GPU the same 1/t of the expert work.
+		kind = "moe"
+		table = cat.find(kind, origin, dtype)
+	}
 	if table == nil {
 		dtype = "bf16"
-		table = cat.find("moe", origin, dtype)
+		table = cat.find(kind, origin, dtype)
 	}
 	src, ok := measuredGPU(origin)
 	if table == nil || !ok {
@@ -115,17 +125,27 @@ func newMoECurve(d Deployment, cat *kernelCatalog, moeLayers float64) (*curve, s
 	}
 	fp8 := dtype == "fp8" || dtype == "fp8-block"
 	bpw := m.linearBytesPerParam()
-	perRankWidth := want.inter / float64(d.TensorParallel)
+	// One rank's share: a slice of every expert (TP) or whole experts, a
+	// 1/t share of them and of the tokens' expert work (EP).
+	width, experts, pairsShare := want.inter/float64(d.TensorParallel), want.experts, 1.0
+	if kind == "moe-ep" {
+		width, experts, pairsShare = want.inter, want.experts/float64(d.TensorParallel), 1/float64(d.TensorParallel)
+	}
 	c := newCurve(kernelGridM, func(tokens float64) float64 {
 		// The roofline's FLOPs and bytes of the layer on one rank, for
 		// deriving another GPU's time and for a calibration's scales.
-		touched := want.experts * (1 - math.Pow(1-want.topk/want.experts, tokens))
-		flops := 2 * 3 * want.hidden * perRankWidth * tokens * want.topk
-		bytes := touched*3*want.hidden*perRankWidth*bpw + activationBytes*tokens*want.topk*(2*want.hidden+3*perRankWidth)
+		touched := experts * (1 - math.Pow(1-want.topk/want.experts, tokens))
+		pairs := tokens * want.topk * pairsShare
+		flops := 2 * 3 * want.hidden * width * pairs
+		bytes := touched*3*want.hidden*width*bpw + activationBytes*pairs*(2*want.hidden+3*width)
 		t := table.at(float64(i+1), ranks, tokens) * shapeScale * rankScale
 		return moeLayers * t * deriveScale(src, g, fp8, flops, bytes) * calibrated(g, fp8, flops, bytes)
 	})
-	return c.densify(d.MaxNumBatchedTokens + d.MaxNumSeqs), fmt.Sprintf("%s %s %s", origin, dtype, s)
+	name := fmt.Sprintf("%s %s %s", origin, dtype, s)
+	if kind == "moe-ep" {
+		name += " EP"
+	}
+	return c.densify(d.MaxNumBatchedTokens + d.MaxNumSeqs), name
 }
 
 func (s moeShape) String() string {

@@ -57,6 +57,38 @@ func TestFusedMoEReadsTable(t *testing.T) {
 	}
 }
 
+// TestFusedMoEExpertParallelReadsEPTable: with --enable-expert-parallel
+// each of DeepSeek-R1's 8 H200s runs 32 whole experts on every token,
+// which aiconfigurator measured apart (moe_ep_size 8, moe_tp_size 1): at
+// 8,192 tokens 2.961 ms a layer against 2.328 ms with every expert sliced
+// 8 ways, at 64 tokens 0.407 against 0.398 ms. A 4-bit MoE, which has no
+// EP table, keeps the TP one.
+func TestFusedMoEExpertParallelReadsEPTable(t *testing.T) {
+	tp := tabled(t, "DeepSeek-R1", "H200", func(d *Deployment) { d.TensorParallel = 8 })
+	ep := tabled(t, "DeepSeek-R1", "H200", func(d *Deployment) { d.TensorParallel, d.ExpertParallel = 8, true })
+	if got := ep.KernelSource().MoE; got != "H200 fp8-block 7168x2048x8x256 EP" {
+		t.Fatalf("fused MoE source with EP %q", got)
+	}
+	layers := float64(ep.Deployment().Model.moeLayers())
+	for _, c := range []struct{ tokens, ep, tp float64 }{{8192, 2961.32e-6, 2328.01e-6}, {64, 406.86e-6, 398.43e-6}} {
+		gotEP, gotTP := ep.kern.moe.at(c.tokens)/layers, tp.kern.moe.at(c.tokens)/layers
+		if math.Abs(gotEP/c.ep-1) > 0.01 || math.Abs(gotTP/c.tp-1) > 0.01 {
+			t.Errorf("one MoE layer at %v tokens: EP %.1f µs, TP %.1f µs; measured %.1f and %.1f µs", c.tokens, gotEP*1e6, gotTP*1e6, c.ep*1e6, c.tp*1e6)
+		}
+	}
+	prefill := StepShape{PrefillTokens: 8192, Prefills: 1, PrefillsDone: 1, AttnPairs: 8192 * 8193 / 2, KVTokens: 8192}
+	if a, b := ep.StepTime(prefill), tp.StepTime(prefill); a <= b {
+		t.Errorf("an 8,192-token prefill: %v with EP, %v without; want EP slower", a, b)
+	}
+	int4 := tabled(t, "Qwen3-30B-A3B", "H100", func(d *Deployment) {
+		d.Model.Quantization = Quantization{Method: "gptq", Bits: 4, GroupSize: 128}
+		d.TensorParallel, d.ExpertParallel = 2, true
+	})
+	if got := int4.KernelSource().MoE; !strings.HasSuffix(got, "int4 2048x768x8x128") {
+		t.Errorf("4-bit MoE with EP: fused MoE source %q, want the int4 TP table", got)
+	}
+}
+
 // TestFusedMoEDerived: a GPU without a fused-MoE table of its own or of
 // its architecture derives it from H100-SXM; Hopper parts use H100's.
 func TestFusedMoEDerived(t *testing.T) {

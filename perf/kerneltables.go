@@ -60,7 +60,7 @@ var fillAxes = map[string][]string{
 	"gemm": {"k", "n"}, "gemm-nk": {"nk"}, "attention-prefill": {"batch", "heads"},
 	"attention-decode": {"batch", "kv_heads", "context"},
 	"nccl-all_reduce":  {"bytes"}, "nccl-all_gather": {"bytes"}, "custom-allreduce": {"bytes"},
-	"moe": {"tp"}, "mla-decode": {"batch", "context"},
+	"moe": {"tp"}, "moe-ep": {"ep"}, "mla-decode": {"batch", "context"},
 }
 
 // categoricalAxes index measured cases rather than measure a quantity (a
@@ -70,8 +70,9 @@ var categoricalAxes = map[string]bool{"shape": true}
 
 // sharedAxes are axes along which work is divided rather than grown: a
 // cell filled from a neighbour on one scales by the inverse ratio (the
-// fused MoE kernel at twice the TP size has half of each expert per GPU).
-var sharedAxes = map[string]bool{"tp": true}
+// fused MoE kernel at twice the TP size has half of each expert per GPU,
+// at twice the EP size half the experts).
+var sharedAxes = map[string]bool{"tp": true, "ep": true}
 
 // kernelCatalog is every embedded table, parsed once.
 type kernelCatalog struct {
