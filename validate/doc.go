@@ -75,7 +75,9 @@
 // user's result file: one lab's machines or setup show there rather than
 // hiding in the medians). GPU classes fold memory sizes and form
 // factors together (A100-40GB and A100-80GB are A100; A10 and A10G share
-// one class).
+// one class). Twins, runs with the same sim command and benchmark, get one
+// prediction; their published figures' spread about each group's median
+// is reported beside sim's error on them (twins.go).
 //
 // # Regimes
 //

@@ -2,10 +2,8 @@ package validate
 
 import (
 	"cmp"
-	"math"
 	"slices"
 
-	"github.com/servebench/servebench/metrics"
 	"github.com/servebench/servebench/vllm"
 )
 
@@ -50,6 +48,9 @@ type Summary struct {
 	// BySource is each publication's runs (a user's: each result file),
 	// so one lab's machines or setup cannot hide in the medians.
 	BySource []Cell `json:"by_source"`
+	// Twins are the runs sim cannot tell apart, and the error no model of
+	// their inputs can get under.
+	Twins Twins `json:"twins"`
 }
 
 // Splits lists the splits present in the report, holdout first.
@@ -126,6 +127,7 @@ func (rep *Report) Summarize(split string) Summary {
 	s.Cells = group(by(true, true, true))
 	// A run's publication (a user's: its result file), in its name's order.
 	s.BySource = group(func(r *Result) Cell { return Cell{Source: r.Run.SourceName()} })
+	s.Twins = twinsOf(sims)
 	return s
 }
 
@@ -162,20 +164,15 @@ func cellOf(c Cell, runs []*Result) Cell {
 	c.Runs = len(runs)
 	c.Families = map[Family]Stat{}
 	for _, f := range Families() {
-		var abs, signed []float64
+		var signed []float64
 		for _, r := range runs {
 			if m, ok := r.Headline(f); ok {
-				abs = append(abs, 100*math.Abs(m.Error))
 				signed = append(signed, 100*m.Error)
 			}
 		}
-		if len(abs) == 0 {
-			continue
+		if len(signed) > 0 {
+			c.Families[f] = statOf(signed)
 		}
-		slices.Sort(abs)
-		slices.Sort(signed)
-		c.Families[f] = Stat{Runs: len(abs), MedianAbs: metrics.Percentile(abs, 50),
-			WorstAbs: abs[len(abs)-1], MedianSigned: metrics.Percentile(signed, 50)}
 	}
 	return c
 }

@@ -19,7 +19,8 @@ type TextOptions struct {
 // error, the runs sim could not simulate with their reasons, then per
 // split (holdout first, fit apart, a user's own runs apart) the median and
 // worst absolute error per metric family, overall and by GPU class, regime,
-// release line and their combinations, and by source.
+// release line and their combinations, and by source, then the spread of
+// the runs sim cannot tell apart (Twins).
 func (rep *Report) WriteText(w io.Writer, o TextOptions) error {
 	var b bytes.Buffer
 	rep.writeHeader(&b)
@@ -132,6 +133,12 @@ func writeSummary(b *bytes.Buffer, s Summary) {
 		return c.GPUClass + " · " + c.Regime + " · " + c.ReleaseLine
 	})
 	section("By source", s.BySource, func(c Cell) string { return c.Source })
+	if tw := s.Twins; tw.Groups > 0 {
+		fmt.Fprintf(b, "Runs sim cannot tell apart (one sim command, differing published figures): %s in %s\n",
+			plural(tw.Runs, "run"), plural(tw.Groups, "group"))
+		row("  Spread: each from its group's median", tw.Spread)
+		row("  Sim on the same runs", tw.Sim)
+	}
 }
 
 // pct prints an absolute error in percent: one decimal below 10%.
