@@ -48,8 +48,8 @@ type Summary struct {
 	// BySource is each publication's runs (a user's: each result file),
 	// so one lab's machines or setup cannot hide in the medians.
 	BySource []Cell `json:"by_source"`
-	// Twins are the runs sim cannot tell apart, and the error no model of
-	// their inputs can get under.
+	// Twins are the runs sim cannot tell apart: their published figures'
+	// spread beside sim's error on them.
 	Twins Twins `json:"twins"`
 }
 
