@@ -616,8 +616,9 @@
 // and read the TP table [approximation: both give each GPU 1/t of the
 // expert work]. Validate: vLLM 0.8.4's EP runs of DeepSeek-R1 on 8 ×
 // H200 (10, holdout) gain 1–12 points on every family; sim's EP
-// throughput at 30,000 in / 100 out falls 7% below its TP one, the
-// published 21% [open]. Above TP 8 the time shrinks as 8/t. GPUs other than
+// throughput at 30,000 in / 100 out falls 7% below its TP one, where
+// the published runs show 21% [open]. Above TP 8 the time shrinks as
+// 8/t. GPUs other than
 // those three take H100-SXM's table through deriveScale, Hopper parts as
 // their own architecture, Ampere and Ada across it [assumption: the
 // Triton kernel reaches the same share of each GPU's roofline].
@@ -651,10 +652,10 @@
 // table outgrows the block at long contexts: 2.0 against 1.1 ms at 64
 // sequences of 60,000 tokens, H200), so block and parts are two tables on
 // the block's grid, subtracted when read; log-space interpolation of the
-// differences gave NaN past the sign change. With prompts in the step the projections run
-// over all its tokens, as they do in vLLM, and the excess is the decode
-// path's [approximation: the block's fixed costs are not split between
-// prompt and decode rows]. At 4 sequences of 512 tokens on the H200 at
+// differences gave NaN past the sign change. With prompts in the step the
+// projections run over all its tokens, as they do in vLLM, and the excess
+// is the decode path's [approximation: the block's fixed costs are not
+// split between prompt and decode rows]. At 4 sequences of 512 tokens on the H200 at
 // 16 heads the block takes 97.3 µs where its parts give 65.6 µs; at 64
 // sequences 123.2 µs against 75.8 µs. Held back along each axis, the
 // tables reproduce their interior points with a median error of 1.7–2.3%
