@@ -156,17 +156,18 @@ var hipBLASLtWeightRate = []curvePoint{
 func IsROCm(g GPU) bool { return g.Name == "MI300X" || g.Name == "MI325X" }
 
 // hipBLASLtWeightSlowdown is how much longer hipBLASLt takes than the
-// roofline's MBU to stream one layer's dense weights and the lm_head's on
-// one of tp ranks, at bytesPerParam: each GEMM at its size's rate.
+// roofline's MBU to stream one layer's dense weights, at bytesPerParam,
+// and the lm_head's, at 16 bits (no checkpoint vLLM serves quantizes it),
+// on one of tp ranks: each GEMM at its size's rate.
 func hipBLASLtWeightSlowdown(m Model, tp int, bytesPerParam, mbu float64) (layer, head float64) {
 	var bytes, atRate float64
 	layer, head = 1, 1
 	for _, s := range m.LinearShapes(tp) {
-		b := float64(s.N) * float64(s.K) * bytesPerParam
 		if s.Name == "lm_head" {
-			head = mbu / interpolateLog2(hipBLASLtWeightRate, b)
+			head = mbu / interpolateLog2(hipBLASLtWeightRate, float64(s.N)*float64(s.K)*activationBytes)
 			continue
 		}
+		b := float64(s.N) * float64(s.K) * bytesPerParam
 		bytes += b
 		atRate += b / interpolateLog2(hipBLASLtWeightRate, b)
 	}

@@ -191,4 +191,9 @@ func TestROCmWeightReads(t *testing.T) {
 	if !within(layer, 1.313, 0.003) || !within(head, 1.008, 0.003) {
 		t.Errorf("Qwen3-8B slowdowns: layer %.4f, lm_head %.4f; want 1.313 and 1.008", layer, head)
 	}
+	// FP8 halves the layers' weights, not the lm_head's: its rate is the
+	// 16-bit lm_head's.
+	if _, fp8Head := hipBLASLtWeightSlowdown(mustModel(t, "Qwen3-8B"), 1, 1, 0.75); fp8Head != head {
+		t.Errorf("Qwen3-8B FP8 lm_head slowdown %.4f, want the 16-bit %.4f", fp8Head, head)
+	}
 }

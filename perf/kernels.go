@@ -308,16 +308,20 @@ func kernelPlan(d Deployment, r *Roofline) (*stepKernels, KernelSource) {
 	if k.smallKernels == nil {
 		k.tokenTraffic += r.actTokenMemory
 	}
+	// The modules a checkpoint leaves unquantized run 16-bit GEMMs, and so
+	// does the lm_head: vLLM's FP8 and compressed-tensors methods quantize
+	// linear layers only, GPTQ's and AWQ's (Marlin) the lm_head only with
+	// "lm_head": true in the checkpoint's config, which sim does not read
+	// (WeightBytes counts the lm_head at 16 bits too).
 	unquantized := gemm
-	if q := m.Quantization; q.SkippedAttentionLayers+q.SkippedMLPLayers > 0 && kernel != KernelDense {
-		// Layers a checkpoint leaves unquantized run their GEMMs 16-bit.
+	if kernel != KernelDense {
 		if unquantized = newGEMMTimer(cat, gemmSrc, g, KernelDense, m); unquantized == nil {
 			return nil, KernelSource{Mode: "roofline", Reason: "no table"}
 		}
 	}
 	k.setLinear(d, gemm, unquantized, moeLayers)
 	vocab := float64(m.Vocab) / t
-	k.head = newCurve(kernelGridM, func(rows float64) float64 { return gemm.at(rows, vocab, hidden) }).densify(d.MaxNumSeqs)
+	k.head = newCurve(kernelGridM, func(rows float64) float64 { return unquantized.at(rows, vocab, hidden) }).densify(d.MaxNumSeqs)
 	if m.IsMoE() {
 		k.moe, src.MoE = newMoECurve(d, cat, moeLayers)
 		k.source = src

@@ -156,6 +156,32 @@ func TestTableQuantKernels(t *testing.T) {
 	}
 }
 
+// TestQuantizedCheckpointsKeepA16BitLMHead: vLLM's GPTQ, AWQ and FP8
+// methods quantize the linear layers, not the lm_head (GPTQ and
+// AWQ-Marlin only with "lm_head": true in the checkpoint's config;
+// WeightBytes counts it at 16 bits too), so a quantized checkpoint's
+// lm_head takes as long as the unquantized model's. Timing it with the quantized kernel read a
+// quarter of Qwen2.5-7B's 1.09 GB lm_head on the A10 (1.4 ms a decode
+// step, most of Mooncake's A10 runs' ITL gap).
+func TestQuantizedCheckpointsKeepA16BitLMHead(t *testing.T) {
+	quants := map[string]Quantization{
+		"gptq": {Method: "gptq", Bits: 4, GroupSize: 128},
+		"awq":  {Method: "awq", Bits: 4, GroupSize: 128},
+		"fp8":  {Method: "fp8"},
+	}
+	for _, gpu := range []string{"A10", "A100-80GB", "H100", "L40S"} {
+		bf16 := tabled(t, "Qwen2.5-14B-Instruct", gpu, nil)
+		for name, q := range quants {
+			quantized := tabled(t, "Qwen2.5-14B-Instruct", gpu, func(d *Deployment) { d.Model.Quantization = q })
+			for _, rows := range []float64{1, 64, 256} {
+				if got, want := quantized.kern.head.at(rows), bf16.kern.head.at(rows); !within(got, want, 1e-9) {
+					t.Errorf("%s %s: lm_head over %v rows %.1f µs, want the 16-bit model's %.1f µs", gpu, name, rows, got*1e6, want*1e6)
+				}
+			}
+		}
+	}
+}
+
 func TestKernelPolicy(t *testing.T) {
 	gptq := Model{Quantization: Quantization{Method: "gptq", Bits: 4, GroupSize: 128}}
 	awq := Model{Quantization: Quantization{Method: "awq", Bits: 4, GroupSize: 128}}
