@@ -340,8 +340,8 @@ func kernelPlan(d Deployment, r *Roofline) (*stepKernels, KernelSource) {
 // setLinear times every GEMM of the stage's layers but the routed experts
 // by tokens in the step: attention projections, dense MLPs and the MoE
 // layers' router and shared experts. The layers a checkpoint leaves
-// unquantized run on the unquantized timer, evaluated only when there are
-// such layers.
+// unquantized run on the unquantized timer, and so does the router: vLLM's
+// MoE models build their gate with quant_config=None.
 func (k *stepKernels) setLinear(d Deployment, gemm, unquantized *gemmTimer, moeLayers float64) {
 	m, t, hidden, layers := d.Model, float64(d.TensorParallel), float64(d.Model.Hidden), k.layers
 	denseLayers := layers - moeLayers
@@ -349,12 +349,9 @@ func (k *stepKernels) setLinear(d Deployment, gemm, unquantized *gemmTimer, moeL
 	dense := m.denseMLPGEMMs(d.TensorParallel)
 	skippedAttn := float64(m.Quantization.SkippedAttentionLayers) * d.stageFraction()
 	skippedMLP := float64(m.Quantization.SkippedMLPLayers) * d.stageFraction()
-	var moeFixed []gemmShape
-	if m.IsMoE() {
-		moeFixed = append(moeFixed, gemmShape{"gate", float64(m.MoE.Experts), hidden})
-		if s := float64(m.MoE.SharedIntermediate); s > 0 {
-			moeFixed = append(moeFixed, gemmShape{"shared_expert.gate_up_proj", 2 * s / t, hidden}, gemmShape{"shared_expert.down_proj", hidden, s / t})
-		}
+	var shared []gemmShape
+	if s := float64(m.MoE.SharedIntermediate); m.IsMoE() && s > 0 {
+		shared = []gemmShape{{"shared_expert.gate_up_proj", 2 * s / t, hidden}, {"shared_expert.down_proj", hidden, s / t}}
 	}
 	// split times count layers of a GEMM, skipped of them unquantized.
 	split := func(tokens float64, s gemmShape, count, skipped float64) float64 {
@@ -372,8 +369,11 @@ func (k *stepKernels) setLinear(d Deployment, gemm, unquantized *gemmTimer, moeL
 		for _, s := range dense {
 			sum += split(tokens, s, denseLayers, skippedMLP)
 		}
-		for _, s := range moeFixed {
+		for _, s := range shared {
 			sum += moeLayers * gemm.at(tokens, s.n, s.k)
+		}
+		if m.IsMoE() {
+			sum += moeLayers * unquantized.at(tokens, float64(m.MoE.Experts), hidden)
 		}
 		return sum
 	})

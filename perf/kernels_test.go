@@ -182,6 +182,31 @@ func TestQuantizedCheckpointsKeepA16BitLMHead(t *testing.T) {
 	}
 }
 
+// TestMoERouterIs16Bit: vLLM's MoE models build their router with
+// quant_config=None, so an FP8 checkpoint's gate runs the 16-bit GEMM:
+// what the router's width adds to a step's linear time is the bf16
+// table's, not the FP8 table's.
+func TestMoERouterIs16Bit(t *testing.T) {
+	withExperts := func(e int) *Roofline {
+		return tabled(t, "DeepSeek-R1", "H200", func(d *Deployment) { d.TensorParallel, d.Model.MoE.Experts = 8, e })
+	}
+	wide, narrow := withExperts(256), withExperts(128)
+	cat := kernelTables()
+	h200, _ := measuredGPU("H200")
+	m := wide.Deployment().Model
+	bf16 := newGEMMTimer(cat, h200, h200, KernelDense, m)
+	fp8 := newGEMMTimer(cat, h200, h200, KernelFP8, m)
+	layers, hidden := float64(m.moeLayers()), float64(m.Hidden)
+	for _, rows := range []float64{1, 64, 4096} {
+		got := wide.kern.linear.at(rows) - narrow.kern.linear.at(rows)
+		want := layers * (bf16.at(rows, 256, hidden) - bf16.at(rows, 128, hidden))
+		asFP8 := layers * (fp8.at(rows, 256, hidden) - fp8.at(rows, 128, hidden))
+		if !within(got, want, 1e-6) {
+			t.Errorf("%v rows: 128 more router outputs add %.2f µs, want the bf16 GEMM's %.2f µs (the FP8 table's: %.2f)", rows, got*1e6, want*1e6, asFP8*1e6)
+		}
+	}
+}
+
 func TestKernelPolicy(t *testing.T) {
 	gptq := Model{Quantization: Quantization{Method: "gptq", Bits: 4, GroupSize: 128}}
 	awq := Model{Quantization: Quantization{Method: "awq", Bits: 4, GroupSize: 128}}
