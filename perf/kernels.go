@@ -340,8 +340,10 @@ func kernelPlan(d Deployment, r *Roofline) (*stepKernels, KernelSource) {
 // setLinear times every GEMM of the stage's layers but the routed experts
 // by tokens in the step: attention projections, dense MLPs and the MoE
 // layers' router and shared experts. The layers a checkpoint leaves
-// unquantized run on the unquantized timer, and so does the router: vLLM's
-// MoE models build their gate with quant_config=None.
+// unquantized run on the unquantized timer, and so does the router:
+// vLLM builds DeepSeek's, Mixtral's and Qwen2-MoE's gate with
+// quant_config=None, and Qwen3-MoE's, which takes the checkpoint's config
+// since PR #22017, is listed in its FP8 checkpoints' modules_to_not_convert.
 func (k *stepKernels) setLinear(d Deployment, gemm, unquantized *gemmTimer, moeLayers float64) {
 	m, t, hidden, layers := d.Model, float64(d.TensorParallel), float64(d.Model.Hidden), k.layers
 	denseLayers := layers - moeLayers

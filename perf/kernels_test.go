@@ -182,7 +182,7 @@ func TestQuantizedCheckpointsKeepA16BitLMHead(t *testing.T) {
 	}
 }
 
-// TestMoERouterIs16Bit: vLLM's MoE models build their router with
+// TestMoERouterIs16Bit: vLLM builds DeepSeek's router with
 // quant_config=None, so an FP8 checkpoint's gate runs the 16-bit GEMM:
 // what the router's width adds to a step's linear time is the bf16
 // table's, not the FP8 table's.
