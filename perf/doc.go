@@ -238,8 +238,8 @@
 //     TB/s at 90 MB of weights, 0.58–0.63 at 130–240 MB, 0.69 at 270 MB
 //     and 0.72–0.79 from 470 MB to 2 GB. A step of more rows than the
 //     skinny GEMMs take reads each of a layer's GEMMs, and the 16-bit
-//     lm_head, at its size's rate (log-interpolated, the smallest shape's rate held
-//     below 90 MB [assumption: smaller reads are no faster], the same
+//     lm_head, at its size's rate (log-interpolated, the smallest shape's
+//     rate held below 90 MB [assumption: smaller reads are no faster], the same
 //     fraction of the MI325X's 6 TB/s [assumption: same die]); the
 //     skinny GEMMs keep MBU 0.75, which vLLM's own wvSplitK reached on
 //     Llama-3.1-405B's TP 8 MLP weights on an MI300 (PR #29937: 13312 ×
@@ -438,9 +438,11 @@
 // What a step runs (Model.attentionGEMMs and kernelPlan): per layer QKV
 // and O (MLA: q_a/q_b or q, kv_a, kv_b, o), gate/up and down (MoE layers:
 // router and shared experts as GEMMs, the routed experts as vLLM's fused
-// MoE kernel, below); the lm_head over the sampled rows, always as a 16-bit GEMM (vLLM's FP8
-// and compressed-tensors methods quantize linear layers only, GPTQ and AWQ-Marlin the lm_head
-// only with "lm_head": true in the checkpoint's config, which sim does not read). The per-layer sums are built once per
+// MoE kernel, below); the lm_head over the sampled rows, always as a 16-bit
+// GEMM, as is the router (vLLM's FP8 and compressed-tensors methods
+// quantize linear layers only, GPTQ and AWQ-Marlin the lm_head only with
+// "lm_head": true in the checkpoint's config, which sim does not read; the
+// MoE models build their gate unquantized). The per-layer sums are built once per
 // deployment as curves over the M grid, so a step reads each with one
 // log-log interpolation. Prefill attention: the step's prefill pairs as n
 // prompts of the length whose causal pairs average as many keys per query

@@ -157,8 +157,8 @@ func IsROCm(g GPU) bool { return g.Name == "MI300X" || g.Name == "MI325X" }
 
 // hipBLASLtWeightSlowdown is how much longer hipBLASLt takes than the
 // roofline's MBU to stream one layer's dense weights, at bytesPerParam,
-// and the lm_head's, at 16 bits (no checkpoint vLLM serves quantizes it),
-// on one of tp ranks: each GEMM at its size's rate.
+// and the lm_head's, at 16 bits (vLLM's FP8 method leaves it
+// unquantized), on one of tp ranks: each GEMM at its size's rate.
 func hipBLASLtWeightSlowdown(m Model, tp int, bytesPerParam, mbu float64) (layer, head float64) {
 	var bytes, atRate float64
 	layer, head = 1, 1
