@@ -2,8 +2,10 @@ package validate
 
 import (
 	"cmp"
+	"math"
 	"slices"
 
+	"github.com/servebench/servebench/metrics"
 	"github.com/servebench/servebench/vllm"
 )
 
@@ -175,4 +177,16 @@ func cellOf(c Cell, runs []*Result) Cell {
 		}
 	}
 	return c
+}
+
+// statOf summarises signed errors in percent: a cell's, and twins'.
+func statOf(signed []float64) Stat {
+	abs := make([]float64, len(signed))
+	for i, e := range signed {
+		abs[i] = math.Abs(e)
+	}
+	signed = slices.Clone(signed)
+	slices.Sort(abs)
+	slices.Sort(signed)
+	return Stat{Runs: len(abs), MedianAbs: metrics.Percentile(abs, 50), WorstAbs: abs[len(abs)-1], MedianSigned: metrics.Percentile(signed, 50)}
 }

@@ -1,7 +1,6 @@
 package validate
 
 import (
-	"math"
 	"slices"
 	"strings"
 
@@ -93,16 +92,4 @@ func twinsOf(runs []*Result) Twins {
 		}
 	}
 	return tw
-}
-
-// statOf summarises signed errors in percent.
-func statOf(signed []float64) Stat {
-	abs := make([]float64, len(signed))
-	for i, e := range signed {
-		abs[i] = math.Abs(e)
-	}
-	signed = slices.Clone(signed)
-	slices.Sort(abs)
-	slices.Sort(signed)
-	return Stat{Runs: len(abs), MedianAbs: metrics.Percentile(abs, 50), WorstAbs: abs[len(abs)-1], MedianSigned: metrics.Percentile(signed, 50)}
 }
