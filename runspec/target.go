@@ -287,7 +287,8 @@ type Simulation struct {
 	LogStats      bool
 	// Client is --client: ClientNone times what the server streams;
 	// ClientVLLMBench what vLLM's benchmark client observes through its
-	// one thread (sim.ApplyClient).
+	// one thread (sim.ApplyClient), whose slots under --max-concurrency
+	// free when the thread has read a reply's last chunk (sim.Config.Client).
 	Client string
 	// Backend is the API the simulated client calls, named as bench's
 	// --backend: a chat backend makes vLLM's server prepare each request's
@@ -310,7 +311,7 @@ func (s *Simulation) Register(fs *pflag.FlagSet) {
 	fs.BoolVar(&s.Throughput, "throughput", false, "offline throughput mode: every request arrives at t=0 (vLLM's throughput benchmark) and the Throughput line is printed")
 	fs.DurationVar(&s.StatsInterval, "stats-interval", 0, "engine statistics sampling period in virtual time, for the time series and --log-stats (default: vLLM's, 5s for v0 and 10s for v1; 0 disables, as in serve)")
 	fs.BoolVar(&s.LogStats, "log-stats", false, "print vLLM's periodic stats lines (Avg prompt throughput ...) on stderr")
-	fs.StringVar(&s.Client, "client", ClientNone, "whose view the figures take: none (what the server streams) or vllm-bench (what vLLM's benchmark client observes: its one thread's measured CPU per request and per chunk delays what it times under load)")
+	fs.StringVar(&s.Client, "client", ClientNone, "whose view the figures take: none (what the server streams) or vllm-bench (what vLLM's benchmark client observes: its one thread's measured CPU per request and per chunk delays what it times under load, and under --max-concurrency a request's slot frees only when that thread has read its last chunk)")
 	fs.StringVar(&s.Backend, "backend", "openai", "API the client calls, as bench's --backend: openai, vllm, sglang, lmdeploy, llama.cpp (completions) or openai-chat, vllm-chat, sglang-chat, tgi (chat: vLLM's server prepares each chat template on its one event loop before the engine sees the request)")
 }
 

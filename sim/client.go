@@ -32,7 +32,11 @@ type clientEvent struct {
 // produced queues, first come first served, for cost's CPU time, and a
 // chunk is timed when the client has processed it. The server's timeline
 // stays as simulated: a client that falls behind delays what it observes,
-// not when the server streams. A zero cost leaves recs unchanged.
+// not when the server streams. Under a concurrency cap it also delays when
+// the next request is sent, which the simulation does itself from the
+// same costs (Config.Client), so that no request starts before the slot it
+// takes was freed as this client observes it. A zero cost leaves recs
+// unchanged.
 func ApplyClient(recs []*metrics.Record, cost ClientCost) {
 	if cost.PerRequest <= 0 && cost.PerChunk <= 0 {
 		return

@@ -1,11 +1,13 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/servebench/servebench/engine"
 	"github.com/servebench/servebench/metrics"
 	"github.com/servebench/servebench/workload"
 )
@@ -154,5 +156,125 @@ func TestClientStageNoFirstToken(t *testing.T) {
 				t.Errorf("cost %+v: request %d %+v changed", cost, r.Index, r)
 			}
 		}
+	}
+}
+
+// peakInFlight is the most requests in flight at once as the records
+// show them, a request ending at an instant before one starts at it.
+func peakInFlight(recs []*metrics.Record) int {
+	type edge struct {
+		at    time.Duration
+		delta int
+	}
+	var edges []edge
+	for _, r := range recs {
+		edges = append(edges, edge{r.Start, 1}, edge{r.Start + r.Latency, -1})
+	}
+	slices.SortFunc(edges, func(a, b edge) int {
+		if a.at != b.at {
+			return cmp.Compare(a.at, b.at)
+		}
+		return cmp.Compare(a.delta, b.delta)
+	})
+	inFlight, peak := 0, 0
+	for _, e := range edges {
+		inFlight += e.delta
+		peak = max(peak, inFlight)
+	}
+	return peak
+}
+
+// A capped client that is slower than the server holds each slot until
+// its one thread has read the request's last chunk, as vLLM's benchmark
+// client leaves its semaphore only after timing the reply: the requests
+// in flight as the client observes them never exceed the cap, and reach
+// it. Every way the engine hands out tokens is covered (chunks one step
+// late, multi-step groups, virtual engines, the chat role chunk), and the
+// fleets too.
+func TestTimedClientKeepsItsConcurrencyCap(t *testing.T) {
+	const limit = 8
+	ms := time.Millisecond
+	slow := ClientCost{PerRequest: 3 * ms, PerChunk: 400 * time.Microsecond}
+	lat := func(c Config) Config {
+		c.Ingest, c.Delivery = 9*ms, 2*ms
+		return c
+	}
+	v0, v1 := engineConfig(engine.V0), engineConfig(engine.V1)
+	pp := engineConfig(engine.V0)
+	pp.PipelineParallel = 2
+	engines := []struct {
+		name string
+		cfg  Config
+	}{
+		{"v1", Config{Engine: v1}},
+		{"v1 with request latencies", lat(Config{Engine: v1})},
+		{"v1 chat", lat(Config{Engine: v1, ChatStream: true, ChatPrepare: 2 * ms})},
+		{"v0 async output", lat(Config{Engine: v0, AsyncOutputLag: true})},
+		{"v0 multi-step", lat(Config{Engine: v0, SchedulerSteps: 4, AsyncOutputLag: true, MultiStepStream: true})},
+		{"v0 virtual engines", lat(Config{Engine: pp})},
+	}
+	observed := func(t *testing.T, cost ClientCost, run func(emit func(*metrics.Record) error) error) []*metrics.Record {
+		t.Helper()
+		var recs []*metrics.Record
+		stage := NewClientStage(cost, func(r *metrics.Record) error { recs = append(recs, r); return nil })
+		if err := run(stage.Add); err != nil {
+			t.Fatal(err)
+		}
+		if err := stage.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		return recs
+	}
+	reqs := randomWorkload(11, 300, 200)
+	for _, e := range engines {
+		t.Run(e.name, func(t *testing.T) {
+			cfg := e.cfg
+			cfg.Model, cfg.MaxConcurrency, cfg.Client = simpleModel, limit, slow
+			recs := observed(t, slow, func(emit func(*metrics.Record) error) error {
+				_, err := Run(t.Context(), cfg, reqs, emit)
+				return err
+			})
+			if peak := peakInFlight(recs); peak != limit {
+				t.Errorf("peak in flight as the client observes it %d, cap %d", peak, limit)
+			}
+			// The client's cost must bind, or the cap says nothing.
+			cfg.Client = ClientCost{}
+			free := observed(t, slow, func(emit func(*metrics.Record) error) error {
+				_, err := Run(t.Context(), cfg, reqs, emit)
+				return err
+			})
+			if peak := peakInFlight(free); peak <= limit {
+				t.Errorf("a run whose slots ignore the client peaks at %d, within the cap %d: the test cannot fail", peak, limit)
+			}
+		})
+	}
+	fleets := []struct {
+		name string
+		cfg  TopologyConfig
+	}{
+		{"colocated", TopologyConfig{Kind: Colocated, Router: RouteLeastLoaded, Ingest: 9 * ms, Delivery: 2 * ms,
+			Replicas: Pool{Instances: 2, Engine: v1, Model: simpleModel}}},
+		{"pd", pdConfig(1, 2, testLink)},
+	}
+	for _, f := range fleets {
+		t.Run(f.name, func(t *testing.T) {
+			cfg := f.cfg
+			cfg.MaxConcurrency, cfg.Client = limit, slow
+			recs := observed(t, slow, func(emit func(*metrics.Record) error) error {
+				_, err := RunTopology(t.Context(), cfg, reqs, emit)
+				return err
+			})
+			if peak := peakInFlight(recs); peak != limit {
+				t.Errorf("peak in flight as the client observes it %d, cap %d", peak, limit)
+			}
+			cfg.Client = ClientCost{}
+			free := observed(t, slow, func(emit func(*metrics.Record) error) error {
+				_, err := RunTopology(t.Context(), cfg, reqs, emit)
+				return err
+			})
+			if peak := peakInFlight(free); peak <= limit {
+				t.Errorf("a fleet whose slots ignore the client peaks at %d, within the cap %d: the test cannot fail", peak, limit)
+			}
+		})
 	}
 }

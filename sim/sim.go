@@ -37,6 +37,14 @@ type Config struct {
 	// does (0: no cap): a request arriving while the cap is full waits in
 	// the client queue until one finishes, and the wait is its queue time.
 	MaxConcurrency int
+	// Client is the CPU of the benchmark client's one thread (ClientCost;
+	// zero: none). With MaxConcurrency, a request holds its slot until
+	// that thread has processed its last chunk, behind every send and
+	// chunk that reached it first, as vLLM's benchmark client leaves its
+	// semaphore only after it has timed the reply. Records keep the
+	// server's timeline: ClientStage rewrites them as the client observes
+	// them, from the same costs.
+	Client ClientCost
 	// SchedulerSteps is V0's --num-scheduler-steps (multi-step scheduling,
 	// vLLM 0.5.5+; 0 or 1: off). Above 1, a step that schedules no
 	// prefill opens a group of that many steps run on its schedule: no
@@ -246,7 +254,10 @@ func RunStream(ctx context.Context, cfg Config, reqs *workload.Stream, emit func
 	// The engine leaves out the outputs of tokens that only extend a run
 	// (flights.lasts catches up from the next output's TokenGap), except
 	// with V0's virtual engines, which number their steps apart.
-	cfg.Engine.OmitRunTokens = cfg.Engine.Version != engine.V0 || cfg.Engine.PipelineParallel <= 1
+	// A timed client thread counts every token's chunk (apply), so it
+	// needs every output.
+	client := cfg.MaxConcurrency > 0 && (cfg.Client.PerRequest > 0 || cfg.Client.PerChunk > 0)
+	cfg.Engine.OmitRunTokens = !client && (cfg.Engine.Version != engine.V0 || cfg.Engine.PipelineParallel <= 1)
 	if cfg.SchedulerSteps > 1 && cfg.Engine.Version == engine.V0 && cfg.Engine.PipelineParallel <= 1 {
 		// A group's steps share one completion (its chunk), which the
 		// engine's TokenGap, counted in Completes, cannot express.
@@ -260,7 +271,8 @@ func RunStream(ctx context.Context, cfg Config, reqs *workload.Stream, emit func
 	r.cfg, r.eng = cfg, eng
 	r.ingest = cfg.Ingest + cfg.ChatIngest
 	r.lastHandoff = math.MinInt64 / 2 // no request handed on yet
-	r.lat = r.ingest > 0 || cfg.Delivery > 0 || cfg.ChatPrepare > 0 || cfg.IngestSpacing > 0
+	r.client = client
+	r.lat = r.ingest > 0 || cfg.Delivery > 0 || cfg.ChatPrepare > 0 || cfg.IngestSpacing > 0 || r.client
 	r.host, _ = cfg.Model.(perf.HostAwareModel)
 	r.depth = eng.MaxBatches()
 	r.virtualEngines = r.depth > 1 && cfg.Engine.Version == engine.V0
@@ -361,6 +373,17 @@ type runner struct {
 	clientInFlight int
 	releases       []time.Duration
 	relHead        int
+
+	// The benchmark client's thread (Config.Client, with a cap): client
+	// says it is timed; clientFree is when it has processed what reached
+	// it so far; toClient holds the completions it has still to process,
+	// oldest first (from toClientHead); batchChunks and batchFinished
+	// count the chunks and the finished requests of the one being applied.
+	client                     bool
+	clientFree                 time.Duration
+	toClient                   []clientBatch
+	toClientHead               int
+	batchChunks, batchFinished int
 
 	// Recycled records and ITL slices (Config.ReuseRecords).
 	freeRecs []*metrics.Record
@@ -479,6 +502,9 @@ func (r *runner) fillPipeline() error {
 				return err
 			}
 		}
+		if r.client {
+			r.toClientThread()
+		}
 		if st.Empty() {
 			if r.group.Open() {
 				// Every request of the group finished before its end.
@@ -587,11 +613,15 @@ func (r *runner) apply(outs []engine.Output) error {
 		o := &outs[i]
 		if last := r.flights.lastAt(o.ID); last != nil && r.extendsRun(o, *last) {
 			*last = r.outN
+			r.batchChunks++
 			continue
 		}
 		if err := r.output(o); err != nil {
 			return err
 		}
+	}
+	if r.client {
+		r.toClientThread()
 	}
 	return nil
 }
@@ -720,6 +750,14 @@ func (r *runner) full() bool {
 	return r.cfg.MaxConcurrency > 0 && r.inFlight >= r.cfg.MaxConcurrency
 }
 
+// clientBatch is what reaches the client thread at one instant: the
+// chunks, and how many requests they finished (their slots free when the
+// thread is through them).
+type clientBatch struct {
+	at               time.Duration
+	chunks, finished int
+}
+
 // sentRequest is a request the client has sent (at start) that has not
 // reached the engine yet (Config.Ingest, ChatPrepare).
 type sentRequest struct {
@@ -744,6 +782,9 @@ func (r *runner) clientEvents(next **workload.Request, id *int) error {
 		relDue := r.relHead < len(r.releases) && r.releases[r.relHead] <= r.now
 		arrDue := n != nil && n.Arrival <= r.now
 		switch {
+		case r.clientBatchFirst(relDue, arrDue, n):
+			r.processClientBatch()
+			continue
 		case relDue && (!arrDue || r.clientFull() || r.releases[r.relHead] <= n.Arrival):
 			if r.clientFull() {
 				r.slotFreedAt = r.releases[r.relHead]
@@ -755,6 +796,9 @@ func (r *runner) clientEvents(next **workload.Request, id *int) error {
 			w := r.reqs.Next()
 			start := max(w.Arrival, r.slotFreedAt)
 			sr := sentRequest{w: *w, ref: r.reqs.PromptRef(), id: *id, start: start, prepared: start, handoff: start}
+			if r.client {
+				r.clientFree = max(start, r.clientFree) + r.cfg.Client.PerRequest
+			}
 			switch {
 			case r.cfg.ChatPrepare > 0:
 				r.loopFree = max(start, r.loopFree) + r.cfg.ChatPrepare
@@ -777,6 +821,10 @@ func (r *runner) clientEvents(next **workload.Request, id *int) error {
 		r.releases = r.releases[:copy(r.releases, r.releases[r.relHead:])]
 		r.relHead = 0
 	}
+	if r.toClientHead > 1024 && r.toClientHead*2 > len(r.toClient) {
+		r.toClient = r.toClient[:copy(r.toClient, r.toClient[r.toClientHead:])]
+		r.toClientHead = 0
+	}
 	for r.sentHead < len(r.sent) && !r.group.Open() {
 		s := &r.sent[r.sentHead]
 		if s.handoff < 0 && !r.resolveHandoff() {
@@ -795,6 +843,66 @@ func (r *runner) clientEvents(next **workload.Request, id *int) error {
 		r.sent, r.sentHead, r.handoffScan = r.sent[:0], 0, 0
 	}
 	return nil
+}
+
+// clientBatchFirst reports whether the client thread's next completion
+// is the first of the client's events due now. At one instant a release
+// comes first (it may let a send go), then a send, then the completion's
+// chunks, in the order ApplyClient processes sends and chunks.
+func (r *runner) clientBatchFirst(relDue, arrDue bool, next *workload.Request) bool {
+	if r.toClientHead == len(r.toClient) {
+		return false
+	}
+	at := r.toClient[r.toClientHead].at
+	if at >= r.now || relDue && r.releases[r.relHead] <= at {
+		return false
+	}
+	return !arrDue || r.clientFull() || at < max(next.Arrival, r.slotFreedAt)
+}
+
+// processClientBatch runs the client thread through its next completion's
+// chunks; the requests that completion finished free their slots when it
+// is through them all (no sooner than ApplyClient has them observed).
+func (r *runner) processClientBatch() {
+	b := r.toClient[r.toClientHead]
+	r.toClientHead++
+	r.clientFree = max(b.at, r.clientFree) + time.Duration(b.chunks)*r.cfg.Client.PerChunk
+	done := max(b.at, r.clientFree)
+	for range b.finished {
+		r.releases = append(r.releases, done)
+	}
+}
+
+// toClientThread hands the client thread the chunks and finished
+// requests counted since the last call, delivered Delivery after now. A
+// batch is processed once the clock has passed its instant, when no more
+// can join it.
+func (r *runner) toClientThread() {
+	if r.batchChunks == 0 && r.batchFinished == 0 {
+		return
+	}
+	at := r.now + r.cfg.Delivery
+	if n := len(r.toClient); n > r.toClientHead && r.toClient[n-1].at >= at {
+		// Chunks that reach the thread at one instant are one batch (a
+		// lagged step's, handed on ahead of the clock, is no later).
+		b := &r.toClient[n-1]
+		b.chunks += r.batchChunks
+		b.finished += r.batchFinished
+	} else {
+		r.toClient = append(r.toClient, clientBatch{at: at, chunks: r.batchChunks, finished: r.batchFinished})
+	}
+	r.batchChunks, r.batchFinished = 0, 0
+}
+
+// released notes that the client receives a request's last chunk (or its
+// error) Delivery after now, which frees its slot then or, with a timed
+// client thread, once the thread is through it (toClientThread).
+func (r *runner) released() {
+	if r.client {
+		r.batchFinished++
+		return
+	}
+	r.releases = append(r.releases, r.now+r.cfg.Delivery)
 }
 
 // resolveHandoff sets the head sent request's hand-off once its
@@ -821,6 +929,9 @@ func (r *runner) nextClientEvent(next *workload.Request) (time.Duration, bool) {
 	t, ok := time.Duration(math.MaxInt64), false
 	if r.relHead < len(r.releases) {
 		t, ok = r.releases[r.relHead], true
+	}
+	if r.toClientHead < len(r.toClient) {
+		t, ok = min(t, r.toClient[r.toClientHead].at+1), true
 	}
 	if next != nil && !r.clientFull() {
 		t, ok = min(t, next.Arrival), true
@@ -871,7 +982,8 @@ func (r *runner) add(id int, w *workload.Request, start, arrival time.Duration, 
 		rec.Error = err.Error()
 		r.end = max(r.end, r.now+r.cfg.Delivery)
 		if r.lat {
-			r.releases = append(r.releases, r.now+r.cfg.Delivery)
+			r.released()
+			r.toClientThread()
 		}
 		return r.emitRecord(rec)
 	}
@@ -897,18 +1009,22 @@ func (r *runner) output(o *engine.Output) error {
 			// Another token of a multi-step group's chunk.
 		case *last == k-1 && *last != 0:
 			*last = k
+			r.batchChunks++
 		case *last == 0:
+			r.batchChunks++
 			rec := fl.rec
 			rec.TTFT = r.now + r.cfg.Delivery - rec.Start
 			rec.CachedTokens = o.CachedTokens
 			if r.cfg.ChatStream {
 				// The role chunk came first (Config.ChatStream).
 				rec.ITL = append(r.newITL(rec.MaxTokens), 0)
+				r.batchChunks++
 			} else if rec.MaxTokens > 1 {
 				rec.ITL = r.newITL(rec.MaxTokens - 1)
 			}
 			fl.first, *last = k, k
 		default:
+			r.batchChunks++
 			r.flushRun(fl, *last)
 			gap := r.now - r.outTime(*last)
 			fl.rec.ITL = append(fl.rec.ITL, gap)
@@ -1015,7 +1131,7 @@ func (r *runner) finish(o *engine.Output, now time.Duration) error {
 	r.inFlight--
 	r.end = max(r.end, now+r.cfg.Delivery)
 	if r.lat {
-		r.releases = append(r.releases, now+r.cfg.Delivery)
+		r.released()
 	}
 	if o.Err != nil {
 		rec.Error = o.Err.Error()

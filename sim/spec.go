@@ -206,7 +206,7 @@ func (r *specRun) simulate(ctx context.Context, stream *workload.Stream, info re
 		r.logStats(&cfg, interval)
 	}
 	stage := r.clientStage(recorder)
-	cfg.ReuseRecords = !stage.Holds()
+	cfg.ReuseRecords, cfg.Client = !stage.Holds(), stage.cost
 	add := func(rec *metrics.Record) error {
 		if r.shard != nil && !r.shard.Shard.Owns(rec.Index) {
 			return nil
@@ -220,7 +220,7 @@ func (r *specRun) simulate(ctx context.Context, stream *workload.Stream, info re
 	writeSection := func(w io.Writer) error { return writeEngineSection(w, res, trust) }
 	var err error
 	if r.topo != nil {
-		r.topo.MaxConcurrency = s.Workload.MaxConcurrency
+		r.topo.MaxConcurrency, r.topo.Client = s.Workload.MaxConcurrency, stage.cost
 		extra, writeSection, err = runFleet(ctx, *r.topo, stream, add)
 	} else {
 		res, err = RunStream(ctx, cfg, stream, add)

@@ -119,6 +119,10 @@ type TopologyConfig struct {
 	// the client Delivery after the step that made it, so one engine and
 	// a colocated fleet of one time a request alike.
 	Ingest, Delivery time.Duration
+	// Client is the benchmark client's thread, as Config.Client is for
+	// one engine: with MaxConcurrency a request holds its slot until the
+	// thread has processed its last chunk.
+	Client ClientCost
 	// IngestSpacing is each instance's OpenAI server handing requests to
 	// its engine at least this far apart, in the order they reached it
 	// (Config.IngestSpacing): a replica's or prefill instance's from the
@@ -279,6 +283,7 @@ func RunTopologyStream(ctx context.Context, cfg TopologyConfig, reqs *workload.S
 		emit = func(*metrics.Record) error { return nil }
 	}
 	t := &fleet{cfg: cfg, reqs: reqs, emit: emit}
+	t.client = cfg.MaxConcurrency > 0 && (cfg.Client.PerRequest > 0 || cfg.Client.PerChunk > 0)
 	var err error
 	if cfg.Kind == Colocated {
 		if t.front, err = newInstances("replica", cfg.Replicas, false); err != nil {
@@ -382,6 +387,10 @@ const (
 	evSpacedAdd
 	evDecodeReady
 	evKick
+	// evClientChunks: the chunks that reach the timed client thread at
+	// an instant, once every event that makes them is processed
+	// (TopologyConfig.Client).
+	evClientChunks
 	// evRelease: the client receives a request's last chunk (Delivery
 	// after its step) and frees its concurrency slot.
 	evRelease
@@ -467,9 +476,19 @@ type fleet struct {
 	// inFlight and slotFreedAt implement MaxConcurrency as Run does.
 	inFlight    int
 	slotFreedAt time.Duration
-	now         time.Duration
-	start       time.Duration
-	end         time.Duration
+	// The timed client thread (TopologyConfig.Client, with a cap):
+	// clientFree is when it has processed what reached it so far;
+	// toClient holds what it has still to process, oldest first (from
+	// toClientHead), one batch per instant; chunks and finished count
+	// what the event being processed hands it.
+	client           bool
+	clientFree       time.Duration
+	toClient         []clientBatch
+	toClientHead     int
+	chunks, finished int
+	now              time.Duration
+	start            time.Duration
+	end              time.Duration
 
 	active     []*transfer
 	linkAt     time.Duration // when active transfers' progress was last credited
@@ -531,6 +550,7 @@ func (t *fleet) run(ctx context.Context) error {
 				return fmt.Errorf("sim: stopped at virtual time %v: %w", t.now-t.start, err)
 			}
 		}
+		t.toClientThread()
 		// Arrivals come before kicks at the same instant and after step
 		// ends and dispatches, like the class order of events.
 		if next != nil && !t.full() {
@@ -572,6 +592,8 @@ func (t *fleet) run(ctx context.Context) error {
 			err = t.admitBack(e.id)
 		case evKick:
 			err = t.kick(t.pool(e.back)[e.id])
+		case evClientChunks:
+			t.clientChunks()
 		case evRelease:
 			t.release()
 		}
@@ -633,7 +655,9 @@ func (t *fleet) arrivalFirst(a time.Duration) bool {
 	if a != top.at {
 		return a < top.at
 	}
-	return top.kind == evKick || top.kind == evDecodeReady
+	// A send at an instant reaches the client thread before the chunks
+	// (ApplyClient's order).
+	return top.kind == evKick || top.kind == evDecodeReady || top.kind == evClientChunks
 }
 
 func (t *fleet) full() bool {
@@ -653,6 +677,9 @@ func (t *fleet) arrive(w *workload.Request) error {
 		Index: w.Index, Scheduled: w.Arrival, Dispatched: w.Arrival, Start: t.now, MaxTokens: w.MaxTokens,
 	}}
 	t.inFlight++
+	if t.client {
+		t.clientFree = max(t.now, t.clientFree) + t.cfg.Client.PerRequest
+	}
 	switch {
 	case w.PromptIDs != nil:
 		f.ids, f.streamIDs = w.PromptIDs, true
@@ -885,6 +912,7 @@ func (t *fleet) output(in *instance, o *engine.Output) error {
 	}
 	rec := f.rec
 	if o.NewTokens > 0 {
+		t.chunks++
 		received := t.now + t.cfg.Delivery
 		if rec.OutputLen == 0 {
 			rec.TTFT = received - rec.Start
@@ -933,9 +961,12 @@ func (t *fleet) done(i int) error {
 		t.reqs.Recycle(f.ids)
 	}
 	t.flights.remove(i)
-	if t.cfg.Delivery > 0 {
+	switch {
+	case t.client:
+		t.finished++
+	case t.cfg.Delivery > 0:
 		t.push(event{at: t.now + t.cfg.Delivery, kind: evRelease})
-	} else {
+	default:
 		t.release()
 	}
 	t.end = max(t.end, t.now+t.cfg.Delivery)
@@ -943,6 +974,40 @@ func (t *fleet) done(i int) error {
 		return fmt.Errorf("sim: emitting record %d: %w", rec.Index, err)
 	}
 	return nil
+}
+
+// toClientThread hands the client thread the chunks and finished
+// requests the last event made, Delivery after it.
+func (t *fleet) toClientThread() {
+	if t.chunks == 0 && t.finished == 0 {
+		return
+	}
+	at := t.now + t.cfg.Delivery
+	if n := len(t.toClient); n > t.toClientHead && t.toClient[n-1].at == at {
+		b := &t.toClient[n-1]
+		b.chunks += t.chunks
+		b.finished += t.finished
+	} else {
+		t.toClient = append(t.toClient, clientBatch{at: at, chunks: t.chunks, finished: t.finished})
+		t.push(event{at: at, kind: evClientChunks})
+	}
+	t.chunks, t.finished = 0, 0
+}
+
+// clientChunks runs the client thread through the chunks that reach it
+// now; the requests they finished free their slots when it is through
+// them all.
+func (t *fleet) clientChunks() {
+	b := t.toClient[t.toClientHead]
+	t.toClientHead++
+	if t.toClientHead > 1024 && t.toClientHead*2 > len(t.toClient) {
+		t.toClient = t.toClient[:copy(t.toClient, t.toClient[t.toClientHead:])]
+		t.toClientHead = 0
+	}
+	t.clientFree = max(t.now, t.clientFree) + time.Duration(b.chunks)*t.cfg.Client.PerChunk
+	for range b.finished {
+		t.push(event{at: t.clientFree, kind: evRelease})
+	}
 }
 
 // release frees the concurrency slot of a request whose last chunk the

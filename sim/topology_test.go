@@ -51,8 +51,9 @@ func pdConfig(p, d int, link perf.KVLink) TopologyConfig {
 // with and without a concurrency cap, with batches in flight on a
 // pipeline, with the OpenAI server's request latencies (Ingest and
 // Delivery; with a cap, a slot frees when the last chunk is received),
-// and with V0's async output processing (tokens one step late, the drain
-// step when none follows; with PP it changes nothing).
+// with V0's async output processing (tokens one step late, the drain
+// step when none follows; with PP it changes nothing), and with a timed
+// client thread holding the slots under a cap.
 func TestColocatedOneReplicaMatchesRun(t *testing.T) {
 	for _, v := range []engine.Version{engine.V0, engine.V1} {
 		for _, stages := range []int{1, 2} {
@@ -61,24 +62,34 @@ func TestColocatedOneReplicaMatchesRun(t *testing.T) {
 				// between arrivals, so that close ones queue).
 				for _, lat := range [][3]time.Duration{{0, 0, 0}, {9 * time.Millisecond, 2 * time.Millisecond, 0},
 					{9 * time.Millisecond, 2 * time.Millisecond, 20*time.Millisecond + 7}} {
-					for _, lag := range []bool{false, true} {
-						if lag && v != engine.V0 {
-							continue
+					for _, c := range []struct {
+						lag    bool
+						client ClientCost
+					}{{}, {lag: true}, {client: ClientCost{PerRequest: 3 * time.Millisecond, PerChunk: 400 * time.Microsecond}}} {
+						lag := c.lag
+						if lag && v != engine.V0 || c.client != (ClientCost{}) && (limit == 0 || lat[2] > 0) {
+							continue // the client's thread times slots only under a cap
 						}
 						reqs := randomWorkload(7, 300, 20)
 						ec := engineConfig(v)
 						ec.PipelineParallel = stages
-						_, want := collect(t, Config{Engine: ec, Model: simpleModel, MaxConcurrency: limit, Ingest: lat[0], Delivery: lat[1], IngestSpacing: lat[2], AsyncOutputLag: lag}, reqs)
-						cfg := TopologyConfig{Kind: Colocated, Router: RouteLeastLoaded, MaxConcurrency: limit, Ingest: lat[0], Delivery: lat[1], IngestSpacing: lat[2],
+						_, want := collect(t, Config{Engine: ec, Model: simpleModel, MaxConcurrency: limit, Ingest: lat[0], Delivery: lat[1], IngestSpacing: lat[2], AsyncOutputLag: lag, Client: c.client}, reqs)
+						cfg := TopologyConfig{Kind: Colocated, Router: RouteLeastLoaded, MaxConcurrency: limit, Ingest: lat[0], Delivery: lat[1], IngestSpacing: lat[2], Client: c.client,
 							Replicas: Pool{Instances: 1, Engine: ec, Model: simpleModel, AsyncOutputLag: lag}}
 						_, got := runTopology(t, cfg, reqs)
 						if diff := gocmp.Diff(want, got); diff != "" {
-							t.Fatalf("%s, pp %d, max concurrency %d, ingest %v, delivery %v, spacing %v, async output %v: records differ from Run (-Run +topology):\n%s",
-								v, stages, limit, lat[0], lat[1], lat[2], lag, diff)
+							t.Fatalf("%s, pp %d, max concurrency %d, ingest %v, delivery %v, spacing %v, async output %v, client %v: records differ from Run (-Run +topology):\n%s",
+								v, stages, limit, lat[0], lat[1], lat[2], lag, c.client, diff)
 						}
 						if lat[2] > 0 && !lag && stages == 1 && limit == 0 {
 							if _, unspaced := collect(t, Config{Engine: ec, Model: simpleModel, MaxConcurrency: limit, Ingest: lat[0], Delivery: lat[1]}, reqs); gocmp.Equal(unspaced, want) {
 								t.Fatalf("%s, pp %d, max concurrency %d: the spacing moved no record", v, stages, limit)
+							}
+						}
+						if c.client != (ClientCost{}) && stages == 1 {
+							// The client's thread must move Run's records.
+							if _, untimed := collect(t, Config{Engine: ec, Model: simpleModel, MaxConcurrency: limit, Ingest: lat[0], Delivery: lat[1], IngestSpacing: lat[2]}, reqs); gocmp.Equal(untimed, want) {
+								t.Fatalf("%s, max concurrency %d: the client's thread moved no record", v, limit)
 							}
 						}
 						if lag && stages == 1 && limit == 0 {

@@ -435,6 +435,7 @@ func (p *plan) simulate(ctx context.Context) (metrics.Summary, error) {
 	if p.vllmClient {
 		client = sim.VLLMBenchClient(1)
 	}
+	cfg.Client = client
 	stage := sim.NewClientStage(client, recorder.Add)
 	if p.vllmClient {
 		stage.NoFirstTokenFrom(p.spec.Random.Lengths)

@@ -291,7 +291,9 @@
 // send, usage chunk, [DONE]) and measuredClientPerChunk ≈ 21 µs per token
 // chunk (clientcost_measured.go). BenchClientCost scales them by
 // clientCPUSlowdown to the default host; sim.ApplyClient queues a run's
-// sends and chunks through them. At 1 ms per request the client caps near
+// sends and chunks through them, and under --max-concurrency a slot frees
+// only when the thread has read the reply's last chunk (sim.Config.Client),
+// as the client leaves its semaphore after timing the reply. At 1 ms per request the client caps near
 // 1,000 requests/s, far above the 37–45 req/s request ceiling of the
 // 128-in/4-out runs, so the client is not what holds those runs back.
 //
