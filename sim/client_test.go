@@ -1,7 +1,7 @@
 package sim
 
 import (
-	"cmp"
+	"context"
 	"errors"
 	"slices"
 	"testing"
@@ -159,29 +159,19 @@ func TestClientStageNoFirstToken(t *testing.T) {
 	}
 }
 
-// peakInFlight is the most requests in flight at once as the records
-// show them, a request ending at an instant before one starts at it.
-func peakInFlight(recs []*metrics.Record) int {
-	type edge struct {
-		at    time.Duration
-		delta int
-	}
-	var edges []edge
-	for _, r := range recs {
-		edges = append(edges, edge{r.Start, 1}, edge{r.Start + r.Latency, -1})
-	}
-	slices.SortFunc(edges, func(a, b edge) int {
-		if a.at != b.at {
-			return cmp.Compare(a.at, b.at)
+// peakInFlight is the "Peak concurrent requests" the records report.
+func peakInFlight(t *testing.T, recs []*metrics.Record) int {
+	t.Helper()
+	r := metrics.NewRecorder(metrics.Options{}, nil, metrics.KeepNone)
+	for _, rec := range recs {
+		if err := r.Add(rec); err != nil {
+			t.Fatal(err)
 		}
-		return cmp.Compare(a.delta, b.delta)
-	})
-	inFlight, peak := 0, 0
-	for _, e := range edges {
-		inFlight += e.delta
-		peak = max(peak, inFlight)
 	}
-	return peak
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return r.Summary(r.LastEnd()).MaxConcurrentRequests
 }
 
 // A capped client that is slower than the server holds each slot until
@@ -202,78 +192,63 @@ func TestTimedClientKeepsItsConcurrencyCap(t *testing.T) {
 	v0, v1 := engineConfig(engine.V0), engineConfig(engine.V1)
 	pp := engineConfig(engine.V0)
 	pp.PipelineParallel = 2
-	engines := []struct {
-		name string
-		cfg  Config
-	}{
-		{"v1", Config{Engine: v1}},
-		{"v1 with request latencies", lat(Config{Engine: v1})},
-		{"v1 chat", lat(Config{Engine: v1, ChatStream: true, ChatPrepare: 2 * ms})},
-		{"v0 async output", lat(Config{Engine: v0, AsyncOutputLag: true})},
-		{"v0 multi-step", lat(Config{Engine: v0, SchedulerSteps: 4, AsyncOutputLag: true, MultiStepStream: true})},
-		{"v0 virtual engines", lat(Config{Engine: pp})},
-	}
-	observed := func(t *testing.T, cost ClientCost, run func(emit func(*metrics.Record) error) error) []*metrics.Record {
-		t.Helper()
-		var recs []*metrics.Record
-		stage := NewClientStage(cost, func(r *metrics.Record) error { recs = append(recs, r); return nil })
-		if err := run(stage.Add); err != nil {
-			t.Fatal(err)
-		}
-		if err := stage.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		return recs
-	}
 	reqs := randomWorkload(11, 300, 200)
-	for _, e := range engines {
-		t.Run(e.name, func(t *testing.T) {
-			cfg := e.cfg
-			cfg.Model, cfg.MaxConcurrency, cfg.Client = simpleModel, limit, slow
-			recs := observed(t, slow, func(emit func(*metrics.Record) error) error {
-				_, err := Run(t.Context(), cfg, reqs, emit)
-				return err
-			})
-			if peak := peakInFlight(recs); peak != limit {
+	// run simulates with the client's thread timing the slots (client) or
+	// not, under the cap.
+	type run func(ctx context.Context, client ClientCost, emit func(*metrics.Record) error) error
+	single := func(c Config) run {
+		return func(ctx context.Context, client ClientCost, emit func(*metrics.Record) error) error {
+			c.Model, c.MaxConcurrency, c.Client = simpleModel, limit, client
+			_, err := Run(ctx, c, reqs, emit)
+			return err
+		}
+	}
+	fleet := func(c TopologyConfig) run {
+		return func(ctx context.Context, client ClientCost, emit func(*metrics.Record) error) error {
+			c.MaxConcurrency, c.Client = limit, client
+			_, err := RunTopology(ctx, c, reqs, emit)
+			return err
+		}
+	}
+	tests := []struct {
+		name string
+		run  run
+	}{
+		{"v1", single(Config{Engine: v1})},
+		{"v1 with request latencies", single(lat(Config{Engine: v1}))},
+		{"v1 chat", single(lat(Config{Engine: v1, ChatStream: true, ChatPrepare: 2 * ms}))},
+		{"v0 async output", single(lat(Config{Engine: v0, AsyncOutputLag: true}))},
+		{"v0 multi-step", single(lat(Config{Engine: v0, SchedulerSteps: 4, AsyncOutputLag: true, MultiStepStream: true}))},
+		{"v0 virtual engines", single(lat(Config{Engine: pp}))},
+		{"colocated fleet", fleet(TopologyConfig{Kind: Colocated, Router: RouteLeastLoaded, Ingest: 9 * ms, Delivery: 2 * ms,
+			Replicas: Pool{Instances: 2, Engine: v1, Model: simpleModel}})},
+		{"pd fleet", fleet(pdConfig(1, 2, testLink))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// The records as the client observes them, with the slots timed
+			// by its thread (timed) or by the server's last chunk.
+			observed := func(timed bool) []*metrics.Record {
+				var recs []*metrics.Record
+				stage := NewClientStage(slow, func(r *metrics.Record) error { recs = append(recs, r); return nil })
+				var slots ClientCost
+				if timed {
+					slots = slow
+				}
+				if err := tt.run(t.Context(), slots, stage.Add); err != nil {
+					t.Fatal(err)
+				}
+				if err := stage.Flush(); err != nil {
+					t.Fatal(err)
+				}
+				return recs
+			}
+			if peak := peakInFlight(t, observed(true)); peak != limit {
 				t.Errorf("peak in flight as the client observes it %d, cap %d", peak, limit)
 			}
 			// The client's cost must bind, or the cap says nothing.
-			cfg.Client = ClientCost{}
-			free := observed(t, slow, func(emit func(*metrics.Record) error) error {
-				_, err := Run(t.Context(), cfg, reqs, emit)
-				return err
-			})
-			if peak := peakInFlight(free); peak <= limit {
-				t.Errorf("a run whose slots ignore the client peaks at %d, within the cap %d: the test cannot fail", peak, limit)
-			}
-		})
-	}
-	fleets := []struct {
-		name string
-		cfg  TopologyConfig
-	}{
-		{"colocated", TopologyConfig{Kind: Colocated, Router: RouteLeastLoaded, Ingest: 9 * ms, Delivery: 2 * ms,
-			Replicas: Pool{Instances: 2, Engine: v1, Model: simpleModel}}},
-		{"pd", pdConfig(1, 2, testLink)},
-	}
-	for _, f := range fleets {
-		t.Run(f.name, func(t *testing.T) {
-			cfg := f.cfg
-			cfg.MaxConcurrency, cfg.Client = limit, slow
-			recs := observed(t, slow, func(emit func(*metrics.Record) error) error {
-				_, err := RunTopology(t.Context(), cfg, reqs, emit)
-				return err
-			})
-			if peak := peakInFlight(recs); peak != limit {
-				t.Errorf("peak in flight as the client observes it %d, cap %d", peak, limit)
-			}
-			cfg.Client = ClientCost{}
-			free := observed(t, slow, func(emit func(*metrics.Record) error) error {
-				_, err := RunTopology(t.Context(), cfg, reqs, emit)
-				return err
-			})
-			if peak := peakInFlight(free); peak <= limit {
-				t.Errorf("a fleet whose slots ignore the client peaks at %d, within the cap %d: the test cannot fail", peak, limit)
+			if peak := peakInFlight(t, observed(false)); peak <= limit {
+				t.Errorf("slots freed at the server's last chunk peak at %d, within the cap %d: the test cannot fail", peak, limit)
 			}
 		})
 	}

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"math"
@@ -421,30 +420,13 @@ func TestPDMaxConcurrency(t *testing.T) {
 	cfg := pdConfig(2, 2, testLink)
 	cfg.MaxConcurrency = 4
 	_, recs := runTopology(t, cfg, randomWorkload(5, 200, 50))
-	type edge struct {
-		at    time.Duration
-		delta int
-	}
-	var edges []edge
 	queued := 0
 	for _, r := range recs {
-		edges = append(edges, edge{r.Start, 1}, edge{r.Start + r.Latency, -1})
 		if r.Start > r.Scheduled {
 			queued++
 		}
 	}
-	slices.SortFunc(edges, func(a, b edge) int {
-		if a.at != b.at {
-			return cmp.Compare(a.at, b.at)
-		}
-		return cmp.Compare(a.delta, b.delta) // ends before starts at one instant
-	})
-	inFlight, peak := 0, 0
-	for _, e := range edges {
-		inFlight += e.delta
-		peak = max(peak, inFlight)
-	}
-	if peak != 4 || queued == 0 {
+	if peak := peakInFlight(t, recs); peak != 4 || queued == 0 {
 		t.Errorf("peak in flight %d (cap 4), %d requests queued by the cap", peak, queued)
 	}
 }
