@@ -143,10 +143,16 @@ func (r *specRun) run(ctx context.Context) error {
 // clientStage is the view the records are taken from: with --client
 // vllm-bench they pass through vLLM's benchmark client's one thread, and a
 // replayed run's replies with no first token are reported as that client
-// did; otherwise they go straight to the recorder.
+// did; otherwise they go straight to the recorder. A shard keeps its own
+// records only after the client has seen every request: that thread is
+// shared by the whole run, so a shard's records are timed as the
+// unsharded run's are.
 func (r *specRun) clientStage(recorder *metrics.Recorder) *ClientStage {
 	s := r.spec
 	sink := func(rec *metrics.Record) error {
+		if r.shard != nil && !r.shard.Shard.Owns(rec.Index) {
+			return nil
+		}
 		_ = recorder.Add(rec)
 		return nil
 	}
@@ -208,9 +214,6 @@ func (r *specRun) simulate(ctx context.Context, stream *workload.Stream, info re
 	stage := r.clientStage(recorder)
 	cfg.ReuseRecords, cfg.Client = !stage.Holds(), stage.cost
 	add := func(rec *metrics.Record) error {
-		if r.shard != nil && !r.shard.Shard.Owns(rec.Index) {
-			return nil
-		}
 		addRequestOverhead(rec, r.eng.Calibration)
 		return stage.Add(rec)
 	}

@@ -154,43 +154,55 @@ func resultBlock(t *testing.T, out string) string {
 // TestSimShardsMergeExactly: sim --shard I/N simulates the whole schedule
 // and keeps shard I's records, so merging every shard prints the
 // unsharded simulation's result block byte for byte, and its JSON holds
-// the same values.
+// the same values. With vLLM's benchmark client under a cap, the client's
+// one thread sees every request in each shard as it does in the whole run.
 func TestSimShardsMergeExactly(t *testing.T) {
-	dir := t.TempDir()
-	common := []string{"sim", "--model", "Qwen/Qwen2-0.5B", "--gpu", "H100", "--num-prompts", "120", "--request-rate", "30",
-		"--seed", "8", "--random-input-len", "300", "--random-output-len", "40", "--random-range-ratio", "0.5",
-		"--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99", "--goodput", "ttft:5", "tpot:1"}
-	wholeOut, _, err := runCLI(t, append(common, "--save-result", "--result-dir", dir, "--result-filename", "whole.json")...)
-	if err != nil {
-		t.Fatal(err)
+	views := []struct {
+		name string
+		args []string
+	}{
+		{"server", nil},
+		{"vllm-bench client under a cap", []string{"--client", "vllm-bench", "--max-concurrency", "8"}},
 	}
-	for i := range 3 {
-		if _, stderr, err := runCLI(t, append(common, "--shard", strconv.Itoa(i)+"/3", "--result-dir", filepath.Join(dir, "shards"))...); err != nil {
-			t.Fatalf("shard %d: %v\n%s", i, err, stderr)
-		}
-	}
-	mergedOut, _, err := runCLI(t, "merge", filepath.Join(dir, "shards"), "--save-result", "--result-dir", dir, "--result-filename", "merged.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := resultBlock(t, mergedOut), resultBlock(t, wholeOut); got != want {
-		t.Fatalf("merged result block differs:\n got:\n%s\nwant:\n%s", got, want)
-	}
-	whole, merged := readJSONObject(t, filepath.Join(dir, "whole.json")), readJSONObject(t, filepath.Join(dir, "merged.json"))
-	for key, want := range whole {
-		switch key {
-		case "date", "engine": // the run's own date; sim's engine statistics are not merged
-			continue
-		}
-		got := merged[key]
-		if list, ok := want.([]any); ok {
-			// Per-request lists are in completion order in a run and in
-			// index order after a merge.
-			want, got = sortedStrings(list), sortedStrings(got.([]any))
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: merged %v, unsharded %v", key, got, want)
-		}
+	for _, v := range views {
+		t.Run(v.name, func(t *testing.T) {
+			dir := t.TempDir()
+			common := append([]string{"sim", "--model", "Qwen/Qwen2-0.5B", "--gpu", "H100", "--num-prompts", "120", "--request-rate", "30",
+				"--seed", "8", "--random-input-len", "300", "--random-output-len", "40", "--random-range-ratio", "0.5",
+				"--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99", "--goodput", "ttft:5", "tpot:1"}, v.args...)
+			wholeOut, _, err := runCLI(t, append(common, "--save-result", "--result-dir", dir, "--result-filename", "whole.json")...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 3 {
+				if _, stderr, err := runCLI(t, append(common, "--shard", strconv.Itoa(i)+"/3", "--result-dir", filepath.Join(dir, "shards"))...); err != nil {
+					t.Fatalf("shard %d: %v\n%s", i, err, stderr)
+				}
+			}
+			mergedOut, _, err := runCLI(t, "merge", filepath.Join(dir, "shards"), "--save-result", "--result-dir", dir, "--result-filename", "merged.json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := resultBlock(t, mergedOut), resultBlock(t, wholeOut); got != want {
+				t.Fatalf("merged result block differs:\n got:\n%s\nwant:\n%s", got, want)
+			}
+			whole, merged := readJSONObject(t, filepath.Join(dir, "whole.json")), readJSONObject(t, filepath.Join(dir, "merged.json"))
+			for key, want := range whole {
+				switch key {
+				case "date", "engine": // the run's own date; sim's engine statistics are not merged
+					continue
+				}
+				got := merged[key]
+				if list, ok := want.([]any); ok {
+					// Per-request lists are in completion order in a run and in
+					// index order after a merge.
+					want, got = sortedStrings(list), sortedStrings(got.([]any))
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("%s: merged %v, unsharded %v", key, got, want)
+				}
+			}
+		})
 	}
 }
 
