@@ -486,9 +486,10 @@ type fleet struct {
 	toClient         []clientBatch
 	toClientHead     int
 	chunks, finished int
-	now              time.Duration
-	start            time.Duration
-	end              time.Duration
+
+	now   time.Duration
+	start time.Duration
+	end   time.Duration
 
 	active     []*transfer
 	linkAt     time.Duration // when active transfers' progress was last credited
