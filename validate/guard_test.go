@@ -29,6 +29,9 @@ const guardPoints = 2
 // rises more than 2 points above corpus/expected.json, or when the corpus
 // changed without the file being regenerated (go test ./validate -update).
 func TestCorpusHoldoutErrorGuard(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a numeric study of the whole corpus (about 8 s, 100 s under -race); run without -short")
+	}
 	rep, err := builtinReport()
 	if err != nil {
 		t.Fatal(err)

@@ -65,6 +65,9 @@ func TestTwinsSpread(t *testing.T) {
 // sim command) get the same figures from sim, which is what makes their
 // spread a floor for any model of the runs' setups.
 func TestCorpusTwinsGetOneSimulation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a numeric study of the whole corpus (about 8 s, 100 s under -race); run without -short")
+	}
 	rep, err := builtinReport()
 	if err != nil {
 		t.Fatal(err)
