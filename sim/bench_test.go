@@ -60,14 +60,26 @@ func benchmarkSim(b *testing.B, rate float64) {
 	cases := []struct {
 		name string
 		cfg  engine.Config
+		// capped runs under --max-concurrency 256; client adds vLLM's
+		// benchmark client's thread, which times the slots (Config.Client)
+		// and makes the engine report every token.
+		capped, client bool
 	}{
-		{"v1", benchEngine(engine.V1, false)},
-		{"v1-prefix-caching", benchEngine(engine.V1, true)},
-		{"v0", benchEngine(engine.V0, false)},
+		{name: "v1", cfg: benchEngine(engine.V1, false)},
+		{name: "v1-prefix-caching", cfg: benchEngine(engine.V1, true)},
+		{name: "v0", cfg: benchEngine(engine.V0, false)},
+		{name: "v1-capped", cfg: benchEngine(engine.V1, false), capped: true},
+		{name: "v1-capped-vllm-client", cfg: benchEngine(engine.V1, false), capped: true, client: true},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			cfg := Config{Engine: c.cfg, Model: llama8BH100, StatsInterval: 5 * time.Second}
+			if c.capped {
+				cfg.MaxConcurrency = 256
+			}
+			if c.client {
+				cfg.Client = VLLMBenchClient(1)
+			}
 			var peakHeap uint64
 			var simulated time.Duration
 			var tokens int64
