@@ -253,3 +253,48 @@ func TestTimedClientKeepsItsConcurrencyCap(t *testing.T) {
 		})
 	}
 }
+
+// With a cap of one, the next request goes out the moment the client's
+// thread has read the last chunk of the one before: its start is that
+// request's end as the client observed it, to the nanosecond, and later
+// than the server's last chunk.
+func TestTimedClientFreesTheSlotWhenItHasReadTheReply(t *testing.T) {
+	ms := time.Millisecond
+	cost := ClientCost{PerRequest: 3 * ms, PerChunk: 2 * ms}
+	reqs := []workload.Request{
+		{Index: 0, PromptLen: 16, MaxTokens: 3},
+		{Index: 1, PromptLen: 16, MaxTokens: 3},
+		{Index: 2, PromptLen: 16, MaxTokens: 1},
+	}
+	cfg := Config{Engine: engineConfig(engine.V1), Model: simpleModel, MaxConcurrency: 1, Delivery: 2 * ms, Client: cost}
+	var server, observed []*metrics.Record
+	stage := NewClientStage(cost, func(r *metrics.Record) error { observed = append(observed, r); return nil })
+	if _, err := Run(t.Context(), cfg, reqs, func(r *metrics.Record) error {
+		c := *r
+		server = append(server, &c)
+		return stage.Add(r)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := stage.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if len(observed) != 3 {
+		t.Fatalf("%d records", len(observed))
+	}
+	// Request 0: sent 0→3 ms; steps end at 11.6 (prefill of 16 tokens),
+	// 21.7 and 31.8 ms; its chunks reach the client 2 ms later and take
+	// it 13.6→15.6, 23.7→25.7 and 33.8→35.8 ms.
+	if got, want := observed[1].Start, 35800*time.Microsecond; got != want {
+		t.Errorf("request 1 starts at %v, want %v", got, want)
+	}
+	for i := 1; i < 3; i++ {
+		prev := observed[i-1]
+		if got, want := observed[i].Start, prev.Start+prev.Latency; got != want {
+			t.Errorf("request %d starts at %v, want %v (request %d's end as the client read it)", i, got, want, i-1)
+		}
+		if serverEnd := server[i-1].Start + server[i-1].Latency; observed[i].Start <= serverEnd {
+			t.Errorf("request %d starts at %v, not after request %d's last chunk left the server at %v", i, observed[i].Start, i-1, serverEnd)
+		}
+	}
+}
