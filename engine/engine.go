@@ -108,6 +108,9 @@ type Engine struct {
 	preempted, swappedOut                []*sequence
 	hits                                 []int32
 	outs                                 []Output
+	// omitted counts the tokens the last Complete gave no Output
+	// (OmittedTokens).
+	omitted int
 
 	// Block tables and hash lists of released sequences the pool had no
 	// room for: a burst adds every request up front, each with a fresh
@@ -424,6 +427,7 @@ func (e *Engine) Complete(st *Step) []Output {
 		e.pending = false
 	}
 	e.stats.Steps++
+	e.omitted = 0
 	outs, finished := e.advanceSequences(st)
 	if finished > 0 {
 		e.releaseFinished(st)
@@ -463,6 +467,7 @@ func (e *Engine) advanceSequences(st *Step) (outs []Output, finished int) {
 			s.generated++
 			s.lastToken = step
 			generated++
+			e.omitted++
 			continue
 		}
 		if v0 && en.prefill {
@@ -481,6 +486,7 @@ func (e *Engine) advanceSequences(st *Step) (outs []Output, finished int) {
 			prevToken = s.lastToken
 			s.lastToken = step
 			if prevToken == step-1 && omit && prevToken != 0 && s.generated < s.maxTokens {
+				e.omitted++
 				continue // only continues the request's run
 			}
 		}
@@ -523,6 +529,11 @@ func (e *Engine) releaseFinished(st *Step) {
 }
 
 func isDone(s *sequence) bool { return s.state == stateDone }
+
+// OmittedTokens is how many tokens the last Complete generated without an
+// Output (Config.OmitRunTokens): each only continued its request's run.
+// A driver that counts the tokens a step streams adds them to its outputs'.
+func (e *Engine) OmittedTokens() int { return e.omitted }
 
 // tokenGap is Output.TokenGap for an output of s given between Completes.
 func (e *Engine) tokenGap(s *sequence) int32 {

@@ -85,6 +85,7 @@ func runOmitPair(t *testing.T, cfg Config, plan []plannedRequest) (omitted, gaps
 		step++
 		outsFull, outsThin := full.Complete(a), thin.Complete(b)
 		var want []Output
+		stepOmitted := 0
 		for _, o := range outsFull {
 			if o.NewTokens == 0 {
 				want = append(want, o)
@@ -94,6 +95,7 @@ func runOmitPair(t *testing.T, cfg Config, plan []plannedRequest) (omitted, gaps
 			lastToken[o.ID] = step
 			if had && prev == step-1 && !o.Finished {
 				omitted++
+				stepOmitted++
 				continue
 			}
 			if had {
@@ -106,6 +108,9 @@ func runOmitPair(t *testing.T, cfg Config, plan []plannedRequest) (omitted, gaps
 		}
 		if fmt.Sprint(outsThin) != fmt.Sprint(want) {
 			t.Fatalf("step %d: outputs\n%+v\nwant\n%+v", step, outsThin, want)
+		}
+		if got, none := thin.OmittedTokens(), full.OmittedTokens(); got != stepOmitted || none != 0 {
+			t.Fatalf("step %d: OmittedTokens %d (%d without omission), want %d (0)", step, got, none, stepOmitted)
 		}
 	}
 	t.Fatal("the run did not finish")

@@ -254,10 +254,7 @@ func RunStream(ctx context.Context, cfg Config, reqs *workload.Stream, emit func
 	// The engine leaves out the outputs of tokens that only extend a run
 	// (flights.lasts catches up from the next output's TokenGap), except
 	// with V0's virtual engines, which number their steps apart.
-	// A timed client thread counts every token's chunk (apply), so it
-	// needs every output.
-	client := cfg.MaxConcurrency > 0 && (cfg.Client.PerRequest > 0 || cfg.Client.PerChunk > 0)
-	cfg.Engine.OmitRunTokens = !client && (cfg.Engine.Version != engine.V0 || cfg.Engine.PipelineParallel <= 1)
+	cfg.Engine.OmitRunTokens = cfg.Engine.Version != engine.V0 || cfg.Engine.PipelineParallel <= 1
 	if cfg.SchedulerSteps > 1 && cfg.Engine.Version == engine.V0 && cfg.Engine.PipelineParallel <= 1 {
 		// A group's steps share one completion (its chunk), which the
 		// engine's TokenGap, counted in Completes, cannot express.
@@ -271,7 +268,7 @@ func RunStream(ctx context.Context, cfg Config, reqs *workload.Stream, emit func
 	r.cfg, r.eng = cfg, eng
 	r.ingest = cfg.Ingest + cfg.ChatIngest
 	r.lastHandoff = math.MinInt64 / 2 // no request handed on yet
-	r.client = client
+	r.client = cfg.MaxConcurrency > 0 && (cfg.Client.PerRequest > 0 || cfg.Client.PerChunk > 0)
 	r.lat = r.ingest > 0 || cfg.Delivery > 0 || cfg.ChatPrepare > 0 || cfg.IngestSpacing > 0 || r.client
 	r.host, _ = cfg.Model.(perf.HostAwareModel)
 	r.depth = eng.MaxBatches()
@@ -349,6 +346,9 @@ type runner struct {
 	lagged         []engine.Output
 	lagging        bool
 	laggedGroupEnd bool
+	// laggedOmitted is the tokens of the lagged step the engine gave no
+	// output (engine.OmittedTokens).
+	laggedOmitted int
 
 	// Request latencies (Config.Ingest, Delivery; lat says either is
 	// set; ingest is a request's from hand-off to the engine's queue,
@@ -378,7 +378,9 @@ type runner struct {
 	// says it is timed; clientFree is when it has processed what reached
 	// it so far; toClient holds the completions it has still to process,
 	// oldest first (from toClientHead); batchChunks and batchFinished
-	// count the chunks and the finished requests of the one being applied.
+	// count the chunks and the finished requests of the one being applied
+	// (its outputs' tokens and those the engine gave no output,
+	// engine.OmittedTokens).
 	client                     bool
 	clientFree                 time.Duration
 	toClient                   []clientBatch
@@ -586,6 +588,7 @@ func (r *runner) completeOldestBatch() error {
 			return err
 		}
 		r.lagged = append(r.lagged[:0], r.eng.Complete(head.st)...)
+		r.laggedOmitted = r.eng.OmittedTokens()
 		r.lagging = true
 		r.laggedGroupEnd = !head.open
 		return nil
@@ -597,6 +600,9 @@ func (r *runner) completeOldestBatch() error {
 		r.logCompletion()
 	}
 	outs := r.eng.Complete(head.st)
+	if r.client {
+		r.batchChunks += r.eng.OmittedTokens()
+	}
 	if r.group.Grouping() {
 		r.group.Hold(outs)
 		if head.open {
@@ -666,6 +672,9 @@ func (r *runner) deliverLagged(pythonised bool) error {
 	r.lagging = false
 	if !r.group.Grouping() {
 		r.logCompletion()
+		if r.client {
+			r.batchChunks += r.laggedOmitted
+		}
 		return r.apply(r.lagged)
 	}
 	out, handOn := r.group.HandOnLagged(r.lagged, r.laggedGroupEnd, r.cfg.MultiStepStream, pythonised)
