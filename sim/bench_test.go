@@ -62,7 +62,7 @@ func benchmarkSim(b *testing.B, rate float64) {
 		cfg  engine.Config
 		// capped runs under --max-concurrency 256; client adds vLLM's
 		// benchmark client's thread, which times the slots (Config.Client)
-		// and makes the engine report every token.
+		// and counts every token's chunk.
 		capped, client bool
 	}{
 		{name: "v1", cfg: benchEngine(engine.V1, false)},
