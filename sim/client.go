@@ -38,7 +38,7 @@ type clientEvent struct {
 // takes was freed as this client observes it. A zero cost leaves recs
 // unchanged.
 func ApplyClient(recs []*metrics.Record, cost ClientCost) {
-	if cost.PerRequest <= 0 && cost.PerChunk <= 0 {
+	if !cost.timed() {
 		return
 	}
 	var events []clientEvent
@@ -128,7 +128,7 @@ func NewClientStage(cost ClientCost, sink func(*metrics.Record) error) *ClientSt
 }
 
 // Holds reports whether Add keeps the records it is given.
-func (c *ClientStage) Holds() bool { return c.cost.PerRequest > 0 || c.cost.PerChunk > 0 }
+func (c *ClientStage) Holds() bool { return c.cost.timed() }
 
 // Add takes one finished record.
 func (c *ClientStage) Add(rec *metrics.Record) error {
@@ -159,4 +159,89 @@ func (c *ClientStage) Flush() error {
 func VLLMBenchClient(hostSpeed float64) ClientCost {
 	perRequest, perChunk := vllm.BenchClientCost(hostSpeed)
 	return ClientCost{PerRequest: perRequest, PerChunk: perChunk}
+}
+
+// timed reports whether the client spends any CPU.
+func (c ClientCost) timed() bool { return c.PerRequest > 0 || c.PerChunk > 0 }
+
+// clientThread is the benchmark client's one thread as the simulation
+// runs it under a concurrency cap (Config.Client, TopologyConfig.Client):
+// it frees a request's slot only when it has processed the request's last
+// chunk, behind every send and chunk that reached it first. The loops
+// count what each event hands it (chunks, finished) and hand it on; the
+// chunks that reach it at one instant are one batch, processed once no
+// more can join it, and the requests a batch finished free their slots
+// when the thread is through the whole batch, no sooner than ApplyClient
+// has any of them observed.
+type clientThread struct {
+	on   bool
+	cost ClientCost
+	// free is when the thread has processed what reached it so far;
+	// queue holds the batches still to process, oldest first (from head).
+	free  time.Duration
+	queue []clientBatch
+	head  int
+	// chunks and finished count what the event being processed hands it
+	// (the loops count unconditionally and hand on only when on).
+	chunks, finished int
+}
+
+// clientBatch is what reaches the client thread at one instant: the
+// chunks, and how many requests they finished.
+type clientBatch struct {
+	at               time.Duration
+	chunks, finished int
+}
+
+// newClientThread is the thread of a client with cost under a cap of
+// limit requests (0: none); it is off, and times nothing, without both.
+func newClientThread(cost ClientCost, limit int) clientThread {
+	return clientThread{on: limit > 0 && cost.timed(), cost: cost}
+}
+
+// send queues a request's send at instant at.
+func (c *clientThread) send(at time.Duration) {
+	c.free = max(at, c.free) + c.cost.PerRequest
+}
+
+// hand queues what was counted since the last call as reaching the
+// thread at instant at, and reports whether it opened a batch (rather than
+// joining the newest, of the same instant or later: a lagged step's
+// outputs, handed on ahead of the clock).
+func (c *clientThread) hand(at time.Duration) (opened bool) {
+	if c.chunks == 0 && c.finished == 0 {
+		return false
+	}
+	if n := len(c.queue); n > c.head && c.queue[n-1].at >= at {
+		b := &c.queue[n-1]
+		b.chunks += c.chunks
+		b.finished += c.finished
+		opened = false
+	} else {
+		c.queue = append(c.queue, clientBatch{at: at, chunks: c.chunks, finished: c.finished})
+		opened = true
+	}
+	c.chunks, c.finished = 0, 0
+	return opened
+}
+
+// next is the instant of the oldest batch still to process.
+func (c *clientThread) next() (time.Duration, bool) {
+	if c.head == len(c.queue) {
+		return 0, false
+	}
+	return c.queue[c.head].at, true
+}
+
+// process runs the thread through the oldest batch and returns when it is
+// through, and how many requests the batch finished.
+func (c *clientThread) process() (done time.Duration, finished int) {
+	b := c.queue[c.head]
+	c.head++
+	if c.head > 1024 && c.head*2 > len(c.queue) {
+		c.queue = c.queue[:copy(c.queue, c.queue[c.head:])]
+		c.head = 0
+	}
+	c.free = max(b.at, c.free) + time.Duration(b.chunks)*c.cost.PerChunk
+	return c.free, b.finished
 }

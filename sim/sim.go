@@ -268,8 +268,8 @@ func RunStream(ctx context.Context, cfg Config, reqs *workload.Stream, emit func
 	r.cfg, r.eng = cfg, eng
 	r.ingest = cfg.Ingest + cfg.ChatIngest
 	r.lastHandoff = math.MinInt64 / 2 // no request handed on yet
-	r.client = cfg.MaxConcurrency > 0 && (cfg.Client.PerRequest > 0 || cfg.Client.PerChunk > 0)
-	r.lat = r.ingest > 0 || cfg.Delivery > 0 || cfg.ChatPrepare > 0 || cfg.IngestSpacing > 0 || r.client
+	r.client = newClientThread(cfg.Client, cfg.MaxConcurrency)
+	r.lat = r.ingest > 0 || cfg.Delivery > 0 || cfg.ChatPrepare > 0 || cfg.IngestSpacing > 0 || r.client.on
 	r.host, _ = cfg.Model.(perf.HostAwareModel)
 	r.depth = eng.MaxBatches()
 	r.virtualEngines = r.depth > 1 && cfg.Engine.Version == engine.V0
@@ -374,18 +374,10 @@ type runner struct {
 	releases       []time.Duration
 	relHead        int
 
-	// The benchmark client's thread (Config.Client, with a cap): client
-	// says it is timed; clientFree is when it has processed what reached
-	// it so far; toClient holds the completions it has still to process,
-	// oldest first (from toClientHead); batchChunks and batchFinished
-	// count the chunks and the finished requests of the one being applied
-	// (its outputs' tokens and those the engine gave no output,
-	// engine.OmittedTokens).
-	client                     bool
-	clientFree                 time.Duration
-	toClient                   []clientBatch
-	toClientHead               int
-	batchChunks, batchFinished int
+	// client is the benchmark client's thread (Config.Client, with a
+	// cap); its chunks count the outputs' tokens and those the engine
+	// gave no output (engine.OmittedTokens).
+	client clientThread
 
 	// Recycled records and ITL slices (Config.ReuseRecords).
 	freeRecs []*metrics.Record
@@ -504,7 +496,7 @@ func (r *runner) fillPipeline() error {
 				return err
 			}
 		}
-		if r.client {
+		if r.client.on {
 			r.toClientThread()
 		}
 		if st.Empty() {
@@ -600,8 +592,8 @@ func (r *runner) completeOldestBatch() error {
 		r.logCompletion()
 	}
 	outs := r.eng.Complete(head.st)
-	if r.client {
-		r.batchChunks += r.eng.OmittedTokens()
+	if r.client.on {
+		r.client.chunks += r.eng.OmittedTokens()
 	}
 	if r.group.Grouping() {
 		r.group.Hold(outs)
@@ -619,14 +611,14 @@ func (r *runner) apply(outs []engine.Output) error {
 		o := &outs[i]
 		if last := r.flights.lastAt(o.ID); last != nil && r.extendsRun(o, *last) {
 			*last = r.outN
-			r.batchChunks++
+			r.client.chunks++
 			continue
 		}
 		if err := r.output(o); err != nil {
 			return err
 		}
 	}
-	if r.client {
+	if r.client.on {
 		r.toClientThread()
 	}
 	return nil
@@ -672,8 +664,8 @@ func (r *runner) deliverLagged(pythonised bool) error {
 	r.lagging = false
 	if !r.group.Grouping() {
 		r.logCompletion()
-		if r.client {
-			r.batchChunks += r.laggedOmitted
+		if r.client.on {
+			r.client.chunks += r.laggedOmitted
 		}
 		return r.apply(r.lagged)
 	}
@@ -759,14 +751,6 @@ func (r *runner) full() bool {
 	return r.cfg.MaxConcurrency > 0 && r.inFlight >= r.cfg.MaxConcurrency
 }
 
-// clientBatch is what reaches the client thread at one instant: the
-// chunks, and how many requests they finished (their slots free when the
-// thread is through them).
-type clientBatch struct {
-	at               time.Duration
-	chunks, finished int
-}
-
 // sentRequest is a request the client has sent (at start) that has not
 // reached the engine yet (Config.Ingest, ChatPrepare).
 type sentRequest struct {
@@ -805,8 +789,8 @@ func (r *runner) clientEvents(next **workload.Request, id *int) error {
 			w := r.reqs.Next()
 			start := max(w.Arrival, r.slotFreedAt)
 			sr := sentRequest{w: *w, ref: r.reqs.PromptRef(), id: *id, start: start, prepared: start, handoff: start}
-			if r.client {
-				r.clientFree = max(start, r.clientFree) + r.cfg.Client.PerRequest
+			if r.client.on {
+				r.client.send(start)
 			}
 			switch {
 			case r.cfg.ChatPrepare > 0:
@@ -830,10 +814,6 @@ func (r *runner) clientEvents(next **workload.Request, id *int) error {
 		r.releases = r.releases[:copy(r.releases, r.releases[r.relHead:])]
 		r.relHead = 0
 	}
-	if r.toClientHead > 1024 && r.toClientHead*2 > len(r.toClient) {
-		r.toClient = r.toClient[:copy(r.toClient, r.toClient[r.toClientHead:])]
-		r.toClientHead = 0
-	}
 	for r.sentHead < len(r.sent) && !r.group.Open() {
 		s := &r.sent[r.sentHead]
 		if s.handoff < 0 && !r.resolveHandoff() {
@@ -854,61 +834,38 @@ func (r *runner) clientEvents(next **workload.Request, id *int) error {
 	return nil
 }
 
-// clientBatchFirst reports whether the client thread's next completion
-// is the first of the client's events due now. At one instant a release
-// comes first (it may let a send go), then a send, then the completion's
-// chunks, in the order ApplyClient processes sends and chunks.
+// clientBatchFirst reports whether the client thread's next batch is
+// the first of the client's events due now. At one instant a release
+// comes first (it may let a send go), then a send, then the chunks, in
+// the order ApplyClient processes sends and chunks; a batch is due once
+// the clock has passed its instant, when no more can join it.
 func (r *runner) clientBatchFirst(relDue, arrDue bool, next *workload.Request) bool {
-	if r.toClientHead == len(r.toClient) {
-		return false
-	}
-	at := r.toClient[r.toClientHead].at
-	if at >= r.now || relDue && r.releases[r.relHead] <= at {
+	at, ok := r.client.next()
+	if !ok || at >= r.now || relDue && r.releases[r.relHead] <= at {
 		return false
 	}
 	return !arrDue || r.clientFull() || at < max(next.Arrival, r.slotFreedAt)
 }
 
-// processClientBatch runs the client thread through its next completion's
-// chunks; the requests that completion finished free their slots when it
-// is through them all (no sooner than ApplyClient has them observed).
+// processClientBatch runs the client thread through its next batch; the
+// requests it finished free their slots then.
 func (r *runner) processClientBatch() {
-	b := r.toClient[r.toClientHead]
-	r.toClientHead++
-	r.clientFree = max(b.at, r.clientFree) + time.Duration(b.chunks)*r.cfg.Client.PerChunk
-	done := max(b.at, r.clientFree)
-	for range b.finished {
+	done, finished := r.client.process()
+	for range finished {
 		r.releases = append(r.releases, done)
 	}
 }
 
-// toClientThread hands the client thread the chunks and finished
-// requests counted since the last call, delivered Delivery after now. A
-// batch is processed once the clock has passed its instant, when no more
-// can join it.
-func (r *runner) toClientThread() {
-	if r.batchChunks == 0 && r.batchFinished == 0 {
-		return
-	}
-	at := r.now + r.cfg.Delivery
-	if n := len(r.toClient); n > r.toClientHead && r.toClient[n-1].at >= at {
-		// Chunks that reach the thread at one instant are one batch (a
-		// lagged step's, handed on ahead of the clock, is no later).
-		b := &r.toClient[n-1]
-		b.chunks += r.batchChunks
-		b.finished += r.batchFinished
-	} else {
-		r.toClient = append(r.toClient, clientBatch{at: at, chunks: r.batchChunks, finished: r.batchFinished})
-	}
-	r.batchChunks, r.batchFinished = 0, 0
-}
+// toClientThread hands the client thread what was counted since the last
+// call, delivered Delivery after now.
+func (r *runner) toClientThread() { r.client.hand(r.now + r.cfg.Delivery) }
 
 // released notes that the client receives a request's last chunk (or its
 // error) Delivery after now, which frees its slot then or, with a timed
 // client thread, once the thread is through it (toClientThread).
 func (r *runner) released() {
-	if r.client {
-		r.batchFinished++
+	if r.client.on {
+		r.client.finished++
 		return
 	}
 	r.releases = append(r.releases, r.now+r.cfg.Delivery)
@@ -939,8 +896,8 @@ func (r *runner) nextClientEvent(next *workload.Request) (time.Duration, bool) {
 	if r.relHead < len(r.releases) {
 		t, ok = r.releases[r.relHead], true
 	}
-	if r.toClientHead < len(r.toClient) {
-		t, ok = min(t, r.toClient[r.toClientHead].at+1), true
+	if at, due := r.client.next(); due {
+		t, ok = min(t, at+1), true
 	}
 	if next != nil && !r.clientFull() {
 		t, ok = min(t, next.Arrival), true
@@ -1018,22 +975,22 @@ func (r *runner) output(o *engine.Output) error {
 			// Another token of a multi-step group's chunk.
 		case *last == k-1 && *last != 0:
 			*last = k
-			r.batchChunks++
+			r.client.chunks++
 		case *last == 0:
-			r.batchChunks++
+			r.client.chunks++
 			rec := fl.rec
 			rec.TTFT = r.now + r.cfg.Delivery - rec.Start
 			rec.CachedTokens = o.CachedTokens
 			if r.cfg.ChatStream {
 				// The role chunk came first (Config.ChatStream).
 				rec.ITL = append(r.newITL(rec.MaxTokens), 0)
-				r.batchChunks++
+				r.client.chunks++
 			} else if rec.MaxTokens > 1 {
 				rec.ITL = r.newITL(rec.MaxTokens - 1)
 			}
 			fl.first, *last = k, k
 		default:
-			r.batchChunks++
+			r.client.chunks++
 			r.flushRun(fl, *last)
 			gap := r.now - r.outTime(*last)
 			fl.rec.ITL = append(fl.rec.ITL, gap)

@@ -283,7 +283,7 @@ func RunTopologyStream(ctx context.Context, cfg TopologyConfig, reqs *workload.S
 		emit = func(*metrics.Record) error { return nil }
 	}
 	t := &fleet{cfg: cfg, reqs: reqs, emit: emit}
-	t.client = cfg.MaxConcurrency > 0 && (cfg.Client.PerRequest > 0 || cfg.Client.PerChunk > 0)
+	t.client = newClientThread(cfg.Client, cfg.MaxConcurrency)
 	var err error
 	if cfg.Kind == Colocated {
 		if t.front, err = newInstances("replica", cfg.Replicas, false); err != nil {
@@ -476,16 +476,9 @@ type fleet struct {
 	// inFlight and slotFreedAt implement MaxConcurrency as Run does.
 	inFlight    int
 	slotFreedAt time.Duration
-	// The timed client thread (TopologyConfig.Client, with a cap):
-	// clientFree is when it has processed what reached it so far;
-	// toClient holds what it has still to process, oldest first (from
-	// toClientHead), one batch per instant; chunks and finished count
-	// what the event being processed hands it.
-	client           bool
-	clientFree       time.Duration
-	toClient         []clientBatch
-	toClientHead     int
-	chunks, finished int
+	// client is the benchmark client's thread (TopologyConfig.Client,
+	// with a cap): each of its batches has an evClientChunks event.
+	client clientThread
 
 	now   time.Duration
 	start time.Duration
@@ -551,7 +544,9 @@ func (t *fleet) run(ctx context.Context) error {
 				return fmt.Errorf("sim: stopped at virtual time %v: %w", t.now-t.start, err)
 			}
 		}
-		t.toClientThread()
+		if t.client.on {
+			t.toClientThread()
+		}
 		// Arrivals come before kicks at the same instant and after step
 		// ends and dispatches, like the class order of events.
 		if next != nil && !t.full() {
@@ -678,8 +673,8 @@ func (t *fleet) arrive(w *workload.Request) error {
 		Index: w.Index, Scheduled: w.Arrival, Dispatched: w.Arrival, Start: t.now, MaxTokens: w.MaxTokens,
 	}}
 	t.inFlight++
-	if t.client {
-		t.clientFree = max(t.now, t.clientFree) + t.cfg.Client.PerRequest
+	if t.client.on {
+		t.client.send(t.now)
 	}
 	switch {
 	case w.PromptIDs != nil:
@@ -913,7 +908,7 @@ func (t *fleet) output(in *instance, o *engine.Output) error {
 	}
 	rec := f.rec
 	if o.NewTokens > 0 {
-		t.chunks++
+		t.client.chunks++
 		received := t.now + t.cfg.Delivery
 		if rec.OutputLen == 0 {
 			rec.TTFT = received - rec.Start
@@ -963,8 +958,8 @@ func (t *fleet) done(i int) error {
 	}
 	t.flights.remove(i)
 	switch {
-	case t.client:
-		t.finished++
+	case t.client.on:
+		t.client.finished++
 	case t.cfg.Delivery > 0:
 		t.push(event{at: t.now + t.cfg.Delivery, kind: evRelease})
 	default:
@@ -977,37 +972,22 @@ func (t *fleet) done(i int) error {
 	return nil
 }
 
-// toClientThread hands the client thread the chunks and finished
-// requests the last event made, Delivery after it.
+// toClientThread hands the client thread what the last event made,
+// Delivery after it.
 func (t *fleet) toClientThread() {
-	if t.chunks == 0 && t.finished == 0 {
-		return
-	}
 	at := t.now + t.cfg.Delivery
-	if n := len(t.toClient); n > t.toClientHead && t.toClient[n-1].at == at {
-		b := &t.toClient[n-1]
-		b.chunks += t.chunks
-		b.finished += t.finished
-	} else {
-		t.toClient = append(t.toClient, clientBatch{at: at, chunks: t.chunks, finished: t.finished})
+	if t.client.hand(at) {
 		t.push(event{at: at, kind: evClientChunks})
 	}
-	t.chunks, t.finished = 0, 0
 }
 
 // clientChunks runs the client thread through the chunks that reach it
 // now; the requests they finished free their slots when it is through
 // them all.
 func (t *fleet) clientChunks() {
-	b := t.toClient[t.toClientHead]
-	t.toClientHead++
-	if t.toClientHead > 1024 && t.toClientHead*2 > len(t.toClient) {
-		t.toClient = t.toClient[:copy(t.toClient, t.toClient[t.toClientHead:])]
-		t.toClientHead = 0
-	}
-	t.clientFree = max(t.now, t.clientFree) + time.Duration(b.chunks)*t.cfg.Client.PerChunk
-	for range b.finished {
-		t.push(event{at: t.clientFree, kind: evRelease})
+	done, finished := t.client.process()
+	for range finished {
+		t.push(event{at: done, kind: evRelease})
 	}
 }
 
