@@ -464,6 +464,33 @@
 // time's compute share (the roofline's share on the GPU) runs at the
 // kernel's prefill factor, its memory share reads the narrower weights at
 // the kernel's attained bandwidth (Efficiency tables, above). FP8 W8A8 uses the fp8 table.
+// A block-wise FP8 checkpoint (128×128 weight scales: DeepSeek-V3/R1,
+// Qwen3's -FP8 releases) is W8A8 too, but from 0.7.1 to 0.10.x vLLM runs
+// its linear layers on Hopper through its own CUTLASS blockwise kernel
+// (KernelPolicy.BlockFP8CUTLASS; vllm/kernels.go cites the PRs). vLLM's
+// DeepGEMM benchmark README (an H100 80GB HBM3, 2025-02-26;
+// testdata/kernels/vllm-block-fp8-h100.tsv) times that kernel, with its
+// activations quantized beforehand, at 1.40–1.60× the H100-SXM fp8
+// table's time (which includes its dynamic quantization) over the 11
+// shapes clear of Python's dispatch floor, M = 8 to 4,096 with 4,096 to
+// 18,432 outputs: weight-bound and compute-bound alike. So those layers
+// (attention projections, dense MLPs, shared experts; not the 16-bit
+// router or lm_head, not the fused MoE, whose table measured block FP8
+// itself) take blockFP8CUTLASSSlowdown, the median 1.56, times the table's
+// time, on H100 and H200 tables and the parts derived from them
+// (TestBlockFP8CUTLASSMatchesVLLMBenchmark: each of the 11 within 12%).
+// The measured MLA decode block keeps its excess over the per-tensor
+// parts [assumption: it was measured under vLLM 0.24, whose DeepGEMM
+// linears aiconfigurator times at the per-tensor rate at large M], and a
+// CUTLASS release's projections add their own extra through the linear
+// curve; that curve also charges kv_b's extra at decode rows, which
+// absorbed MLA does not run there (0.2–0.3 ms of a 40 ms DeepSeek-R1
+// step on 8 × H200) [approximation]. The kv_a projection (576 outputs,
+// not a multiple of 128) ran vLLM's Triton block kernel in those
+// releases, slower still; it takes the same factor [approximation]. Blackwell's and
+// Ada's block kernels are not measured and keep the fp8 table [open].
+// KernelSource adds "; block-FP8 linears: vLLM CUTLASS blockwise, 1.56×
+// per-tensor".
 // EfficiencyScale (calibrate's fit) divides each kernel time's roofline
 // compute share by Compute and its memory share by Bandwidth.
 //

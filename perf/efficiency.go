@@ -137,6 +137,12 @@ type KernelPolicy struct {
 	// bf16/fp16 weights through vLLM's own skinny GEMMs (PR #15830) rather
 	// than hipBLASLt; 0 before them.
 	ROCmSkinnyRows int
+	// BlockFP8CUTLASS: on Hopper, the linear layers of a block-wise FP8
+	// checkpoint (128×128 weight scales, DeepSeek-V3's) run vLLM's own
+	// CUTLASS blockwise kernel (PR #11868), which takes
+	// blockFP8CUTLASSSlowdown times the per-tensor FP8 table's time; off,
+	// they are timed as per-tensor FP8 (DeepGEMM's rate, later releases).
+	BlockFP8CUTLASS bool
 }
 
 // hipBLASLtWeightRate is the fraction of the MI300X's peak bandwidth (5.3

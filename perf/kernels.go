@@ -28,6 +28,10 @@ type KernelSource struct {
 	// timed from in decode ("H200 fp8-block+bf16-kv, 16 heads"); empty
 	// when none covers it (mla.go).
 	MLA string
+	// BlockFP8 names the kernel a block-wise FP8 checkpoint's linear
+	// layers are timed as, when it is not the per-tensor table's
+	// ("vLLM CUTLASS blockwise, 1.56× per-tensor"); empty otherwise.
+	BlockFP8 string
 }
 
 // String is what sim's engine section prints: "measured: H100-SXM",
@@ -39,6 +43,9 @@ func (s KernelSource) String() string {
 	}
 	if s.MLA != "" {
 		tables += "; MLA decode block: " + s.MLA
+	}
+	if s.BlockFP8 != "" {
+		tables += "; block-FP8 linears: " + s.BlockFP8
 	}
 	switch s.Mode {
 	case "measured":
@@ -319,7 +326,13 @@ func kernelPlan(d Deployment, r *Roofline) (*stepKernels, KernelSource) {
 			return nil, KernelSource{Mode: "roofline", Reason: "no table"}
 		}
 	}
-	k.setLinear(d, gemm, unquantized, moeLayers)
+	linear := gemm
+	if slow := blockFP8Slowdown(d, gemmSrc, kernel); slow != 1 {
+		linear = gemm.slowed(slow)
+		src.BlockFP8 = fmt.Sprintf("vLLM CUTLASS blockwise, %.2f× per-tensor", slow)
+		k.source = src
+	}
+	k.setLinear(d, linear, unquantized, moeLayers)
 	vocab := float64(m.Vocab) / t
 	k.head = newCurve(kernelGridM, func(rows float64) float64 { return unquantized.at(rows, vocab, hidden) }).densify(d.MaxNumSeqs)
 	if m.IsMoE() {
@@ -331,6 +344,11 @@ func kernelPlan(d Deployment, r *Roofline) (*stepKernels, KernelSource) {
 	}
 
 	k.setAttention(d, prefillT, decodeT, attnSrc)
+	// The MLA decode block was measured under vLLM 0.24, whose block-FP8
+	// linears run DeepGEMM at the per-tensor table's rate (doc.go,
+	// "Kernel tables"), so its excess stays over the per-tensor parts and
+	// a CUTLASS release's projections add their extra time through
+	// k.linear.
 	if src.MLA = k.setMLADecode(d, cat, gemm); src.MLA != "" {
 		k.source = src
 	}
@@ -544,6 +562,8 @@ type gemmTimer struct {
 	// isolated: the table timed each GEMM on its own (aiconfigurator's),
 	// not inside a model's layer (Vidur's A40 table), so inModel applies.
 	isolated bool
+	// slowdown multiplies every time (blockFP8Slowdown); 0 is none.
+	slowdown float64
 }
 
 func newGEMMTimer(cat *kernelCatalog, src, dst GPU, kernel QuantKernel, m Model) *gemmTimer {
@@ -573,8 +593,50 @@ func newGEMMTimer(cat *kernelCatalog, src, dst GPU, kernel QuantKernel, m Model)
 	return g
 }
 
+// blockFP8CUTLASSSlowdown is how many times the per-tensor FP8 table's
+// time vLLM's CUTLASS blockwise kernel takes for the same GEMM on Hopper:
+// the median, over the 11 shapes of vLLM's DeepGEMM benchmark README (an
+// H100 80GB HBM3, 2025-02-26) whose CUTLASS time stands clear of the
+// Python dispatch floor (≥ 45 µs), of that time over the H100-SXM table's
+// (1.40–1.60; testdata/kernels/vllm-block-fp8-h100.tsv,
+// TestBlockFP8CUTLASSMatchesVLLMBenchmark recomputes it). The ratio holds
+// where weights decide (M = 8–128 with 132 MB of them) as where FLOPs do
+// (M = 1,024–4,096), so it scales the whole time.
+const blockFP8CUTLASSSlowdown = 1.56
+
+// hopperGEMMTables are the GEMM tables measured on Hopper, the parts
+// vLLM's SM90 CUTLASS blockwise kernel runs on (KernelPolicy.BlockFP8CUTLASS).
+var hopperGEMMTables = map[string]bool{"H100-SXM": true, "H200": true}
+
+// blockFP8Slowdown is the factor on a deployment's quantized linear
+// layers for the block-FP8 kernel its release runs: 1 unless the
+// checkpoint is block-wise FP8, run as W8A8 on a GPU timed from a Hopper
+// table, by a release that picks vLLM's CUTLASS blockwise kernel.
+func blockFP8Slowdown(d Deployment, gemmSrc GPU, kernel QuantKernel) float64 {
+	q := d.Model.Quantization
+	if !d.Kernels.BlockFP8CUTLASS || kernel != KernelFP8 || q.WeightBlockSize <= 0 || !hopperGEMMTables[gemmSrc.Name] {
+		return 1
+	}
+	return blockFP8CUTLASSSlowdown
+}
+
+// slowed is g with every time multiplied by factor.
+func (g *gemmTimer) slowed(factor float64) *gemmTimer {
+	s := *g
+	s.slowdown = factor
+	return &s
+}
+
 // at is one GEMM of m rows, n outputs and k inputs, in seconds.
 func (g *gemmTimer) at(m, n, k float64) float64 {
+	if g.slowdown > 0 {
+		return g.slowdown * g.base(m, n, k)
+	}
+	return g.base(m, n, k)
+}
+
+// base is at before the kernel's slowdown.
+func (g *gemmTimer) base(m, n, k float64) float64 {
 	var t float64
 	if g.byNK {
 		t = g.table.at(m, n*k)

@@ -23,6 +23,9 @@ import (
 //   - Dense GEMMs on ROCm: vLLM's own skinny GEMMs for steps of one or
 //     two rows from 0.8.5 (rocmSkinnySince), hipBLASLt otherwise
 //     (perf.KernelPolicy.ROCmSkinnyRows).
+//   - Block-wise FP8 linears on Hopper: vLLM's CUTLASS blockwise kernel
+//     from 0.7.1 to 0.10.x (blockFP8CUTLASSSince/Before,
+//     perf.KernelPolicy.BlockFP8CUTLASS).
 var (
 	gptqMarlinSince = Release{0, 4, 2}
 	awqMarlinSince  = Release{0, 5, 3}
@@ -50,6 +53,29 @@ var fa3Since = Release{0, 7, 0}
 // rows on the MI300X (gfx942) [not modelled: the release of that
 // extension is not established].
 var rocmSkinnySince = Release{0, 8, 5}
+
+// blockFP8CUTLASSSince and blockFP8CUTLASSBefore bound the releases whose
+// block-wise FP8 linear layers (DeepSeek-V3's 128×128 weight scales) run
+// vLLM's own SM90 CUTLASS blockwise kernel on Hopper. PR #11868 ("Update
+// cutlass_scaled_mm to support 2d group (blockwise) scaling") added it;
+// CUTLASS issue #2087 (2025-02-07) points at its collective in vLLM
+// v0.7.1's tree, and PR #13996 (2025-02-27, DeepSeek-R1 on 8×H200) calls
+// it "our existing CUTLASS Block FP8", the default [inferred: first in
+// 0.7.1]. Before it, 0.6.6 and 0.7.0 ran a Triton kernel that vLLM's
+// benchmark README times 1.6–2.5× the per-tensor table where it had tuned
+// configurations; sim times those releases as per-tensor FP8 [open]. PR
+// #19085 (2025-06) let these layers run DeepGEMM under VLLM_USE_DEEP_GEMM,
+// and PR #29346 (2025-11-24) takes DeepGEMM as the linear default for
+// DeepSeek-V3 at TP 8; aiconfigurator's 0.24 sweep on an H200 times
+// DeepGEMM at the per-tensor kernel's rate at large M (460 against 464 µs
+// at 8192×4096×7168), so from 0.11.0 sim keeps the per-tensor table
+// [inferred: the release that turned DeepGEMM on by default is not
+// established; without DeepGEMM installed, 0.11's upstream CUTLASS kernel
+// (PR #23280) measures 1.5–1.7× the per-tensor table on an H100 too].
+var (
+	blockFP8CUTLASSSince  = Release{0, 7, 1}
+	blockFP8CUTLASSBefore = Release{0, 11, 0}
+)
 
 // rocmSkinnyRows: the batch bound PR #15830 states ("when the batch size
 // is <= 2").
@@ -96,6 +122,8 @@ func kernelPolicy(rel Release, quantization string) perf.KernelPolicy {
 		GPTQExLlama: rel.less(gptqMarlinSince) || flag == "gptq",
 		AWQGEMM:     rel.less(awqMarlinSince) || flag == "awq",
 		HopperFA2:   rel.less(fa3Since),
+
+		BlockFP8CUTLASS: !rel.less(blockFP8CUTLASSSince) && rel.less(blockFP8CUTLASSBefore),
 	}
 	if !rel.less(rocmSkinnySince) {
 		p.ROCmSkinnyRows = rocmSkinnyRows

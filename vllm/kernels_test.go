@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,9 +16,11 @@ import (
 )
 
 // TestKernelPolicyPerRelease: the release picks the quantized-GEMM kernel
-// (AWQ ran the AutoAWQ GEMM kernel before 0.5.3) and, on ROCm, whether
-// steps of one or two rows take vLLM's skinny GEMMs (from 0.8.5), and the
-// resolved step model says where its kernel times come from.
+// (AWQ ran the AutoAWQ GEMM kernel before 0.5.3), whether a block-FP8
+// checkpoint's linears run vLLM's CUTLASS blockwise kernel (0.7.1 to
+// 0.10.x) and, on ROCm, whether steps of one or two rows take vLLM's skinny
+// GEMMs (from 0.8.5); the resolved step model says where its kernel times
+// come from.
 func TestKernelPolicyPerRelease(t *testing.T) {
 	cases := []struct {
 		version, gpu   string
@@ -30,6 +33,25 @@ func TestKernelPolicyPerRelease(t *testing.T) {
 		{"0.5.3", "H100", false, 0, "measured: H100-SXM"},
 		{"0.8.4", "MI300X", false, 0, "roofline: no table"},
 		{"0.8.5", "MI300X", false, 2, "roofline: no table"},
+	}
+	blockCases := []struct {
+		version string
+		want    bool
+	}{{"0.7.0", false}, {"0.7.1", true}, {"0.8.4", true}, {"0.10.2", true}, {"0.11.0", false}}
+	for _, c := range blockCases {
+		t.Run(c.version+" DeepSeek-V3", func(t *testing.T) {
+			r, err := resolve(t, c.version, "", "DeepSeek-V3", "H200", vllm.Options{MaxModelLen: 4096, TensorParallel: 8})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := r.Deployment.Kernels.BlockFP8CUTLASS; got != c.want {
+				t.Errorf("block-FP8 linears on vLLM's CUTLASS blockwise kernel: %v, want %v", got, c.want)
+			}
+			ks := r.StepModel.(interface{ KernelSource() perf.KernelSource }).KernelSource()
+			if got := strings.Contains(ks.String(), "block-FP8 linears: vLLM CUTLASS blockwise"); got != c.want {
+				t.Errorf("kernel source %q names the CUTLASS blockwise kernel: %v, want %v", ks, got, c.want)
+			}
+		})
 	}
 	for _, c := range cases {
 		t.Run(c.version+" "+c.gpu, func(t *testing.T) {
