@@ -711,6 +711,23 @@
 // 0.11.0, holdout), mean TPOT −35% → −25%, output throughput +53% →
 // +33%.
 //
+// Prompt chunks with context. vLLM caches only each token's latent, so a
+// prefill chunk whose prompt already has tokens in the cache (its earlier
+// chunks, or prefix-cache hits) gathers their latents and runs kv_b_proj
+// over every one of them, in every layer, to rebuild the keys and values
+// its new tokens attend to, then merges that attention with the chunk's
+// own (MLACommonImpl._compute_prefill_context, V1's MLA from 0.8.0;
+// vLLM walks the context in workspace-sized passes, one pass here). The
+// step model charges that GEMM at the layer's own kv_b_proj shape
+// through the linear timer (the release's block-FP8 kernel included) over
+// Σc_i, the chunks' cached tokens (KVTokens less the new tokens and the
+// decodes' share; stepKernels.mlaContext, TestMLAContextUpProjection).
+// The gather and the concatenation of the rebuilt keys (about 10 KB a
+// context token a layer at 16 heads) are left out [approximation: under
+// a fifth of the GEMM's time at 24,576 context tokens]. DeepSeek-R1's
+// 8,192-token chunk at 24,576 cached tokens on 8 × H200 gains 31 ms under
+// vLLM 0.8.4.
+//
 // # KV capacity (Deployment.Capacity)
 //
 // vLLM profiles a dummy batch and keeps what is left of

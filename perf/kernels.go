@@ -3,6 +3,7 @@ package perf
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -273,7 +274,8 @@ type stepKernels struct {
 	// mlaDecode is, per layer, what the measured MLA block in decode
 	// takes beyond the parts above by (mean context, decodes); nil
 	// without a table for the deployment (mla.go).
-	mlaDecode *mlaExcess
+	mlaDecode  *mlaExcess
+	mlaContext *curve
 }
 
 // kernelPlan finds the tables for a deployment; nil (and the reason) when
@@ -333,6 +335,7 @@ func kernelPlan(d Deployment, r *Roofline) (*stepKernels, KernelSource) {
 		k.source = src
 	}
 	k.setLinear(d, linear, unquantized, moeLayers)
+	k.setMLAContext(d, linear)
 	vocab := float64(m.Vocab) / t
 	k.head = newCurve(kernelGridM, func(rows float64) float64 { return unquantized.at(rows, vocab, hidden) }).densify(d.MaxNumSeqs)
 	if m.IsMoE() {
@@ -399,6 +402,30 @@ func (k *stepKernels) setLinear(d Deployment, gemm, unquantized *gemmTimer, moeL
 	})
 	k.linear.densify(d.MaxNumBatchedTokens + d.MaxNumSeqs)
 }
+
+// setMLAContext sets k.mlaContext for a model run as MLA. vLLM caches
+// only the latent of each token, so a prefill chunk with tokens already
+// cached (earlier chunks of its prompt, prefix-cache hits) gathers their
+// latents and runs kv_b_proj over all of them to rebuild the keys and
+// values its new tokens attend to, in every layer and every step the
+// chunk runs (MLACommonImpl._compute_prefill_context, V1's MLA from
+// 0.8.0). The GEMM is the layer's own kv_b_proj (doc.go, "Kernel tables").
+func (k *stepKernels) setMLAContext(d Deployment, linear *gemmTimer) {
+	m := d.Model
+	if !m.IsMLA() || m.MLA.Expanded {
+		return
+	}
+	for _, s := range m.attentionGEMMs(d.TensorParallel) {
+		if s.name == "kv_b_proj" {
+			layers := k.layers
+			k.mlaContext = newCurve(mlaContextGrid, func(tokens float64) float64 { return layers * linear.at(tokens, s.n, s.k) })
+		}
+	}
+}
+
+// mlaContextGrid extends the M grid to the contexts a long prompt's last
+// chunks carry.
+var mlaContextGrid = append(slices.Clone(kernelGridM), 16384, 32768, 65536, 131072)
 
 // setExpertGEMMs times the routed experts as two GEMMs each (gate-up and
 // down) where no fused-MoE table covers the deployment.
@@ -724,6 +751,13 @@ func (k *stepKernels) layerSeconds(s StepShape, prefill, decode, tokens, rows fl
 		t += k.layers * k.decode.at2(ctx, decode)
 		if k.mlaDecode != nil {
 			t += k.layers * k.mlaDecode.at2(ctx, decode)
+		}
+	}
+	if k.mlaContext != nil && prefill > 0 {
+		// KVTokens is Σ(c_i+p_i) over the prefill chunks and Σ(ℓ_j+1)
+		// over the decodes, so what is left is Σc_i.
+		if ctx := float64(nonNegative64(s.KVTokens)) - prefill - decodeCtx - decode; ctx > 0 {
+			t += k.mlaContext.at(ctx)
 		}
 	}
 	if k.smallKernels != nil {

@@ -647,3 +647,70 @@ func TestBlockFP8CUTLASSSlowsTheBlockLinears(t *testing.T) {
 		})
 	}
 }
+
+// TestMLAContextUpProjection: a prefill chunk of an MLA model with tokens
+// already cached runs kv_b_proj over every one of them in every layer
+// (vLLM's _compute_prefill_context), at the release's linear kernel; the
+// step's other parts are untouched, decode-only steps and chunks without
+// context pay nothing, and models without MLA, or MLA run expanded, have
+// no such cost.
+func TestMLAContextUpProjection(t *testing.T) {
+	build := func(model string, edit func(*Deployment)) *Roofline {
+		t.Helper()
+		d := deployment(t, model, "H200", edit)
+		rd, err := d.Resolve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := NewRoofline(rd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	tp8 := func(cutlass bool) func(*Deployment) {
+		return func(d *Deployment) { d.TensorParallel = 8; d.Kernels.BlockFP8CUTLASS = cutlass }
+	}
+	r := build("DeepSeek-V3", tp8(false))
+	k := r.kern
+	if k.mlaContext == nil {
+		t.Fatal("DeepSeek-V3 has no context up-projection")
+	}
+	d := r.Deployment()
+	src, _ := measuredGPU("H200")
+	gemm := newGEMMTimer(kernelTables(), src, d.GPU, KernelFP8, d.Model)
+	heads := float64(d.Model.Heads) / 8
+	a := d.Model.MLA
+	for _, ctx := range []float64{512, 8192, 32768} {
+		want := k.layers * gemm.at(ctx, heads*float64(a.QKNopeHeadDim+a.VHeadDim), float64(a.KVLoraRank))
+		if got := k.mlaContext.at(ctx); !within(got, want, 1e-9) {
+			t.Errorf("%v context tokens: %.2f ms, want kv_b_proj's %.2f ms in each of %v layers", ctx, got*1e3, want*1e3, k.layers)
+		}
+		const p, decodes, decodeCtx = 2048, 16, 16 * 1000
+		withCtx := StepShape{PrefillTokens: p, Prefills: 1, Decodes: decodes, DecodeContext: decodeCtx,
+			AttnPairs: int64(p*ctx+p*(p+1)/2) + decodeCtx, KVTokens: int64(ctx+p) + decodeCtx + decodes}
+		noCtx := withCtx
+		noCtx.KVTokens -= int64(ctx)
+		tokens := float64(p + decodes)
+		gotExtra := k.layerSeconds(withCtx, p, decodes, tokens, tokens) - k.layerSeconds(noCtx, p, decodes, tokens, tokens)
+		if !within(gotExtra, want, 1e-6) {
+			t.Errorf("%v context tokens add %.3f ms to the step's layers, want %.3f", ctx, gotExtra*1e3, want*1e3)
+		}
+	}
+	decodeOnly := StepShape{Decodes: 64, DecodeContext: 64 * 4000, AttnPairs: 64 * 4000, KVTokens: 64*4000 + 64}
+	noPrefill := r.Breakdown(decodeOnly).Total
+	k.mlaContext = nil
+	if got := r.Breakdown(decodeOnly).Total; got != noPrefill {
+		t.Errorf("a decode-only step moved with the context term: %v → %v", noPrefill, got)
+	}
+	if got, want := build("DeepSeek-V3", tp8(true)).kern.mlaContext.at(8192), blockFP8CUTLASSSlowdown*build("DeepSeek-V3", tp8(false)).kern.mlaContext.at(8192); !within(got, want, 1e-9) {
+		t.Errorf("under vLLM's CUTLASS blockwise kernel kv_b_proj takes %.2f ms over 8192 context tokens, want %.2f", got*1e3, want*1e3)
+	}
+	if build("Llama-3-8B", nil).kern.mlaContext != nil {
+		t.Error("a model without MLA has a context up-projection")
+	}
+	expanded := build("DeepSeek-V2-Lite", func(d *Deployment) { d.Model.MLA.Expanded = true })
+	if expanded.kern.mlaContext != nil {
+		t.Error("MLA run expanded (whole K and V cached) has a context up-projection")
+	}
+}
