@@ -65,13 +65,14 @@ var rocmSkinnySince = Release{0, 8, 5}
 // benchmark README times 1.6–2.5× the per-tensor table where it had tuned
 // configurations; sim times those releases as per-tensor FP8 [open]. PR
 // #19085 (2025-06) let these layers run DeepGEMM under VLLM_USE_DEEP_GEMM,
-// and PR #29346 (2025-11-24) takes DeepGEMM as the linear default for
-// DeepSeek-V3 at TP 8; aiconfigurator's 0.24 sweep on an H200 times
-// DeepGEMM at the per-tensor kernel's rate at large M (460 against 464 µs
-// at 8192×4096×7168), so from 0.11.0 sim keeps the per-tensor table
-// [inferred: the release that turned DeepGEMM on by default is not
-// established; without DeepGEMM installed, 0.11's upstream CUTLASS kernel
-// (PR #23280) measures 1.5–1.7× the per-tensor table on an H100 too].
+// and PR #24462 ("[Kernels] Enable DeepGEMM by default", merged
+// 2025-09-09) turned it on [inferred: first in 0.11.0, after 0.10.2's
+// branch; vLLM issue #25915's 0.10.2 FP8 figures match the CUTLASS rate].
+// aiconfigurator's 0.24 sweep on an H200 times DeepGEMM at the per-tensor
+// kernel's rate at large M (460 against 464 µs at 8192×4096×7168), so from
+// 0.11.0 sim keeps the per-tensor table [assumption: DeepGEMM installed;
+// without it vLLM falls back to upstream CUTLASS's kernel (PR #23280),
+// which measures 1.5–1.7× the per-tensor table on an H100 too].
 var (
 	blockFP8CUTLASSSince  = Release{0, 7, 1}
 	blockFP8CUTLASSBefore = Release{0, 11, 0}
