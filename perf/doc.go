@@ -487,8 +487,13 @@
 // absorbed MLA does not run there (0.2–0.3 ms of a 40 ms DeepSeek-R1
 // step on 8 × H200) [approximation]. The kv_a projection (576 outputs,
 // not a multiple of 128) ran vLLM's Triton block kernel in those
-// releases, slower still; it takes the same factor [approximation]. Blackwell's and
-// Ada's block kernels are not measured and keep the fp8 table [open].
+// releases, slower still; it takes the same factor [approximation]. sim
+// --deep-gemm on|off (vllm.Options.DeepGEMM) overrides the release's
+// choice; off from 0.11.0 stands for upstream CUTLASS's blockwise kernel
+// (vLLM PR #23280), which that PR's H100 figures put at 1.5–2.0× the table
+// at N = 2,112, K = 7,168 from M = 256 [approximation: the same 1.56].
+// Blackwell's and Ada's block kernels are not measured and keep the fp8
+// table [open].
 // KernelSource adds "; block-FP8 linears: vLLM CUTLASS blockwise, 1.56×
 // per-tensor".
 // EfficiencyScale (calibrate's fit) divides each kernel time's roofline

@@ -72,10 +72,18 @@ var rocmSkinnySince = Release{0, 8, 5}
 // kernel's rate at large M (460 against 464 µs at 8192×4096×7168), so from
 // 0.11.0 sim keeps the per-tensor table [assumption: DeepGEMM installed;
 // without it vLLM falls back to upstream CUTLASS's kernel (PR #23280),
-// which measures 1.5–1.7× the per-tensor table on an H100 too].
+// which measures 1.5–2.0× the per-tensor table on an H100 too].
+//
+// DeepGEMM needs the deep_gemm package: vLLM's docker images build it in
+// (PR #21533, 2025-07), its wheels do not (PR #25592, which tried, was
+// closed). Options.DeepGEMM (sim --deep-gemm) overrides the default:
+// "off" runs the CUTLASS rate from 0.7.1 on, "on" the per-tensor rate
+// from deepGEMMLinearSince, PR #19085's release [inferred: merged in June
+// 2025, after 0.9.1].
 var (
 	blockFP8CUTLASSSince  = Release{0, 7, 1}
 	blockFP8CUTLASSBefore = Release{0, 11, 0}
+	deepGEMMLinearSince   = Release{0, 9, 2}
 )
 
 // rocmSkinnyRows: the batch bound PR #15830 states ("when the batch size
@@ -110,21 +118,29 @@ func expandsMLA(rel Release, v1 bool) bool {
 }
 
 // kernelPolicy is rel's choice of kernels (quantized GEMMs, Hopper's
-// prefill attention) under --quantization quantization. Naming "gptq" or
+// prefill attention) under --quantization quantization and --deep-gemm
+// deepGEMM. Naming "gptq" or
 // "awq" explicitly keeps a checkpoint vLLM would convert to Marlin on the
 // older kernel: PR #3922's description gives LLM(..., quantization="gptq")
 // as the way to "use old gptq kernels", and GPTQMarlinConfig and
 // AWQMarlinConfig's override_quantization_method convert only when the
 // flag is unset, "marlin" or their own name, logging "you specified
 // quantization=gptq explicitly, so forcing gptq" (likewise awq) otherwise.
-func kernelPolicy(rel Release, quantization string) perf.KernelPolicy {
+func kernelPolicy(rel Release, quantization, deepGEMM string) perf.KernelPolicy {
 	flag := strings.ToLower(strings.TrimSpace(quantization))
+	cutlass := !rel.less(blockFP8CUTLASSSince) && rel.less(blockFP8CUTLASSBefore)
+	switch strings.ToLower(strings.TrimSpace(deepGEMM)) {
+	case "on":
+		cutlass = false
+	case "off":
+		cutlass = !rel.less(blockFP8CUTLASSSince)
+	}
 	p := perf.KernelPolicy{
 		GPTQExLlama: rel.less(gptqMarlinSince) || flag == "gptq",
 		AWQGEMM:     rel.less(awqMarlinSince) || flag == "awq",
 		HopperFA2:   rel.less(fa3Since),
 
-		BlockFP8CUTLASS: !rel.less(blockFP8CUTLASSSince) && rel.less(blockFP8CUTLASSBefore),
+		BlockFP8CUTLASS: cutlass,
 	}
 	if !rel.less(rocmSkinnySince) {
 		p.ROCmSkinnyRows = rocmSkinnyRows

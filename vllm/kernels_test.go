@@ -35,12 +35,15 @@ func TestKernelPolicyPerRelease(t *testing.T) {
 		{"0.8.5", "MI300X", false, 2, "roofline: no table"},
 	}
 	blockCases := []struct {
-		version string
-		want    bool
-	}{{"0.7.0", false}, {"0.7.1", true}, {"0.8.4", true}, {"0.10.2", true}, {"0.11.0", false}}
+		version, deepGEMM string
+		want              bool
+	}{
+		{"0.7.0", "", false}, {"0.7.1", "", true}, {"0.8.4", "", true}, {"0.10.2", "auto", true}, {"0.11.0", "", false},
+		{"0.11.0", "off", true}, {"0.7.0", "off", false}, {"0.10.2", "on", false}, {"0.9.2", "ON", false},
+	}
 	for _, c := range blockCases {
-		t.Run(c.version+" DeepSeek-V3", func(t *testing.T) {
-			r, err := resolve(t, c.version, "", "DeepSeek-V3", "H200", vllm.Options{MaxModelLen: 4096, TensorParallel: 8})
+		t.Run(c.version+" DeepSeek-V3 deep-gemm "+c.deepGEMM, func(t *testing.T) {
+			r, err := resolve(t, c.version, "", "DeepSeek-V3", "H200", vllm.Options{MaxModelLen: 4096, TensorParallel: 8, DeepGEMM: c.deepGEMM})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -298,5 +301,27 @@ func TestROCmSkinnyGEMMAgainstPR15830(t *testing.T) {
 				t.Errorf("with skinny GEMMs %.3f s, not faster than without (%.3f s)", skinny, hipBLASLt)
 			}
 		})
+	}
+}
+
+// TestDeepGEMMChoice: --deep-gemm takes auto, on or off, and refuses on
+// before vLLM let DeepGEMM run linear layers.
+func TestDeepGEMMChoice(t *testing.T) {
+	cases := []struct {
+		version, value, wantErr string
+	}{
+		{"0.9.1", "on", "--deep-gemm on"},
+		{"0.8.4", "yes", "invalid choice: 'yes' (choose from 'auto', 'on', 'off')"},
+		{"0.9.2", "on", ""},
+		{"0.8.4", "off", ""},
+	}
+	for _, c := range cases {
+		_, err := resolve(t, c.version, "", "DeepSeek-V3", "H200", vllm.Options{MaxModelLen: 4096, TensorParallel: 8, DeepGEMM: c.value})
+		switch {
+		case c.wantErr == "" && err != nil:
+			t.Errorf("%s --deep-gemm %s: %v", c.version, c.value, err)
+		case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)):
+			t.Errorf("%s --deep-gemm %s: error %v, want one naming %q", c.version, c.value, err, c.wantErr)
+		}
 	}
 }

@@ -76,6 +76,12 @@ type Options struct {
 	// kernel (doc.go, "Memory profile"), so the profile run's sampler
 	// peaks at flashInferSamplerPeak instead of the release's sort.
 	FlashInferSampler bool
+	// DeepGEMM is whether a block-wise FP8 checkpoint's linear layers run
+	// DeepGEMM on Hopper ("on": VLLM_USE_DEEP_GEMM=1 with deep_gemm
+	// installed) or vLLM's CUTLASS blockwise kernel ("off": the variable
+	// at 0, or a pip install without deep_gemm); "" or "auto" is the
+	// release's default (kernels.go, blockFP8CUTLASSBefore).
+	DeepGEMM string
 }
 
 // Resolved is everything sim and serve need to run one vLLM release.
@@ -140,6 +146,9 @@ func Resolve(ctx context.Context, p Profile, model perf.Model, gpu perf.GPU, o O
 		return nil, err
 	}
 	if err := checkFlashInferSampler(p, gpu, o); err != nil {
+		return nil, err
+	}
+	if err := checkDeepGEMM(p, o); err != nil {
 		return nil, err
 	}
 	executor, executorDefaulted, err := resolveExecutor(p, o.DistributedExecutorBackend,
@@ -210,7 +219,7 @@ func deploymentFor(p Profile, model perf.Model, gpu perf.GPU, o Options) perf.De
 		BlockSize: o.BlockSize, MaxNumSeqs: o.MaxNumSeqs, MaxModelLen: o.MaxModelLen,
 		EngineVersion:  string(p.Engine),
 		ExpertParallel: o.ExpertParallel, AllowLongMaxModelLen: o.AllowLongMaxModelLen,
-		Kernels: kernelPolicy(p.Release, o.Quantization), NoKernelTables: o.NoKernelTables,
+		Kernels: kernelPolicy(p.Release, o.Quantization, o.DeepGEMM), NoKernelTables: o.NoKernelTables,
 	}
 	if d.BlockSize == 0 {
 		d.BlockSize = p.Defaults.BlockSize
@@ -433,6 +442,25 @@ func checkFlashInferSampler(p Profile, gpu perf.GPU, o Options) error {
 		return optionError("flashinfer_sampler", "FlashInfer runs on NVIDIA GPUs only, not on the %s (ROCm); drop the flag", gpu.Name)
 	}
 	return nil
+}
+
+// deepGEMMChoices are --deep-gemm's values.
+var deepGEMMChoices = []string{"auto", "on", "off"}
+
+// checkDeepGEMM refuses a --deep-gemm value vLLM has no counterpart for:
+// an unknown one, or DeepGEMM for linear layers before the release that
+// added it (deepGEMMLinearSince).
+func checkDeepGEMM(p Profile, o Options) error {
+	switch strings.ToLower(strings.TrimSpace(o.DeepGEMM)) {
+	case "", "auto", "off":
+		return nil
+	case "on":
+		if p.Release.less(deepGEMMLinearSince) {
+			return optionError("deep_gemm", "vLLM %s runs block-FP8 linear layers without DeepGEMM (VLLM_USE_DEEP_GEMM covers them from %s); drop --deep-gemm on or pick a later --vllm-version", p.Release, deepGEMMLinearSince)
+		}
+		return nil
+	}
+	return InvalidChoice("deep-gemm", "'"+o.DeepGEMM+"'", quoteAll(deepGEMMChoices))
 }
 
 // OptionError is a single option's value that Resolve refuses; Option is
