@@ -589,21 +589,13 @@ func TestBlockFP8CUTLASSSlowsTheBlockLinears(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			build := func(cutlass bool) *Roofline {
 				t.Helper()
-				d := deployment(t, c.model, c.gpu, func(d *Deployment) {
+				r := tabled(t, c.model, c.gpu, func(d *Deployment) {
 					d.TensorParallel = c.tp
 					if c.edit != nil {
 						c.edit(d)
 					}
 					d.Kernels.BlockFP8CUTLASS = cutlass
 				})
-				rd, err := d.Resolve()
-				if err != nil {
-					t.Fatal(err)
-				}
-				r, err := NewRoofline(rd)
-				if err != nil {
-					t.Fatal(err)
-				}
 				if r.kern == nil {
 					t.Fatalf("no kernel tables: %v", r.KernelSource())
 				}
@@ -657,16 +649,7 @@ func TestBlockFP8CUTLASSSlowsTheBlockLinears(t *testing.T) {
 func TestMLAContextUpProjection(t *testing.T) {
 	build := func(model string, edit func(*Deployment)) *Roofline {
 		t.Helper()
-		d := deployment(t, model, "H200", edit)
-		rd, err := d.Resolve()
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := NewRoofline(rd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
+		return tabled(t, model, "H200", edit)
 	}
 	tp8 := func(cutlass bool) func(*Deployment) {
 		return func(d *Deployment) { d.TensorParallel = 8; d.Kernels.BlockFP8CUTLASS = cutlass }
