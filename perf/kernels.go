@@ -461,7 +461,7 @@ func (k *stepKernels) setAttention(d Deployment, prefillT, decodeT *kernelTable,
 	if isFP8KVCache(d.KVCacheDType) {
 		prefillScale, decodeScale = prefillT.fp8KVRatio(), decodeT.fp8KVRatio()
 	}
-	fa2 := d.Kernels.HopperFA2 && hopperAttentionTables[attnSrc.Name]
+	fa2 := d.Kernels.HopperFA2 && hopperTables[attnSrc.Name]
 	// The smallest problem's time is the launch floor (the tables are
 	// monotone, so no cell is faster).
 	prefillFloor := prefillT.at(prefillT.axes[0].values[0], prefillT.axes[1].values[0], headsEq)
@@ -485,10 +485,11 @@ func (k *stepKernels) setAttention(d Deployment, prefillT, decodeT *kernelTable,
 	})
 }
 
-// hopperAttentionTables are the attention tables measured on Hopper,
+// hopperTables are the GPUs whose kernel tables were measured on Hopper:
 // where vLLM's prefill ran FlashAttention 2 before FlashAttention 3
-// (KernelPolicy.HopperFA2).
-var hopperAttentionTables = map[string]bool{"H100-SXM": true, "H200": true}
+// (KernelPolicy.HopperFA2) and block-FP8 linears ran its SM90 CUTLASS
+// blockwise kernel (KernelPolicy.BlockFP8CUTLASS).
+var hopperTables = map[string]bool{"H100-SXM": true, "H200": true}
 
 // aboveFloor is a kernel time measured on one GPU as it runs on another
 // that does the same work scale× as long: the launch floor stays, the
@@ -631,17 +632,13 @@ func newGEMMTimer(cat *kernelCatalog, src, dst GPU, kernel QuantKernel, m Model)
 // (M = 1,024–4,096), so it scales the whole time.
 const blockFP8CUTLASSSlowdown = 1.56
 
-// hopperGEMMTables are the GEMM tables measured on Hopper, the parts
-// vLLM's SM90 CUTLASS blockwise kernel runs on (KernelPolicy.BlockFP8CUTLASS).
-var hopperGEMMTables = map[string]bool{"H100-SXM": true, "H200": true}
-
 // blockFP8Slowdown is the factor on a deployment's quantized linear
 // layers for the block-FP8 kernel its release runs: 1 unless the
 // checkpoint is block-wise FP8, run as W8A8 on a GPU timed from a Hopper
 // table, by a release that picks vLLM's CUTLASS blockwise kernel.
 func blockFP8Slowdown(d Deployment, gemmSrc GPU, kernel QuantKernel) float64 {
 	q := d.Model.Quantization
-	if !d.Kernels.BlockFP8CUTLASS || kernel != KernelFP8 || q.WeightBlockSize <= 0 || !hopperGEMMTables[gemmSrc.Name] {
+	if !d.Kernels.BlockFP8CUTLASS || kernel != KernelFP8 || q.WeightBlockSize <= 0 || !hopperTables[gemmSrc.Name] {
 		return 1
 	}
 	return blockFP8CUTLASSSlowdown

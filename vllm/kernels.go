@@ -129,7 +129,7 @@ func expandsMLA(rel Release, v1 bool) bool {
 func kernelPolicy(rel Release, quantization, deepGEMM string) perf.KernelPolicy {
 	flag := strings.ToLower(strings.TrimSpace(quantization))
 	cutlass := !rel.less(blockFP8CUTLASSSince) && rel.less(blockFP8CUTLASSBefore)
-	switch strings.ToLower(strings.TrimSpace(deepGEMM)) {
+	switch deepGEMMSetting(deepGEMM) {
 	case "on":
 		cutlass = false
 	case "off":

@@ -447,11 +447,15 @@ func checkFlashInferSampler(p Profile, gpu perf.GPU, o Options) error {
 // deepGEMMChoices are --deep-gemm's values.
 var deepGEMMChoices = []string{"auto", "on", "off"}
 
+// deepGEMMSetting is a --deep-gemm value as kernelPolicy and
+// checkDeepGEMM read it.
+func deepGEMMSetting(v string) string { return strings.ToLower(strings.TrimSpace(v)) }
+
 // checkDeepGEMM refuses a --deep-gemm value vLLM has no counterpart for:
 // an unknown one, or DeepGEMM for linear layers before the release that
 // added it (deepGEMMLinearSince).
 func checkDeepGEMM(p Profile, o Options) error {
-	switch strings.ToLower(strings.TrimSpace(o.DeepGEMM)) {
+	switch deepGEMMSetting(o.DeepGEMM) {
 	case "", "auto", "off":
 		return nil
 	case "on":
