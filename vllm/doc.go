@@ -484,6 +484,19 @@
 //     drops the int64 inverse permutation;
 //   - V1: 38.0 (0.8.5-era V1): fp32 logits, PyTorch's top-k/top-p (vLLM's
 //     wheels ship no FlashInfer), no inverse permutation.
+//   - V1 from 0.18.0: 14 (tritonSamplerPeak, read from the code, not
+//     measured): PR #33538 (opened 2026-02-02) masks top-k/top-p with a
+//     Triton kernel in place, so the peak is the model-dtype logits, the
+//     fp32 copy, its softmax and the sampling noise; no sort, no
+//     workspace. RunPod's published startup lines of vLLM 0.18.0
+//     (Qwen3-8B on an H100 at 0.95, 64 to 1,024 sequences) lose 1.03 GiB
+//     of cache from 512 to 1,024 sequences, 14.2 bytes a cell of a
+//     151,936-token vocabulary, where the sort would take 38; the six are
+//     within 0.2% of the budget with it and up to 4.4% off without
+//     (TestPublishedBlockCounts). The release that first shipped the PR,
+//     between 0.16.0 and 0.18.0, is not established; 0.16 and 0.17 keep
+//     the sort [approximate]. The kernel's own buffers, about 80 MiB at
+//     any number of rows (the PR's figure), are left out.
 //
 // FlashInfer's sampler (Options.FlashInferSampler, sim --flashinfer-sampler)
 // takes 14 bytes a cell instead, at any number of rows

@@ -86,16 +86,16 @@ func TestMeasuredHostTables(t *testing.T) {
 	}
 }
 
-// TestSamplerRules: every release takes its sampler peak and its
-// sampler's GPU time from a measured tree; the peak is above perf's one
-// fp32 copy (4 bytes a cell), and fp32 logits (0.5.5–0.6.1) cost more
-// than the model-dtype ones before them (at 256 sequences, vLLM's V0
-// default).
+// TestSamplerRules: every release takes its sampler's GPU time from a
+// measured tree and its peak from that tree or, from 0.18.0, from the
+// code; the peak is above perf's one fp32 copy (4 bytes a cell), and fp32
+// logits (0.5.5–0.6.1) cost more than the model-dtype ones before them
+// (at 256 sequences, vLLM's V0 default).
 func TestSamplerRules(t *testing.T) {
 	got, kernels := map[string]float64{}, map[string]float64{}
 	for _, tc := range []struct{ version, engine string }{
 		{"0.5.0", "v0"}, {"0.5.4", "v0"}, {"0.5.5", "v0"}, {"0.6.1", "v0"}, {"0.6.2", "v0"},
-		{"0.8.5", "v0"}, {"0.8.5", "v1"}, {"0.11.0", "v1"},
+		{"0.8.5", "v0"}, {"0.8.5", "v1"}, {"0.11.0", "v1"}, {"0.17.0", "v1"}, {"0.18.0", "v1"},
 	} {
 		p, err := Lookup(tc.version, engine.Version(tc.engine))
 		if err != nil {
@@ -119,6 +119,15 @@ func TestSamplerRules(t *testing.T) {
 	}
 	if v := kernels["0.11.0v1"]; v < 100 || v > 300 {
 		t.Errorf("V1 at 256 rows of a 128K vocabulary: %v µs, want the measured ~170 µs", v)
+	}
+	// From 0.18.0 top-k/top-p run as a Triton kernel without a sort: the
+	// peak is read from the code (14 bytes), the time at temperature 0 is
+	// still the measured tree's.
+	if got["0.18.0v1"] != 14 || got["0.17.0v1"] != got["0.11.0v1"] {
+		t.Errorf("V1 sampler peak 0.11.0 %v, 0.17.0 %v, 0.18.0 %v bytes a cell; want the sort's until 0.18.0, then 14", got["0.11.0v1"], got["0.17.0v1"], got["0.18.0v1"])
+	}
+	if kernels["0.18.0v1"] != kernels["0.11.0v1"] {
+		t.Errorf("V1 sampler time at temperature 0: 0.11.0 %v µs, 0.18.0 %v µs; want the same argmax", kernels["0.11.0v1"], kernels["0.18.0v1"])
 	}
 	if !(got["0.5.5v0"] > got["0.5.4v0"] && got["0.5.5v0"] > got["0.6.2v0"]) {
 		t.Errorf("sampler peaks 0.5.4 %v, 0.5.5 %v, 0.6.2 %v: want 0.5.5's fp32 logits the largest", got["0.5.4v0"], got["0.5.5v0"], got["0.6.2v0"])

@@ -229,7 +229,8 @@ type MemoryAccounting struct {
 	NVLSCommunicators int
 	// SamplerPeak is the profile run's sampler peak in bytes per logits
 	// cell (max_num_seqs × vocab) by rows, as vLLM's own sampler of the
-	// release measured on a GPU (SamplerMeasuredAt names the tree).
+	// release measured on a GPU (SamplerMeasuredAt names the tree), or,
+	// where samplerRules says so, as read from the release's code.
 	SamplerPeak       perf.SamplerPeak
 	SamplerMeasuredAt string
 }
@@ -354,6 +355,9 @@ func memoryAccountingOf(rel Release, e engine.Version) MemoryAccounting {
 	for _, r := range samplerRules {
 		if r.engine == e && !rel.less(r.since) {
 			m.SamplerPeak, m.SamplerMeasuredAt = samplerPeakOf(r.measuredAt, e), r.measuredAt
+			if len(r.peak.Rows) > 0 {
+				m.SamplerPeak = r.peak
+			}
 		}
 	}
 	return m

@@ -223,6 +223,19 @@ var memoryRules = []MemoryAccounting{
 // sort values and int64 indices never exist.
 var flashInferSamplerPeak = perf.SamplerPeak{Rows: []int{1}, BytesPerCell: []float64{14}}
 
+// tritonSamplerPeak: V1's native sampler once top-k/top-p became PR
+// #33538's Triton kernel (vLLM 0.18.0; samplerRules), at the profile run's
+// peak, 14 bytes a logits cell at any number of rows [inferred from the
+// code, checked against published startup lines (TestPublishedBlockCounts:
+// 14.2 bytes a cell between 512 and 1,024 sequences of a 151,936-token
+// vocabulary)]: the model-dtype logits the runner holds (2), the fp32 copy
+// Sampler.forward samples from (4), which apply_top_k_top_p_triton masks
+// in place, its softmax (4) and random_sample's exponential noise (4). The
+// kernel's own buffers, about 80 MiB whatever the rows (the PR's figure),
+// are left out [approximation: 0.5 bytes a cell at 1,024 rows of that
+// vocabulary]; the sort and its workspace never exist.
+var tritonSamplerPeak = perf.SamplerPeak{Rows: []int{1}, BytesPerCell: []float64{14}}
+
 // samplerRules: which measured vLLM tree's sampler each release runs at
 // the profile run's peak (doc.go, "Memory profile"), by the first release
 // whose sampler allocates that way.
@@ -238,13 +251,27 @@ var flashInferSamplerPeak = perf.SamplerPeak{Rows: []int{1}, BytesPerCell: []flo
 //   - V1 (0.7+): V1's sampler (fp32 logits, PyTorch top-k/top-p without
 //     FlashInfer, which vLLM's wheels do not ship); measured at the
 //     0.8.5-era tree.
+//   - V1 0.18.0: PR #33538 ("Triton-based Top-k and Top-p sampler
+//     kernels", opened 2026-02-02) masks top-k/top-p without a sort, so
+//     the profile run's sampler peaks at tritonSamplerPeak; its time at
+//     temperature 0 (argmax, no top-k/top-p) stays the measured tree's
+//     [approximate release: the PR's release between 0.16.0 and 0.18.0 is
+//     not established; 0.18.0's published startup lines show it].
 var samplerRules = []struct {
 	since      Release
 	engine     engine.Version
 	measuredAt string
+	// peak, when set, replaces the measured tree's memory peak (a sampler
+	// whose allocations are read from the code, not measured).
+	peak perf.SamplerPeak
 }{
-	{Release{0, 4, 0}, engine.V0, "v0.5.4"},
-	{Release{0, 5, 5}, engine.V0, "v0.6.1.post2"},
-	{Release{0, 6, 2}, engine.V0, "main-98c89e16"},
-	{Release{0, 7, 0}, engine.V1, "main-98c89e16"},
+	{Release{0, 4, 0}, engine.V0, "v0.5.4", perf.SamplerPeak{}},
+	{Release{0, 5, 5}, engine.V0, "v0.6.1.post2", perf.SamplerPeak{}},
+	{Release{0, 6, 2}, engine.V0, "main-98c89e16", perf.SamplerPeak{}},
+	{Release{0, 7, 0}, engine.V1, "main-98c89e16", perf.SamplerPeak{}},
+	{tritonSamplerSince, engine.V1, "main-98c89e16", tritonSamplerPeak},
 }
+
+// tritonSamplerSince is the first release modelled with PR #33538's
+// sort-free top-k/top-p (samplerRules).
+var tritonSamplerSince = Release{0, 18, 0}
