@@ -7,7 +7,7 @@ import "time"
 // default host.
 const (
 	// chatPrepareBase is the chat path's preparation in the releases with
-	// content-format detection cached and before 0.11 [fitted: the
+	// content-format detection cached, other than the 0.11 ones [fitted: the
 	// TTFT of gpustack-quantization-impact/h100-bf16-kv-fp8, vLLM 0.9.2,
 	// 1,000 ShareGPT chat requests at once]; earlier releases are assumed
 	// to pay it too.
@@ -43,18 +43,25 @@ type chatCost struct{ prepare, ingest time.Duration }
 //   - contentFormatCachedSince: PR #20065 ("Cached resolution for
 //     resolving chat templates", opened 2025-06-25) [approximate
 //     release];
-//   - chatPrepare011Since: the 0.11 line (its preparation and ingest).
+//   - chatPrepare011Since to chatCosts011Until: the 0.11 releases, whose
+//     fitted preparation and ingest are charged there only. Published
+//     0.18.0 chat runs rule both out (doc.go, "Chat preparation"), so
+//     later releases take the base preparation and no extra ingest
+//     [assumption for 0.12–0.17: nothing published either way].
 var (
 	contentFormatDetectSince = Release{0, 6, 5}
 	contentFormatCachedSince = Release{0, 9, 2}
 	chatPrepare011Since      = Release{0, 11, 0}
+	chatCosts011Until        = Release{0, 12, 0}
 )
 
 // chatCosts is what the release's OpenAI server charges a chat request on
-// the default host: its event-loop preparation, and from the 0.11 line the
-// ingest latency off the loop.
+// the default host: its event-loop preparation, and on the 0.11 releases
+// the ingest latency off the loop.
 func chatCosts(r Release) chatCost {
 	switch {
+	case !r.less(chatCosts011Until):
+		return chatCost{prepare: chatPrepareBase}
 	case !r.less(chatPrepare011Since):
 		return chatCost{prepare: chatPrepare011, ingest: chatIngest011}
 	case !r.less(contentFormatCachedSince):

@@ -381,12 +381,12 @@
 //   - Fitted, on the corpus' fit runs, on top of the measured terms:
 //     2.9 ms from 0.9.2 (gpustack-quantization-impact/h100-bf16-kv-fp8:
 //     Qwen3-8B, 1,000 ShareGPT chat requests at once; also charged before
-//     0.6.5 [assumption]), and 16.68 ms for the 0.11 line
+//     0.6.5 [assumption]), and 16.68 ms for the 0.11 releases
 //     (gpustack-deepseek-r1-h200/random-128-4: 1,000 chat requests of 128
 //     tokens at once; what 0.11.0 does per request to cost it is not
 //     identified [open]). Each value is the one that puts the fit run's
 //     mean TTFT on the published one.
-//   - Fitted, off the loop: the 0.11 line's chat ingest latency, 22 ms
+//   - Fitted, off the loop: the 0.11 releases' chat ingest latency, 22 ms
 //     (Resolved.ChatIngest, sim.Config.ChatIngest): time a chat request
 //     spends before the engine's queue, after Ingest's 9.3 ms, that holds
 //     no other request back, so a request sent alone waits it and a burst
@@ -411,6 +411,23 @@
 //     15.2 s on H100, 11.0 and 11.4 s on A100), and its TTFT was short by
 //     a constant: mean, median and P99 moved alike (Qwen3-14B 128/4 on
 //     H100: 15.2, 15.2 and 17.0 s).
+//   - Only on the 0.11 releases (0.11.x): from 0.12.0 a chat request takes
+//     the base 2.9 ms and no extra ingest, as before 0.11 (chatCosts011Until).
+//     RunPod's published vLLM 0.18.0 sweep (github.com/adithyaJRunpod/
+//     vllm_bench, commit 9f6d09d, logs/tuning_sweep; Qwen3-8B on one H100,
+//     `vllm bench serve --backend openai-chat`; configurations that are
+//     not corpus runs) rules both 0.11 terms out for 0.18: at 128 in / 128
+//     out and 90 requests/s under a 128 cap it served 69.4 chat requests/s
+//     at a mean TTFT of 59 ms (2026-04-01_000222, batched-tokens-8192),
+//     where 16.68 ms each would be 1.16 s of event-loop work a second (sim
+//     with it: 5,641 output tokens/s against 8,880 published, mean TTFT
+//     966 ms); at 512 in / 256 out, 15 requests/s under a 64 cap its mean
+//     TTFT was 40 ms (2026-04-01_023420), where 9.3 + 22 ms before the
+//     engine put sim at 62 ms (41 ms without the 22). Nothing published
+//     covers 0.12–0.17 [assumption: the 0.11 terms went with the 0.11
+//     releases]. What 0.18.0's loaded runs show above sim's TTFT without
+//     them (RunPod 30 requests/s: 85–92 ms published, 54 ms sim) is not
+//     identified [open].
 //
 // Not modelled: the preparation's growth with the prompt's length, and
 // its competition with the chunks the same loop streams (the API server's
