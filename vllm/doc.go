@@ -385,7 +385,17 @@
 //     (gpustack-deepseek-r1-h200/random-128-4: 1,000 chat requests of 128
 //     tokens at once; what 0.11.0 does per request to cost it is not
 //     identified [open]). Each value is the one that puts the fit run's
-//     mean TTFT on the published one.
+//     mean TTFT on the published one. A candidate, not established:
+//     parsing the chat template's Jinja AST for its variables, which
+//     vLLM's chat-template kwargs filter (PR #25794, opened 2025-09-27, a
+//     security fix) did on every request until it was cached, takes
+//     23.5 ms for DeepSeek-V3's template (2,145 characters), 21.0 ms for
+//     Qwen3's (4,116) and 2.2 ms for Llama 3's (348) on the machine
+//     clientcost_measured.go was timed on (jinja2 3.1.6, Python 3.11); the
+//     GPUStack 0.11.0 bursts imply about 16.7 ms for DeepSeek-R1-0528 on
+//     its H200 box and 6–10 ms for Qwen3-235B-A22B-Instruct-2507 on its
+//     H100 and A100 boxes. Whether 0.11.0 shipped the uncached parse is
+//     not known here.
 //   - Fitted, off the loop: the 0.11 releases' chat ingest latency, 22 ms
 //     (Resolved.ChatIngest, sim.Config.ChatIngest): time a chat request
 //     spends before the engine's queue, after Ingest's 9.3 ms, that holds
