@@ -54,6 +54,11 @@ type Deployment struct {
 	// GPU and with TP·PP > 1; how vLLM counts it changed between releases
 	// (package vllm sets them per release).
 	NonTorchBytes, NonTorchMultiGPUBytes int64
+	// FusedMoESeparateCaches: vLLM's fused MoE holds its first and last
+	// intermediate caches apart (before PR #13625, vLLM 0.8.0) instead of
+	// in one buffer (package vllm sets it per release); see
+	// activationPeakBytes.
+	FusedMoESeparateCaches bool
 	// NVLSCommunicators is how many NCCL communicators span the tensor-
 	// parallel group whose NVLink SHARP buffers the profile run counts as
 	// non-torch memory, on GPUs with NVLinkSHARP (package vllm sets it per
@@ -528,18 +533,64 @@ func (d Deployment) weightBytesPerGPU() int64 {
 // activationPeakBytes is the profile run's activation peak, the larger
 // of its two phases (PyTorch's allocator peak over the run):
 //   - the forward pass over max_num_batched_tokens tokens through one
-//     layer: the MLP's gate/up and product at the width a token passes
-//     through (for MoE its top-k experts plus shared experts) and a few
-//     hidden-sized buffers;
+//     layer: a few hidden-sized buffers and the MLP's gate/up and product
+//     at the width a token passes through, or for MoE the larger of the
+//     dense layers' and shared experts' and the fused MoE's caches
+//     (fusedMoEWorkspaceBytes);
 //   - the sampler on one row of logits per sequence (max_num_seqs rows),
 //     its allocator peak (SamplerPeak, by rows), while the final
 //     hidden states are still held.
 func (d Deployment) activationPeakBytes() int64 {
 	m := d.Model
 	tokens := float64(d.MaxNumBatchedTokens)
-	forward := tokens * activationBytes * (3*m.mlpActiveWidth()/float64(d.TensorParallel) + 4*float64(m.Hidden))
+	hidden := tokens * activationBytes * 4 * float64(m.Hidden)
+	forward := hidden + tokens*activationBytes*3*m.mlpActiveWidth()/float64(d.TensorParallel)
+	if m.IsMoE() {
+		forward = hidden + math.Max(d.denseMLPActivationBytes(tokens), d.fusedMoEWorkspaceBytes(tokens))
+	}
 	rows := min(d.MaxNumSeqs, d.MaxNumBatchedTokens)
 	return int64(math.Max(forward, tokens*activationBytes*float64(m.Hidden)+float64(rows)*float64(m.Vocab)*d.SamplerPeak.At(rows)))
+}
+
+// fusedMoEChunk is the most tokens vLLM's fused MoE sizes its caches for
+// (VLLM_FUSED_MOE_CHUNK_SIZE's default, 32768 [approximate: 65536 in some
+// releases]); longer batches run in chunks that reuse them.
+const fusedMoEChunk = 32768
+
+// fusedMoEWorkspaceBytes is what vLLM's fused MoE (fused_experts_impl)
+// allocates in one MoE layer for tokens tokens: with top-k experts, each
+// rank's gate/up width N (2·I over TP, or 2·I whole under expert
+// parallelism) and hidden size K, one buffer of M·k·max(N, K) serves the
+// first and last caches (PR #13625, "Optimize moe intermediate_cache
+// usage": cache1 is dead when cache3 is written) and M·k·N/2 holds the
+// activation's output; before, cache1 (M·k·N) and cache3 (M·k·K) were two
+// buffers. Fine-grained experts (N < K, as DeepSeek's and Qwen3's) make
+// cache3's hidden-wide rows the peak; the shared experts' own gate/up
+// comes before and is gone by then.
+func (d Deployment) fusedMoEWorkspaceBytes(tokens float64) float64 {
+	m := d.Model
+	n := 2 * float64(m.MoE.ExpertIntermediate)
+	if !d.ExpertParallel {
+		n /= float64(d.TensorParallel)
+	}
+	k := float64(m.Hidden)
+	perRoute := math.Max(n, k) + n/2
+	if d.FusedMoESeparateCaches {
+		perRoute = n + k + n/2
+	}
+	return math.Min(tokens, fusedMoEChunk) * float64(m.MoE.ExpertsPerToken) * perRoute * activationBytes
+}
+
+// denseMLPActivationBytes is a dense MLP's gate/up output and product for
+// tokens tokens on one rank: a MoE model's dense layers and shared
+// experts.
+func (d Deployment) denseMLPActivationBytes(tokens float64) float64 {
+	m := d.Model
+	width := float64(m.MoE.SharedIntermediate)
+	if m.MoE.DenseLayers > 0 {
+		width = math.Max(width, float64(m.Intermediate))
+	}
+	return tokens * activationBytes * 3 * width / float64(d.TensorParallel)
 }
 
 // defaultSamplerBytesPerCell is perf's estimate without a release: one

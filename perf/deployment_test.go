@@ -451,3 +451,50 @@ func TestSamplerPeakAt(t *testing.T) {
 		})
 	}
 }
+
+// TestFusedMoEWorkspace: the profile run's MoE layers hold vLLM's fused MoE
+// caches, M·k·max(N, K) shared by the first and last (PR #13625) plus
+// M·k·N/2, with N each rank's gate/up width and K the hidden size. For
+// coarse experts (Mixtral, N ≥ K) that is the former estimate (the gate/up
+// and product of the top-k experts); for fine-grained ones (DeepSeek's,
+// N = 512 at TP 8 against K = 7168) cache3's hidden-wide rows set the peak.
+func TestFusedMoEWorkspace(t *testing.T) {
+	const tokens = 8192
+	for _, c := range []struct {
+		name, model string
+		edit        func(*Deployment)
+		perRoute    float64 // elements per token and routed expert
+	}{
+		{"DeepSeek-V3 TP 8", "DeepSeek-V3", func(d *Deployment) { d.TensorParallel = 8 }, 7168 + 256},
+		{"DeepSeek-V3 EP 8", "DeepSeek-V3", func(d *Deployment) { d.TensorParallel = 8; d.ExpertParallel = true }, 7168 + 2048},
+		{"DeepSeek-V3 TP 8, separate caches", "DeepSeek-V3", func(d *Deployment) { d.TensorParallel = 8; d.FusedMoESeparateCaches = true }, 512 + 7168 + 256},
+		{"Mixtral TP 2", "Mixtral-8x7B", func(d *Deployment) { d.TensorParallel = 2 }, 14336 + 7168},
+		{"Mixtral TP 2, separate caches", "Mixtral-8x7B", func(d *Deployment) { d.TensorParallel = 2; d.FusedMoESeparateCaches = true }, 14336 + 4096 + 7168},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d := deployment(t, c.model, "H200", c.edit)
+			want := tokens * float64(d.Model.MoE.ExpertsPerToken) * c.perRoute * activationBytes
+			if got := d.fusedMoEWorkspaceBytes(tokens); got != want {
+				t.Errorf("fused MoE caches at %d tokens: %.0f bytes, want %.0f", tokens, got, want)
+			}
+		})
+	}
+	// Mixtral's experts are wide enough that the caches equal the former
+	// estimate, so its published block counts do not move.
+	mixtral := deployment(t, "Mixtral-8x7B", "H100", func(d *Deployment) { d.TensorParallel = 2 })
+	if got, was := mixtral.fusedMoEWorkspaceBytes(tokens), tokens*activationBytes*3*mixtral.Model.mlpActiveWidth()/2; got != was {
+		t.Errorf("Mixtral TP 2: %.0f bytes of fused MoE caches, want the former %.0f", got, was)
+	}
+	// Batches beyond the chunk reuse the chunk's caches.
+	dsv3 := deployment(t, "DeepSeek-V3", "H200", func(d *Deployment) { d.TensorParallel = 8 })
+	if got, want := dsv3.fusedMoEWorkspaceBytes(4*fusedMoEChunk), dsv3.fusedMoEWorkspaceBytes(fusedMoEChunk); got != want {
+		t.Errorf("%d tokens: %.0f bytes of caches, want the %d-token chunk's %.0f", 4*fusedMoEChunk, got, fusedMoEChunk, want)
+	}
+	// DeepSeek-V3's profile run now peaks in its MoE layers, above the
+	// dense-width estimate.
+	dsv3.MaxNumBatchedTokens, dsv3.MaxNumSeqs = tokens, 256
+	dense := tokens * activationBytes * (3*dsv3.Model.mlpActiveWidth()/8 + 4*float64(dsv3.Model.Hidden))
+	if got := float64(dsv3.activationPeakBytes()); got < 1.5*dense {
+		t.Errorf("DeepSeek-V3 TP 8 activation peak %.2f GiB, want the fused MoE caches above the dense estimate %.2f GiB", got/(1<<30), dense/(1<<30))
+	}
+}

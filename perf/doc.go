@@ -761,10 +761,20 @@
 // and product plus hidden-sized buffers of the dummy batch, and fp32 logits
 // of the dummy sampler run (the larger of the two; package vllm replaces
 // the 4 B with its release's sampler peak, Deployment.SamplerPeak, measured
-// on a GPU by rows). It brackets vLLM's logs: Llama-3-8B shows 1.26
-// GiB at 8192 tokens on H100 (vLLM 0.6.5, PR #10511; this formula 1.03
-// GiB), and 2.07 GiB at 20000 tokens on an RTX 3090 (vLLM 0.6.3, issue
-// #10517; this formula 2.33 GiB).
+// on a GPU by rows). In a MoE model's MoE layers the gate/up term is vLLM's
+// fused MoE caches instead (fused_experts_impl, read from the code):
+// min(M, 32,768) · k · (max(N, d) + N/2) elements for top-k experts whose
+// gate/up width on a rank is N (2·I/t, or 2·I under expert parallelism),
+// the first and last caches sharing one buffer since PR #13625 (vLLM 0.8.0;
+// before, N + d + N/2: Deployment.FusedMoESeparateCaches). It equals the
+// 3·f/t term for experts wider than the hidden size (Mixtral: N = 14,336
+// at TP 2 against d = 4,096) and exceeds it for fine-grained ones
+// (DeepSeek-V3 at TP 8: 7,424 elements per token and routed expert against
+// 864), whose cache3 rows are hidden-wide; the dense layers and shared
+// experts keep 3·width/t. The formula brackets vLLM's logs: Llama-3-8B
+// shows 1.26 GiB at 8192 tokens on H100 (vLLM 0.6.5, PR #10511; this
+// formula 1.03 GiB), and 2.07 GiB at 20000 tokens on an RTX 3090 (vLLM
+// 0.6.3, issue #10517; this formula 2.33 GiB).
 //
 // Non-torch memory (CUDA context, cuBLAS/attention workspaces) is 1.25 GiB
 // on one GPU and 3.0 GiB with more than one (NCCL and custom all-reduce

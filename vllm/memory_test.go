@@ -300,3 +300,38 @@ func llama405bFP8OnH100(t *testing.T) (perf.Model, perf.GPU) {
 	}
 	return m, g
 }
+
+// TestFusedMoECachesByRelease: until PR #13625 (0.8.0) the fused MoE held
+// its first and last intermediate caches apart, so a MoE model's profile
+// run peaked higher and left a smaller KV cache at the same settings.
+func TestFusedMoECachesByRelease(t *testing.T) {
+	m, err := perf.LookupModel("Mixtral-8x7B")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := perf.LookupGPU("H100-SXM")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := map[string]int64{}
+	for _, c := range []struct {
+		version  string
+		separate bool
+	}{{"0.7.3", true}, {"0.8.0", false}, {"0.11.0", false}} {
+		p, err := vllm.Lookup(c.version, engine.V1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := vllm.Resolve(context.Background(), p, m, g, vllm.Options{TensorParallel: 2, MaxNumSeqs: 128, MaxNumBatchedTokens: 16384})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Deployment.FusedMoESeparateCaches != c.separate {
+			t.Errorf("%s: FusedMoESeparateCaches %v, want %v", c.version, r.Deployment.FusedMoESeparateCaches, c.separate)
+		}
+		kv[c.version] = r.Capacity.KVCacheBytes
+	}
+	if !(kv["0.7.3"] < kv["0.8.0"]) {
+		t.Errorf("KV cache 0.7.3 %d bytes, 0.8.0 %d: want the separate caches to leave less", kv["0.7.3"], kv["0.8.0"])
+	}
+}

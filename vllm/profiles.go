@@ -212,6 +212,13 @@ var memoryRules = []MemoryAccounting{
 		NonTorchGiB: 0.16, NonTorchMultiGPUGiB: 0.60},
 }
 
+// fusedMoESharedCacheSince: PR #13625 ("[Kernel] Optimize moe
+// intermediate_cache usage", opened 2025-02-20) lets the fused MoE's first
+// and last intermediate caches share one buffer; earlier releases hold
+// both through the profile run's MoE layers (perf.Deployment.
+// FusedMoESeparateCaches) [approximate release: 0.8.0, the first after].
+var fusedMoESharedCacheSince = Release{0, 8, 0}
+
 // flashInferSamplerPeak: V1's sampler on FlashInfer's top-k/top-p kernel
 // (Options.FlashInferSampler) at the profile run's peak, 14 bytes a logits
 // cell at any number of rows [inferred from the code, not measured: no

@@ -227,6 +227,7 @@ func deploymentFor(p Profile, model perf.Model, gpu perf.GPU, o Options) perf.De
 	d.NonTorchBytes = int64(p.Memory.NonTorchGiB * gibibyte)
 	d.NonTorchMultiGPUBytes = int64(p.Memory.NonTorchMultiGPUGiB * gibibyte)
 	d.NVLSCommunicators = p.Memory.NVLSCommunicators
+	d.FusedMoESeparateCaches = p.Release.less(fusedMoESharedCacheSince)
 	d.SamplerPeak = p.Memory.SamplerPeak
 	if o.FlashInferSampler {
 		d.SamplerPeak = flashInferSamplerPeak
