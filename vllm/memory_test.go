@@ -305,24 +305,12 @@ func llama405bFP8OnH100(t *testing.T) (perf.Model, perf.GPU) {
 // its first and last intermediate caches apart, so a MoE model's profile
 // run peaked higher and left a smaller KV cache at the same settings.
 func TestFusedMoECachesByRelease(t *testing.T) {
-	m, err := perf.LookupModel("Mixtral-8x7B")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := perf.LookupGPU("H100-SXM")
-	if err != nil {
-		t.Fatal(err)
-	}
 	kv := map[string]int64{}
 	for _, c := range []struct {
 		version  string
 		separate bool
 	}{{"0.7.3", true}, {"0.8.0", false}, {"0.11.0", false}} {
-		p, err := vllm.Lookup(c.version, engine.V1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := vllm.Resolve(context.Background(), p, m, g, vllm.Options{TensorParallel: 2, MaxNumSeqs: 128, MaxNumBatchedTokens: 16384})
+		r, err := resolve(t, c.version, engine.V1, "Mixtral-8x7B", "H100-SXM", vllm.Options{TensorParallel: 2, MaxNumSeqs: 128, MaxNumBatchedTokens: 16384})
 		if err != nil {
 			t.Fatal(err)
 		}
