@@ -543,11 +543,13 @@ func (d Deployment) weightBytesPerGPU() int64 {
 func (d Deployment) activationPeakBytes() int64 {
 	m := d.Model
 	tokens := float64(d.MaxNumBatchedTokens)
-	hidden := tokens * activationBytes * 4 * float64(m.Hidden)
-	forward := hidden + tokens*activationBytes*3*m.mlpActiveWidth()/float64(d.TensorParallel)
+	var mlp float64
 	if m.IsMoE() {
-		forward = hidden + math.Max(d.denseMLPActivationBytes(tokens), d.fusedMoEWorkspaceBytes(tokens))
+		mlp = math.Max(d.denseMLPActivationBytes(tokens), d.fusedMoEWorkspaceBytes(tokens))
+	} else {
+		mlp = tokens * activationBytes * 3 * m.mlpActiveWidth() / float64(d.TensorParallel)
 	}
+	forward := tokens*activationBytes*4*float64(m.Hidden) + mlp
 	rows := min(d.MaxNumSeqs, d.MaxNumBatchedTokens)
 	return int64(math.Max(forward, tokens*activationBytes*float64(m.Hidden)+float64(rows)*float64(m.Vocab)*d.SamplerPeak.At(rows)))
 }
