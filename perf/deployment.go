@@ -543,11 +543,18 @@ func (d Deployment) weightBytesPerGPU() int64 {
 func (d Deployment) activationPeakBytes() int64 {
 	m := d.Model
 	tokens := float64(d.MaxNumBatchedTokens)
-	var mlp float64
+	// The gate/up output and product of the MLPs vLLM runs as plain
+	// layers: a MoE model's dense layers and shared experts.
+	width := float64(m.Intermediate)
 	if m.IsMoE() {
-		mlp = math.Max(d.denseMLPActivationBytes(tokens), d.fusedMoEWorkspaceBytes(tokens))
-	} else {
-		mlp = tokens * activationBytes * 3 * m.mlpActiveWidth() / float64(d.TensorParallel)
+		width = float64(m.MoE.SharedIntermediate)
+		if m.MoE.DenseLayers > 0 {
+			width = math.Max(width, float64(m.Intermediate))
+		}
+	}
+	mlp := tokens * activationBytes * 3 * width / float64(d.TensorParallel)
+	if m.IsMoE() {
+		mlp = math.Max(mlp, d.fusedMoEWorkspaceBytes(tokens))
 	}
 	forward := tokens*activationBytes*4*float64(m.Hidden) + mlp
 	rows := min(d.MaxNumSeqs, d.MaxNumBatchedTokens)
@@ -581,18 +588,6 @@ func (d Deployment) fusedMoEWorkspaceBytes(tokens float64) float64 {
 		perRoute = n + k + n/2
 	}
 	return math.Min(tokens, fusedMoEChunk) * float64(m.MoE.ExpertsPerToken) * perRoute * activationBytes
-}
-
-// denseMLPActivationBytes is a dense MLP's gate/up output and product for
-// tokens tokens on one rank: a MoE model's dense layers and shared
-// experts.
-func (d Deployment) denseMLPActivationBytes(tokens float64) float64 {
-	m := d.Model
-	width := float64(m.MoE.SharedIntermediate)
-	if m.MoE.DenseLayers > 0 {
-		width = math.Max(width, float64(m.Intermediate))
-	}
-	return tokens * activationBytes * 3 * width / float64(d.TensorParallel)
 }
 
 // defaultSamplerBytesPerCell is perf's estimate without a release: one
