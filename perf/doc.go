@@ -148,12 +148,14 @@
 //     TunableOp): the Maximum Achievable Matmul FLOPS table of
 //     stas00/ml-engineering (compute/accelerator/README.md). FP8 GEMMs:
 //     H100 0.709, H200 0.734, B200 0.763 of the FP8 peak (same table).
-//     H20 takes the H100 row [assumption: same SM, no measurement found].
-//     A10, L4, L40S and RTX-4090: no public matmul measurement found; the
-//     catalog's MFU above (0.50, 0.45, 0.45, 0.55) stands [assumption]. The
-//     nearest datum, cuBLAS on an L20 (Ada, 105–115 of 119.5 TF,
-//     DefTruth/CUDA-Learn-Notes hgemm), says an unthrottled Ada die can do
-//     more; power caps (L4: 72 W) are why the catalog keeps them low.
+//     H20 takes the H100 row [assumption: same SM]. A10, L4, L40S and
+//     RTX-4090: the catalog's MFU above (0.50, 0.45, 0.45, 0.55) stands
+//     [assumption]. Measured matmul rates for H20, L4, L40S and RTX-4090
+//     now exist (below, "GPUs without a table": 0.96, 0.59, 0.74 and 1.0
+//     of their peaks) and scale derived parts' kernel-table times, but
+//     these rows, which time only runs without kernel tables, were not
+//     revisited with them [open]. cuBLAS on an L20 (Ada, 105–115 of 119.5
+//     TF, DefTruth/CUDA-Learn-Notes hgemm) is another unthrottled Ada die.
 //     Their FP8 rows and MI300X's use H100's FP8/BF16 ratio (0.709/0.803)
 //     or its BF16 value [assumption]. Parts without a row of their own take
 //     the row of their die: A10G and A40 the A10's, L40 the L40S's, the
@@ -551,7 +553,23 @@
 // SMs at 2040 MHz; L40S 142 SMs at 2520 MHz; RTX 4090 128 SMs at 2520 MHz
 // at half the L40S's rate per SM with FP32 accumulate; H20 78 SMs, 148
 // TF; H100 NVL 835.5 TF at 3.9 TB/s), its memory share by the
-// bandwidths. Attention keeps its launch floor: the
+// bandwidths. Where both parts have a measured matmul rate the compute
+// share also takes the ratio of the fractions of their BF16 peaks those
+// rates reach (measuredComputeRatio; FP8 GEMMs take the same fractions
+// [assumption]): one script's best BF16 square matmul (torch.mm, 1,024 to
+// 10,240, zzc0721/torch-performance-test-data's database.md at 9d82827,
+// kerneltables/matmul-rates.tsv) reached 70.89 TFLOP/s on an L4 (0.59 of
+// its 121 TF; a 72 W card) and 269.15 on an L40S (0.74 of 362), so the
+// L4's compute runs at 0.79 of what the peaks give; H100-SXM (790.6, two
+// submissions), A100-80GB (264.5) and B200 (1,696) land within 3.5% of
+// the MAMF fractions above (TestMatmulRatesAgreeWithMAMF). The rates that
+// reach a derivation: L4 and RTX-4090 (166.6, four submissions: 1.36 times
+// the peaks' rate, above its data sheet's boost) from the L40S, H20 (142.1:
+// 1.20 times) and H100-PCIe (495.9: 0.82 times) from H100-SXM,
+// A100-40GB-PCIe (234.1: 0.89 times) from A100-80GB; fused-MoE times
+// derived from H100-SXM's table take the same correction (A100-80GB 1.06
+// times, L40S 0.93). L40, A10, A10G, A40, H100-NVL and A100-40GB have no
+// rate and keep the peaks. Attention keeps its launch floor: the
 // table's smallest problem's time (12.5 µs for the A100's decode kernel at
 // 8 KV heads) stays and only the time above it scales (aboveFloor;
 // TestDerivedAttentionKeepsLaunchFloor), since a launch takes no longer

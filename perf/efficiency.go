@@ -82,8 +82,9 @@ var gpuFamilyEfficiency = map[string]familyEfficiency{
 	"A100-80GB": {gemm: 0.869, attention: 0.73},
 	"A100-40GB": {gemm: 0.869, attention: 0.73},
 	"MI300X":    {gemm: 0.514, fp8GEMM: 0.514, attention: 0.514 * hopperAttentionToGEMM},
-	// No public matmul measurement for these parts: the catalog's MFU
-	// (doc.go) stands for the GEMM rate.
+	// The catalog's MFU (doc.go) stands for the GEMM rate; the measured
+	// matmul rates of L4, L40S and RTX-4090 (matmulrates.go) scale their
+	// kernel-table times, not these rows [open].
 	"A10":      {gemm: 0.50, attention: 0.50 * ampereAttentionToGEMM},
 	"L4":       {gemm: 0.45, fp8GEMM: 0.45 * hopperFP8ToBF16, attention: 0.45 * ampereAttentionToGEMM},
 	"L40S":     {gemm: 0.45, fp8GEMM: 0.45 * hopperFP8ToBF16, attention: 0.45 * ampereAttentionToGEMM},

@@ -103,7 +103,9 @@ func measuredGPU(name string) (GPU, bool) {
 // deriveScale turns a time measured on src into one on dst for a kernel
 // whose roofline on src is flops at peak and bytes at bandwidth: the
 // compute share scales with the peaks (SM count × clock × rate per SM, the
-// data sheets' dense figures), the memory share with the bandwidths.
+// data sheets' dense figures) corrected by measured matmul rates where
+// both parts have one (measuredComputeRatio), the memory share with the
+// bandwidths.
 func deriveScale(src, dst GPU, fp8 bool, flops, bytes float64) float64 {
 	return deriveMixedScale(src, dst, fp8, flops, 0, bytes)
 }
@@ -115,9 +117,9 @@ func deriveMixedScale(src, dst GPU, fp8 bool, flops, bf16Flops, bytes float64) f
 	if src.Name == dst.Name {
 		return 1
 	}
-	ps, pd := src.BF16FLOPS, dst.BF16FLOPS
+	ps := src.BF16FLOPS
 	if fp8 && src.FP8FLOPS > 0 && dst.FP8FLOPS > 0 {
-		ps, pd = src.FP8FLOPS, dst.FP8FLOPS
+		ps = src.FP8FLOPS
 	}
 	c, a, m := flops/ps, 0.0, bytes/src.MemoryBandwidth
 	if bf16Flops > 0 {
@@ -127,7 +129,7 @@ func deriveMixedScale(src, dst GPU, fp8 bool, flops, bf16Flops, bytes float64) f
 		return 1
 	}
 	f, fa := c/(c+a+m), a/(c+a+m)
-	return f*ps/pd + fa*src.BF16FLOPS/dst.BF16FLOPS + (1-f-fa)*src.MemoryBandwidth/dst.MemoryBandwidth
+	return f/measuredComputeRatio(src, dst, fp8) + fa/measuredComputeRatio(src, dst, false) + (1-f-fa)*src.MemoryBandwidth/dst.MemoryBandwidth
 }
 
 // calibrated is the factor a calibration's EfficiencyScale puts on a

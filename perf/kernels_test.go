@@ -319,10 +319,12 @@ func TestPCIeTensorParallelPrefill(t *testing.T) {
 	t.Logf("TP 4 over a perfect split: model %.3f s, measured %.3f s", got, measured)
 }
 
-// TestDerivedScale: a kernel that only computes scales with the peaks, one
-// that only streams memory with the bandwidths.
+// TestDerivedScale: between parts without measured matmul rates a kernel
+// that only computes scales with the peaks, one that only streams memory
+// with the bandwidths (TestDerivedComputeUsesMeasuredRates covers parts
+// with rates).
 func TestDerivedScale(t *testing.T) {
-	src, dst := mustGPU(t, "L40S"), mustGPU(t, "L4")
+	src, dst := mustGPU(t, "A40"), mustGPU(t, "A10")
 	if got, want := deriveScale(src, dst, false, 1e12, 0), src.BF16FLOPS/dst.BF16FLOPS; math.Abs(got/want-1) > 1e-12 {
 		t.Errorf("compute-only scale %v, want %v", got, want)
 	}

@@ -28,26 +28,42 @@ func run(args []string) error {
 	aicCommit := fs.String("aiconfigurator-commit", "", "the aiconfigurator commit the directory was taken from")
 	vidur := fs.String("vidur", "", "directory holding Vidur's data/profiling")
 	vidurCommit := fs.String("vidur-commit", "", "the Vidur commit the directory was taken from")
+	rates := fs.String("matmul-rates", "", "checkout of zzc0721/torch-performance-test-data")
+	ratesCommit := fs.String("matmul-rates-commit", "", "the torch-performance-test-data commit the checkout is at")
 	out := fs.String("out", "perf/kerneltables", "where the embedded tables go")
 	figures := fs.String("figures", "perf/testdata/kernels", "where the published figures for tests go")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *aic == "" || *vidur == "" || *aicCommit == "" || *vidurCommit == "" {
-		return errors.New("give -aiconfigurator DIR -aiconfigurator-commit SHA -vidur DIR -vidur-commit SHA (README.md says how to fetch them)")
+	kernels := *aic != "" || *vidur != "" || *aicCommit != "" || *vidurCommit != ""
+	if kernels && (*aic == "" || *vidur == "" || *aicCommit == "" || *vidurCommit == "") {
+		return errors.New("give -aiconfigurator DIR -aiconfigurator-commit SHA -vidur DIR -vidur-commit SHA together (README.md says how to fetch them)")
+	}
+	if (*rates == "") != (*ratesCommit == "") {
+		return errors.New("give -matmul-rates DIR with -matmul-rates-commit SHA")
+	}
+	if !kernels && *rates == "" {
+		return errors.New("nothing to do: give the kernel databases (-aiconfigurator, -vidur), the matmul rates (-matmul-rates), or both")
 	}
 	for _, d := range []string{*out, *figures} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
 	}
-	a := aiconfigurator{root: *aic, commit: *aicCommit}
-	if err := a.writeAll(*out); err != nil {
-		return fmt.Errorf("aiconfigurator: %w", err)
+	if kernels {
+		a := aiconfigurator{root: *aic, commit: *aicCommit}
+		if err := a.writeAll(*out); err != nil {
+			return fmt.Errorf("aiconfigurator: %w", err)
+		}
+		v := vidurSource{root: *vidur, commit: *vidurCommit}
+		if err := v.writeAll(*out, *figures); err != nil {
+			return fmt.Errorf("vidur: %w", err)
+		}
 	}
-	v := vidurSource{root: *vidur, commit: *vidurCommit}
-	if err := v.writeAll(*out, *figures); err != nil {
-		return fmt.Errorf("vidur: %w", err)
+	if *rates != "" {
+		if err := (matmulRateSource{root: *rates, commit: *ratesCommit}).write(*out); err != nil {
+			return fmt.Errorf("matmul rates: %w", err)
+		}
 	}
 	return nil
 }
