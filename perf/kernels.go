@@ -33,6 +33,10 @@ type KernelSource struct {
 	// layers are timed as, when it is not the per-tensor table's
 	// ("vLLM CUTLASS blockwise, 1.56× per-tensor"); empty otherwise.
 	BlockFP8 string
+	// MatmulRates names the measured matmul rates a derived GPU's
+	// compute is scaled by ("L4 70.89, L40S 269.15 TFLOP/s"); empty where
+	// the data sheets' peaks are used (measuredComputeRatio).
+	MatmulRates string
 }
 
 // String is what sim's engine section prints: "measured: H100-SXM",
@@ -52,10 +56,14 @@ func (s KernelSource) String() string {
 	case "measured":
 		return "measured: " + s.GEMM + tables
 	case "derived":
+		from := s.GEMM
 		if s.Attention != "" && s.Attention != s.GEMM {
-			return fmt.Sprintf("derived from %s (attention: %s)%s", s.GEMM, s.Attention, tables)
+			from = fmt.Sprintf("%s (attention: %s)", s.GEMM, s.Attention)
 		}
-		return "derived from " + s.GEMM + tables
+		if s.MatmulRates != "" {
+			from += ", compute at measured matmul rates (" + s.MatmulRates + ")"
+		}
+		return "derived from " + from + tables
 	}
 	return "roofline: " + s.Reason
 }
@@ -307,6 +315,7 @@ func kernelPlan(d Deployment, r *Roofline) (*stepKernels, KernelSource) {
 	src := KernelSource{Mode: "measured", GEMM: origin.gemm, Attention: origin.attention}
 	if origin.gemm != g.Name || origin.attention != g.Name {
 		src.Mode = "derived"
+		src.MatmulRates = matmulRatesNote(gemmSrc, g)
 	}
 
 	t := float64(d.TensorParallel)

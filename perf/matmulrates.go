@@ -79,3 +79,19 @@ func measuredComputeRatio(src, dst GPU, fp8 bool) float64 {
 	}
 	return ratio
 }
+
+// matmulRatesNote names the two rates measuredComputeRatio uses for a
+// derivation from src to dst ("L4 70.89, L40S 269.15 TFLOP/s"); empty when
+// either part has none.
+func matmulRatesNote(src, dst GPU) string {
+	rates, err := matmulRates()
+	if err != nil {
+		return ""
+	}
+	rs, okSrc := rates[src.Name]
+	rd, okDst := rates[dst.Name]
+	if !okSrc || !okDst || src.Name == dst.Name {
+		return ""
+	}
+	return fmt.Sprintf("%s %.2f, %s %.2f TFLOP/s", dst.Name, rd/tf, src.Name, rs/tf)
+}
