@@ -42,12 +42,18 @@ func parseMatmulRates(text string) (map[string]float64, error) {
 			header = true
 			continue
 		}
-		v, err := strconv.ParseFloat(f[min(1, len(f)-1)], 64)
-		if len(f) < 2 || err != nil || !(v > 0) || math.IsInf(v*tf, 0) {
+		if len(f) < 2 {
+			return nil, fmt.Errorf("line %d: %q has no rate", i+1, line)
+		}
+		v, err := strconv.ParseFloat(f[1], 64)
+		if err != nil || !(v > 0) || math.IsInf(v*tf, 0) {
 			return nil, fmt.Errorf("line %d: %q has no rate", i+1, line)
 		}
 		if _, err := LookupGPU(f[0]); err != nil {
 			return nil, fmt.Errorf("line %d: %w", i+1, err)
+		}
+		if _, dup := rates[f[0]]; dup {
+			return nil, fmt.Errorf("line %d: a second rate for %s", i+1, f[0])
 		}
 		rates[f[0]] = v * tf
 	}

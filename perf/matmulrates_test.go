@@ -87,6 +87,8 @@ func TestParseMatmulRates(t *testing.T) {
 		{"zero", header + "L4\t0\t1\n", "no rate", nil},
 		{"one column", header + "L4\n", "no rate", nil},
 		{"unknown GPU", header + "Voodoo2\t0.1\t1\n", "Voodoo2", nil},
+		{"two rates for one part", header + "L4\t70\t1\nL4\t71\t1\n", "second rate for L4", nil},
+		{"overflowing rate", header + "L4\t1e308\t1\n", "no rate", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
