@@ -148,18 +148,19 @@
 //     TunableOp): the Maximum Achievable Matmul FLOPS table of
 //     stas00/ml-engineering (compute/accelerator/README.md). FP8 GEMMs:
 //     H100 0.709, H200 0.734, B200 0.763 of the FP8 peak (same table).
-//     H20 takes the H100 row [assumption: same SM]. A10, L4, L40S and
-//     RTX-4090: the catalog's MFU above (0.50, 0.45, 0.45, 0.55) stands
-//     [assumption]. Measured matmul rates for H20, L4, L40S and RTX-4090
-//     now exist (below, "GPUs without a table": 0.96, 0.59, 0.74 and 1.0
-//     of their peaks) and scale derived parts' kernel-table times, but
-//     these rows, which time only runs without kernel tables, were not
-//     revisited with them [open]. cuBLAS on an L20 (Ada, 105–115 of 119.5
-//     TF, DefTruth/CUDA-Learn-Notes hgemm) is another unthrottled Ada die.
+//     L4 0.586, L40S 0.744, RTX-4090 1.0, H20 0.960, H100-PCIe 0.656 and
+//     A100-40GB-PCIe 0.750: one script's best BF16 matmul on each over its
+//     data sheet's peak (below, "GPUs without a table": the same rates
+//     scale derived parts' kernel-table times; the RTX 4090's 1.009 is
+//     capped at 1, that card boosting above its data sheet's clock). A10:
+//     no public matmul measurement found; the catalog's MFU above (0.50)
+//     stands [assumption]. cuBLAS on an L20 (Ada, 105–115 of 119.5 TF,
+//     DefTruth/CUDA-Learn-Notes hgemm) is another unthrottled Ada die.
 //     Their FP8 rows and MI300X's use H100's FP8/BF16 ratio (0.709/0.803)
-//     or its BF16 value [assumption]. Parts without a row of their own take
-//     the row of their die: A10G and A40 the A10's, L40 the L40S's, the
-//     PCIe A100s and H100 their SXM parts', MI325X the MI300X's
+//     or its BF16 value, their attention rows their architecture's
+//     attention/GEMM ratio [assumption]. Parts without a row of their own
+//     take the row of their die: A10G and A40 the A10's, L40 the L40S's,
+//     A100-80GB-PCIe and H100-NVL their SXM parts', MI325X the MI300X's
 //     [assumption].
 //   - GEMM rate by tokens per step (M): XLA's measured matmul table
 //     (tensorflow/third_party/xla/.../matmul_interpolator_data.h, sm_90,

@@ -77,26 +77,31 @@ type familyEfficiency struct {
 var gpuFamilyEfficiency = map[string]familyEfficiency{
 	"H100-SXM":  {gemm: 0.803, fp8GEMM: 0.709, attention: 0.628},
 	"H200":      {gemm: 0.803, fp8GEMM: 0.734, attention: 0.628},
-	"H20":       {gemm: 0.803, fp8GEMM: 0.709, attention: 0.628},
 	"B200":      {gemm: 0.776, fp8GEMM: 0.763, attention: 0.776 * hopperAttentionToGEMM},
 	"A100-80GB": {gemm: 0.869, attention: 0.73},
 	"A100-40GB": {gemm: 0.869, attention: 0.73},
 	"MI300X":    {gemm: 0.514, fp8GEMM: 0.514, attention: 0.514 * hopperAttentionToGEMM},
-	// The catalog's MFU (doc.go) stands for the GEMM rate; the measured
-	// matmul rates of L4, L40S and RTX-4090 (matmulrates.go) scale their
-	// kernel-table times, not these rows [open].
-	"A10":      {gemm: 0.50, attention: 0.50 * ampereAttentionToGEMM},
-	"L4":       {gemm: 0.45, fp8GEMM: 0.45 * hopperFP8ToBF16, attention: 0.45 * ampereAttentionToGEMM},
-	"L40S":     {gemm: 0.45, fp8GEMM: 0.45 * hopperFP8ToBF16, attention: 0.45 * ampereAttentionToGEMM},
-	"RTX-4090": {gemm: 0.55, fp8GEMM: 0.55 * hopperFP8ToBF16, attention: 0.55 * ampereAttentionToGEMM},
+	// The measured matmul rates (kerneltables/matmul-rates.tsv) over the
+	// data sheets' BF16 peaks (TestEfficiencyRowsFollowMatmulRates): L4
+	// 70.89 of 121, L40S 269.15 of 362, RTX-4090 166.57 of 165 (capped at
+	// 1: that card boosts above its data sheet's clock), H20 142.06 of
+	// 148, H100-PCIe 495.93 of 756, A100-40GB-PCIe 234.14 of 312; FP8 and
+	// attention at their architecture's ratios to the GEMM row.
+	"L4":             {gemm: 0.586, fp8GEMM: 0.586 * hopperFP8ToBF16, attention: 0.586 * ampereAttentionToGEMM},
+	"L40S":           {gemm: 0.744, fp8GEMM: 0.744 * hopperFP8ToBF16, attention: 0.744 * ampereAttentionToGEMM},
+	"RTX-4090":       {gemm: 1.0, fp8GEMM: 1.0 * hopperFP8ToBF16, attention: 1.0 * ampereAttentionToGEMM},
+	"H20":            {gemm: 0.960, fp8GEMM: 0.960 * hopperFP8ToBF16, attention: 0.960 * hopperAttentionToGEMM},
+	"H100-PCIe":      {gemm: 0.656, fp8GEMM: 0.656 * hopperFP8ToBF16, attention: 0.656 * hopperAttentionToGEMM},
+	"A100-40GB-PCIe": {gemm: 0.750, attention: 0.750 * ampereAttentionToGEMM},
+	// No public matmul measurement of the A10: the catalog's MFU (doc.go)
+	// stands for its GEMM rate.
+	"A10": {gemm: 0.50, attention: 0.50 * ampereAttentionToGEMM},
 	// Parts without a measurement of their own take the row of the part
 	// with the same die (doc.go).
 	"A10G":           {gemm: 0.50, attention: 0.50 * ampereAttentionToGEMM},
 	"A40":            {gemm: 0.50, attention: 0.50 * ampereAttentionToGEMM},
-	"L40":            {gemm: 0.45, fp8GEMM: 0.45 * hopperFP8ToBF16, attention: 0.45 * ampereAttentionToGEMM},
-	"A100-40GB-PCIe": {gemm: 0.869, attention: 0.73},
+	"L40":            {gemm: 0.744, fp8GEMM: 0.744 * hopperFP8ToBF16, attention: 0.744 * ampereAttentionToGEMM},
 	"A100-80GB-PCIe": {gemm: 0.869, attention: 0.73},
-	"H100-PCIe":      {gemm: 0.803, fp8GEMM: 0.709, attention: 0.628},
 	"H100-NVL":       {gemm: 0.803, fp8GEMM: 0.709, attention: 0.628},
 	"MI325X":         {gemm: 0.514, fp8GEMM: 0.514, attention: 0.514 * hopperAttentionToGEMM},
 }

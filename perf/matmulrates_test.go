@@ -130,3 +130,27 @@ func FuzzParseMatmulRates(f *testing.F) {
 		}
 	})
 }
+
+// TestEfficiencyRowsFollowMatmulRates: the roofline's saturated GEMM rate
+// of a part with a measured matmul rate and no MAMF row is that rate over
+// its data sheet's BF16 peak (capped at 1), to three decimals.
+func TestEfficiencyRowsFollowMatmulRates(t *testing.T) {
+	rates, err := matmulRates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mamf := map[string]bool{"H100-SXM": true, "H200": true, "A100-80GB": true, "B200": true}
+	for name, rate := range rates {
+		if mamf[name] {
+			continue
+		}
+		g, err := LookupGPU(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := math.Min(rate/g.BF16FLOPS, 1)
+		if got := gpuFamilyEfficiency[name].gemm; math.Abs(got-want) > 0.0005 {
+			t.Errorf("%s: GEMM efficiency %.3f, the measured rate gives %.4f", name, got, want)
+		}
+	}
+}
