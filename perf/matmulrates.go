@@ -49,13 +49,14 @@ func parseMatmulRates(text string) (map[string]float64, error) {
 		if err != nil || !(v > 0) || math.IsInf(v*tf, 0) {
 			return nil, fmt.Errorf("line %d: %q has no rate", i+1, line)
 		}
-		if _, err := LookupGPU(f[0]); err != nil {
+		g, err := LookupGPU(f[0])
+		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", i+1, err)
 		}
-		if _, dup := rates[f[0]]; dup {
-			return nil, fmt.Errorf("line %d: a second rate for %s", i+1, f[0])
+		if _, dup := rates[g.Name]; dup {
+			return nil, fmt.Errorf("line %d: a second rate for %s", i+1, g.Name)
 		}
-		rates[f[0]] = v * tf
+		rates[g.Name] = v * tf
 	}
 	if !header {
 		return nil, fmt.Errorf("no header line")

@@ -88,6 +88,8 @@ func TestParseMatmulRates(t *testing.T) {
 		{"one column", header + "L4\n", "no rate", nil},
 		{"unknown GPU", header + "Voodoo2\t0.1\t1\n", "Voodoo2", nil},
 		{"two rates for one part", header + "L4\t70\t1\nL4\t71\t1\n", "second rate for L4", nil},
+		{"an alias is the catalog's name", header + "l4-24gb\t70.89\t1\n", "", map[string]float64{"L4": 70.89 * tf}},
+		{"an alias and its name twice", header + "L4\t70\t1\nl4-24gb\t71\t1\n", "second rate for L4", nil},
 		{"overflowing rate", header + "L4\t1e308\t1\n", "no rate", nil},
 	}
 	for _, c := range cases {
