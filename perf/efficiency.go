@@ -1,6 +1,9 @@
 package perf
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 // Efficiency tables: the fraction of a GPU's peak that vLLM's kernels
 // attain, by GPU family, by tokens per step, by context length and by
@@ -81,18 +84,14 @@ var gpuFamilyEfficiency = map[string]familyEfficiency{
 	"A100-80GB": {gemm: 0.869, attention: 0.73},
 	"A100-40GB": {gemm: 0.869, attention: 0.73},
 	"MI300X":    {gemm: 0.514, fp8GEMM: 0.514, attention: 0.514 * hopperAttentionToGEMM},
-	// The measured matmul rates (kerneltables/matmul-rates.tsv) over the
-	// data sheets' BF16 peaks (TestEfficiencyRowsFollowMatmulRates): L4
-	// 70.89 of 121, L40S 269.15 of 362, RTX-4090 166.57 of 165 (capped at
-	// 1: that card boosts above its data sheet's clock), H20 142.06 of
-	// 148, H100-PCIe 495.93 of 756, A100-40GB-PCIe 234.14 of 312; FP8 and
-	// attention at their architecture's ratios to the GEMM row.
-	"L4":             {gemm: 0.586, fp8GEMM: 0.586 * hopperFP8ToBF16, attention: 0.586 * ampereAttentionToGEMM},
-	"L40S":           {gemm: 0.744, fp8GEMM: 0.744 * hopperFP8ToBF16, attention: 0.744 * ampereAttentionToGEMM},
-	"RTX-4090":       {gemm: 1.0, fp8GEMM: 1.0 * hopperFP8ToBF16, attention: 1.0 * ampereAttentionToGEMM},
-	"H20":            {gemm: 0.960, fp8GEMM: 0.960 * hopperFP8ToBF16, attention: 0.960 * hopperAttentionToGEMM},
-	"H100-PCIe":      {gemm: 0.656, fp8GEMM: 0.656 * hopperFP8ToBF16, attention: 0.656 * hopperAttentionToGEMM},
-	"A100-40GB-PCIe": {gemm: 0.750, attention: 0.750 * ampereAttentionToGEMM},
+	// Parts the matmul-rate table has (measuredFamily;
+	// TestEfficiencyRowsFollowMatmulRates).
+	"L4":             measuredFamily("L4", true, ampereAttentionToGEMM),
+	"L40S":           measuredFamily("L40S", true, ampereAttentionToGEMM),
+	"RTX-4090":       measuredFamily("RTX-4090", true, ampereAttentionToGEMM),
+	"H20":            measuredFamily("H20", true, hopperAttentionToGEMM),
+	"H100-PCIe":      measuredFamily("H100-PCIe", true, hopperAttentionToGEMM),
+	"A100-40GB-PCIe": measuredFamily("A100-40GB-PCIe", false, ampereAttentionToGEMM),
 	// No public matmul measurement of the A10: the catalog's MFU (doc.go)
 	// stands for its GEMM rate.
 	"A10": {gemm: 0.50, attention: 0.50 * ampereAttentionToGEMM},
@@ -100,10 +99,29 @@ var gpuFamilyEfficiency = map[string]familyEfficiency{
 	// with the same die (doc.go).
 	"A10G":           {gemm: 0.50, attention: 0.50 * ampereAttentionToGEMM},
 	"A40":            {gemm: 0.50, attention: 0.50 * ampereAttentionToGEMM},
-	"L40":            {gemm: 0.744, fp8GEMM: 0.744 * hopperFP8ToBF16, attention: 0.744 * ampereAttentionToGEMM},
+	"L40":            measuredFamily("L40S", true, ampereAttentionToGEMM),
 	"A100-80GB-PCIe": {gemm: 0.869, attention: 0.73},
 	"H100-NVL":       {gemm: 0.803, fp8GEMM: 0.709, attention: 0.628},
 	"MI325X":         {gemm: 0.514, fp8GEMM: 0.514, attention: 0.514 * hopperAttentionToGEMM},
+}
+
+// measuredFamily is the row of a part the matmul-rate table has
+// (kerneltables/matmul-rates.tsv): its measured rate over its data sheet's
+// BF16 peak, capped at 1 (an RTX 4090 boosts above its data sheet's
+// clock), FP8 at Hopper's FP8/BF16 ratio where the part runs FP8 GEMMs,
+// attention at its architecture's attention/GEMM ratio.
+func measuredFamily(name string, fp8 bool, attentionToGEMM float64) familyEfficiency {
+	g, err := LookupGPU(name)
+	rate, ok := matmulRate(name)
+	if err != nil || !ok {
+		panic(fmt.Sprintf("perf: no measured matmul rate for catalog GPU %s", name))
+	}
+	gemm := math.Min(rate/g.BF16FLOPS, 1)
+	fam := familyEfficiency{gemm: gemm, attention: gemm * attentionToGEMM}
+	if fp8 {
+		fam.fp8GEMM = gemm * hopperFP8ToBF16
+	}
+	return fam
 }
 
 // Ratios used where a family lacks its own measurement (doc.go).

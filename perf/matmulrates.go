@@ -64,6 +64,17 @@ func parseMatmulRates(text string) (map[string]float64, error) {
 	return rates, nil
 }
 
+// matmulRate is the measured BF16 matmul rate of the catalog GPU name, in
+// FLOP/s; false when the table has none.
+func matmulRate(name string) (float64, bool) {
+	rates, err := matmulRates()
+	if err != nil {
+		panic(fmt.Sprintf("perf: embedded matmul rates: %v", err))
+	}
+	r, ok := rates[name]
+	return r, ok
+}
+
 // measuredComputeRatio is how much faster dst's tensor cores are than
 // src's: the ratio of their dense peaks (FP8's when fp8 and both have
 // one, else BF16's), times the ratio of the fractions of their BF16 peaks
@@ -71,16 +82,12 @@ func parseMatmulRates(text string) (map[string]float64, error) {
 // take the BF16 fractions [assumption: a power cap slows both; the table
 // has no FP8 rates for these parts].
 func measuredComputeRatio(src, dst GPU, fp8 bool) float64 {
-	rates, err := matmulRates()
-	if err != nil {
-		panic(fmt.Sprintf("perf: embedded matmul rates: %v", err))
-	}
 	ratio := dst.BF16FLOPS / src.BF16FLOPS
 	if fp8 && src.FP8FLOPS > 0 && dst.FP8FLOPS > 0 {
 		ratio = dst.FP8FLOPS / src.FP8FLOPS
 	}
-	rs, okSrc := rates[src.Name]
-	rd, okDst := rates[dst.Name]
+	rs, okSrc := matmulRate(src.Name)
+	rd, okDst := matmulRate(dst.Name)
 	if okSrc && okDst {
 		ratio *= (rd / dst.BF16FLOPS) / (rs / src.BF16FLOPS)
 	}
@@ -91,12 +98,8 @@ func measuredComputeRatio(src, dst GPU, fp8 bool) float64 {
 // derivation from src to dst ("L4 70.89, L40S 269.15 TFLOP/s"); empty when
 // either part has none.
 func matmulRatesNote(src, dst GPU) string {
-	rates, err := matmulRates()
-	if err != nil {
-		return ""
-	}
-	rs, okSrc := rates[src.Name]
-	rd, okDst := rates[dst.Name]
+	rs, okSrc := matmulRate(src.Name)
+	rd, okDst := matmulRate(dst.Name)
 	if !okSrc || !okDst || src.Name == dst.Name {
 		return ""
 	}
