@@ -508,6 +508,34 @@ func (r *Roofline) graphed(s StepShape) bool {
 	return s.PrefillTokens+s.Decodes <= r.graphMaxTokens
 }
 
+// Replayed reports whether the step replays a captured CUDA graph, whose
+// kernels ran when the graph was captured at startup (never under
+// --enforce-eager).
+func (r *Roofline) Replayed(s StepShape) bool { return !r.enforceEager && r.graphed(s) }
+
+// CapturedBatches are the token counts vLLM captures CUDA graphs for at
+// startup, in ascending order: 1, 2, 4 and the multiples of 8 up to the
+// largest batch graphRows pads to (none under --enforce-eager).
+func (r *Roofline) CapturedBatches() []int {
+	if r.enforceEager {
+		return nil
+	}
+	largest := r.graphMaxTokens
+	if r.v0 {
+		largest = r.graphMaxDecode
+	}
+	var out []int
+	for _, n := range []int{1, 2, 4} {
+		if n <= largest {
+			out = append(out, n)
+		}
+	}
+	for n := 8; n <= largest; n += 8 {
+		out = append(out, n)
+	}
+	return out
+}
+
 // StepTime predicts one engine step; an empty step takes no time.
 func (r *Roofline) StepTime(s StepShape) time.Duration {
 	return toDuration(r.seconds(s).total())

@@ -67,6 +67,9 @@ type Engine struct {
 	FlashInferSampler bool
 	// DeepGEMM is --deep-gemm: auto, on or off (vllm.Options.DeepGEMM).
 	DeepGEMM string
+	// ColdStart is --cold-start: the server's Triton cache starts empty
+	// (vllm.Options.ColdStart).
+	ColdStart bool
 	// MultiStepStreamOutputs is --multi-step-stream-outputs (V0 from
 	// 0.6.2; the release's default when unset).
 	MultiStepStreamOutputs bool
@@ -96,6 +99,7 @@ func (e *Engine) Register(fs *pflag.FlagSet) {
 	fs.BoolVar(&e.HostOverhead, "host-overhead", true, "model the release's CPU work (scheduling, output processing, API server) and how it overlaps the GPU; false times steps by the GPU roofline alone")
 	fs.BoolVar(&e.FlashInferSampler, "flashinfer-sampler", false, "V1 on NVIDIA GPUs: the server's sampler runs FlashInfer's top-k/top-p kernel (vLLM 0.7-0.11.0 with FlashInfer installed, as vLLM's and GPUStack's docker images have it; VLLM_USE_FLASHINFER_SAMPLER=1 later), so the profile run's sampler holds 14 bytes per logits cell instead of the sort's ~38 and the KV cache gets the difference (from vLLM 0.18.0 the native sampler sorts nothing and holds 14 too)")
 	fs.StringVar(&e.DeepGEMM, "deep-gemm", "auto", "block-wise FP8 checkpoints (DeepSeek-V3/R1, Qwen3 -FP8) on Hopper: on runs their linear layers on DeepGEMM (VLLM_USE_DEEP_GEMM=1 with deep_gemm installed, as vLLM's docker images have it), off on vLLM's CUTLASS blockwise kernel, 1.56× the per-tensor FP8 time (pip installs without deep_gemm, or VLLM_USE_DEEP_GEMM=0); auto: off before vLLM 0.11.0, on from it")
+	fs.BoolVar(&e.ColdStart, "cold-start", false, "MoE models on Triton's fused-MoE kernel: the server starts with an empty Triton cache (a fresh container without ~/.triton kept), so a step that first needs a kernel variant startup did not compile (its batch size's tuned tile, and whether M×top-k and the padded buffer are multiples of 16) waits about 1.7 s for it (two kernels at 0.85 s each, over --host-speed); default: a warm cache")
 	fs.Float64Var(&e.HostSpeed, "host-speed", 1, "server CPU speed relative to the default host (the server CPUs behind the published A100/H100 runs): 2 halves every host-overhead term, 0.5 doubles it")
 	fs.IntVar(&e.MaxModelLen, "max-model-len", 0, "model context length (default: derived from the model config)")
 	fs.IntVar(&e.MaxNumSeqs, "max-num-seqs", 0, "maximum number of sequences per iteration (default: 256; v1 on GPUs with ≥70 GiB: 1024)")
@@ -204,6 +208,7 @@ func (e *Engine) options(changed func(string) bool, allowLong bool) (vllm.Option
 		DisableAsyncOutputProc: e.DisableAsyncOutputProc,
 		FlashInferSampler:      e.FlashInferSampler,
 		DeepGEMM:               e.DeepGEMM,
+		ColdStart:              e.ColdStart,
 		Nodes:                  e.Nodes, DistributedExecutorBackend: e.Executor,
 		Offline: e.Offline,
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/servebench/servebench/internal/option"
 	"github.com/servebench/servebench/perf"
 	"github.com/servebench/servebench/tokenizer"
+	"github.com/servebench/servebench/vllm"
 )
 
 // Config configures an emulated vLLM server. Engine and StepModel are
@@ -134,6 +135,11 @@ type Config struct {
 	// vllm.Resolved.MultiStepStream): with AsyncOutputLag, every step of a
 	// group hands its tokens on when it is processed.
 	MultiStepStream bool
+	// ColdStart: the server's Triton cache starts empty
+	// (vllm.Resolved.ColdStart, sim.Config's field of the same name): a
+	// step that first needs a fused-MoE kernel variant waits for its
+	// compile.
+	ColdStart *vllm.ColdStart
 	// Version is what /version reports; "" → the vLLM release whose
 	// behaviour the engine version models (0.5.4 for V0, 0.8.5 for V1).
 	Version string

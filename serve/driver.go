@@ -10,6 +10,7 @@ import (
 	"github.com/servebench/servebench/internal/clock"
 	names "github.com/servebench/servebench/metrics"
 	"github.com/servebench/servebench/perf"
+	"github.com/servebench/servebench/vllm"
 )
 
 // maxClockDebt bounds how far the step loop may run behind the model's
@@ -84,6 +85,7 @@ type driver struct {
 	// hostAware is the step model when it says which steps the host
 	// decided, needed only for multi-step groups under AsyncOutputLag.
 	hostAware        perf.HostAwareModel
+	jit              *vllm.JITCache // cfg.ColdStart's compiled kernels
 	launchPending    bool
 	launchAt         time.Duration
 	launchPythonised bool
@@ -122,6 +124,7 @@ func (s *Server) Run(ctx context.Context) error {
 	depth := d.eng.MaxBatches()
 	virtualEngines := depth > 1 && d.eng.Config().Version == engine.V0
 	d.setOutputTiming(depth)
+	d.jit = d.s.cfg.ColdStart.NewCache()
 	var pipe perf.Pipeline
 	var inPipe []servedBatch
 	for ctx.Err() == nil {
@@ -398,6 +401,9 @@ func (d *driver) batchDue(pipe *perf.Pipeline, depth int, clock time.Duration, s
 		latency, hostBound = d.hostAware.StepTimeHost(step.Shape)
 	} else {
 		latency = d.stepTime(step.Shape)
+	}
+	if c := d.jit.Compile(step.Shape); c > 0 {
+		latency, hostBound = latency+c, true
 	}
 	if depth == 1 {
 		return clock + latency, hostBound

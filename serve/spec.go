@@ -151,6 +151,7 @@ func configOf(ctx context.Context, s *runspec.Spec, r *runspec.ResolvedEngine) (
 	if fixed == nil {
 		// Fixed latencies are what the client sees: no lag, no groups.
 		cfg.AsyncOutputLag, cfg.SchedulerSteps = r.AsyncOutputLag, r.SchedulerSteps
+		cfg.ColdStart = r.ColdStart
 	}
 	if fixed == nil {
 		// The fixed latencies are what the client sees, end to end.

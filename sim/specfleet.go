@@ -154,7 +154,7 @@ func pool(ctx context.Context, s *runspec.Spec, changed func(string) bool, role 
 	}
 	dep := res.Deployment
 	return Pool{Instances: n, Engine: res.Engine, Model: res.StepModel, GPUs: dep.TensorParallel * dep.PipelineParallel,
-		AsyncOutputLag: res.AsyncOutputLag}, dep.TensorParallel, nil
+		AsyncOutputLag: res.AsyncOutputLag, ColdStart: res.ColdStart}, dep.TensorParallel, nil
 }
 
 // runFleet runs the fleet, feeding add, and returns the result JSON

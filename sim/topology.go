@@ -12,6 +12,7 @@ import (
 	"github.com/servebench/servebench/engine"
 	"github.com/servebench/servebench/metrics"
 	"github.com/servebench/servebench/perf"
+	"github.com/servebench/servebench/vllm"
 	"github.com/servebench/servebench/workload"
 )
 
@@ -42,6 +43,9 @@ type Pool struct {
 	// finished when none follows. Without pipeline parallelism only, as
 	// in Run; prefill and decode instances ignore it [deviation].
 	AsyncOutputLag bool
+	// ColdStart: every instance starts with an empty Triton cache
+	// (Config's field of the same name); each compiles on its own.
+	ColdStart *vllm.ColdStart
 }
 
 // Handoff is how the proxy hands a request from prefill to decode.
@@ -313,8 +317,9 @@ type instance struct {
 	index   int
 	eng     *engine.Engine
 	model   perf.StepModel
-	kicked  bool          // a kick event is pending
-	started time.Duration // when the step being completed was scheduled
+	jit     *vllm.JITCache // Pool.ColdStart's compiled kernels, this instance's
+	kicked  bool           // a kick event is pending
+	started time.Duration  // when the step being completed was scheduled
 	// Steps in flight, oldest first: one, or with pipeline parallelism up
 	// to one per stage (engine.MaxBatches), timed through pipe.
 	inPipe         []instanceBatch
@@ -349,7 +354,7 @@ func newInstances(role string, p Pool, remoteKV bool) ([]*instance, error) {
 		if remoteKV && p.Engine.Version == engine.V0 {
 			model = perf.RemoteKV{Inner: p.Model, Stages: depth}
 		}
-		out[i] = &instance{role: role, index: i, eng: eng, model: model, depth: depth,
+		out[i] = &instance{role: role, index: i, eng: eng, model: model, depth: depth, jit: p.ColdStart.NewCache(),
 			virtualEngines: depth > 1 && p.Engine.Version == engine.V0,
 			lag:            p.AsyncOutputLag && depth == 1 && role == "replica",
 			lastAdded:      math.MinInt64 / 2}
@@ -818,7 +823,7 @@ func (t *fleet) kick(in *instance) error {
 			return nil
 		}
 		in.inPipe = append(in.inPipe, instanceBatch{st, t.now})
-		d := max(in.model.StepTime(st.Shape), 0)
+		d := max(in.model.StepTime(st.Shape), 0) + in.jit.Compile(st.Shape)
 		out := t.now + d
 		if in.depth > 1 {
 			out = in.pipe.Enter(t.now, d, perf.StageTime(in.model, st.Shape, in.depth))

@@ -98,6 +98,9 @@ type Run struct {
 	// FlashInferSampler: the server's V1 sampler ran FlashInfer's
 	// top-k/top-p kernel (sim --flashinfer-sampler).
 	FlashInferSampler bool `yaml:"flashinfer_sampler"`
+	// ColdStart: the server started with an empty Triton cache, as a
+	// fresh container without ~/.triton kept does (sim --cold-start).
+	ColdStart bool `yaml:"cold_start"`
 	// Client is the benchmark client of a serving run when it is not
 	// vLLM's own (benchmark_serving.py / vllm bench serve): "" or
 	// ClientInferencePerf.

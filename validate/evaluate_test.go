@@ -221,6 +221,35 @@ func TestPlanClient(t *testing.T) {
 	}
 }
 
+// TestPlanColdStart: a run the corpus records as served from an empty
+// Triton cache is simulated so and its reproducing command says so; the
+// others keep sim's warm default.
+func TestPlanColdStart(t *testing.T) {
+	c, err := LoadBuiltin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		id   string
+		cold bool
+	}{
+		{"lambda-vllm-benchmark/h100x2-mixtral-8x7b-sharegpt10", true},
+		{"inference-sim-training/mixtral-8x7b-v0-1-tp2-general-stage0", true},
+		{"inference-sim-training/mixtral-8x7b-v0-1-tp2-general-stage1", false},
+		{"simon-mo-vllm-benchmark-dsr1-h200/dgx-tp8-sharegpt500", false},
+	} {
+		t.Run(tt.id, func(t *testing.T) {
+			p := builtinPlan(t, c, tt.id)
+			if p.options.ColdStart != tt.cold {
+				t.Errorf("options.ColdStart = %v, want %v", p.options.ColdStart, tt.cold)
+			}
+			if got := slices.Contains(p.args, "--cold-start"); got != tt.cold {
+				t.Errorf("reproduce command %q: --cold-start present %v, want %v", p.args, got, tt.cold)
+			}
+		})
+	}
+}
+
 // TestPlanQuantizationFlag: a run of a release older than the profile it
 // is simulated with keeps the GPTQ kernel it ran (ExLlamaV2 before vLLM
 // converted GPTQ to Marlin), through the flag that selects it, named in

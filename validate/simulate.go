@@ -144,7 +144,8 @@ func checkParallelSizes(r *Run, server *runspec.ServerArgs) error {
 }
 
 // planDeploymentFields applies the run's fields that are sim flags rather
-// than vllm serve flags: the interconnect and FlashInfer's sampler.
+// than vllm serve flags: the interconnect, FlashInfer's sampler and a
+// cold Triton cache.
 func (p *plan) planDeploymentFields(r *Run) error {
 	if r.Link != "" {
 		link, err := perf.ParseLink(r.Link, "link")
@@ -157,6 +158,10 @@ func (p *plan) planDeploymentFields(r *Run) error {
 	if r.FlashInferSampler {
 		p.options.FlashInferSampler = true
 		p.args = append(p.args, "--flashinfer-sampler")
+	}
+	if r.ColdStart {
+		p.options.ColdStart = true
+		p.args = append(p.args, "--cold-start")
 	}
 	return nil
 }

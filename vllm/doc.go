@@ -480,6 +480,37 @@
 // RDMA, paraphrasing vLLM's multi-node advice (TP within a node, PP
 // across nodes; NCCL_DEBUG=TRACE should show NET/IB, not NET/Socket).
 //
+// # Cold start
+//
+// With Options.ColdStart (sim and serve --cold-start) the server's Triton
+// cache starts empty, as in a fresh container that keeps no ~/.triton,
+// and vLLM compiles its Triton fused-MoE kernel while serving
+// (coldstart.go says which variants a step needs and which startup ran).
+// Off by default: a cache kept from an earlier launch holds them.
+//
+// tritonCompileTime, 0.88 s per kernel on the default host [fit]: the
+// inference-sim training runs of Mixtral-8x7B on two H100s (split fit;
+// fresh pods, vLLM 0.15.1) reached a largest TTFT of 1.994, 1.210 and
+// 1.811 s in the first load stage of their codegen, general and roleplay
+// experiments, over medians of 0.053, 0.056 and 0.055 s (each stage's
+// lifecycle metrics); one variant is two kernels, so (largest − median)/2
+// is 0.970, 0.577 and 0.878 s, whose median is taken. The validate
+// corpus has no largest TTFT, and sim's V1 graphs (up to 512 tokens, where
+// 0.15.1 captures up to twice max_num_seqs, 256 there) leave those runs
+// few uncaptured steps, so their corpus figures do not pin the constant.
+// Published compile times of other Triton kernels bracket it: 1.07 s for
+// SGLang's extend-attention kernel on an H20 host (SGLang PR #36050),
+// 0.31 s a variant for a plain matmul (vLLM PR #54503: 68 variants in
+// 20.35 s, 37 in 10.65 s), ~3 s for vLLM's 2024 context_attention_fwd
+// (PR #3901). Host speed (--host-speed) divides it.
+//
+// Checked on holdout runs: Lambda's Mixtral-8x7B runs (vLLM 0.6.0, one
+// fresh container per batch; ten prompts at once) took 1.5-1.9 s to
+// their first tokens at every TP size on A100s and H100s, which sim
+// without a cold start put at 39-135 ms; with it, one variant compiles for
+// the ten prompts' batch (the first prompt's prefill was the client's test
+// prompt) and sim's TTFT is within 11% of each (validate).
+//
 // # Memory profile
 //
 // vLLM sizes the KV cache from a profile run: a dummy batch of

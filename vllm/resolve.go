@@ -82,6 +82,10 @@ type Options struct {
 	// at 0, or a pip install without deep_gemm); "" or "auto" is the
 	// release's default (kernels.go, blockFP8CUTLASSBefore).
 	DeepGEMM string
+	// ColdStart: the server starts with an empty Triton cache and
+	// compiles its fused-MoE kernel as steps first need each variant
+	// (coldstart.go; Resolved.ColdStart).
+	ColdStart bool
 }
 
 // Resolved is everything sim and serve need to run one vLLM release.
@@ -126,6 +130,10 @@ type Resolved struct {
 	// than at the group's end (--multi-step-stream-outputs;
 	// sim.Config.MultiStepStream).
 	MultiStepStream bool
+	// ColdStart is what the server compiles while it serves, with
+	// Options.ColdStart (nil: nothing, or a warm cache); each simulated
+	// server process takes its own NewCache.
+	ColdStart *ColdStart
 	// Executor is the distributed executor backend; ExecutorDefaulted
 	// says vLLM chose it (DistributedLines).
 	Executor          ExecutorBackend
@@ -186,7 +194,13 @@ func Resolve(ctx context.Context, p Profile, model perf.Model, gpu perf.GPU, o O
 		return nil, err
 	}
 	step, server := hostStep(p, o, roof, executor)
-	return &Resolved{Profile: p, Deployment: resolved, Capacity: capacity, Engine: ec,
+	var cold *ColdStart
+	if o.ColdStart {
+		host := p.Host
+		host.Speed = o.HostSpeed
+		cold = coldStart(resolved, roof, host)
+	}
+	return &Resolved{ColdStart: cold, Profile: p, Deployment: resolved, Capacity: capacity, Engine: ec,
 		StepModel: step, StatsInterval: p.Defaults.StatsInterval, SchedulerSteps: max(o.NumSchedulerSteps, 1),
 		Ingest: server.ingest, Delivery: server.delivery, IngestSpacing: server.spacing,
 		ChatPrepare: server.chat.prepare, ChatIngest: server.chat.ingest,

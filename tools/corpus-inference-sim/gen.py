@@ -102,6 +102,8 @@ def main():
             print("    engine: v1")
             print(f'    server_args: ["--max-model-len", "{cfg["max_model_len"]}", "--max-num-batched-tokens", "{cfg["max_num_batched_tokens"]}", "--max-num-seqs", "{cfg["max_num_seqs"]}"]')
             print("    client: inference-perf")
+            if i == 0:
+                print("    cold_start: true")
             print("    workload:")
             print("      dataset: random")
             print(f"      input_len: {round(prompt_mean)}")
@@ -121,6 +123,8 @@ def main():
             print('      - "vLLM release: inference-sim\'s fork with journey tracing; the same campaign\'s vllm serve image was vllm/vllm-openai:v0.15.1 (inference-sim/tektonc-data-collection blis-campaign values.yaml) [inferred]"')
             print(f'      - "prompts: system prompt {sp["system_prompt_len"]} tokens shared by {sp["num_users_per_system_prompt"]} users x {sp["num_unique_system_prompts"]} groups, question {sp["question_len"]}; input_len is the stage\'s measured mean prompt ({prompt_mean:.1f} tokens); sim shares one {sp["system_prompt_len"]}-token prefix among all"')
             print(f'      - "output: {sp["output_len"]} tokens with ignore_eos; inference-perf counts output by re-tokenising the text, so its TPOT and ITL are not vLLM\'s and are left out"')
+            if i == 0:
+                print('      - "cold Triton cache: each experiment started its own vllm serve in a fresh pod (its vllm_logging.json logs to the experiment\'s own directory) [inferred]; the Mixtral experiments\' stage 0 reached a largest TTFT of 1.2-2.0 s, the codegen one\'s stage 1 0.11 s and the dense models\' stage 0 at most 0.82 s (each stage\'s lifecycle metrics), as kernels compiled while serving would; later stages are simulated warm, though a stage 1 still compiles what its stage 0 never ran"')
             if i > 0:
                 print(f'      - "stage {i} follows stage {i-1} without a pause: the server starts it with the previous stage\'s last requests in flight; sim starts it idle"')
             if not fell_behind:

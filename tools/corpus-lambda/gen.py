@@ -51,11 +51,12 @@ NOTES = {
     "mixtral-8x7b": "every Mixtral run's first tokens came 1.5-1.9 s after the prompts at TP 2, 4 and 8 alike, "
                     "on the H100s and the A100s (its ttfts), 17 to 36 times the dense models' of the same "
                     "servers, while its later "
-                    "chunks kept the pace of its decode steps: a one-time cost, such as vLLM 0.6.0 compiling "
-                    "its Triton fused-MoE kernel for a batch size it first meets [inferred]; sim has no warm-up",
+                    "chunks kept the pace of its decode steps: a one-time cost, which sim takes for vLLM 0.6.0 "
+                    "compiling its Triton fused-MoE kernel for the ten prompts' batch on the container's empty "
+                    "Triton cache (cold_start) [inferred]",
     "h100x8-mistral-7b-sharegpt10": "the first eight chunks of every request came 0.12-0.23 s apart and the "
                                     "later ones about 0.03 s (its itls), so its TTFT and TPOT carry a one-time "
-                                    "cost of the run's start [inferred]; sim has no warm-up",
+                                    "cost of the run's start [inferred]; sim compiles nothing for a dense model",
 }
 
 
@@ -121,6 +122,9 @@ def run_lines(corpus, gpu, max_len, n, model, rid, path, commit, d):
         f"means, {d['total_input_tokens']} / {k} and {d['total_output_tokens']} / {k} (no --ignore-eos; a reply "
         "the client counted as 0 tokens is simulated as 1)",
     ]
+    uncertain.append(
+        "cold Triton cache: the repository's benchmark.sh runs each batch in a fresh container (docker run --rm "
+        "with only ~/.cache/huggingface mounted), so the server's ~/.triton starts empty")
     for key, note in NOTES.items():
         if key in rid:
             uncertain.append(note)
@@ -145,6 +149,7 @@ def run_lines(corpus, gpu, max_len, n, model, rid, path, commit, d):
         "    vllm_version: 0.6.0",
         "    engine: v0",
         "    server_args: [" + ", ".join(f'"{a}"' for a in args) + "]",
+        "    cold_start: true",
         "    workload:",
         "      dataset: sharegpt",
         f"      input_len: {round(d['total_input_tokens'] / k)}",
