@@ -33,7 +33,11 @@ type Deployment struct {
 	// V0GraphsUpToMaxSeqs: V0 replays decode batches of up to
 	// max_num_seqs (padded to a captured size, at most 8192) from CUDA
 	// graphs, as vLLM does from 0.6.0; before, only up to 256.
-	V0GraphsUpToMaxSeqs  bool
+	V0GraphsUpToMaxSeqs bool
+	// V1GraphsByMaxSeqs: V1 captures CUDA graphs up to
+	// min(2 × max_num_seqs, 512) tokens, as vLLM does from 0.10.0;
+	// before, up to 512 whatever max_num_seqs.
+	V1GraphsByMaxSeqs    bool
 	GPUMemoryUtilization float64
 	SwapSpaceGiB         float64
 	BlockSize            int

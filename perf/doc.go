@@ -929,7 +929,9 @@
 // to a multiple of 8, Deployment.V0GraphsUpToMaxSeqs) or with a sequence
 // longer than max_seq_len_to_capture (Deployment.MaxSeqLenToCapture, 8192
 // by default and capped at max_model_len, as V0's model runner checks
-// before replaying a graph), and V1 steps over 512 tokens.
+// before replaying a graph), and V1 steps over 512 tokens (from vLLM
+// 0.10.0 over min(2 × max_num_seqs, 512), truncated to a captured size:
+// Deployment.V1GraphsByMaxSeqs).
 //
 //   - V0, and V1 under EnforceEager: the driver launches each layer's
 //     kernels from Python, 350 µs a layer, and the GPU, when its work is

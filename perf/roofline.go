@@ -223,6 +223,9 @@ func (r *Roofline) setOverheads() {
 		r.graphMaxDecode = min(cudaGraphBatch(max(d.MaxNumSeqs, 1)), v0GraphMaxDecodesSince06)
 	}
 	r.graphMaxTokens = v1GraphMaxTokens
+	if d.V1GraphsByMaxSeqs {
+		r.graphMaxTokens = capturedAtMost(min(2*max(d.MaxNumSeqs, 1), v1GraphMaxTokens))
+	}
 	r.graphMaxSeqLen = d.maxSeqLenToCapture()
 	r.eagerGap = eagerGapPerLayer.Seconds() * float64(d.Model.Layers)
 	r.eagerLaunch = eagerLaunchPerLayer.Seconds() * layers
@@ -487,6 +490,22 @@ func (r *Roofline) graphRows(s StepShape, tokens float64) float64 {
 		return tokens
 	}
 	return float64(cudaGraphBatch(int(tokens)))
+}
+
+// capturedAtMost is the largest captured batch size (1, 2, 4, then
+// multiples of 8) not above n: vLLM truncates a capture limit that falls
+// between two of them.
+func capturedAtMost(n int) int {
+	if n < 8 {
+		switch {
+		case n >= 4:
+			return 4
+		case n >= 2:
+			return 2
+		}
+		return 1
+	}
+	return n / 8 * 8
 }
 
 // cudaGraphBatch is the captured batch a step of n tokens replays.

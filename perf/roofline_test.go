@@ -453,6 +453,46 @@ func TestV0GraphCoverageByRelease(t *testing.T) {
 	}
 }
 
+// TestV1GraphCoverageByRelease: V1 captures up to 512 tokens before
+// 0.10.0 and up to min(2 × max_num_seqs, 512), truncated to a captured
+// size, from it; the captured list and Replayed follow, and
+// --enforce-eager captures nothing.
+func TestV1GraphCoverageByRelease(t *testing.T) {
+	for _, c := range []struct {
+		byMaxSeqs bool
+		maxSeqs   int
+		eager     bool
+		largest   int // 0: nothing captured
+	}{
+		{false, 128, false, 512},
+		{true, 128, false, 256},
+		{true, 1024, false, 512},
+		{true, 30, false, 56},
+		{true, 1, false, 2},
+		{true, 128, true, 0},
+	} {
+		r := tabled(t, "Llama-3-8B", "H100", func(d *Deployment) {
+			d.EngineVersion, d.V1GraphsByMaxSeqs, d.MaxNumSeqs, d.EnforceEager = "v1", c.byMaxSeqs, c.maxSeqs, c.eager
+		})
+		got := r.CapturedBatches()
+		largest := 0
+		if len(got) > 0 {
+			largest = got[len(got)-1]
+		}
+		if largest != c.largest {
+			t.Errorf("by max_num_seqs %v, max_num_seqs %d, eager %v: largest captured %d (%v), want %d", c.byMaxSeqs, c.maxSeqs, c.eager, largest, got, c.largest)
+		}
+		at := StepShape{PrefillTokens: max(c.largest, 1), Prefills: 1}
+		past := StepShape{PrefillTokens: c.largest + 1, Prefills: 1}
+		if c.largest > 0 && (!r.Replayed(at) || r.Replayed(past)) {
+			t.Errorf("max_num_seqs %d: Replayed(%d) %v, Replayed(%d) %v; want true, false", c.maxSeqs, c.largest, r.Replayed(at), c.largest+1, r.Replayed(past))
+		}
+		if c.largest == 0 && r.Replayed(StepShape{Decodes: 1}) {
+			t.Errorf("--enforce-eager: a decode replays a graph")
+		}
+	}
+}
+
 // TestGEMMPeak: linear layers run at the 16-bit peak unquantized and
 // weight-only, at the FP8 peak for FP8 weights on a GPU with FP8 units,
 // and at the 16-bit peak for FP8 weights without them (W8A16).

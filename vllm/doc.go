@@ -495,9 +495,10 @@
 // experiments, over medians of 0.053, 0.056 and 0.055 s (each stage's
 // lifecycle metrics); one variant is two kernels, so (largest − median)/2
 // is 0.970, 0.577 and 0.878 s, whose median is taken. The validate
-// corpus has no largest TTFT, and sim's V1 graphs (up to 512 tokens, where
-// 0.15.1 captures up to twice max_num_seqs, 256 there) leave those runs
-// few uncaptured steps, so their corpus figures do not pin the constant.
+// corpus has no largest TTFT. With the constant, their stage-0 mean TTFT
+// goes from 45, 44 and 56 ms to 59, 54 and 58 ms against 64, 63 and 61
+// published (general, codegen, roleplay; their medians, which no compile
+// reaches, are 20% under in sim either way).
 // Published compile times of other Triton kernels bracket it: 1.07 s for
 // SGLang's extend-attention kernel on an H20 host (SGLang PR #36050),
 // 0.31 s a variant for a plain matmul (vLLM PR #54503: 68 variants in

@@ -97,6 +97,13 @@ const rocmSkinnyRows = 2
 // (v0.5.4's list); larger batches ran eagerly.
 var v0LargeGraphsSince = Release{0, 6, 0}
 
+// v1GraphsByMaxSeqsSince: V1 captures CUDA graphs up to min(2 ×
+// max_num_seqs, 512) tokens from PR #20628 (merged 2025-07-08, after PR
+// #20062 had tied them to max_num_seqs two weeks before), so 0.10.0
+// [approximate release: 0.9.2 came out the same week]; before, its
+// default cuda_graph_sizes was [512] whatever max_num_seqs.
+var v1GraphsByMaxSeqsSince = Release{0, 10, 0}
+
 // MLA (DeepSeek's latent attention) as MLA, per engine: V0 from 0.7.1,
 // whose release introduced it (vLLM issue #12835 compares its MLA with
 // 0.6.6.post1's), V1 from 0.8.0 (PR #13789, "[Attention] MLA support for

@@ -229,6 +229,7 @@ func deploymentFor(p Profile, model perf.Model, gpu perf.GPU, o Options) perf.De
 		TensorParallel: max(o.TensorParallel, 1), PipelineParallel: max(o.PipelineParallel, 1),
 		KVCacheDType: o.KVCacheDType, EnforceEager: o.EnforceEager, MaxSeqLenToCapture: o.MaxSeqLenToCapture,
 		V0GraphsUpToMaxSeqs:  !p.Release.less(v0LargeGraphsSince),
+		V1GraphsByMaxSeqs:    !p.Release.less(v1GraphsByMaxSeqsSince),
 		GPUMemoryUtilization: o.GPUMemoryUtilization, SwapSpaceGiB: p.Defaults.SwapSpaceGiB,
 		BlockSize: o.BlockSize, MaxNumSeqs: o.MaxNumSeqs, MaxModelLen: o.MaxModelLen,
 		EngineVersion:  string(p.Engine),

@@ -287,3 +287,27 @@ func TestV1OfflineTokenBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestV1GraphsByMaxSeqsRelease: from 0.10.0 (PR #20628) V1's CUDA graphs
+// stop at min(2 × max_num_seqs, 512) tokens; V0 and older V1 releases
+// keep their own rules.
+func TestV1GraphsByMaxSeqsRelease(t *testing.T) {
+	for _, c := range []struct {
+		version string
+		eng     engine.Version
+		want    bool
+	}{
+		{"0.9.2", engine.V1, false},
+		{"0.10.0", engine.V1, true},
+		{"0.15.1", engine.V1, true},
+		{"0.6.0", engine.V0, false},
+	} {
+		r, err := resolve(t, c.version, c.eng, "Qwen2-0.5B", "H100", vllm.Options{MaxNumSeqs: 128})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Deployment.V1GraphsByMaxSeqs; got != c.want {
+			t.Errorf("%s: V1GraphsByMaxSeqs %v, want %v", c.version, got, c.want)
+		}
+	}
+}
