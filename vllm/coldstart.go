@@ -33,11 +33,11 @@ import (
 // prompt (vLLM's benchmark and servebench bench send the first request
 // once before timing) as run before serving; a fleet's instances do not.
 //
-// Left out: checkpoints whose
-// tuned file lists other sizes, or that have no tuned file (vLLM's
-// default configuration then has fewer tiles, so fewer variants); a tile
-// two entries share (they compile once); Triton kernels outside the fused
-// MoE; pipeline stages compiling one after another.
+// Left out: checkpoints whose tuned file lists other sizes, or that have
+// no tuned file (vLLM's default configuration then has fewer tiles, so
+// fewer variants); a tile two entries share (they compile once); Triton
+// kernels outside the fused MoE; pipeline stages compiling one after
+// another.
 
 // fusedMoEConfigKeys are the batch sizes vLLM's tuned fused-MoE config
 // files list, the batch sizes its MoE tuning script sweeps (e.g.
@@ -51,7 +51,7 @@ const fusedMoEKernelsPerVariant = 2
 // tritonCompileTime is one fused_moe_kernel compile on the default host
 // [fit: the largest TTFTs of inference-sim's Mixtral-8x7B runs, split fit;
 // doc.go, "Cold start"].
-var tritonCompileTime = 880 * time.Millisecond
+const tritonCompileTime = 880 * time.Millisecond
 
 // ColdStart says what a server on an empty Triton cache compiles while it
 // serves (Resolved.ColdStart; nil: a warm cache, or nothing to compile).
