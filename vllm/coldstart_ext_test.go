@@ -1,6 +1,7 @@
 package vllm_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -107,5 +108,23 @@ func TestColdStartScope(t *testing.T) {
 				t.Errorf("Compile = %v, want %v", got, c.want)
 			}
 		})
+	}
+}
+
+// TestColdStartLine: sim and serve say at startup what a cold cache costs,
+// only when it costs something.
+func TestColdStartLine(t *testing.T) {
+	cold := mustResolve(t, "0.6.0", engine.V0, "Mixtral-8x7B", "H100-SXM", vllm.Options{TensorParallel: 2, ColdStart: true})
+	lines := vllm.StartupLines(cold)
+	if len(lines) == 0 || !strings.Contains(lines[len(lines)-1].Text, "1.76 s a variant") {
+		t.Errorf("cold Mixtral: startup lines %+v, want the cold-start line last, at 1.76 s a variant", lines)
+	}
+	for _, r := range []*vllm.Resolved{
+		mustResolve(t, "0.6.0", engine.V0, "Mixtral-8x7B", "H100-SXM", vllm.Options{TensorParallel: 2}),
+		mustResolve(t, "0.6.0", engine.V0, "Llama-3-8B", "H100-SXM", vllm.Options{ColdStart: true}),
+	} {
+		if got := vllm.ColdStartLines(r); got != nil {
+			t.Errorf("%s, cold start %v: %+v, want no line", r.Deployment.Model.Name, r.ColdStart != nil, got)
+		}
 	}
 }

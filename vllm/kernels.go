@@ -212,7 +212,18 @@ func QuantizationLines(r *Resolved) []LogLine {
 }
 
 // StartupLines are every startup line sim and serve print before the
-// memory profile's: the quantized kernel's, then the distributed setup's.
+// memory profile's: the quantized kernel's, the distributed setup's, then
+// servebench's own cold-start line.
 func StartupLines(r *Resolved) []LogLine {
-	return append(QuantizationLines(r), DistributedLines(r)...)
+	return append(append(QuantizationLines(r), DistributedLines(r)...), ColdStartLines(r)...)
+}
+
+// ColdStartLines says, with --cold-start on a model that runs Triton's
+// fused-MoE kernel, what the empty cache costs (vLLM logs no such line;
+// servebench marks it as its own).
+func ColdStartLines(r *Resolved) []LogLine {
+	if r.ColdStart == nil {
+		return nil
+	}
+	return []LogLine{{Text: fmt.Sprintf("Empty Triton cache: fused_moe_kernel compiles on the first step that needs a variant startup did not run, %.2f s a variant on this host (servebench --cold-start)", r.ColdStart.compile.Seconds())}}
 }
