@@ -446,7 +446,7 @@ func (r *Roofline) seconds(s StepShape) stepSeconds {
 	out.gpu = (r.stages-1)*larger(layerCompute, layerMemory) + larger(layerCompute+headCompute, layerMemory+headMemory) + w.sampler
 	out.overhead = r.fixedOverhead + r.perSequence*(w.decode+nonNegative(s.Prefills))
 	switch {
-	case !r.enforceEager && r.graphed(s):
+	case r.Replayed(s):
 	case r.v0 || r.enforceEager:
 		// Eager PyTorch launches each layer's kernels from Python: the
 		// GPU waits for the launches when its own work is shorter, on
@@ -486,7 +486,7 @@ func (r *Roofline) touchedExperts(n float64) float64 {
 // The padding rows cost GEMM, elementwise and collective work; attention,
 // KV writes and sampling see only the real ones.
 func (r *Roofline) graphRows(s StepShape, tokens float64) float64 {
-	if r.enforceEager || !r.graphed(s) {
+	if !r.Replayed(s) {
 		return tokens
 	}
 	return float64(cudaGraphBatch(int(tokens)))

@@ -410,7 +410,7 @@ func (r *runner) run(ctx context.Context) error {
 	r.startClock(next.Arrival)
 	// The client's initial test prompt ran the first request's prefill
 	// before the timed run (bench.InitialTest, vLLM's benchmark alike).
-	r.jit.Warm(firstPromptLen(next))
+	r.jit.Warm(enginePromptLen(next))
 	id := 0
 	for iter := 0; ; iter++ {
 		if iter%ctxCheckEvery == 0 {
@@ -929,8 +929,9 @@ func (r *runner) clientFull() bool {
 	return r.cfg.MaxConcurrency > 0 && r.clientInFlight >= r.cfg.MaxConcurrency
 }
 
-// firstPromptLen is the prompt length of request w as the engine sees it.
-func firstPromptLen(w *workload.Request) int {
+// enginePromptLen is the prompt length of request w as the engine sees it
+// when it takes no token IDs derived from the text.
+func enginePromptLen(w *workload.Request) int {
 	switch {
 	case w.PromptIDs != nil:
 		return len(w.PromptIDs)
@@ -952,10 +953,7 @@ func (r *runner) add(id int, w *workload.Request, start, arrival time.Duration, 
 	case r.caching && w.Prompt != "":
 		er.Prompt = DerivePromptIDs(w.Prompt, w.PromptLen)
 	default:
-		er.PromptLen = w.PromptLen
-		if er.PromptLen <= 0 && w.Prompt != "" {
-			er.PromptLen = len(DerivePromptIDs(w.Prompt, 0))
-		}
+		er.PromptLen = enginePromptLen(w)
 	}
 	promptLen := er.PromptLen
 	if er.Prompt != nil {

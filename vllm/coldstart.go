@@ -137,9 +137,7 @@ func (c *ColdStart) NewCache() *JITCache {
 	}
 	j := &JITCache{c: c, compiled: make(map[fusedMoEVariant]bool)}
 	for _, n := range c.startup {
-		if n > 0 {
-			j.compiled[c.variant(n)] = true
-		}
+		j.Warm(n)
 	}
 	return j
 }
@@ -158,8 +156,8 @@ func (j *JITCache) Compile(s perf.StepShape) time.Duration {
 	if j == nil {
 		return 0
 	}
-	tokens := max(s.PrefillTokens, 0) + max(s.Decodes, 0)
-	if tokens == 0 || j.c.replayed(s) {
+	tokens := s.Tokens()
+	if tokens <= 0 || j.c.replayed(s) {
 		return 0
 	}
 	v := j.c.variant(tokens)
