@@ -148,6 +148,15 @@ func (m *overheadStepModel) add(d time.Duration, s StepShape) time.Duration {
 // StepTime implements StepModel.
 func (m *overheadStepModel) StepTime(s StepShape) time.Duration { return m.add(m.inner.StepTime(s), s) }
 
+// OutputLoopTime forwards the inner model's API server work
+// (OutputLoopModel); none when it has no such server.
+func (m *overheadStepModel) OutputLoopTime(s StepShape) (all, firstTokens time.Duration) {
+	if l, ok := m.inner.(OutputLoopModel); ok {
+		return l.OutputLoopTime(s)
+	}
+	return 0, 0
+}
+
 // StepTimeHost forwards the inner model's host accounting.
 func (m *overheadStepModel) StepTimeHost(s StepShape) (time.Duration, bool) {
 	if h, ok := m.inner.(hostAccounting); ok {

@@ -59,6 +59,74 @@ type HostAwareModel interface {
 	StepTimeHost(s StepShape) (time.Duration, bool)
 }
 
+// OutputLoopModel is a step model whose release streams a step's outputs
+// from an API server apart from the engine: the server's one event loop
+// works through each step's outputs (detokenization, response objects,
+// SSE) after the step ends, and a chunk reaches the client only when the
+// loop gets to it. OutputLoopTime is that work for a step of shape s, and
+// the part of it spent on the requests whose first token the step
+// sampled (vllm.HostStepModel.OutputLoopTime).
+type OutputLoopModel interface {
+	OutputLoopTime(s StepShape) (all, firstTokens time.Duration)
+}
+
+// OutputLoop is the event loop of such an API server: it takes each
+// step's outputs once it is through the earlier ones. The zero value, or
+// one over a model that is no OutputLoopModel, is no such server: outputs
+// go out as their step ends. sim and serve time chunks through it alike.
+type OutputLoop struct {
+	model OutputLoopModel
+	free  time.Duration // when the loop is through the outputs handed to it
+}
+
+// NewOutputLoop is m's API server loop (none unless m is an
+// OutputLoopModel).
+func NewOutputLoop(m StepModel) OutputLoop {
+	l, _ := m.(OutputLoopModel)
+	return OutputLoop{model: l}
+}
+
+// OutputWork is the loop's work on a step's outputs, and the part of it
+// on the requests whose first token the step sampled.
+type OutputWork struct{ All, FirstTokens time.Duration }
+
+// Finished is the part of w on k of the step's n outputs, when only the
+// requests an open multi-step group finished go out (none of them a first
+// token); all of w when k ≥ n.
+func (w OutputWork) Finished(k, n int) OutputWork {
+	if k >= n {
+		return w
+	}
+	return OutputWork{All: w.All * time.Duration(k) / time.Duration(n)}
+}
+
+// Work is the loop's work on the outputs of a step of shape s.
+func (l *OutputLoop) Work(s StepShape) OutputWork {
+	if l.model == nil {
+		return OutputWork{}
+	}
+	all, first := l.model.OutputLoopTime(s)
+	return OutputWork{all, first}
+}
+
+// Through hands the loop a step's outputs at now and returns when their
+// chunks go out: the running requests' and the new requests' first
+// tokens. The engine lists the new requests last (V1's scheduler
+// schedules the running requests first, and its outputs keep that order;
+// a V0 step that prefills holds only new requests), so a running
+// request's chunk goes out, on average, halfway through the running
+// requests' work, and a first token once the loop is through that and
+// half of the new ones' [approximation: positions within each group are
+// taken at their mean].
+func (l *OutputLoop) Through(now time.Duration, w OutputWork) (chunks, firstTokens time.Duration) {
+	if l.model == nil {
+		return now, now
+	}
+	start := max(now, l.free)
+	l.free = start + w.All
+	return start + (w.All-w.FirstTokens)/2, l.free - w.FirstTokens/2
+}
+
 // LaunchTimer is a step model that also says how long the host works on
 // a step before the engine loop gets control back when the step does not
 // wait for the GPU, as a multi-step group's intermediate steps do not:

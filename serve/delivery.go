@@ -2,16 +2,18 @@ package serve
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
 
 // deliverer wakes handlers Config.Delivery after the step that made their
-// tokens, as vLLM's output processing and the response's way to the
-// client take that long. The step loop only appends each step's streams
-// to its queue, which is in time order (steps end in order and the delay
-// is one constant), so one goroutine with one timer serves every stream:
-// a chunk costs the same one wake-up as without Delivery.
+// tokens went out (after the step, or later behind the API server's loop,
+// perf.OutputLoop), as vLLM's output processing and the response's way to
+// the client take that long. The step loop queues each step's streams in
+// time order (nearly always at the end: steps end in order, and the loop
+// only delays its chunks), so one goroutine with one timer serves every
+// stream: a chunk costs the same one wake-up as without Delivery.
 type deliverer struct {
 	now  func() time.Duration
 	wake chan struct{}
@@ -31,7 +33,13 @@ type handOff struct {
 // deliverer's from then on.
 func (dl *deliverer) add(at time.Duration, streams []*stream) {
 	dl.mu.Lock()
-	dl.queue = append(dl.queue, handOff{at, streams})
+	// A rejection's notice goes out at its step, which may be before
+	// chunks the loop still holds.
+	i := len(dl.queue)
+	for i > 0 && dl.queue[i-1].at > at {
+		i--
+	}
+	dl.queue = slices.Insert(dl.queue, i, handOff{at, streams})
 	dl.mu.Unlock()
 	select {
 	case dl.wake <- struct{}{}:
@@ -85,21 +93,30 @@ func (dl *deliverer) run(stopped <-chan struct{}) {
 	}
 }
 
-// handOff notes that st has new output from the current step.
-func (d *driver) handOff(st *stream) {
-	if d.quiet {
+// handOff notes that st has new output from the current step; first that
+// it is the request's first token, which goes out with the step's first
+// tokens (perf.OutputLoop).
+func (d *driver) handOff(st *stream, first bool) {
+	switch {
+	case !d.quiet:
+	case first:
+		d.firstHandOffs = append(d.firstHandOffs, st)
+	default:
 		d.handOffs = append(d.handOffs, st)
 	}
 }
 
-// flushHandOffs passes the step's streams, whose step ended at end, to
-// the deliverer.
-func (d *driver) flushHandOffs(end time.Duration) {
-	if len(d.handOffs) == 0 {
-		return
+// flushHandOffs passes the step's streams to the deliverer: their chunks
+// went out at out, the first tokens at first.
+func (d *driver) flushHandOffs(out, first time.Duration) {
+	if len(d.handOffs) > 0 {
+		d.s.deliverer.add(out+d.s.cfg.Delivery, d.handOffs)
+		d.handOffs = nil
 	}
-	d.s.deliverer.add(end+d.s.cfg.Delivery, d.handOffs)
-	d.handOffs = nil
+	if len(d.firstHandOffs) > 0 {
+		d.s.deliverer.add(first+d.s.cfg.Delivery, d.firstHandOffs)
+		d.firstHandOffs = nil
+	}
 }
 
 // receiver is a handler's side of its stream: it takes what the client

@@ -44,6 +44,13 @@ type driver struct {
 	// their step, not by the loop; handOffs collects a step's streams.
 	quiet    bool
 	handOffs []*stream
+	// firstHandOffs: the step's streams whose first token it made.
+	firstHandOffs []*stream
+	// outLoop is the API server's event loop, which chunks pass on their
+	// way to the client when quiet (perf.OutputLoop, as in sim);
+	// laggedLoop is its work on the lagged step's outputs.
+	outLoop    perf.OutputLoop
+	laggedLoop perf.OutputWork
 	// woken collects the streams deliver signals when not quiet.
 	woken []*stream
 
@@ -201,6 +208,7 @@ func (d *driver) setOutputTiming(depth int) {
 func (s *Server) startDriver() *driver {
 	d := &driver{s: s, eng: s.eng, streams: make(map[uint64]*stream), statsEvery: s.cfg.StatsInterval, intervalLag: new(lagHistogram)}
 	if d.quiet = s.cfg.Delivery > 0; d.quiet {
+		d.outLoop = perf.NewOutputLoop(s.cfg.StepModel)
 		go s.deliverer.run(s.stopped)
 	}
 	for _, line := range s.StartupLines() {
@@ -219,7 +227,7 @@ func (d *driver) fillPipeline(inPipe []servedBatch, pipe *perf.Pipeline, depth i
 		}
 		step := d.eng.Schedule(clock)
 		d.fail(step.Rejected, clock)
-		d.flushHandOffs(clock)
+		d.flushHandOffs(clock, clock)
 		if step.Empty() {
 			if d.group.Open() {
 				// Every request of the group finished before its end.
@@ -228,7 +236,7 @@ func (d *driver) fillPipeline(inPipe []servedBatch, pipe *perf.Pipeline, depth i
 			}
 			break
 		}
-		b := servedBatch{step: step, start: clock}
+		b := servedBatch{step: step, start: clock, loop: d.outLoop.Work(step.Shape)}
 		b.due, b.hostBound = d.batchDue(pipe, depth, clock, step)
 		if d.group.Grouping() {
 			b.cont, b.open = d.group.Place(step.Shape)
@@ -250,16 +258,17 @@ func (d *driver) endGroupEarly(clock time.Duration) {
 		d.laggedGroupEnd = true
 		return
 	}
-	d.deliver(d.group.Release(), clock, clock)
-	d.flushHandOffs(clock)
+	out := d.through(clock, perf.OutputWork{})
+	d.deliver(d.group.Release(), clock, clock, out)
+	d.flushHandOffs(out.chunks, out.first)
 }
 
 // deliverLaunched hands on, at launchAt, the lagged outputs that the
 // group's intermediate step just launched has processed.
 func (d *driver) deliverLaunched() {
 	d.launchPending = false
-	d.deliverLagged(d.launchAt, d.launchPythonised)
-	d.flushHandOffs(d.launchAt)
+	out := d.deliverLagged(d.launchAt, d.launchPythonised)
+	d.flushHandOffs(out.chunks, out.first)
 }
 
 // endBusyPeriod adds a busy period's wall time and model time, whose
@@ -294,27 +303,30 @@ func (d *driver) completeBatch(b servedBatch) time.Duration {
 	if s.slowHost != nil {
 		s.slowHost()
 	}
+	out := chunksOut{due, due} // when the step's chunks go out
 	switch {
 	case d.lag:
 		// The previous step's outputs go out as this one ends; this
 		// step's wait for the next. A group's last step pythonises every
 		// step of the group, blocking, and processes the ones before it
 		// (MultiStepModelRunner._final_process_outputs).
-		d.deliverLagged(due, b.hostBound || (b.cont && !b.open))
+		out = d.deliverLagged(due, b.hostBound || (b.cont && !b.open))
 		d.lagged = append(d.lagged[:0], outs...)
-		d.laggedStart, d.lagging = b.start, true
+		d.laggedStart, d.lagging, d.laggedLoop = b.start, true, b.loop
 		d.laggedGroupEnd = !b.open
 	case d.group.Grouping():
 		// The group's chunk goes out when its last step ends.
 		d.noteScheduled(outs, b.start)
 		d.group.Hold(outs)
 		if !b.open {
-			d.deliver(d.group.Release(), b.start, due)
+			out = d.through(due, b.loop)
+			d.deliver(d.group.Release(), b.start, due, out)
 		}
 	default:
-		d.deliver(outs, b.start, due)
+		out = d.through(due, b.loop)
+		d.deliver(outs, b.start, due, out)
 	}
-	d.flushHandOffs(due)
+	d.flushHandOffs(out.chunks, out.first)
 	d.observeLag(s.now() - due)
 	d.observe()
 	d.maybeLogStats(due)
@@ -332,31 +344,48 @@ func (d *driver) nextClock(due time.Duration) time.Duration {
 	return due
 }
 
-// deliverLagged hands the lagged step's outputs to their streams at due.
+// deliverLagged hands the lagged step's outputs to their streams at due,
+// and returns when their chunks go out (through the API server's loop).
 // In a multi-step group they join the group's held outputs, which go out
 // when the lagged step ended the group (or with MultiStepStream); before
 // that only the requests the group finished go out, and only when the
 // steps were pythonised (as sim's runner.deliverLagged says).
-func (d *driver) deliverLagged(due time.Duration, pythonised bool) {
+func (d *driver) deliverLagged(due time.Duration, pythonised bool) chunksOut {
 	if !d.lagging {
-		return
+		return chunksOut{due, due}
 	}
 	d.lagging = false
 	if !d.group.Grouping() {
-		d.deliver(d.lagged, d.laggedStart, due)
-		return
+		out := d.through(due, d.laggedLoop)
+		d.deliver(d.lagged, d.laggedStart, due, out)
+		return out
 	}
 	d.noteScheduled(d.lagged, d.laggedStart)
-	out, _ := d.group.HandOnLagged(d.lagged, d.laggedGroupEnd, d.s.cfg.MultiStepStream, pythonised)
-	d.deliver(out, d.laggedStart, due)
+	handed, handOn := d.group.HandOnLagged(d.lagged, d.laggedGroupEnd, d.s.cfg.MultiStepStream, pythonised)
+	if !handOn {
+		return chunksOut{due, due}
+	}
+	out := d.through(due, d.laggedLoop.Finished(len(handed), len(d.lagged)))
+	d.deliver(handed, d.laggedStart, due, out)
+	return out
+}
+
+// chunksOut is when a step's chunks go out: the first tokens', and the
+// others' (perf.OutputLoop.Through).
+type chunksOut struct{ chunks, first time.Duration }
+
+// through hands the API server's loop a step's outputs at due.
+func (d *driver) through(due time.Duration, w perf.OutputWork) chunksOut {
+	chunks, first := d.outLoop.Through(due, w)
+	return chunksOut{chunks, first}
 }
 
 // completeLagged delivers the lagged outputs after the drain step that
 // ended at due, and returns the engine clock for the next step, as
 // completeBatch does.
 func (d *driver) completeLagged(due time.Duration) time.Duration {
-	d.deliverLagged(due, false)
-	d.flushHandOffs(due)
+	out := d.deliverLagged(due, false)
+	d.flushHandOffs(out.chunks, out.first)
 	d.observe()
 	return d.nextClock(due)
 }
@@ -391,6 +420,7 @@ type servedBatch struct {
 	start, due time.Duration
 	cont, open bool
 	hostBound  bool
+	loop       perf.OutputWork // the API server's work on its outputs
 }
 
 // batchDue is when a step scheduled at clock is over: after its step time,
@@ -541,10 +571,11 @@ func (d *driver) drain(clock time.Duration) {
 
 var errAborted = errors.New("request aborted by the client")
 
-// deliver hands a completed step's tokens to their streams. A stream's
-// handler is woken without blocking: a slow reader only accumulates a
-// backlog in its own stream.
-func (d *driver) deliver(outs []engine.Output, start, due time.Duration) {
+// deliver hands a completed step's tokens to their streams: the step ended
+// at due (the engine's timeline, and the server's metrics), its chunks go
+// out as out says (perf.OutputLoop). A stream's handler is woken without
+// blocking: a slow reader only accumulates a backlog in its own stream.
+func (d *driver) deliver(outs []engine.Output, start, due time.Duration, out chunksOut) {
 	for i := range outs {
 		o := &outs[i]
 		st := d.streams[o.ID]
@@ -552,8 +583,9 @@ func (d *driver) deliver(outs []engine.Output, start, due time.Duration) {
 			continue
 		}
 		d.noteScheduledStream(st, o, start)
+		first := o.NewTokens > 0 && st.generated == 0
 		if o.NewTokens > 0 {
-			if st.generated == 0 {
+			if first {
 				st.firstDue = due
 				d.s.metrics.observeTTFT((due - st.req.Arrival).Seconds())
 				if st.computed != nil {
@@ -569,8 +601,12 @@ func (d *driver) deliver(outs []engine.Output, start, due time.Duration) {
 			st.lastDue = due
 			st.generated += o.NewTokens
 		}
-		st.push(due, o, true)
-		d.handOff(st)
+		at := out.chunks
+		if first {
+			at = out.first
+		}
+		st.push(at, o, true)
+		d.handOff(st, first)
 		if !d.quiet {
 			d.woken = append(d.woken, st)
 		}
@@ -621,7 +657,7 @@ func (d *driver) fail(rejected []engine.Output, clock time.Duration) {
 		}
 		delete(d.streams, o.ID)
 		st.push(clock, &o, d.quiet)
-		d.handOff(st)
+		d.handOff(st, false)
 		d.noteEngineError(o.Err)
 		d.observeFinished(st, clock, finishLength)
 	}

@@ -85,27 +85,36 @@ func TestDriverMatchesSim(t *testing.T) {
 		// ("chat") or completions, which keep their place in its loop
 		// but prepare nothing ("completions": timed as without it).
 		chat string
+		// loop: the API server's event loop takes this long a chunk
+		// (perf.OutputLoop), more than a step's worth of the test's
+		// batches, so it falls behind.
+		loop time.Duration
 	}{
-		{"v1", engine.V1, "", true, 1, false, 0, false, ""},
-		{"v0", engine.V0, "", false, 1, false, 0, false, ""},
-		{"v0-chunked", engine.V0, "", true, 1, false, 0, false, ""},
-		{"v0-swap", engine.V0, engine.PreemptSwap, false, 1, false, 0, false, ""},
-		{"v1-pp2", engine.V1, "", true, 2, false, 0, false, ""},
-		{"v0-pp2", engine.V0, "", false, 2, false, 0, false, ""},
-		{"v0-chunked-pp3", engine.V0, "", true, 3, false, 0, false, ""},
-		{"v1-latencies", engine.V1, "", true, 1, true, 0, false, ""},
-		{"v0-latencies", engine.V0, "", false, 1, true, 0, false, ""},
-		{"v0-chunked-pp3-latencies", engine.V0, "", true, 3, true, 0, false, ""},
-		{"v1-latencies-cap", engine.V1, "", true, 1, true, 24, false, ""},
-		{"v0-latencies-cap", engine.V0, "", false, 1, true, 24, false, ""},
-		{"v0-async-output", engine.V0, "", false, 1, false, 0, true, ""},
-		{"v0-chunked-swap-async-output", engine.V0, engine.PreemptSwap, true, 1, false, 0, true, ""},
-		{"v0-async-output-latencies-cap", engine.V0, "", false, 1, true, 24, true, ""},
-		{"v0-pp2-async-output", engine.V0, "", false, 2, false, 0, true, ""},
-		{"v1-chat-latencies", engine.V1, "", true, 1, true, 0, false, "chat"},
-		{"v0-chat-latencies-cap", engine.V0, "", false, 1, true, 24, false, "chat"},
-		{"v0-chunked-pp3-chat", engine.V0, "", true, 3, false, 0, false, "chat"},
-		{"v1-latencies-completions-to-chat-server", engine.V1, "", true, 1, true, 0, false, "completions"},
+		{"v1", engine.V1, "", true, 1, false, 0, false, "", 0},
+		{"v0", engine.V0, "", false, 1, false, 0, false, "", 0},
+		{"v0-chunked", engine.V0, "", true, 1, false, 0, false, "", 0},
+		{"v0-swap", engine.V0, engine.PreemptSwap, false, 1, false, 0, false, "", 0},
+		{"v1-pp2", engine.V1, "", true, 2, false, 0, false, "", 0},
+		{"v0-pp2", engine.V0, "", false, 2, false, 0, false, "", 0},
+		{"v0-chunked-pp3", engine.V0, "", true, 3, false, 0, false, "", 0},
+		{"v1-latencies", engine.V1, "", true, 1, true, 0, false, "", 0},
+		{"v0-latencies", engine.V0, "", false, 1, true, 0, false, "", 0},
+		{"v0-chunked-pp3-latencies", engine.V0, "", true, 3, true, 0, false, "", 0},
+		{"v1-latencies-cap", engine.V1, "", true, 1, true, 24, false, "", 0},
+		{"v0-latencies-cap", engine.V0, "", false, 1, true, 24, false, "", 0},
+		{"v0-async-output", engine.V0, "", false, 1, false, 0, true, "", 0},
+		{"v0-chunked-swap-async-output", engine.V0, engine.PreemptSwap, true, 1, false, 0, true, "", 0},
+		{"v0-async-output-latencies-cap", engine.V0, "", false, 1, true, 24, true, "", 0},
+		{"v0-pp2-async-output", engine.V0, "", false, 2, false, 0, true, "", 0},
+		{"v1-chat-latencies", engine.V1, "", true, 1, true, 0, false, "chat", 0},
+		{"v0-chat-latencies-cap", engine.V0, "", false, 1, true, 24, false, "chat", 0},
+		{"v0-chunked-pp3-chat", engine.V0, "", true, 3, false, 0, false, "chat", 0},
+		{"v1-latencies-completions-to-chat-server", engine.V1, "", true, 1, true, 0, false, "completions", 0},
+		{"v1-latencies-loop", engine.V1, "", true, 1, true, 0, false, "", 120*time.Microsecond + 1},
+		{"v1-latencies-cap-loop", engine.V1, "", true, 1, true, 24, false, "", 120*time.Microsecond + 1},
+		{"v0-async-output-latencies-cap-loop", engine.V0, "", false, 1, true, 24, true, "", 120*time.Microsecond + 1},
+		{"v1-pp2-latencies-loop", engine.V1, "", true, 2, true, 0, false, "", 120*time.Microsecond + 1},
+		{"v1-chat-latencies-loop", engine.V1, "", true, 1, true, 0, false, "chat", 120*time.Microsecond + 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ec := testEngineConfig()
@@ -128,7 +137,10 @@ func TestDriverMatchesSim(t *testing.T) {
 			if tc.stages > 1 && tc.version == engine.V0 {
 				ec.NumGPUBlocks *= tc.stages // each virtual engine gets its share
 			}
-			model := linearModel{fixed: 3 * time.Millisecond, perToken: 7 * time.Microsecond}
+			var model perf.StepModel = linearModel{fixed: 3 * time.Millisecond, perToken: 7 * time.Microsecond}
+			if tc.loop > 0 {
+				model = loopLinearModel{model.(linearModel), tc.loop}
+			}
 			reqs := timingWorkload(120)
 
 			var ingest, delivery, chat, chatIngest time.Duration
@@ -152,6 +164,17 @@ func TestDriverMatchesSim(t *testing.T) {
 			})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tc.loop > 0 {
+				unlooped := simCfg
+				unlooped.Model = model.(loopLinearModel).linearModel
+				moved := false
+				for i, r := range simRecords(t, unlooped, reqs) {
+					moved = moved || r.TTFT != want[i].TTFT
+				}
+				if !moved {
+					t.Fatal("the API server's loop moved no TTFT in sim")
+				}
 			}
 
 			cfg := testConfig(t)
@@ -349,6 +372,31 @@ func (m hostLinearModel) LaunchTime(s perf.StepShape) time.Duration {
 	return m.launch + time.Duration(s.Prefills+s.Decodes)*m.perSeq
 }
 
+// loopLinearModel and loopLaunchingModel stream through an API server
+// whose event loop takes perChunk a sampled token's chunk
+// (perf.OutputLoopModel).
+type loopLinearModel struct {
+	linearModel
+	perChunk time.Duration
+}
+
+func (m loopLinearModel) OutputLoopTime(s perf.StepShape) (all, firstTokens time.Duration) {
+	return chunkWork(s, m.perChunk)
+}
+
+type loopLaunchingModel struct {
+	hostLinearModel
+	perChunk time.Duration
+}
+
+func (m loopLaunchingModel) OutputLoopTime(s perf.StepShape) (all, firstTokens time.Duration) {
+	return chunkWork(s, m.perChunk)
+}
+
+func chunkWork(s perf.StepShape, perChunk time.Duration) (all, firstTokens time.Duration) {
+	return time.Duration(s.Decodes+s.PrefillsDone) * perChunk, time.Duration(s.PrefillsDone) * perChunk
+}
+
 // TestDriverMatchesSimMultiStep: V0's multi-step groups
 // (Config.SchedulerSteps) are served as sim times them, to the
 // nanosecond: groups that admit nothing until they end and whose tokens
@@ -376,6 +424,9 @@ func TestDriverMatchesSimMultiStep(t *testing.T) {
 		{"groups-chunked-async-output", launching, true, false, true, false, 0},
 		{"groups-latencies-cap", base, false, false, false, true, 12},
 		{"groups-async-output-latencies-cap", launching, true, false, false, true, 12},
+		{"groups-latencies-cap-loop", loopLinearModel{base, 120*time.Microsecond + 1}, false, false, false, true, 12},
+		{"groups-async-output-latencies-cap-loop", loopLaunchingModel{launching, 120*time.Microsecond + 1}, true, false, false, true, 12},
+		{"groups-async-output-stream-latencies-loop", loopLaunchingModel{launching, 120*time.Microsecond + 1}, true, true, false, true, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ec := testEngineConfig()

@@ -182,8 +182,11 @@ type clientThread struct {
 	queue []clientBatch
 	head  int
 	// chunks and finished count what the event being processed hands it
-	// (the loops count unconditionally and hand on only when on).
-	chunks, finished int
+	// (the loops count unconditionally and hand on only when on);
+	// firstChunks and firstFinished what of it goes out with the step's
+	// first tokens, later behind an API server's loop (perf.OutputLoop).
+	chunks, finished           int
+	firstChunks, firstFinished int
 }
 
 // clientBatch is what reaches the client thread at one instant: the
@@ -223,6 +226,13 @@ func (c *clientThread) hand(at time.Duration) (opened bool) {
 	}
 	c.chunks, c.finished = 0, 0
 	return opened
+}
+
+// handFirst is hand for what goes out with the step's first tokens, at
+// instant at: no sooner than the rest (hand first).
+func (c *clientThread) handFirst(at time.Duration) (opened bool) {
+	c.chunks, c.finished, c.firstChunks, c.firstFinished = c.firstChunks, c.firstFinished, 0, 0
+	return c.hand(at)
 }
 
 // next is the instant of the oldest batch still to process.

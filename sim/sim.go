@@ -275,6 +275,9 @@ func RunStream(ctx context.Context, cfg Config, reqs *workload.Stream, emit func
 	r.client = newClientThread(cfg.Client, cfg.MaxConcurrency)
 	r.lat = r.ingest > 0 || cfg.Delivery > 0 || cfg.ChatPrepare > 0 || cfg.IngestSpacing > 0 || r.client.on
 	r.host, _ = cfg.Model.(perf.HostAwareModel)
+	if cfg.Delivery > 0 {
+		r.outLoop = perf.NewOutputLoop(cfg.Model)
+	}
 	r.jit = cfg.ColdStart.NewCache()
 	r.depth = eng.MaxBatches()
 	r.virtualEngines = r.depth > 1 && cfg.Engine.Version == engine.V0
@@ -322,8 +325,17 @@ type runner struct {
 
 	runErr error
 
-	host      perf.HostAwareModel // cfg.Model when it is one
-	jit       *vllm.JITCache      // cfg.ColdStart's compiled kernels
+	host perf.HostAwareModel // cfg.Model when it is one
+	// outLoop is the API server's event loop, which chunks pass on their
+	// way to the client (with Delivery only: offline runs have neither);
+	// laggedLoop is its work on the lagged step's outputs
+	// (Config.AsyncOutputLag).
+	outLoop    perf.OutputLoop
+	laggedLoop perf.OutputWork
+	// firstOut is when the completion being applied's first tokens go
+	// out; the clock (now) is then when its other chunks do.
+	firstOut  time.Duration
+	jit       *vllm.JITCache // cfg.ColdStart's compiled kernels
 	hostBound int64
 	// hostBoundTime and stepTime sum the host-bound and all steps'
 	// durations; stepsTimed counts the steps stepTime saw. last* hold
@@ -526,6 +538,7 @@ func (r *runner) fillPipeline() error {
 		}
 		b := batch{st: st}
 		b.out, b.hostBound = r.batchOut(st.Shape)
+		b.loop = r.outLoop.Work(st.Shape)
 		if r.group.Grouping() {
 			b.cont, b.open = r.group.Place(st.Shape)
 			if r.lagging && b.open {
@@ -589,10 +602,20 @@ func (r *runner) completeOldestBatch() error {
 			return err
 		}
 		r.lagged = append(r.lagged[:0], r.eng.Complete(head.st)...)
+		r.laggedLoop = head.loop
 		r.laggedOmitted = r.eng.OmittedTokens()
 		r.lagging = true
 		r.laggedGroupEnd = !head.open
 		return nil
+	}
+	outs := r.eng.Complete(head.st)
+	if r.client.on {
+		r.client.chunks += r.eng.OmittedTokens()
+	}
+	held := r.group.Grouping() && head.open
+	engineNow := r.now
+	if !held {
+		r.enterOutputLoop(head.loop)
 	}
 	if head.cont {
 		// The group's chunk goes out when its last step ends.
@@ -600,18 +623,25 @@ func (r *runner) completeOldestBatch() error {
 	} else {
 		r.logCompletion()
 	}
-	outs := r.eng.Complete(head.st)
-	if r.client.on {
-		r.client.chunks += r.eng.OmittedTokens()
-	}
+	var err error
 	if r.group.Grouping() {
 		r.group.Hold(outs)
-		if head.open {
-			return nil
+		if !held {
+			err = r.apply(r.group.Release())
 		}
-		outs = r.group.Release()
+	} else {
+		err = r.apply(outs)
 	}
-	return r.apply(outs)
+	r.now = engineNow
+	return err
+}
+
+// enterOutputLoop hands the API server's loop a completion's outputs
+// (perf.OutputLoop) and moves the clock to when its chunks go out, the
+// first tokens' to firstOut; the caller puts the engine's instant back
+// once the completion is applied.
+func (r *runner) enterOutputLoop(w perf.OutputWork) {
+	r.now, r.firstOut = r.outLoop.Through(r.now, w)
 }
 
 // apply hands the outputs of a completion to the requests' records.
@@ -629,6 +659,7 @@ func (r *runner) apply(outs []engine.Output) error {
 	}
 	if r.client.on {
 		r.toClientThread()
+		r.client.handFirst(r.firstOut + r.cfg.Delivery)
 	}
 	return nil
 }
@@ -672,18 +703,26 @@ func (r *runner) deliverLagged(pythonised bool) error {
 	}
 	r.lagging = false
 	if !r.group.Grouping() {
-		r.logCompletion()
 		if r.client.on {
 			r.client.chunks += r.laggedOmitted
 		}
-		return r.apply(r.lagged)
+		engineNow := r.now
+		r.enterOutputLoop(r.laggedLoop)
+		r.logCompletion()
+		err := r.apply(r.lagged)
+		r.now = engineNow
+		return err
 	}
 	out, handOn := r.group.HandOnLagged(r.lagged, r.laggedGroupEnd, r.cfg.MultiStepStream, pythonised)
 	if !handOn {
 		return nil
 	}
+	engineNow := r.now
+	r.enterOutputLoop(r.laggedLoop.Finished(len(out), len(r.lagged)))
 	r.logCompletion()
-	return r.apply(out)
+	err := r.apply(out)
+	r.now = engineNow
+	return err
 }
 
 // deliverLaggedAt is deliverLagged at instant t, from now up to the end
@@ -699,7 +738,11 @@ func (r *runner) deliverLaggedAt(t time.Duration, pythonised bool) error {
 // deliverHeld applies a multi-step group's held outputs: at its end, or
 // when it ends early.
 func (r *runner) deliverHeld() error {
-	return r.apply(r.group.Release())
+	engineNow := r.now
+	r.enterOutputLoop(perf.OutputWork{})
+	err := r.apply(r.group.Release())
+	r.now = engineNow
+	return err
 }
 
 // advance moves the clock to t, taking the samples due strictly before t
@@ -722,6 +765,9 @@ type batch struct {
 	out        time.Duration
 	cont, open bool
 	hostBound  bool
+	// loop is the API server's work on the step's outputs
+	// (perf.OutputLoopModel).
+	loop perf.OutputWork
 }
 
 // batchOut is when a step scheduled now comes out: after its step time,
@@ -873,14 +919,19 @@ func (r *runner) processClientBatch() {
 func (r *runner) toClientThread() { r.client.hand(r.now + r.cfg.Delivery) }
 
 // released notes that the client receives a request's last chunk (or its
-// error) Delivery after now, which frees its slot then or, with a timed
-// client thread, once the thread is through it (toClientThread).
-func (r *runner) released() {
+// error) Delivery after now, late more when that chunk is a first token
+// (firstOut), which frees its slot then or, with a timed client thread,
+// once the thread is through it (toClientThread).
+func (r *runner) released(late time.Duration) {
 	if r.client.on {
-		r.client.finished++
+		if late > 0 {
+			r.client.firstFinished++
+		} else {
+			r.client.finished++
+		}
 		return
 	}
-	r.releases = append(r.releases, r.now+r.cfg.Delivery)
+	r.releases = append(r.releases, r.now+late+r.cfg.Delivery)
 }
 
 // resolveHandoff sets the head sent request's hand-off once its
@@ -969,7 +1020,7 @@ func (r *runner) add(id int, w *workload.Request, start, arrival time.Duration, 
 		rec.Error = err.Error()
 		r.end = max(r.end, r.now+r.cfg.Delivery)
 		if r.lat {
-			r.released()
+			r.released(0)
 			r.toClientThread()
 		}
 		return r.emitRecord(rec)
@@ -998,14 +1049,15 @@ func (r *runner) output(o *engine.Output) error {
 			*last = k
 			r.client.chunks++
 		case *last == 0:
-			r.client.chunks++
+			r.client.firstChunks++
 			rec := fl.rec
-			rec.TTFT = r.now + r.cfg.Delivery - rec.Start
+			rec.TTFT = r.firstOut + r.cfg.Delivery - rec.Start
+			fl.firstLate = r.firstOut - r.now
 			rec.CachedTokens = o.CachedTokens
 			if r.cfg.ChatStream {
 				// The role chunk came first (Config.ChatStream).
 				rec.ITL = append(r.newITL(rec.MaxTokens), 0)
-				r.client.chunks++
+				r.client.firstChunks++
 			} else if rec.MaxTokens > 1 {
 				rec.ITL = r.newITL(rec.MaxTokens - 1)
 			}
@@ -1013,7 +1065,8 @@ func (r *runner) output(o *engine.Output) error {
 		default:
 			r.client.chunks++
 			r.flushRun(fl, *last)
-			gap := r.now - r.outTime(*last)
+			gap := r.now - r.outTime(*last) - fl.firstLate
+			fl.firstLate = 0
 			fl.rec.ITL = append(fl.rec.ITL, gap)
 			r.gapSum += gap
 			r.gapCount++
@@ -1092,7 +1145,10 @@ func (r *runner) flushRun(fl *flightEntry, last int64) {
 	for i := range gaps {
 		gaps[i] = times[i+1] - times[i]
 	}
-	r.gapSum += times[len(times)-1] - times[0]
+	// The first token went out after the completion's other chunks.
+	gaps[0] -= fl.firstLate
+	r.gapSum += times[len(times)-1] - times[0] - fl.firstLate
+	fl.firstLate = 0
 	r.gapCount += last - fl.first
 	fl.first = last
 }
@@ -1103,9 +1159,13 @@ func (r *runner) finish(o *engine.Output, now time.Duration) error {
 		return nil
 	}
 	rec := r.record(fl)
+	// late: the request's last chunk is its first token, which went out
+	// firstLate after the completion's other chunks.
+	var late time.Duration
 	if last := *r.flights.lastAt(o.ID); last != 0 {
 		r.flushRun(fl, last)
-		rec.Latency = r.outTime(last) + r.cfg.Delivery - rec.Start
+		late = fl.firstLate
+		rec.Latency = r.outTime(last) + late + r.cfg.Delivery - rec.Start
 		// Only the output that finishes a request successfully gets
 		// here with its last token; a failure overwrites this below.
 		rec.OutputLen = o.NumGenerated
@@ -1116,9 +1176,9 @@ func (r *runner) finish(o *engine.Output, now time.Duration) error {
 		r.slotFreedAt = now
 	}
 	r.inFlight--
-	r.end = max(r.end, now+r.cfg.Delivery)
+	r.end = max(r.end, now+late+r.cfg.Delivery)
 	if r.lat {
-		r.released()
+		r.released(late)
 	}
 	if o.Err != nil {
 		rec.Error = o.Err.Error()
@@ -1313,6 +1373,10 @@ type flightEntry struct {
 	// first numbers the completion that gave the request the first token
 	// of its run (its last is in flights.lasts).
 	first int64
+	// firstLate is how long after its completion's other chunks the
+	// request's first token went out (perf.OutputLoop), until the gap
+	// after it is counted.
+	firstLate time.Duration
 	// prompt is the stream's buffer of the request's IDs, given back to
 	// the stream when the request leaves the engine.
 	prompt []int32

@@ -151,14 +151,24 @@ func TestRunRecordInvariants(t *testing.T) {
 		ingest, delivery, chat time.Duration
 		name                   string
 		lag                    bool
-	}{{engine.V0, 0, 0, 0, "v0", false}, {engine.V1, 0, 0, 0, "v1", false}, {engine.V0, 9 * time.Millisecond, 2 * time.Millisecond, 0, "v0-latencies", false},
-		{engine.V1, 9 * time.Millisecond, 2 * time.Millisecond, 0, "v1-latencies", false}, {engine.V0, 0, 0, 0, "v0-async-output", true},
-		{engine.V0, 9 * time.Millisecond, 2 * time.Millisecond, 0, "v0-async-output-latencies", true},
-		{engine.V1, 9 * time.Millisecond, 2 * time.Millisecond, 30 * time.Millisecond, "v1-chat", false}} {
+		// loop: an API server whose loop takes 400 µs a chunk, so that
+		// it falls behind (perf.OutputLoop).
+		loop bool
+	}{{engine.V0, 0, 0, 0, "v0", false, false}, {engine.V1, 0, 0, 0, "v1", false, false}, {engine.V0, 9 * time.Millisecond, 2 * time.Millisecond, 0, "v0-latencies", false, false},
+		{engine.V1, 9 * time.Millisecond, 2 * time.Millisecond, 0, "v1-latencies", false, false}, {engine.V0, 0, 0, 0, "v0-async-output", true, false},
+		{engine.V0, 9 * time.Millisecond, 2 * time.Millisecond, 0, "v0-async-output-latencies", true, false},
+		{engine.V1, 9 * time.Millisecond, 2 * time.Millisecond, 30 * time.Millisecond, "v1-chat", false, false},
+		{engine.V1, 9 * time.Millisecond, 2 * time.Millisecond, 0, "v1-latencies-loop", false, true},
+		{engine.V0, 9 * time.Millisecond, 2 * time.Millisecond, 0, "v0-async-output-latencies-loop", true, true},
+		{engine.V1, 9 * time.Millisecond, 2 * time.Millisecond, 30 * time.Millisecond, "v1-chat-loop", false, true}} {
 		v := c.v
 		t.Run(c.name, func(t *testing.T) {
 			reqs := randomWorkload(9, 400, 40)
-			cfg := Config{Engine: engineConfig(v), Model: simpleModel, Ingest: c.ingest, Delivery: c.delivery, ChatPrepare: c.chat, AsyncOutputLag: c.lag}
+			var model perf.StepModel = simpleModel
+			if c.loop {
+				model = outputLoopModel{simpleModel, 400 * time.Microsecond}
+			}
+			cfg := Config{Engine: engineConfig(v), Model: model, Ingest: c.ingest, Delivery: c.delivery, ChatPrepare: c.chat, AsyncOutputLag: c.lag}
 			cfg.Engine.NumGPUBlocks = 400 // force preemptions
 			res, recs := collect(t, cfg, reqs)
 			if len(recs) != len(reqs) {
@@ -932,4 +942,79 @@ func TestChatStreamRoleChunk(t *testing.T) {
 				maxTokens, c.TTFT, c.Latency, c.OutputLen, c.ITL, p.TTFT, p.Latency, p.OutputLen, want)
 		}
 	}
+}
+
+// outputLoopModel is linearModel whose release streams from an API server
+// of its own, working perChunk on each sampled token's chunk.
+type outputLoopModel struct {
+	linearModel
+	perChunk time.Duration
+}
+
+func (m outputLoopModel) OutputLoopTime(s perf.StepShape) (all, firstTokens time.Duration) {
+	return time.Duration(s.Decodes+s.PrefillsDone) * m.perChunk, time.Duration(s.PrefillsDone) * m.perChunk
+}
+
+// The API server's event loop, worked by hand with 10 ms steps, Ingest 5
+// ms and Delivery 2 ms on V1. A is in the engine at 5 and prefills 5–15; B,
+// sent at 8, is in at 13 and prefills with A's decode 15–25; A finishes
+// 25–35 and B 35–45. The loop takes a step's chunks when it is through the
+// earlier ones; the running requests' go out halfway through their work,
+// a first token once the loop is through theirs and half of its own.
+func TestOutputLoop(t *testing.T) {
+	ms := time.Millisecond
+	us := time.Microsecond
+	reqs := []workload.Request{{Index: 0, PromptLen: 16, MaxTokens: 3}, {Index: 1, PromptLen: 16, MaxTokens: 3, Arrival: 8 * ms}}
+	tests := []struct {
+		name     string
+		perChunk time.Duration
+		want     [][3]any
+	}{{
+		// Loop 15–18 (A's first token out at 16.5), 25–31 (A's chunk at
+		// 26.5, B's first token at 29.5), 35–41 (at 38), 45–48 (at 46.5).
+		name: "keeps up", perChunk: 3 * ms,
+		want: [][3]any{
+			{18500 * us, 40 * ms, []time.Duration{10 * ms, 11500 * us}},
+			{23500 * us, 40500 * us, []time.Duration{8500 * us, 8500 * us}},
+		},
+	}, {
+		// Loop 15–21 (first token at 18), 25–37 (28; B's first at 34),
+		// 37–49 (43), then 49–55 (52), four ms after B's last step
+		// ended: the loop fell behind.
+		name: "falls behind", perChunk: 6 * ms,
+		want: [][3]any{
+			{20 * ms, 45 * ms, []time.Duration{10 * ms, 15 * ms}},
+			{28 * ms, 46 * ms, []time.Duration{9 * ms, 9 * ms}},
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			model := outputLoopModel{linearModel{fixed: 10 * ms}, tt.perChunk}
+			checkTimelines(t, Config{Engine: engineConfig(engine.V1), Model: model, Ingest: 5 * ms, Delivery: 2 * ms}, reqs, tt.want)
+		})
+	}
+	t.Run("one token", func(t *testing.T) {
+		// C, sent with B, finishes on its first token: its last chunk goes
+		// out with the first tokens, after A's (loop 25–34: A's chunk at
+		// 26.5, halfway through its 3 ms; B's and C's first tokens at 31,
+		// halfway through their 6).
+		one := append(slices.Clone(reqs), workload.Request{Index: 2, PromptLen: 16, MaxTokens: 1, Arrival: 8 * ms})
+		recs := recordsInOrder(t, Config{Engine: engineConfig(engine.V1), Model: outputLoopModel{linearModel{fixed: 10 * ms}, 3 * ms}, Ingest: 5 * ms, Delivery: 2 * ms}, one, 3)
+		c := recs[2]
+		if want := 31*ms + 2*ms - 8*ms; c.TTFT != want || c.Latency != want || c.OutputLen != 1 {
+			t.Fatalf("one-token request: TTFT %v, latency %v, %d tokens; want %v for both", c.TTFT, c.Latency, c.OutputLen, want)
+		}
+		if recs[1].TTFT != c.TTFT {
+			t.Fatalf("B's first token went out at %v after its send, C's at %v: the same step's", recs[1].TTFT, c.TTFT)
+		}
+	})
+	t.Run("offline", func(t *testing.T) {
+		// Without request latencies there is no API server to wait for.
+		plain := linearModel{fixed: 10 * ms}
+		_, want := collect(t, Config{Engine: engineConfig(engine.V1), Model: plain}, reqs)
+		_, got := collect(t, Config{Engine: engineConfig(engine.V1), Model: outputLoopModel{plain, 3 * ms}}, reqs)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("records (-without the loop +with it):\n%s", diff)
+		}
+	})
 }

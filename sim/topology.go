@@ -305,6 +305,17 @@ func RunTopologyStream(ctx context.Context, cfg TopologyConfig, reqs *workload.S
 		t.sending = make([]int, len(t.front))
 		t.receiving = make([]int, len(t.back))
 	}
+	if cfg.Delivery > 0 {
+		// Each replica and decode instance streams through its own API
+		// server, on the chunks' way to the client (Run's outLoop; a
+		// prefill instance answers the proxy, whose wait on it is not
+		// modelled).
+		for _, in := range append(slices.Clip(t.front), t.back...) {
+			if in.role != "prefill" {
+				in.outLoop = perf.NewOutputLoop(in.model)
+			}
+		}
+	}
 	t.frontRouter = newRouter(cfg.Router, t.front, cfg.Seed)
 	if err := t.run(ctx); err != nil {
 		return nil, err
@@ -334,6 +345,10 @@ type instance struct {
 	lag     bool
 	lagged  []engine.Output
 	lagging bool
+	// outLoop is the instance's API server's event loop (with Delivery);
+	// laggedLoop its work on the lagged outputs.
+	outLoop    perf.OutputLoop
+	laggedLoop perf.OutputWork
 	// lastAdded is when the last request handed to this instance reached
 	// its engine (TopologyConfig.IngestSpacing).
 	lastAdded time.Duration
@@ -485,9 +500,13 @@ type fleet struct {
 	// with a cap): each of its batches has an evClientChunks event.
 	client clientThread
 
-	now   time.Duration
-	start time.Duration
-	end   time.Duration
+	now time.Duration
+	// outAt is when the chunks the event being processed made go out, and
+	// firstAt its first tokens: now, or later behind an instance's API
+	// server (perf.OutputLoop).
+	outAt, firstAt time.Duration
+	start          time.Duration
+	end            time.Duration
 
 	active     []*transfer
 	linkAt     time.Duration // when active transfers' progress was last credited
@@ -559,7 +578,7 @@ func (t *fleet) run(ctx context.Context) error {
 			at := max(next.Arrival, t.slotFreedAt)
 			if len(t.queue) == 0 || t.arrivalFirst(at) {
 				t.sampleBefore(at)
-				t.now = at
+				t.now, t.outAt, t.firstAt = at, at, at
 				if err := t.arrive(t.reqs.Next()); err != nil {
 					return err
 				}
@@ -572,7 +591,7 @@ func (t *fleet) run(ctx context.Context) error {
 		}
 		e := t.queue.pop()
 		t.sampleBefore(e.at)
-		t.now = e.at
+		t.now, t.outAt, t.firstAt = e.at, e.at, e.at
 		var err error
 		switch e.kind {
 		case evStepEnd:
@@ -783,6 +802,7 @@ type heldRequest struct {
 type instanceBatch struct {
 	st    *engine.Step
 	start time.Duration
+	loop  perf.OutputWork // the API server's work on its outputs
 }
 
 // canSchedule reports whether the instance would schedule now: it has a
@@ -817,12 +837,12 @@ func (t *fleet) kick(in *instance) error {
 				// No step follows: vLLM runs the sequences that just
 				// finished once more while it processes their outputs,
 				// then returns them (Run's drain step).
-				in.inPipe = append(in.inPipe, instanceBatch{nil, t.now})
+				in.inPipe = append(in.inPipe, instanceBatch{st: nil, start: t.now})
 				t.push(event{at: t.now + t.drainStep(in), kind: evStepEnd, id: in.index, back: in.role == "decode"})
 			}
 			return nil
 		}
-		in.inPipe = append(in.inPipe, instanceBatch{st, t.now})
+		in.inPipe = append(in.inPipe, instanceBatch{st, t.now, in.outLoop.Work(st.Shape)})
 		d := max(in.model.StepTime(st.Shape), 0) + in.jit.Compile(st.Shape)
 		out := t.now + d
 		if in.depth > 1 {
@@ -849,14 +869,22 @@ func (t *fleet) stepEnd(in *instance) error {
 			return err
 		}
 		in.lagged = append(in.lagged[:0], in.eng.Complete(head.st)...)
+		in.laggedLoop = head.loop
 		in.lagging = true
 	default:
 		outs := in.eng.Complete(head.st)
+		t.outAt, t.firstAt = in.outLoop.Through(t.now, head.loop)
 		for i := range outs {
 			if err := t.output(in, &outs[i]); err != nil {
 				return err
 			}
 		}
+	}
+	if t.firstAt != t.now {
+		if t.client.on {
+			t.toClientThread()
+		}
+		t.outAt, t.firstAt = t.now, t.now
 	}
 	for k, h := range in.held {
 		in.held[k] = heldRequest{}
@@ -879,6 +907,7 @@ func (t *fleet) deliverLagged(in *instance) error {
 		return nil
 	}
 	in.lagging = false
+	t.outAt, t.firstAt = in.outLoop.Through(t.now, in.laggedLoop)
 	for i := range in.lagged {
 		if err := t.output(in, &in.lagged[i]); err != nil {
 			return err
@@ -912,9 +941,15 @@ func (t *fleet) output(in *instance, o *engine.Output) error {
 		return t.prefillOutput(in, i, o)
 	}
 	rec := f.rec
+	out, first := t.outAt, false // when this output's chunk goes out
 	if o.NewTokens > 0 {
-		t.client.chunks++
-		received := t.now + t.cfg.Delivery
+		if first = rec.OutputLen == 0; first {
+			out = t.firstAt
+			t.client.firstChunks++
+		} else {
+			t.client.chunks++
+		}
+		received := out + t.cfg.Delivery
 		if rec.OutputLen == 0 {
 			rec.TTFT = received - rec.Start
 			if rec.MaxTokens > 1 {
@@ -951,10 +986,12 @@ func (t *fleet) output(in *instance, o *engine.Output) error {
 	if f.onBack && t.cfg.OnTransfer != nil {
 		t.cfg.OnTransfer(f.trace)
 	}
-	return t.done(i)
+	return t.done(i, out, first)
 }
 
-func (t *fleet) done(i int) error {
+// done ends request i, whose last chunk (or error) goes out at out, its
+// first token if first.
+func (t *fleet) done(i int, out time.Duration, first bool) error {
 	f := t.flights.at(i)
 	rec := f.rec
 	if f.streamIDs {
@@ -963,14 +1000,16 @@ func (t *fleet) done(i int) error {
 	}
 	t.flights.remove(i)
 	switch {
+	case t.client.on && first:
+		t.client.firstFinished++
 	case t.client.on:
 		t.client.finished++
 	case t.cfg.Delivery > 0:
-		t.push(event{at: t.now + t.cfg.Delivery, kind: evRelease})
+		t.push(event{at: out + t.cfg.Delivery, kind: evRelease})
 	default:
 		t.release()
 	}
-	t.end = max(t.end, t.now+t.cfg.Delivery)
+	t.end = max(t.end, out+t.cfg.Delivery)
 	if err := t.emit(rec); err != nil {
 		return fmt.Errorf("sim: emitting record %d: %w", rec.Index, err)
 	}
@@ -980,8 +1019,12 @@ func (t *fleet) done(i int) error {
 // toClientThread hands the client thread what the last event made,
 // Delivery after it.
 func (t *fleet) toClientThread() {
-	at := t.now + t.cfg.Delivery
+	at := t.outAt + t.cfg.Delivery
 	if t.client.hand(at) {
+		t.push(event{at: at, kind: evClientChunks})
+	}
+	at = t.firstAt + t.cfg.Delivery
+	if t.client.handFirst(at) {
 		t.push(event{at: at, kind: evClientChunks})
 	}
 }
@@ -1009,7 +1052,7 @@ func (t *fleet) fail(i int, msg string) error {
 	rec := t.flights.at(i).rec
 	rec.Error = msg
 	rec.Latency = t.now - rec.Start
-	return t.done(i)
+	return t.done(i, t.now, false)
 }
 
 // prefillOutput handles the prefill request's only output: the prompt is

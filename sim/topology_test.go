@@ -65,10 +65,21 @@ func TestColocatedOneReplicaMatchesRun(t *testing.T) {
 					for _, c := range []struct {
 						lag    bool
 						client ClientCost
-					}{{}, {lag: true}, {client: ClientCost{PerRequest: 3 * time.Millisecond, PerChunk: 400 * time.Microsecond}}} {
+						// loop: the API server's event loop takes 1 ms a
+						// chunk, a step's worth at ten chunks, so it queues.
+						loop bool
+					}{{}, {lag: true}, {client: ClientCost{PerRequest: 3 * time.Millisecond, PerChunk: 400 * time.Microsecond}},
+						{loop: true}, {lag: true, loop: true}, {loop: true, client: ClientCost{PerRequest: 3 * time.Millisecond, PerChunk: 400 * time.Microsecond}}} {
 						lag := c.lag
 						if lag && v != engine.V0 || c.client != (ClientCost{}) && (limit == 0 || lat[2] > 0) {
 							continue // the client's thread times slots only under a cap
+						}
+						if c.loop && lat[1] == 0 {
+							continue // no Delivery: no API server on the chunks' way
+						}
+						var simpleModel perf.StepModel = simpleModel
+						if c.loop {
+							simpleModel = outputLoopModel{simpleModel.(linearModel), time.Millisecond}
 						}
 						reqs := randomWorkload(7, 300, 20)
 						ec := engineConfig(v)
@@ -92,6 +103,12 @@ func TestColocatedOneReplicaMatchesRun(t *testing.T) {
 							// The client's thread must move Run's records.
 							if _, untimed := collect(t, Config{Engine: ec, Model: simpleModel, MaxConcurrency: limit, Ingest: lat[0], Delivery: lat[1], IngestSpacing: lat[2]}, reqs); reflect.DeepEqual(untimed, want) {
 								t.Fatalf("%s, max concurrency %d: the client's thread moved no record", v, limit)
+							}
+						}
+						if c.loop && stages == 1 {
+							// The loop must move Run's records.
+							if _, unlooped := collect(t, Config{Engine: ec, Model: simpleModel.(outputLoopModel).linearModel, MaxConcurrency: limit, Ingest: lat[0], Delivery: lat[1], IngestSpacing: lat[2], AsyncOutputLag: lag, Client: c.client}, reqs); reflect.DeepEqual(unlooped, want) {
+								t.Fatalf("%s, max concurrency %d: the API server's loop moved no record", v, limit)
 							}
 						}
 						if lag && stages == 1 && limit == 0 {

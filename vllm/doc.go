@@ -334,6 +334,34 @@
 //     (below) is fitted on one of those runs, what it is spent on is
 //     not identified [open].
 //
+// Where the server is a process of its own (V1; V0 from 0.6, PR #6883),
+// its one event loop works through each step's outputs after the step
+// ends, and a chunk goes out only when the loop gets to it
+// (HostStepModel.OutputLoopTime: V1's front-end OutputProcessor and the
+// api term of Host overhead, V0's api term, its output processing running
+// in the engine; perf.OutputLoop, which sim, fleets and serve share). The
+// loop takes a step's outputs once it is through the earlier ones, so it
+// falls behind when a step's work outlasts the next step. V1's scheduler
+// schedules the running requests before the waiting ones and
+// update_from_output walks them in that order (vLLM's
+// v1/core/sched/scheduler.py, read in the code index), so a new request's
+// first token is among the last chunks the loop reaches; a V0 step that
+// prefills holds only new requests. A running request's chunk goes out,
+// on average, halfway through the running requests' work, a first token
+// once the loop is through that and half of the new requests' work, each
+// then Delivery [approximation: positions taken at their mean; the oldest
+// requests, which finish, come first]. vLLM PR #12287
+// ("[Frontend][V1] Online serving performance improvements", 2025-01-21)
+// broke V1's output processing into chunks "to avoid blocking the event
+// loop for too long", naming TTFT first among what that helps. Nothing is
+// fitted: the work is Host overhead's terms. Not modelled: a new request's
+// own handling waiting behind that work (Ingest's 9.3 ms is a mean over
+// the inference-sim runs, at their loads), and a prefill instance's loop
+// before the P/D proxy. RunPod's three 0.18.0 chat runs (Qwen3-8B, one
+// H100, 96 and 256 streams, holdout) move from a mean TTFT of 46.7, 63.3
+// and 88.8 ms to 52.8, 79.9 and 110.7 ms against 54.9, 92.6 and 151.1
+// published, their mean ITL and E2E within 3% before and after.
+//
 // The same loop handles the requests it receives one at a time, so a
 // burst of completions requests reaches the engine spaced by each one's
 // handling, in the order sent (Resolved.IngestSpacing: APIPerRequest, 0.4
@@ -436,12 +464,13 @@
 //     engine put sim at 62 ms (41 ms without the 22). Nothing published
 //     covers 0.12–0.17 [assumption: the 0.11 terms went with the 0.11
 //     releases]. What 0.18.0's loaded runs show above sim's TTFT without
-//     them (RunPod 30 requests/s: 85–92 ms published, 54 ms sim) is not
-//     identified [open].
+//     them (RunPod 30 requests/s: 85–92 ms published, 54 ms sim) is in
+//     part the API server's loop falling behind on the chunks it streams
+//     (Request latencies); the rest is not identified [open].
 //
 // Not modelled: the preparation's growth with the prompt's length, and
-// its competition with the chunks the same loop streams (the API server's
-// per-step work, Host overhead). Fleets (sim --topology) are refused with
+// its competition with the chunks the same loop streams (chunks wait for
+// earlier chunks only, Request latencies). Fleets (sim --topology) are refused with
 // a chat backend.
 //
 // # Distributed executor

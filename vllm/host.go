@@ -100,6 +100,31 @@ func (m *HostStepModel) Parts(s perf.StepShape) HostParts {
 	return p
 }
 
+// OutputLoopTime is the API server's event-loop work on the outputs of a
+// step of shape s, in the releases where that server is its own process
+// (V1's OutputProcessor and HTTP work; V0's HTTP work from 0.6, its output
+// processing running in the engine), and the part of it spent on the
+// requests whose first token the step sampled. Zero where the engine and
+// the server share one loop (0.4, 0.5): the step time counts that work.
+func (m *HostStepModel) OutputLoopTime(s perf.StepShape) (all, firstTokens time.Duration) {
+	var p HostParts
+	switch m.Host.Overlap {
+	case OverlapEngineCore, OverlapAsyncScheduling:
+		p = m.Parts(s)
+		all = p.Output + p.API
+	case OverlapAsyncOutput, OverlapSeparateAPI:
+		p = m.Parts(s)
+		all = p.API
+	default:
+		return 0, 0
+	}
+	tokens := s.Decodes + s.PrefillsDone
+	if tokens == 0 {
+		return all, 0
+	}
+	return all, all * time.Duration(s.PrefillsDone) / time.Duration(tokens)
+}
+
 // LaunchTime is the host's work on a step before the engine loop gets
 // control back when the step does not wait for the GPU (a multi-step
 // group's intermediate steps; perf.LaunchTimer): its scheduling and input
