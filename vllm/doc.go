@@ -359,7 +359,7 @@
 // the inference-sim runs, at their loads), and a prefill instance's loop
 // before the P/D proxy. RunPod's three 0.18.0 chat runs (Qwen3-8B, one
 // H100, 96 and 256 streams, holdout) move from a mean TTFT of 46.7, 63.3
-// and 88.8 ms to 52.8, 79.9 and 110.7 ms against 54.9, 92.6 and 151.1
+// and 88.8 ms to 52.5, 79.4 and 110.1 ms against 54.9, 92.6 and 151.1
 // published, their mean ITL and E2E within 3% before and after.
 //
 // The same loop handles the requests it receives one at a time, so a

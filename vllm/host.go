@@ -103,26 +103,26 @@ func (m *HostStepModel) Parts(s perf.StepShape) HostParts {
 // OutputLoopTime is the API server's event-loop work on the outputs of a
 // step of shape s, in the releases where that server is its own process
 // (V1's OutputProcessor and HTTP work; V0's HTTP work from 0.6, its output
-// processing running in the engine), and the part of it spent on the
-// requests whose first token the step sampled. Zero where the engine and
-// the server share one loop (0.4, 0.5): the step time counts that work.
+// processing running in the engine), and the part of it on the requests
+// whose first token the step sampled: their chunks' and their per-request
+// HTTP work, and on V1 their share of the output processing. Zero where
+// the engine and the server share one loop (0.4, 0.5): the step time
+// counts that work.
 func (m *HostStepModel) OutputLoopTime(s perf.StepShape) (all, firstTokens time.Duration) {
-	var p HostParts
-	switch m.Host.Overlap {
-	case OverlapEngineCore, OverlapAsyncScheduling:
-		p = m.Parts(s)
-		all = p.Output + p.API
-	case OverlapAsyncOutput, OverlapSeparateAPI:
-		p = m.Parts(s)
-		all = p.API
-	default:
+	h := m.Host
+	if h.Overlap == OverlapNone {
 		return 0, 0
 	}
-	tokens := s.Decodes + s.PrefillsDone
-	if tokens == 0 {
-		return all, 0
+	p := m.Parts(s)
+	all = p.API
+	firstTokens = h.scaled(time.Duration(s.PrefillsDone) * (h.APIPerChunk + h.APIPerRequest))
+	if h.Overlap == OverlapEngineCore || h.Overlap == OverlapAsyncScheduling {
+		all += p.Output
+		if tokens := s.Decodes + s.PrefillsDone; tokens > 0 {
+			firstTokens += p.Output * time.Duration(s.PrefillsDone) / time.Duration(tokens)
+		}
 	}
-	return all, all * time.Duration(s.PrefillsDone) / time.Duration(tokens)
+	return all, min(firstTokens, all)
 }
 
 // LaunchTime is the host's work on a step before the engine loop gets

@@ -196,6 +196,50 @@ func TestHostOverlap(t *testing.T) {
 	}
 }
 
+// TestOutputLoopTime: the API server's event loop works on each step's
+// outputs where it is a process of its own: V1's output processing and
+// HTTP work, V0's HTTP work from 0.6 (its output processing stays in the
+// engine); where engine and server share one loop (0.4, 0.5) the step
+// time counts it, so the loop adds none. The first tokens' part is their
+// share of the step's chunks.
+func TestOutputLoopTime(t *testing.T) {
+	const ms = time.Millisecond
+	const us = time.Microsecond
+	// 6 decodes and 2 prompts done: 8 chunks; output 8·20 µs = 160 µs,
+	// API 8·40 µs + 2·5 ms = 10.32 ms, of which the two new requests'
+	// 2·(40 µs + 5 ms) = 10.08 ms, and on V1 a quarter of the output.
+	host := vllm.HostOverhead{SchedFixed: ms, SchedPerSeq: 50 * us,
+		OutputPerToken: 20 * us, APIPerChunk: 40 * us, APIPerRequest: 5 * ms}
+	shape := perf.StepShape{Decodes: 6, Prefills: 2, PrefillsDone: 2, PrefillTokens: 200}
+	for _, c := range []struct {
+		overlap    vllm.Overlap
+		all, first time.Duration
+	}{
+		{vllm.OverlapNone, 0, 0},
+		{vllm.OverlapAsyncOutput, 10320 * us, 10080 * us},
+		{vllm.OverlapSeparateAPI, 10320 * us, 10080 * us},
+		{vllm.OverlapEngineCore, 10480 * us, 10120 * us},
+		{vllm.OverlapAsyncScheduling, 10480 * us, 10120 * us},
+	} {
+		h := host
+		h.Overlap = c.overlap
+		all, first := vllm.NewHostStepModel(fixedGPU{}, h, 1).OutputLoopTime(shape)
+		if all != c.all || first != c.first {
+			t.Errorf("%s: loop work %v, first tokens' %v; want %v and %v", c.overlap, all, first, c.all, c.first)
+		}
+	}
+	// Offline there is no server: only V1's output processing, in the
+	// LLM's own process, is left on its loop.
+	r, err := resolve(t, "0.8.5", "", "Llama-3-8B", "H100", vllm.Options{Offline: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := r.StepModel.(*vllm.HostStepModel).Parts(shape)
+	if all, _ := r.StepModel.(perf.OutputLoopModel).OutputLoopTime(shape); all != parts.Output || parts.API != 0 {
+		t.Errorf("offline V1: loop work %v, want the output processing's %v (API %v)", all, parts.Output, parts.API)
+	}
+}
+
 // TestAsyncOutputGain: PR #7049 measured +11% offline throughput from
 // async output processing (Llama-3.1-8B FP8, one H100, 1000 prompts of
 // 128 in / 256 out). The bf16 model here must gain, by no more than 25%
