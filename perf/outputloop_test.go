@@ -86,3 +86,22 @@ func TestOutputWorkFinished(t *testing.T) {
 		}
 	}
 }
+
+// A V0 P/D decode instance (RemoteKV) streams through its API server as
+// the engine gives the outputs: a transferred request's first token is a
+// new request's.
+func TestRemoteKVForwardsOutputLoop(t *testing.T) {
+	s := StepShape{Decodes: 4, Prefills: 2, PrefillsDone: 2, PrefillTokens: 300, KVTokens: 900}
+	for _, tc := range []struct {
+		inner       StepModel
+		all, firsts time.Duration
+	}{
+		{perChunkLoop{}, 6 * time.Millisecond, 2 * time.Millisecond},
+		{fixedStep{}, 0, 0},
+	} {
+		all, first := RemoteKV{Inner: tc.inner, Stages: 1}.OutputLoopTime(s)
+		if all != tc.all || first != tc.firsts {
+			t.Errorf("%T: loop work %v, first tokens' %v; want %v and %v", tc.inner, all, first, tc.all, tc.firsts)
+		}
+	}
+}

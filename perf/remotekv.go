@@ -30,6 +30,16 @@ func RemoteKVShape(s StepShape) StepShape {
 	return s
 }
 
+// OutputLoopTime forwards the inner model's API server work on the step's
+// outputs (OutputLoopModel) as the engine gives them: the shape is not
+// reshaped, as a transferred request's first token is a new request's.
+func (m RemoteKV) OutputLoopTime(s StepShape) (all, firstTokens time.Duration) {
+	if l, ok := m.Inner.(OutputLoopModel); ok {
+		return l.OutputLoopTime(s)
+	}
+	return 0, 0
+}
+
 // StageTime implements StageModel for pipeline-parallel decode instances.
 func (m RemoteKV) StageTime(s StepShape) time.Duration {
 	return StageTime(m.Inner, RemoteKVShape(s), m.Stages)
