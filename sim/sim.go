@@ -612,36 +612,41 @@ func (r *runner) completeOldestBatch() error {
 	if r.client.on {
 		r.client.chunks += r.eng.OmittedTokens()
 	}
-	held := r.group.Grouping() && head.open
-	engineNow := r.now
-	if !held {
-		r.enterOutputLoop(head.loop)
+	if r.group.Grouping() {
+		r.group.Hold(outs)
+		if head.open {
+			r.noteCompletion(head.cont)
+			return nil
+		}
+		outs = r.group.Release()
 	}
-	if head.cont {
-		// The group's chunk goes out when its last step ends.
+	return r.applyThroughLoop(head.loop, outs, func() { r.noteCompletion(head.cont) })
+}
+
+// noteCompletion logs the completion of the step that just ended; a step
+// that continues a multi-step group moves the group's entry instead, as
+// the group's chunk goes out when its last step ends.
+func (r *runner) noteCompletion(cont bool) {
+	if cont {
 		r.outTimes[len(r.outTimes)-1] = r.now
 	} else {
 		r.logCompletion()
 	}
-	var err error
-	if r.group.Grouping() {
-		r.group.Hold(outs)
-		if !held {
-			err = r.apply(r.group.Release())
-		}
-	} else {
-		err = r.apply(outs)
-	}
-	r.now = engineNow
-	return err
 }
 
-// enterOutputLoop hands the API server's loop a completion's outputs
-// (perf.OutputLoop) and moves the clock to when its chunks go out, the
-// first tokens' to firstOut; the caller puts the engine's instant back
-// once the completion is applied.
-func (r *runner) enterOutputLoop(w perf.OutputWork) {
+// applyThroughLoop applies a completion's outputs when the API server's
+// loop sends their chunks (perf.OutputLoop): the clock moves to that
+// instant, the first tokens' to firstOut, note (if any) logs the
+// completion then, and the engine's instant comes back afterwards.
+func (r *runner) applyThroughLoop(w perf.OutputWork, outs []engine.Output, note func()) error {
+	engineNow := r.now
 	r.now, r.firstOut = r.outLoop.Through(r.now, w)
+	if note != nil {
+		note()
+	}
+	err := r.apply(outs)
+	r.now = engineNow
+	return err
 }
 
 // apply hands the outputs of a completion to the requests' records.
@@ -706,23 +711,13 @@ func (r *runner) deliverLagged(pythonised bool) error {
 		if r.client.on {
 			r.client.chunks += r.laggedOmitted
 		}
-		engineNow := r.now
-		r.enterOutputLoop(r.laggedLoop)
-		r.logCompletion()
-		err := r.apply(r.lagged)
-		r.now = engineNow
-		return err
+		return r.applyThroughLoop(r.laggedLoop, r.lagged, r.logCompletion)
 	}
 	out, handOn := r.group.HandOnLagged(r.lagged, r.laggedGroupEnd, r.cfg.MultiStepStream, pythonised)
 	if !handOn {
 		return nil
 	}
-	engineNow := r.now
-	r.enterOutputLoop(r.laggedLoop.Finished(len(out), len(r.lagged)))
-	r.logCompletion()
-	err := r.apply(out)
-	r.now = engineNow
-	return err
+	return r.applyThroughLoop(r.laggedLoop.Finished(len(out), len(r.lagged)), out, r.logCompletion)
 }
 
 // deliverLaggedAt is deliverLagged at instant t, from now up to the end
@@ -738,11 +733,7 @@ func (r *runner) deliverLaggedAt(t time.Duration, pythonised bool) error {
 // deliverHeld applies a multi-step group's held outputs: at its end, or
 // when it ends early.
 func (r *runner) deliverHeld() error {
-	engineNow := r.now
-	r.enterOutputLoop(perf.OutputWork{})
-	err := r.apply(r.group.Release())
-	r.now = engineNow
-	return err
+	return r.applyThroughLoop(perf.OutputWork{}, r.group.Release(), nil)
 }
 
 // advance moves the clock to t, taking the samples due strictly before t

@@ -880,12 +880,10 @@ func (t *fleet) stepEnd(in *instance) error {
 			}
 		}
 	}
-	if t.firstAt != t.now {
-		if t.client.on {
-			t.toClientThread()
-		}
-		t.outAt, t.firstAt = t.now, t.now
+	if t.client.on {
+		t.toClientThread() // at outAt and firstAt, which go back to now below
 	}
+	t.outAt, t.firstAt = t.now, t.now
 	for k, h := range in.held {
 		in.held[k] = heldRequest{}
 		if err := in.eng.Add(h.req); err != nil {
