@@ -236,7 +236,7 @@ var conclusions = map[string]func(out string, page map[string]string) error{
 		errs := regexp.MustCompile(`(?m)^(holdout )?\S+ +\S+ / \S+ / ([-+][0-9.]+)% +\S+ / \S+ / ([-+][0-9.]+)%`).FindAllStringSubmatch(out, -1)
 		var fits, holdouts int
 		for _, m := range errs {
-			limit := 2.0
+			limit := 2.5
 			if m[1] != "" {
 				limit = 6
 				holdouts++

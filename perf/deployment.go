@@ -37,7 +37,13 @@ type Deployment struct {
 	// V1GraphsByMaxSeqs: V1 captures CUDA graphs up to
 	// min(2 × max_num_seqs, 512) tokens, as vLLM does from 0.10.0;
 	// before, up to 512 whatever max_num_seqs.
-	V1GraphsByMaxSeqs    bool
+	V1GraphsByMaxSeqs bool
+	// V1FullDecodeGraphs: V1 replays a step of decodes alone from one CUDA
+	// graph of the whole forward pass (cudagraph_mode FULL_AND_PIECEWISE,
+	// vLLM's default from 0.11.0); a step with prompt tokens, and every
+	// step before, replays piecewise graphs with attention run eagerly
+	// between them (piecewiseGapPerLayer).
+	V1FullDecodeGraphs   bool
 	GPUMemoryUtilization float64
 	SwapSpaceGiB         float64
 	BlockSize            int

@@ -966,6 +966,23 @@
 //     (concurrency 1: TPOT 20.6 ms published, 9.8 simulated), and
 //     vLLM's config code the cause. BLIS fits
 //     the same shape (β5·layers + β6·batch + β7).
+//   - V1 steps it replays (Breakdown.GraphGaps): V1's piecewise CUDA
+//     graphs leave each layer's attention out, so it runs eagerly from
+//     Python between two graphs and the GPU idles 14 µs a layer
+//     (piecewiseGapPerLayer): vLLM PR #20059 (Qwen2.5-1.5B-Instruct, 28
+//     layers, ShareGPT at 1 request/s) decoded at a median ITL of 5.39 ms
+//     on piecewise graphs and 4.97–5.03 ms on full ones, and PR #10058's
+//     Llama-3.1-8B latency benchmark took 1.04 s on V1's piecewise graphs
+//     against 0.99 s on V0's full ones (128 steps of 32 layers, 12 µs a
+//     layer). From 0.11.0 (cudagraph_mode FULL_AND_PIECEWISE, PR #25444;
+//     Deployment.V1FullDecodeGraphs) a step of decodes alone replays one
+//     full graph and pays none; a step with prompt tokens still replays
+//     the piecewise ones. The gap is a cost of the GPU's, not a host-bound
+//     step's. Not on ROCm: on an MI300X, vLLM PR #15830's Llama-3.1-70B
+//     latency under 0.8.4 is within 5% without it [open]; nor is the
+//     larger gain PR #25444 measured for fine-grained MoE models (Qwen3-
+//     Coder-30B-A3B-FP8 on an H100: 4.07 → 5.98 requests/s) modelled
+//     [open].
 //
 // A step that replays a graph runs the batch it was captured for: vLLM
 // pads the tokens up to the next captured size, 1, 2, 4 and then

@@ -51,9 +51,9 @@ func (r *Roofline) StageSplit(s StepShape) StageSplit {
 		commFixed, commPerToken = r.commFixed, r.commPerToken
 	}
 	comm := commFixed + w.tokens*commPerToken + r.tpCommSeconds(w.tokens)/r.stages
-	// Launch gaps idle the GPU between a stage's kernels, so they belong
-	// to the stages, not to the host.
-	gaps := p.gaps / r.stages
+	// Launch gaps idle the GPU between a stage's kernels, and graph gaps
+	// between its graphs, so they belong to the stages, not to the host.
+	gaps := (p.gaps + p.pieces) / r.stages
 	inner := larger(w.layerCompute, w.layerMemory) + comm + gaps
 	last := larger(w.layerCompute+w.headCompute, w.layerMemory+w.headMemory) + w.sampler + comm + gaps
 	if w.sampled > 0 {

@@ -24,6 +24,15 @@ const (
 	// overhead per step"): vLLM PR #1440's Llama-2-7B decode at batch 1,
 	// 12.0 ms a token eager against 10.5 ms from a graph.
 	eagerLaunchPerLayer = 350 * time.Microsecond
+	// piecewiseGapPerLayer: GPU idle time per layer when V1 replays
+	// piecewise CUDA graphs, which leave each layer's attention to run
+	// eagerly from Python between two graphs (doc.go, "CPU overhead per
+	// step"): vLLM PR #20059's Qwen2.5-1.5B-Instruct (28 layers, ShareGPT
+	// at 1 request/s) decoded at a median ITL of 5.39 ms from piecewise
+	// graphs and 4.97–5.03 ms from full ones, 0.36–0.42 ms a step; PR
+	// #10058's Llama-3.1-8B latency benchmark, 128 steps, took 1.04 s on
+	// V1's piecewise graphs and 0.99 s on V0's full ones (12 µs a layer).
+	piecewiseGapPerLayer = 14 * time.Microsecond
 	// swapCopyOverhead: vLLM swaps one cudaMemcpyAsync per block, per
 	// layer, for K and for V.
 	swapCopyOverhead = 2 * time.Microsecond
@@ -101,6 +110,11 @@ type Roofline struct {
 	fixedOverhead float64
 	perSequence   float64
 	eagerGap      float64
+	// piecewiseGap is the GPU idle time of a step replayed from V1's
+	// piecewise graphs (piecewiseGapPerLayer · layers); fullDecodeGraphs
+	// replays decode-only steps from full graphs instead.
+	piecewiseGap     float64
+	fullDecodeGraphs bool
 	// eagerLaunch is eager PyTorch's CPU time to launch every layer of a
 	// stage one kernel at a time (eagerLaunchPerLayer · stage layers).
 	eagerLaunch    float64
@@ -228,6 +242,13 @@ func (r *Roofline) setOverheads() {
 	}
 	r.graphMaxSeqLen = d.maxSeqLenToCapture()
 	r.eagerGap = eagerGapPerLayer.Seconds() * float64(d.Model.Layers)
+	if !IsROCm(d.GPU) {
+		// The measurements are NVIDIA's; on an MI300X, vLLM PR #15830's
+		// Llama-3.1-70B latency (0.8.4, TP 8) is within 5% without a gap
+		// (package vllm, TestROCmSkinnyGEMMAgainstPR15830) [open].
+		r.piecewiseGap = piecewiseGapPerLayer.Seconds() * float64(d.Model.Layers)
+	}
+	r.fullDecodeGraphs = d.V1FullDecodeGraphs
 	r.eagerLaunch = eagerLaunchPerLayer.Seconds() * layers
 	r.swapBlockCost = float64(int64(d.BlockSize)*d.kvBytesPerTokenPerGPU())/d.GPU.PCIeBandwidth +
 		2*layers*swapCopyOverhead.Seconds()
@@ -333,6 +354,9 @@ type StepBreakdown struct {
 	// LaunchGaps is GPU idle time between kernels launched one by one,
 	// in steps that run without CUDA graphs.
 	LaunchGaps time.Duration
+	// GraphGaps is GPU idle time between V1's piecewise CUDA graphs, where
+	// each layer's attention runs eagerly (piecewiseGapPerLayer).
+	GraphGaps time.Duration
 	// Launch is the CPU time eager PyTorch takes to launch such a step's
 	// kernels (V0, or V1 under --enforce-eager; zero otherwise), at the
 	// roofline's launch speed (WithLaunchSpeed): LaunchGaps is what of it
@@ -348,12 +372,16 @@ func (b StepBreakdown) ComputeBound() bool { return b.Compute > b.Memory }
 
 type stepSeconds struct {
 	compute, memory, gpu, comm, overhead, gaps, swap float64
+	// pieces is the GPU idle time between V1's piecewise graphs.
+	pieces float64
 	// launch is V0's kernel launches of an eager step (CPU time, which
 	// gaps waits out; not part of total).
 	launch float64
 }
 
-func (p stepSeconds) total() float64 { return p.gpu + p.comm + p.overhead + p.gaps + p.swap }
+func (p stepSeconds) total() float64 {
+	return p.gpu + p.comm + p.overhead + p.gaps + p.pieces + p.swap
+}
 
 func nonNegative(v int) float64 { return float64(max(v, 0)) }
 
@@ -447,6 +475,9 @@ func (r *Roofline) seconds(s StepShape) stepSeconds {
 	out.overhead = r.fixedOverhead + r.perSequence*(w.decode+nonNegative(s.Prefills))
 	switch {
 	case r.Replayed(s):
+		if !r.v0 && !(r.fullDecodeGraphs && s.PrefillTokens <= 0) {
+			out.pieces = r.piecewiseGap
+		}
 	case r.v0 || r.enforceEager:
 		// Eager PyTorch launches each layer's kernels from Python: the
 		// GPU waits for the launches when its own work is shorter, on
@@ -580,7 +611,7 @@ func (r *Roofline) Breakdown(s StepShape) StepBreakdown {
 	d := toDuration
 	return StepBreakdown{
 		Compute: d(p.compute), Memory: d(p.memory), GPU: d(p.gpu),
-		Communication: d(p.comm), Overhead: d(p.overhead), LaunchGaps: d(p.gaps), Launch: d(p.launch), Swap: d(p.swap),
+		Communication: d(p.comm), Overhead: d(p.overhead), LaunchGaps: d(p.gaps), GraphGaps: d(p.pieces), Launch: d(p.launch), Swap: d(p.swap),
 		Total: d(p.total()),
 	}
 }

@@ -134,7 +134,8 @@ func TestTensorParallelOverEthernetIsSlow(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return roofline(t, "Llama-3-8B", "H100", func(d *Deployment) { d.TensorParallel = 2; d.Link = l })
+		// Full graphs, so that the steps differ only by their all-reduces.
+		return roofline(t, "Llama-3-8B", "H100", func(d *Deployment) { d.TensorParallel = 2; d.Link = l; d.V1FullDecodeGraphs = true })
 	}
 	nvlink, ib, ethernet := withLink("nvlink"), withLink("infiniband"), withLink("ethernet")
 	for _, b := range []int{1, 8, 32, 128, 256} {
@@ -605,5 +606,51 @@ func TestDecodeStepsGrowWithContext(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestPiecewiseGraphGaps: a step V1 replays from piecewise CUDA graphs
+// idles the GPU 14 µs a layer while each layer's attention runs eagerly
+// between two graphs; full decode graphs (0.11.0's default) leave decode-
+// only steps without the gaps but not steps with prompt tokens. Unreplayed
+// steps, V0's full graphs, --enforce-eager and ROCm have none.
+func TestPiecewiseGraphGaps(t *testing.T) {
+	const layers = 32 // Llama-3-8B
+	mixed := decodeStep(8, 512)
+	mixed.PrefillTokens, mixed.Prefills = 100, 1
+	mixed.AttnPairs += 100 * 101 / 2
+	mixed.KVTokens += 100
+	cases := []struct {
+		name  string
+		gpu   string
+		edit  func(*Deployment)
+		shape StepShape
+		want  time.Duration
+	}{
+		{"V1 piecewise decode", "H100", nil, decodeStep(8, 512), layers * piecewiseGapPerLayer},
+		{"V1 piecewise mixed", "H100", nil, mixed, layers * piecewiseGapPerLayer},
+		{"V1 full decode graphs, decode", "H100", func(d *Deployment) { d.V1FullDecodeGraphs = true }, decodeStep(8, 512), 0},
+		{"V1 full decode graphs, mixed", "H100", func(d *Deployment) { d.V1FullDecodeGraphs = true }, mixed, layers * piecewiseGapPerLayer},
+		{"V1 past the captured sizes", "H100", nil, decodeStep(600, 512), 0},
+		{"V1 long prompt", "H100", nil, prefillStep(2048), 0},
+		{"V1 enforce-eager", "H100", func(d *Deployment) { d.EnforceEager = true }, decodeStep(8, 512), 0},
+		{"V0", "H100", func(d *Deployment) { d.EngineVersion = "v0" }, decodeStep(8, 512), 0},
+		{"ROCm", "MI300X", nil, decodeStep(8, 512), 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := roofline(t, "Llama-3-8B", c.gpu, c.edit)
+			b := r.Breakdown(c.shape)
+			if b.GraphGaps != c.want {
+				t.Errorf("GraphGaps %v, want %v", b.GraphGaps, c.want)
+			}
+			parts := b.GPU + b.Communication + b.Overhead + b.LaunchGaps + b.GraphGaps + b.Swap
+			if d := b.Total - parts; d < -time.Microsecond || d > time.Microsecond {
+				t.Errorf("Total %v, parts sum to %v", b.Total, parts)
+			}
+			if b.GraphGaps > 0 && b.LaunchGaps > 0 {
+				t.Errorf("a replayed step has launch gaps %v too", b.LaunchGaps)
+			}
+		})
 	}
 }

@@ -104,6 +104,14 @@ var v0LargeGraphsSince = Release{0, 6, 0}
 // default cuda_graph_sizes was [512] whatever max_num_seqs.
 var v1GraphsByMaxSeqsSince = Release{0, 10, 0}
 
+// v1FullDecodeGraphsSince: V1 replays decode-only steps from full CUDA
+// graphs (cudagraph_mode FULL_AND_PIECEWISE) by default from PR #25444
+// ("Change default CUDAGraphMode from PIECEWISE to FULL_AND_PIECEWISE",
+// opened 2025-09-23), which v0.11.0's release notes list ("This releases
+// turns on FULL_AND_PIECEWISE as the CUDA graph mode default"); before,
+// every captured step replayed piecewise graphs.
+var v1FullDecodeGraphsSince = Release{0, 11, 0}
+
 // MLA (DeepSeek's latent attention) as MLA, per engine: V0 from 0.7.1,
 // whose release introduced it (vLLM issue #12835 compares its MLA with
 // 0.6.6.post1's), V1 from 0.8.0 (PR #13789, "[Attention] MLA support for

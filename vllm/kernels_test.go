@@ -246,19 +246,34 @@ func TestFA3ByRelease(t *testing.T) {
 	}
 }
 
-// TestV0GraphCoverageByRelease: V0 captures decode graphs up to
-// max_num_seqs from 0.6.0 (PR #7894), up to 256 before.
-func TestV0GraphCoverageByRelease(t *testing.T) {
+// TestGraphCoverageByRelease: V0 captures decode graphs up to
+// max_num_seqs from 0.6.0 (PR #7894), up to 256 before; V1 replays
+// decode-only steps from full CUDA graphs from 0.11.0 (PR #25444,
+// FULL_AND_PIECEWISE), from piecewise ones before.
+func TestGraphCoverageByRelease(t *testing.T) {
+	v0Large := func(d perf.Deployment) bool { return d.V0GraphsUpToMaxSeqs }
+	v1Full := func(d perf.Deployment) bool { return d.V1FullDecodeGraphs }
 	for _, c := range []struct {
-		version string
-		want    bool
-	}{{"0.5.4", false}, {"0.5.5", false}, {"0.6.0", true}, {"0.6.6", true}} {
-		r, err := resolve(t, c.version, engine.V0, "Llama-3-8B", "H100", vllm.Options{MaxModelLen: 4096})
+		version, flag string
+		eng           engine.Version
+		get           func(perf.Deployment) bool
+		want          bool
+	}{
+		{"0.5.4", "V0GraphsUpToMaxSeqs", engine.V0, v0Large, false},
+		{"0.5.5", "V0GraphsUpToMaxSeqs", engine.V0, v0Large, false},
+		{"0.6.0", "V0GraphsUpToMaxSeqs", engine.V0, v0Large, true},
+		{"0.6.6", "V0GraphsUpToMaxSeqs", engine.V0, v0Large, true},
+		{"0.8.4", "V1FullDecodeGraphs", engine.V1, v1Full, false},
+		{"0.10.2", "V1FullDecodeGraphs", engine.V1, v1Full, false},
+		{"0.11.0", "V1FullDecodeGraphs", engine.V1, v1Full, true},
+		{"0.18.0", "V1FullDecodeGraphs", engine.V1, v1Full, true},
+	} {
+		r, err := resolve(t, c.version, c.eng, "Llama-3-8B", "H100", vllm.Options{MaxModelLen: 4096})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := r.Deployment.V0GraphsUpToMaxSeqs; got != c.want {
-			t.Errorf("%s: V0GraphsUpToMaxSeqs %v, want %v", c.version, got, c.want)
+		if got := c.get(r.Deployment); got != c.want {
+			t.Errorf("%s: %s %v, want %v", c.version, c.flag, got, c.want)
 		}
 	}
 }

@@ -230,6 +230,7 @@ func deploymentFor(p Profile, model perf.Model, gpu perf.GPU, o Options) perf.De
 		KVCacheDType: o.KVCacheDType, EnforceEager: o.EnforceEager, MaxSeqLenToCapture: o.MaxSeqLenToCapture,
 		V0GraphsUpToMaxSeqs:  !p.Release.less(v0LargeGraphsSince),
 		V1GraphsByMaxSeqs:    !p.Release.less(v1GraphsByMaxSeqsSince),
+		V1FullDecodeGraphs:   !p.Release.less(v1FullDecodeGraphsSince),
 		GPUMemoryUtilization: o.GPUMemoryUtilization, SwapSpaceGiB: p.Defaults.SwapSpaceGiB,
 		BlockSize: o.BlockSize, MaxNumSeqs: o.MaxNumSeqs, MaxModelLen: o.MaxModelLen,
 		EngineVersion:  string(p.Engine),
