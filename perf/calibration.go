@@ -151,10 +151,7 @@ func (m *overheadStepModel) StepTime(s StepShape) time.Duration { return m.add(m
 // OutputLoopTime forwards the inner model's API server work
 // (OutputLoopModel); none when it has no such server.
 func (m *overheadStepModel) OutputLoopTime(s StepShape) (all, firstTokens time.Duration) {
-	if l, ok := m.inner.(OutputLoopModel); ok {
-		return l.OutputLoopTime(s)
-	}
-	return 0, 0
+	return outputLoopTimeOf(m.inner, s)
 }
 
 // StepTimeHost forwards the inner model's host accounting.

@@ -34,10 +34,7 @@ func RemoteKVShape(s StepShape) StepShape {
 // outputs (OutputLoopModel) as the engine gives them: the shape is not
 // reshaped, as a transferred request's first token is a new request's.
 func (m RemoteKV) OutputLoopTime(s StepShape) (all, firstTokens time.Duration) {
-	if l, ok := m.Inner.(OutputLoopModel); ok {
-		return l.OutputLoopTime(s)
-	}
-	return 0, 0
+	return outputLoopTimeOf(m.Inner, s)
 }
 
 // StageTime implements StageModel for pipeline-parallel decode instances.

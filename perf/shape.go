@@ -70,6 +70,15 @@ type OutputLoopModel interface {
 	OutputLoopTime(s StepShape) (all, firstTokens time.Duration)
 }
 
+// outputLoopTimeOf is m's OutputLoopTime when m is an OutputLoopModel, and
+// no work otherwise: what a step model that wraps m forwards.
+func outputLoopTimeOf(m StepModel, s StepShape) (all, firstTokens time.Duration) {
+	if l, ok := m.(OutputLoopModel); ok {
+		return l.OutputLoopTime(s)
+	}
+	return 0, 0
+}
+
 // OutputLoop is the event loop of such an API server: it takes each
 // step's outputs once it is through the earlier ones. The zero value, or
 // one over a model that is no OutputLoopModel, is no such server: outputs
