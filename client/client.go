@@ -406,15 +406,17 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, requestID string
 	}
 	reqCtx, cancelStalled := context.WithCancelCause(ctx)
 	defer cancelStalled(nil)
+	// The deadline counts from rec.Start, the instant latency counts from,
+	// so a request cut by the timeout never reports a latency below it.
+	rec.Start = time.Since(base)
 	if c.timeout > 0 {
 		var cancel context.CancelFunc
-		reqCtx, cancel = context.WithTimeoutCause(reqCtx, c.timeout, &TimeoutError{Limit: LimitRequest, After: c.timeout})
+		reqCtx, cancel = context.WithDeadlineCause(reqCtx, base.Add(rec.Start+c.timeout), &TimeoutError{Limit: LimitRequest, After: c.timeout})
 		defer cancel()
 	}
 	conns := newConnTrace()
 	httpReq := c.newRequest(httptrace.WithClientTrace(reqCtx, &conns.trace), body, requestID)
 
-	rec.Start = time.Since(base)
 	watch := newStallWatch(base, rec.Start, c.firstByte, c.chunkGap, cancelStalled)
 	defer watch.stop()
 	resp, err := c.http.Do(httpReq)
