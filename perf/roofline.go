@@ -111,7 +111,8 @@ type Roofline struct {
 	perSequence   float64
 	eagerGap      float64
 	// piecewiseGap is the GPU idle time of a step replayed from V1's
-	// piecewise graphs (piecewiseGapPerLayer · layers); fullDecodeGraphs
+	// piecewise graphs (piecewiseGapPerLayer · layers; zero on V0 and
+	// ROCm, which pay none); fullDecodeGraphs
 	// replays decode-only steps from full graphs instead.
 	piecewiseGap     float64
 	fullDecodeGraphs bool
@@ -242,10 +243,11 @@ func (r *Roofline) setOverheads() {
 	}
 	r.graphMaxSeqLen = d.maxSeqLenToCapture()
 	r.eagerGap = eagerGapPerLayer.Seconds() * float64(d.Model.Layers)
-	if !IsROCm(d.GPU) {
-		// The measurements are NVIDIA's; on an MI300X, vLLM PR #15830's
-		// Llama-3.1-70B latency (0.8.4, TP 8) is within 5% without a gap
-		// (package vllm, TestROCmSkinnyGEMMAgainstPR15830) [open].
+	if !r.v0 && !IsROCm(d.GPU) {
+		// V0 replays whole-model graphs. The measurements are NVIDIA's; on
+		// an MI300X, vLLM PR #15830's Llama-3.1-70B latency (0.8.4, TP 8)
+		// is within 5% without a gap (package vllm,
+		// TestROCmSkinnyGEMMAgainstPR15830) [open].
 		r.piecewiseGap = piecewiseGapPerLayer.Seconds() * float64(d.Model.Layers)
 	}
 	r.fullDecodeGraphs = d.V1FullDecodeGraphs
@@ -475,7 +477,7 @@ func (r *Roofline) seconds(s StepShape) stepSeconds {
 	out.overhead = r.fixedOverhead + r.perSequence*(w.decode+nonNegative(s.Prefills))
 	switch {
 	case r.Replayed(s):
-		if !r.v0 && !(r.fullDecodeGraphs && s.PrefillTokens <= 0) {
+		if !(r.fullDecodeGraphs && s.PrefillTokens <= 0) {
 			out.pieces = r.piecewiseGap
 		}
 	case r.v0 || r.enforceEager:
