@@ -226,11 +226,11 @@ var conclusions = map[string]func(out string, page map[string]string) error{
 			return fmt.Errorf("bandwidth_scale fitted %v, hidden 0.9: the page says within 0.05", fitted["bandwidth_scale"])
 		}
 		// The page says the two trade: a faster prefill comes with
-		// costlier sequences (both high here), each within 60% of its
-		// hidden value.
+		// costlier sequences (both high here); each stays within 75% of
+		// its hidden value.
 		compute, perSeq := fitted["compute_scale"]/0.8-1, fitted["sequence_overhead_us"]/40-1
-		if !(compute > 0 && perSeq > 0) || compute > 0.6 || perSeq > 0.6 {
-			return fmt.Errorf("compute_scale fitted %v (hidden 0.8), sequence_overhead_us %v (hidden 40): the page says both come out high, each within 60%%",
+		if !(compute > 0 && perSeq > 0) || compute > 0.75 || perSeq > 0.75 {
+			return fmt.Errorf("compute_scale fitted %v (hidden 0.8), sequence_overhead_us %v (hidden 40): the page says both come out high, each within 75%%",
 				fitted["compute_scale"], fitted["sequence_overhead_us"])
 		}
 		errs := regexp.MustCompile(`(?m)^(holdout )?\S+ +\S+ / \S+ / ([-+][0-9.]+)% +\S+ / \S+ / ([-+][0-9.]+)%`).FindAllStringSubmatch(out, -1)

@@ -324,6 +324,9 @@ type Step struct {
 
 	entries  []entry
 	inFlight bool // a pipeline batch between Schedule and Complete
+	// decodeHits sums the decodes' prefix-cache hit tokens: their reads
+	// of blocks another request computed (Shape.SharedDecodeContext).
+	decodeHits int64
 }
 
 // Empty reports that the step has nothing to run: wait for an arrival.

@@ -365,6 +365,7 @@ func (e *Engine) Schedule(now time.Duration) *Step {
 	}
 	st.Shape = perf.StepShape{}
 	st.entries = st.entries[:0]
+	st.decodeHits = 0
 	if e.err != nil {
 		return st
 	}
@@ -393,6 +394,14 @@ func (e *Engine) Schedule(now time.Duration) *Step {
 		if st.Shape.Tokens() > 0 || !e.changed {
 			break
 		}
+	}
+	if e.kv.extraRefs > 0 && st.decodeHits > 0 {
+		// A decode that hit the cache reads those blocks after whoever
+		// computed them; only blocks still held by more than one request
+		// can be read twice in a step.
+		bs := int64(e.cfg.BlockSize)
+		st.Shape.SharedDecodeContext = min(int64(e.kv.extraRefs)*bs, st.decodeHits, st.Shape.DecodeContext)
+		st.Shape.SharedPrefixTokens = int64(e.kv.sharedBlocks) * bs
 	}
 	if e.batches == nil {
 		e.pending = st.Shape.Tokens() > 0
@@ -575,6 +584,7 @@ func (e *Engine) addEntry(s *sequence, tokens, charged int) {
 		return
 	}
 	sh.AddDecode(ctx)
+	st.decodeHits += int64(s.cached)
 }
 
 // reject gives up on s (already out of its queue) with a FINISHED_IGNORED

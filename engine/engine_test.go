@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"strings"
@@ -511,5 +512,67 @@ func TestFinishedDecodes(t *testing.T) {
 	want := perf.StepShape{Decodes: 2, AttnPairs: 105 + 21, DecodeContext: 105 + 21, MaxDecodeContext: 105, KVTokens: 106 + 22}
 	if got != want {
 		t.Errorf("FinishedDecodes = %+v, want %+v", got, want)
+	}
+}
+
+// SharedDecodeContext counts the decodes' reads of cached prefix blocks
+// that another running request also holds, beyond the first reader, and
+// SharedPrefixTokens those blocks once: two requests that hit the 8 cached
+// tokens of a third's prompt read them after it, 16 tokens from L2 when
+// all three decode. Without prefix caching nothing is shared.
+func TestSharedDecodeContext(t *testing.T) {
+	for _, tc := range []struct {
+		v       Version
+		caching bool
+		shared  int64 // SharedDecodeContext once all three decode
+		prefix  int64
+	}{
+		{V1, true, 16, 8},
+		{V0, true, 16, 8},
+		{V1, false, 0, 0},
+		{V0, false, 0, 0},
+	} {
+		t.Run(fmt.Sprintf("%s caching=%v", tc.v, tc.caching), func(t *testing.T) {
+			cfg := small(tc.v)
+			cfg.EnablePrefixCaching = tc.caching
+			e, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			prompt := seqTokens(1, 10)
+			mustAdd(t, e, Request{ID: 1, Prompt: prompt, MaxTokens: 6})
+			st := e.Schedule(0)
+			e.Complete(st) // r1 prefilled: its two full blocks are cached
+			mustAdd(t, e, Request{ID: 2, Prompt: prompt, MaxTokens: 6})
+			mustAdd(t, e, Request{ID: 3, Prompt: prompt, MaxTokens: 6})
+			sawAll := false
+			for step := 1; !e.Idle(); step++ {
+				if step > 50 {
+					t.Fatal("requests did not finish in 50 steps")
+				}
+				st := e.Schedule(time.Duration(step) * time.Millisecond)
+				sh := st.Shape
+				if sh.SharedDecodeContext > sh.DecodeContext || sh.SharedDecodeContext < 0 {
+					t.Fatalf("step %d: shared context %d outside [0, decode context %d]", step, sh.SharedDecodeContext, sh.DecodeContext)
+				}
+				if sh.Decodes == 3 && sh.PrefillTokens == 0 && !sawAll {
+					sawAll = true
+					if sh.SharedDecodeContext != tc.shared || sh.SharedPrefixTokens != tc.prefix {
+						t.Fatalf("step %d, three decodes: shared context %d over %d prefix tokens, want %d over %d",
+							step, sh.SharedDecodeContext, sh.SharedPrefixTokens, tc.shared, tc.prefix)
+					}
+				}
+				e.Complete(st)
+				if err := e.checkInvariants(); err != nil {
+					t.Fatalf("step %d: %v", step, err)
+				}
+			}
+			if !sawAll {
+				t.Fatal("no step decoded all three requests")
+			}
+			if e.kv.sharedBlocks != 0 || e.kv.extraRefs != 0 {
+				t.Fatalf("idle engine counts %d shared blocks, %d extra holders", e.kv.sharedBlocks, e.kv.extraRefs)
+			}
+		})
 	}
 }

@@ -142,6 +142,16 @@ func (p *blockPool) check(refs []int32) error {
 	if free != p.free {
 		return fmt.Errorf("%d blocks have no holder, %d counted free", free, p.free)
 	}
+	shared, extra := 0, 0
+	for b := range p.total {
+		if r := int(p.meta[b].ref); r > 1 {
+			shared++
+			extra += r - 1
+		}
+	}
+	if shared != p.sharedBlocks || extra != p.extraRefs {
+		return fmt.Errorf("%d blocks held more than once with %d extra holders, counted %d and %d", shared, extra, p.sharedBlocks, p.extraRefs)
+	}
 	if p.v0 {
 		inEvictor := 0
 		for b := range p.total {

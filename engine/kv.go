@@ -45,6 +45,12 @@ type blockPool struct {
 	live       []uint64 // serial of a block's live evictor entry; 0: not in the evictor
 	evictor    evictHeap
 	serial     uint64
+
+	// sharedBlocks counts the blocks that more than one request holds (a
+	// prefix hit on a block in use), extraRefs their holders beyond the
+	// first: a step's decodes read those blocks once from HBM and the rest
+	// of the times from L2 when they fit (perf.StepShape.SharedDecodeContext).
+	sharedBlocks, extraRefs int
 }
 
 type blockMeta struct {
@@ -178,6 +184,12 @@ func (p *blockPool) alloc() int32 {
 
 // touch takes a reference on a cached block found by a prefix hit.
 func (p *blockPool) touch(b int32, now time.Duration) {
+	if ref := p.meta[b].ref; ref > 0 {
+		p.extraRefs++
+		if ref == 1 {
+			p.sharedBlocks++
+		}
+	}
 	if p.meta[b].ref == 0 {
 		if p.v0 {
 			p.live[b] = 0
@@ -202,6 +214,10 @@ func (p *blockPool) release(b int32, lastAccess time.Duration, numHashed int32) 
 		m.numHashed = numHashed
 	}
 	if m.ref > 0 {
+		p.extraRefs--
+		if m.ref == 1 {
+			p.sharedBlocks--
+		}
 		return
 	}
 	p.free++

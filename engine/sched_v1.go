@@ -95,7 +95,7 @@ func (e *Engine) addDecodes(i, tokenBudget int) (int, int) {
 	// on its way and keeps its state in registers.
 	entries := slices.Grow(st.entries, end-i)
 	first := len(entries)
-	var attn int64
+	var attn, hits int64
 	var maxCtx int
 	for ; i < end && tokenBudget > 0; i++ {
 		r := buf[(head+i)&mask]
@@ -112,9 +112,11 @@ func (e *Engine) addDecodes(i, tokenBudget int) (int, int) {
 		en := &entries[len(entries)-1]
 		en.s, en.gen, en.tokens, en.ctx, en.charged, en.prefill = r, r.gen, int32(n), int32(ctx), int32(n), false
 		attn += int64(ctx)
+		hits += int64(r.cached)
 		maxCtx = max(maxCtx, ctx)
 		tokenBudget -= n
 	}
+	st.decodeHits += hits
 	decodes := len(entries) - first
 	st.entries = entries
 	st.Shape.Decodes += decodes

@@ -752,6 +752,33 @@
 // 8,192-token chunk at 24,576 cached tokens on 8 × H200 gains 31 ms under
 // vLLM 0.8.4.
 //
+// # Shared prefix blocks (Roofline.l2Served)
+//
+// Requests that hit the prefix cache hold the same physical KV blocks, and
+// a decode step's attention reads each of them once per such request. The
+// decode kernels split their work by sequence and KV head, so the readers
+// of a shared block run side by side and find it in L2 after the first
+// read; the measured decode tables (distinct contexts) and the roofline's
+// KV term would read it from HBM every time. The engine counts, per step,
+// the decodes' reads of blocks more than one running request holds,
+// beyond each block's first reader (StepShape.SharedDecodeContext: the
+// decodes' own cache hits, at most the holders beyond the first of the
+// blocks shared now), and those blocks once (SharedPrefixTokens). While
+// one layer's shared blocks on one rank fit the GPU's L2 those reads come
+// off the step's HBM reads: decode attention is timed at the context that
+// is left, the roofline reads fewer KV bytes; past the L2 the share that
+// fits does [approximation: the whole L2, as if the stream of unshared
+// KV through it evicted nothing that is read again].
+//
+// L2 sizes (GPU.L2Bytes): GA100 40 MB (A100 whitepaper: every A100-40GB/
+// 80GB, SXM and PCIe), GA102 6 MB (Ampere GA102 whitepaper: A10, A10G,
+// A40), AD102 96 MB on the L40S and L40 and 72 MB on the RTX 4090, AD104
+// 48 MB on the L4 (Ada Lovelace architecture whitepaper), GH100 50 MB on
+// the H100 SXM5 and PCIe (H100 whitepaper); the H100 NVL and H200 take
+// the SXM part's 50 MB [inferred: the same GH100 configuration]. The H20,
+// B200, MI300X and MI325X have none recorded here, so nothing is read from
+// their L2 [open]. A GPU from a YAML file gets none either.
+//
 // # KV capacity (Deployment.Capacity)
 //
 // vLLM profiles a dummy batch and keeps what is left of

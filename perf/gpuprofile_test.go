@@ -263,7 +263,7 @@ func stepModelLayerMatchesProfile(t *testing.T, file, gpu string, lo, hi float64
 			s = StepShape{Decodes: int(tokens), AttnPairs: pairs, DecodeContext: pairs, KVTokens: pairs}
 			decode = tokens
 		}
-		model := r.kern.layerSeconds(s, prefill, decode, tokens, tokens) / r.kern.layers * 1e6
+		model := r.kern.layerSeconds(s, prefill, decode, tokens, tokens, 0) / r.kern.layers * 1e6
 		measured := figure(t, row, "us_graph")
 		if row["mlp"] == "fp8" && row["mode"] == "decode" {
 			// vLLM quantizes each MLP GEMM's input in one fused kernel;

@@ -726,8 +726,9 @@ func (t *kernelTable) fp8KVRatio() float64 {
 // layerSeconds is the stage's GPU time for a step's layers (without the
 // lm_head), from the tables: GEMMs and the small kernels over rows (the
 // tokens padded to a CUDA graph's batch), attention and KV writes over the
-// real tokens.
-func (k *stepKernels) layerSeconds(s StepShape, prefill, decode, tokens, rows float64) float64 {
+// real tokens. l2Served decode reads come from L2 (Roofline.l2Served):
+// decode attention is timed at the context its HBM reads leave.
+func (k *stepKernels) layerSeconds(s StepShape, prefill, decode, tokens, rows, l2Served float64) float64 {
 	t := k.linear.at(rows)
 	if k.moe != nil {
 		t += k.moe.at(rows)
@@ -755,7 +756,7 @@ func (k *stepKernels) layerSeconds(s StepShape, prefill, decode, tokens, rows fl
 		}
 	}
 	if decode > 0 {
-		ctx := math.Max(decodeCtx/decode, 1)
+		ctx := math.Max((decodeCtx-math.Min(l2Served, decodeCtx))/decode, 1)
 		t += k.layers * k.decode.at2(ctx, decode)
 		if k.mlaDecode != nil {
 			t += k.layers * k.mlaDecode.at2(ctx, decode)

@@ -678,7 +678,7 @@ func TestMLAContextUpProjection(t *testing.T) {
 		noCtx := withCtx
 		noCtx.KVTokens -= int64(ctx)
 		tokens := float64(p + decodes)
-		gotExtra := k.layerSeconds(withCtx, p, decodes, tokens, tokens) - k.layerSeconds(noCtx, p, decodes, tokens, tokens)
+		gotExtra := k.layerSeconds(withCtx, p, decodes, tokens, tokens, 0) - k.layerSeconds(noCtx, p, decodes, tokens, tokens, 0)
 		if !within(gotExtra, want, 1e-6) {
 			t.Errorf("%v context tokens add %.3f ms to the step's layers, want %.3f", ctx, gotExtra*1e3, want*1e3)
 		}

@@ -76,7 +76,11 @@ type Roofline struct {
 	layerWeightSlowdown, headWeightSlowdown float64
 	skinnyRows                              float64
 	kvTokenMemory                           float64 // reading or writing one token's K and V
-	actTokenMemory                          float64 // activation traffic per token
+	// l2Bytes and kvLayerTokenBytes bound the shared prefix blocks whose
+	// decode reads L2 serves (l2Served): the GPU's L2 against one layer's
+	// footprint of them on one rank.
+	l2Bytes, kvLayerTokenBytes float64
+	actTokenMemory             float64 // activation traffic per token
 
 	// TP all-reduces and PP sends: a fixed part and a part per token.
 	commFixed, commPerToken float64
@@ -207,6 +211,8 @@ func newRooflineWork(d Deployment) *Roofline {
 		layerWeightMemory:   m.sharedLinearBytes(stage, t) / bandwidth,
 		headMemory:          vocabRow * activationBytes / bandwidth,
 		kvTokenMemory:       float64(d.kvBytesPerTokenPerGPU()) / bandwidth,
+		l2Bytes:             float64(g.L2Bytes),
+		kvLayerTokenBytes:   float64(d.kvBytesPerTokenPerGPU()) / max(layers, 1),
 		actTokenMemory: layers * activationBytes *
 			(6*hidden + m.attentionActivationWidth()/t + 3*m.mlpActiveWidth()/t) / bandwidth,
 		layerWeightSlowdown: 1,
@@ -418,9 +424,10 @@ func (r *Roofline) work(s StepShape) stageWork {
 	sampled := decode + nonNegative(s.PrefillsDone)
 	kv, pairs := nonNegative64(s.KVTokens), nonNegative64(s.AttnPairs)
 
+	l2 := r.l2Served(s)
 	if r.kern != nil {
 		w := stageWork{tokens: rows, decode: decode, sampled: sampled,
-			layerCompute: r.kern.layerSeconds(s, prefill, decode, tokens, rows)}
+			layerCompute: r.kern.layerSeconds(s, prefill, decode, tokens, rows, l2)}
 		if sampled > 0 {
 			w.headCompute = r.kern.head.at(sampled)
 			w.sampler = r.samplerSeconds(sampled)
@@ -440,13 +447,29 @@ func (r *Roofline) work(s StepShape) stageWork {
 		shared, head = shared*r.layerWeightSlowdown, head*r.headWeightSlowdown
 	}
 	weights := shared + r.touchedExperts(rows)*r.expertMemory
-	layerMemory := weights/r.eff.weightStreamFactor(rows) + kv*r.kvTokenMemory + rows*r.actTokenMemory
+	layerMemory := weights/r.eff.weightStreamFactor(rows) + (kv-l2)*r.kvTokenMemory + rows*r.actTokenMemory
 	w := stageWork{tokens: rows, decode: decode, sampled: sampled, layerCompute: layerCompute, layerMemory: layerMemory}
 	if sampled > 0 {
 		w.headCompute, w.headMemory = sampled*r.sampleCompute, head
 		w.sampler = r.samplerSeconds(sampled)
 	}
 	return w
+}
+
+// l2Served is how many of a step's decode KV reads L2 serves rather than
+// HBM: the reads of shared prefix blocks beyond each block's first
+// (StepShape.SharedDecodeContext), all of them while one layer's shared
+// blocks fit in the GPU's L2, that share of them when they do not.
+func (r *Roofline) l2Served(s StepShape) float64 {
+	shared := float64(nonNegative64(s.SharedDecodeContext))
+	if shared == 0 || r.l2Bytes <= 0 {
+		return 0
+	}
+	footprint := float64(nonNegative64(s.SharedPrefixTokens)) * r.kvLayerTokenBytes
+	if footprint <= r.l2Bytes {
+		return shared
+	}
+	return shared * r.l2Bytes / footprint
 }
 
 // samplerSeconds is the sampler's GPU time for a step that samples rows.

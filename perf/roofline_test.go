@@ -414,7 +414,7 @@ func TestCUDAGraphPadding(t *testing.T) {
 		if w.tokens != 136 {
 			t.Errorf("%s: 129 graphed decodes run %g rows, want 136", engine, w.tokens)
 		}
-		padded, unpadded := r.kern.layerSeconds(s129, 0, 129, 129, 136), r.kern.layerSeconds(s129, 0, 129, 129, 129)
+		padded, unpadded := r.kern.layerSeconds(s129, 0, 129, 129, 136, 0), r.kern.layerSeconds(s129, 0, 129, 129, 129, 0)
 		if w.layerCompute != padded || !(padded > unpadded) {
 			t.Errorf("%s: 129 graphed decodes' layers %.9g s, want the 136-row time %.9g s (> the unpadded %.9g s)", engine, w.layerCompute, padded, unpadded)
 		}

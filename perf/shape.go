@@ -25,6 +25,15 @@ type StepShape struct {
 	// a CUDA graph only while every sequence's length (ℓ_j+1) is at most
 	// max_seq_len_to_capture.
 	MaxDecodeContext int
+	// SharedDecodeContext is the part of DecodeContext read from KV
+	// blocks that more than one running request holds (a cached prefix),
+	// counting each block's readers beyond the first: reads a decode
+	// kernel can take from L2 rather than HBM while the shared blocks fit
+	// in it (Roofline; doc.go, "Shared prefix blocks").
+	SharedDecodeContext int64
+	// SharedPrefixTokens is the tokens of those shared blocks, each
+	// counted once: their footprint in L2, per layer.
+	SharedPrefixTokens int64
 	// KVTokens is the number of KV entries read or written:
 	// Σ_i (c_i+p_i) + Σ_j (ℓ_j+1).
 	KVTokens int64
