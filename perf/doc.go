@@ -777,7 +777,7 @@
 // the H100 SXM5 and PCIe (H100 whitepaper); the H100 NVL and H200 take
 // the SXM part's 50 MB [inferred: the same GH100 configuration]. The H20,
 // B200, MI300X and MI325X have none recorded here, so nothing is read from
-// their L2 [open]. A GPU from a YAML file gets none either.
+// their L2 [open]. A GPU from a YAML file gets its l2_mib, none without it.
 //
 // # KV capacity (Deployment.Capacity)
 //

@@ -194,6 +194,7 @@ type gpuFile struct {
 	PCIeGBps      *float64    `yaml:"pcie_gbps"`
 	NVLinkGBps    *float64    `yaml:"nvlink_gbps"`
 	NVLinkSHARP   bool        `yaml:"nvlink_sharp"`
+	L2MiB         *float64    `yaml:"l2_mib"`
 }
 
 type gpuFileRate struct {
@@ -252,6 +253,7 @@ func (s *mfuSetting) UnmarshalYAML(node *yaml.Node) error {
 //	pcie_gbps: 50                       # optional, KV swap
 //	nvlink_gbps: 400                    # optional, 0/absent = none
 //	nvlink_sharp: true                  # optional: NVSwitch with multicast (NVLS)
+//	l2_mib: 50                          # optional: L2 cache; 0/absent = no shared-prefix reads from it
 func LoadGPUFile(path string) (GPU, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -293,6 +295,11 @@ func ParseGPUFile(data []byte, name string) (GPU, error) {
 	if f.NVLinkGBps != nil {
 		g.NVLinkBandwidth = *f.NVLinkGBps * gb
 	}
+	l2MiB := 0.0
+	if f.L2MiB != nil {
+		l2MiB = *f.L2MiB
+		g.L2Bytes = int64(l2MiB * mib)
+	}
 	if f.NVLinkSHARP {
 		if g.NVLinkBandwidth <= 0 {
 			return fail("nvlink_sharp needs nvlink_gbps: NVLink SHARP runs on the NVLink switches")
@@ -318,6 +325,7 @@ func ParseGPUFile(data []byte, name string) (GPU, error) {
 		{g.MBU, 0, 1, "mbu", false},
 		{g.PCIeBandwidth / gb, 0, 1e4, "pcie_gbps", false},
 		{g.NVLinkBandwidth / gb, 0, 1e5, "nvlink_gbps", true},
+		{l2MiB, 0, 1 << 16, "l2_mib", true},
 	}
 	for _, r := range ranges {
 		if math.IsNaN(r.v) || r.v > r.hi || r.v < r.lo || (r.v == r.lo && !r.optional) {

@@ -176,6 +176,8 @@ func TestParseGPUFileErrors(t *testing.T) {
 		{"two documents", ok + "---\n" + ok, "more than one YAML document"},
 		{"nan", strings.Replace(ok, "900", ".nan", 1), "bandwidth_gbps is NaN"},
 		{"sharp without nvlink", ok + "nvlink_sharp: true\n", "nvlink_sharp needs nvlink_gbps"},
+		{"negative l2", ok + "l2_mib: -1\n", "l2_mib is -1"},
+		{"l2 string", ok + "l2_mib: big\n", "cannot unmarshal"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -194,6 +196,12 @@ func TestParseGPUFileErrors(t *testing.T) {
 	g, err := ParseGPUFile([]byte(ok+"mfu: 0.6\n"), "x.yaml")
 	if err != nil || g.MFUPrefill != 0.6 || g.MFUDecode != 0.6 {
 		t.Errorf("scalar mfu: got %+v, %v; want 0.6 for both phases", g, err)
+	}
+	if g.L2Bytes != 0 {
+		t.Errorf("no l2_mib: L2Bytes %d, want 0", g.L2Bytes)
+	}
+	if g, err := ParseGPUFile([]byte(ok+"l2_mib: 50\n"), "x.yaml"); err != nil || g.L2Bytes != 50<<20 {
+		t.Errorf("l2_mib 50: got L2Bytes %d, %v; want %d", g.L2Bytes, err, 50<<20)
 	}
 }
 
