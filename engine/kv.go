@@ -184,19 +184,19 @@ func (p *blockPool) alloc() int32 {
 
 // touch takes a reference on a cached block found by a prefix hit.
 func (p *blockPool) touch(b int32, now time.Duration) {
-	if ref := p.meta[b].ref; ref > 0 {
-		p.extraRefs++
-		if ref == 1 {
-			p.sharedBlocks++
-		}
-	}
-	if p.meta[b].ref == 0 {
+	switch p.meta[b].ref {
+	case 0:
 		if p.v0 {
 			p.live[b] = 0
 		} else {
 			p.takeFree(b)
 		}
 		p.free--
+	case 1:
+		p.sharedBlocks++
+		p.extraRefs++
+	default:
+		p.extraRefs++
 	}
 	p.meta[b].ref++
 	if p.v0 {
