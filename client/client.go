@@ -97,28 +97,9 @@ type Client struct {
 // New validates cfg and builds a client. Errors are one line naming the
 // flag at fault and how to fix it.
 func New(cfg Config) (*Client, error) {
-	if strings.TrimSpace(cfg.BaseURL) == "" {
-		return nil, option.New("{base_url} is empty: give the server's address, e.g. {base_url} http://127.0.0.1:8000")
-	}
-	if lower := strings.ToLower(cfg.BaseURL); !strings.HasPrefix(lower, "http://") && !strings.HasPrefix(lower, "https://") {
-		return nil, option.Errorf("{base_url} %q must start with http:// or https://, e.g. http://127.0.0.1:8000", cfg.BaseURL)
-	}
-	base, err := url.Parse(cfg.BaseURL)
+	base, prefix, err := parseBaseURL(cfg.BaseURL)
 	if err != nil {
-		return nil, option.Errorf("{base_url} %q is not a valid URL (%w): use e.g. http://127.0.0.1:8000", cfg.BaseURL, err)
-	}
-	if base.Scheme != "http" && base.Scheme != "https" {
-		return nil, option.Errorf("{base_url} %q must start with http:// or https://, e.g. http://127.0.0.1:8000", cfg.BaseURL)
-	}
-	if base.Host == "" {
-		return nil, option.Errorf("{base_url} %q has no host: use e.g. http://127.0.0.1:8000", cfg.BaseURL)
-	}
-	if base.RawQuery != "" || base.Fragment != "" {
-		return nil, option.Errorf("{base_url} %q has a query or fragment: give only scheme://host:port", cfg.BaseURL)
-	}
-	prefix := strings.TrimRight(base.Path, "/")
-	if strings.HasSuffix(prefix, "/v1") || strings.Contains(prefix, "completions") {
-		return nil, option.Errorf("{base_url} %q includes the API path %q: give only scheme://host:port and put the path in {endpoint} (e.g. /v1/completions)", cfg.BaseURL, base.Path)
+		return nil, err
 	}
 	endpoint := cfg.Endpoint
 	if endpoint == "" {
@@ -140,18 +121,9 @@ func New(cfg Config) (*Client, error) {
 			return nil, fmt.Errorf("%s %v is negative: use 0 for no limit or a positive duration such as 10m", limit.name, limit.d)
 		}
 	}
-	header := make(http.Header, len(cfg.Header)+3)
-	header["Content-Type"] = []string{"application/json"}
-	header["User-Agent"] = []string{"servebench"}
-	for k, vs := range cfg.Header {
-		if !validHeaderName(k) {
-			return nil, option.Errorf("{header} name %q is not a valid HTTP header name: use name=value with letters, digits and '-'", k)
-		}
-		ck := http.CanonicalHeaderKey(k)
-		if _, set := cfg.Header[ck]; set && ck != k {
-			continue // both spellings given; the canonical one wins
-		}
-		header[ck] = append([]string(nil), vs...)
+	header, err := requestHeader(cfg.Header)
+	if err != nil {
+		return nil, err
 	}
 	chat := strings.HasSuffix(strings.TrimRight(endpoint, "/"), "chat/completions")
 	body, err := newBodyTemplate(&cfg, chat)
@@ -184,6 +156,56 @@ func New(cfg Config) (*Client, error) {
 	}
 	c.streams.New = func() any { return newStreamState() }
 	return c, nil
+}
+
+// parseBaseURL checks --base-url: scheme://host[:port] with at most a path
+// prefix in front of the API's, and returns it with that prefix (no
+// trailing slash).
+func parseBaseURL(raw string) (base *url.URL, prefix string, err error) {
+	if strings.TrimSpace(raw) == "" {
+		return nil, "", option.New("{base_url} is empty: give the server's address, e.g. {base_url} http://127.0.0.1:8000")
+	}
+	if lower := strings.ToLower(raw); !strings.HasPrefix(lower, "http://") && !strings.HasPrefix(lower, "https://") {
+		return nil, "", option.Errorf("{base_url} %q must start with http:// or https://, e.g. http://127.0.0.1:8000", raw)
+	}
+	base, err = url.Parse(raw)
+	if err != nil {
+		return nil, "", option.Errorf("{base_url} %q is not a valid URL (%w): use e.g. http://127.0.0.1:8000", raw, err)
+	}
+	if base.Scheme != "http" && base.Scheme != "https" {
+		return nil, "", option.Errorf("{base_url} %q must start with http:// or https://, e.g. http://127.0.0.1:8000", raw)
+	}
+	if base.Host == "" {
+		return nil, "", option.Errorf("{base_url} %q has no host: use e.g. http://127.0.0.1:8000", raw)
+	}
+	if base.RawQuery != "" || base.Fragment != "" {
+		return nil, "", option.Errorf("{base_url} %q has a query or fragment: give only scheme://host:port", raw)
+	}
+	prefix = strings.TrimRight(base.Path, "/")
+	if strings.HasSuffix(prefix, "/v1") || strings.Contains(prefix, "completions") {
+		return nil, "", option.Errorf("{base_url} %q includes the API path %q: give only scheme://host:port and put the path in {endpoint} (e.g. /v1/completions)", raw, base.Path)
+	}
+	return base, prefix, nil
+}
+
+// requestHeader is every request's header: JSON, servebench's user agent
+// and the user's --header values under their canonical names (the
+// canonical spelling wins where both are given).
+func requestHeader(user http.Header) (http.Header, error) {
+	header := make(http.Header, len(user)+3)
+	header["Content-Type"] = []string{"application/json"}
+	header["User-Agent"] = []string{"servebench"}
+	for k, vs := range user {
+		if !validHeaderName(k) {
+			return nil, option.Errorf("{header} name %q is not a valid HTTP header name: use name=value with letters, digits and '-'", k)
+		}
+		ck := http.CanonicalHeaderKey(k)
+		if _, set := user[ck]; set && ck != k {
+			continue // both spellings given; the canonical one wins
+		}
+		header[ck] = append([]string(nil), vs...)
+	}
+	return header, nil
 }
 
 func validHeaderName(k string) bool {
