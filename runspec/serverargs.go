@@ -39,7 +39,7 @@ var (
 		"seed", "uvicorn-log-level", "api-key", "max-log-len", "tokenizer-mode", "revision", "model",
 		"chat-template", "response-role", "root-path", "middleware", "ssl-keyfile", "ssl-certfile", "tool-call-parser",
 		"reasoning-parser", "config-format", "hf-overrides"}
-	noEffectBool = []string{"disable-log-requests", "disable-log-stats", "trust-remote-code", "disable-frontend-multiprocessing",
+	noEffectBool = []string{"disable-log-requests", "disable-log-stats", "trust-remote-code",
 		"enable-auto-tool-choice", "disable-fastapi-docs", "enable-log-requests", "no-enable-log-requests"}
 )
 
@@ -52,7 +52,7 @@ var modelledServerFlags = []string{"tensor-parallel-size", "pipeline-parallel-si
 	"scheduler-delay-factor", "enable-chunked-prefill", "no-enable-chunked-prefill", "enable-prefix-caching",
 	"no-enable-prefix-caching", "preemption-mode", "kv-cache-dtype", "distributed-executor-backend", "enforce-eager",
 	"max-seq-len-to-capture",
-	"disable-async-output-proc", "multi-step-stream-outputs", "async-scheduling", "no-async-scheduling", "enable-expert-parallel", "dtype", "quantization"}
+	"disable-async-output-proc", "disable-frontend-multiprocessing", "multi-step-stream-outputs", "async-scheduling", "no-async-scheduling", "enable-expert-parallel", "dtype", "quantization"}
 
 func newServerArgs() *ServerArgs {
 	f := &ServerArgs{fs: pflag.NewFlagSet("vllm serve", pflag.ContinueOnError)}
@@ -217,6 +217,7 @@ func (f *ServerArgs) Apply(o *vllm.Options) (args []string) {
 	}
 	setFlag("enforce-eager", e.EnforceEager, &o.EnforceEager)
 	setFlag("disable-async-output-proc", e.DisableAsyncOutputProc, &o.DisableAsyncOutputProc)
+	setFlag("disable-frontend-multiprocessing", e.DisableFrontendMultiprocessing, &o.DisableFrontendMultiprocessing)
 	setFlag("enable-expert-parallel", e.ExpertParallel, &o.ExpertParallel)
 	return args
 }

@@ -37,6 +37,8 @@ func TestServerArgs(t *testing.T) {
 		{args: []string{"--num-scheduler-steps", "8", "--multi-step-stream-outputs=False"},
 			want: []string{"--num-scheduler-steps", "8", "--multi-step-stream-outputs=false"}},
 		{args: []string{"--multi-step-stream-outputs"}, want: []string{"--multi-step-stream-outputs"}},
+		{args: []string{"--disable-frontend-multiprocessing", "--disable-log-requests"},
+			want: []string{"--disable-frontend-multiprocessing"}, ignored: []string{"--disable-log-requests"}},
 	}
 	for _, tt := range tests {
 		f, err := ParseServerArgs(tt.args)
@@ -53,6 +55,9 @@ func TestServerArgs(t *testing.T) {
 		var o vllm.Options
 		if got := f.Apply(&o); !slices.Equal(got, tt.want) {
 			t.Errorf("%q: sim flags %q, want %q", tt.args, got, tt.want)
+		}
+		if want := slices.Contains(tt.args, "--disable-frontend-multiprocessing"); o.DisableFrontendMultiprocessing != want {
+			t.Errorf("%q: DisableFrontendMultiprocessing %v, want %v", tt.args, o.DisableFrontendMultiprocessing, want)
 		}
 		if got := f.Ignored(); !slices.Equal(got, tt.ignored) && len(got)+len(tt.ignored) > 0 {
 			t.Errorf("%q: ignored %q, want %q", tt.args, got, tt.ignored)

@@ -25,11 +25,15 @@
 //     sorted decodes first again. 0.5.0–0.5.3 get the post-#7874 order:
 //     their own, pre-#6867 order is not modelled [deviation; #7874
 //     restored their throughput]. --num-scheduler-steps (multi-step, PR
-//     #7000, merged August 2024) exists from 0.5.5.
+//     #7000, merged August 2024) exists from 0.5.5. From 0.5.4 the OpenAI
+//     server runs in its own process (PR #6883, "Multiprocessing for
+//     OpenAI Server with zeromq", merged 2024-08, after 0.5.3; "We
+//     introduced `multiprocessing` into the frontend in v0.5.4", its
+//     author in issue #7653); --disable-frontend-multiprocessing keeps it
+//     in the engine's, as 0.5.0–0.5.3 always ran it.
 //   - 0.6: V0 only; asynchronous output processing on by default (PR
 //     #7049, RFC #6913), combined with multi-step in PR #7921 and #8050;
-//     the OpenAI server runs in its own process (PR #6883, "Multiprocessing
-//     for OpenAI Server with zeromq", merged 2024-08, after 0.5.3).
+//     the OpenAI server in its own process as from 0.5.4.
 //   - 0.7–0.10: V0 as 0.6, and V1; V1 is the default engine from 0.8.0
 //     (V1 user guide, PR #15064: "V1 is now enabled by default";
 //     enablement oracle PR #13726), V0 below.
@@ -67,9 +71,11 @@
 // streamed chunk each). Offline runs (Options.Offline: the LLM class, as
 // vLLM's throughput and latency benchmarks run it, and sim --throughput)
 // have no OpenAI server, so api is zero; the engine's work, and on V1 the
-// output processor in the LLM's own process, stay. 0.5 (one process, one GIL): step = GPU + schedule
-// + output + api. 0.6–0.10 V0 (async output processing, PR #7049; the
-// OpenAI server in its own process, PR #6883): the engine thread
+// output processor in the LLM's own process, stay. 0.4–0.5.3 (one
+// process, one GIL): step = GPU + schedule + output + api. 0.5.4 and
+// 0.5.5 (the OpenAI server in its own process, PR #6883): step =
+// max(GPU + schedule + output, api). 0.6–0.10 V0 (async output
+// processing, PR #7049; the server still its own process): the engine thread
 // schedules step i+1, launches it and processes step i's outputs while
 // the GPU runs, so step = max(schedule + max(GPU, output), api). Those
 // outputs are returned when step i+1 ends, so every token reaches the
@@ -79,7 +85,21 @@
 // sim.Config.AsyncOutputLag, sim.Pool.AsyncOutputLag for a fleet's replicas,
 // serve.Config.AsyncOutputLag; tenstorrent/vllm PR #116 describes the
 // first token's lag in its fork). With
-// --disable-async-output-proc max(GPU + schedule + output, api). V1:
+// --disable-async-output-proc max(GPU + schedule + output, api).
+// --disable-frontend-multiprocessing (V0 from 0.5.4) puts the server back
+// in the engine's process: its api work runs on the engine's event loop
+// between steps, as in 0.5.0–0.5.3, so step = schedule + max(GPU, output)
+// + api with async output processing and GPU + schedule + output + api
+// without [approximate: the loop could serve HTTP while a step's forward
+// runs in the executor's thread (RFC #6797), but 0.5.3's light-load
+// profile below splits a step into GPU, scheduling and API shares that
+// add up, and the same serial sum is kept]. PR #6883's own table
+// measured the split the other way round (Llama-3-8B, one H100, 550-in /
+// 150-out sonnet at 10 QPS with chunked prefill): mean TPOT 70.74 ms in
+// one process, 57.35 with the server in its own (0.81×), mean TTFT
+// 687.69 and 298.09 ms (0.43×); sim at 0.5.4 with and without the flag
+// gives 19.05 and 12.83 ms TPOT (0.67×), 68.9 and 57.4 ms TTFT (0.83×),
+// both far below the measured values (vllm-pr-6883 in the corpus). V1:
 // the engine core (scheduler, model runner, update_from_output) and the
 // API server (OutputProcessor, HTTP) are two processes, so step =
 // max(GPU + schedule, output + api); the API server's own ceiling is
@@ -143,7 +163,7 @@
 //     ms by batch) on Llama-3-8B/H100 from this work; at 64 sequences the
 //     engine-side terms here sum to ≈ 6.1 ms.
 //   - 0.5 SchedFixed 2.85 ms and APIPerStep 3.3 ms: one process serves
-//     HTTP and runs the engine (PR #6883 split them in 0.6), and a step
+//     HTTP and runs the engine (until PR #6883 split them in 0.5.4), and a step
 //     at light load costs far more host time than the per-sequence terms
 //     give. Neural Magic's nightly benchmark (nm-vllm gh-pages data.js,
 //     vLLM 0.5.1, api_server /generate, 300 ShareGPT requests at 1 QPS)
@@ -318,7 +338,7 @@
 //     api.ARRIVED → journey.QUEUED over the training requests, and
 //     alpha_1_us 1850, the fixed part of journey.FINISHED →
 //     api.DEPARTED. Measured on V1; V0 does the same work (in the API
-//     process from 0.6, PR #6883; in the engine's own process in 0.5)
+//     process from 0.5.4, PR #6883; in the engine's own process before)
 //     and takes the same values [approximate]. Those experiments'
 //     published stage figures are the corpus' inference-sim-training
 //     runs, split fit for this reason.
@@ -334,7 +354,8 @@
 //     (below) is fitted on one of those runs, what it is spent on is
 //     not identified [open].
 //
-// Where the server is a process of its own (V1; V0 from 0.6, PR #6883),
+// Where the server is a process of its own (V1; V0 from 0.5.4, PR #6883,
+// unless --disable-frontend-multiprocessing),
 // its one event loop works through each step's outputs after the step
 // ends, and a chunk goes out only when the loop gets to it
 // (HostStepModel.OutputLoopTime: V1's front-end OutputProcessor and the

@@ -102,15 +102,16 @@ func (m *HostStepModel) Parts(s perf.StepShape) HostParts {
 
 // OutputLoopTime is the API server's event-loop work on the outputs of a
 // step of shape s, in the releases where that server is its own process
-// (V1's OutputProcessor and HTTP work; V0's HTTP work from 0.6, its output
-// processing running in the engine), and the part of it on the requests
-// whose first token the step sampled: their chunks' and their per-request
-// HTTP work, and on V1 their share of the output processing. Zero where
-// the engine and the server share one loop (0.4, 0.5): the step time
-// counts that work.
+// (V1's OutputProcessor and HTTP work; V0's HTTP work from 0.5.4, its
+// output processing running in the engine), and the part of it on the
+// requests whose first token the step sampled: their chunks' and their
+// per-request HTTP work, and on V1 their share of the output processing.
+// Zero where the engine and the server share one loop (0.4–0.5.3, and V0
+// under --disable-frontend-multiprocessing): the step time counts that
+// work.
 func (m *HostStepModel) OutputLoopTime(s perf.StepShape) (all, firstTokens time.Duration) {
 	h := m.Host
-	if h.Overlap == OverlapNone {
+	if h.Overlap.sharesEngineProcess() {
 		return 0, 0
 	}
 	p := m.Parts(s)
@@ -165,6 +166,11 @@ func (m *HostStepModel) combine(gpu time.Duration, p HostParts) (time.Duration, 
 		engine := p.Schedule + max(gpu, p.Output)
 		d := max(engine, p.API)
 		return d, d > gpu+p.Schedule || p.Schedule > gpu
+	case OverlapAsyncOutputSharedAPI:
+		// The same engine thread, with the server's coroutines on the
+		// engine's own event loop between steps.
+		d := p.Schedule + max(gpu, p.Output) + p.API
+		return d, p.Schedule+p.Output+p.API > gpu
 	case OverlapAsyncScheduling:
 		// The engine core prepares step i+1 and applies step i's outputs
 		// while the GPU runs step i (PR #19970).

@@ -173,6 +173,9 @@ func TestHostOverlap(t *testing.T) {
 		{vllm.OverlapAsyncOutput, 1, decodes, 16 * ms, false},
 		{vllm.OverlapAsyncOutput, 6, decodes, 11 * ms, false},
 		{vllm.OverlapSeparateAPI, 1, decodes, 18 * ms, false},
+		// The server's 4 ms back between steps; output still under the GPU.
+		{vllm.OverlapAsyncOutputSharedAPI, 1, decodes, 20 * ms, true},
+		{vllm.OverlapAsyncOutputSharedAPI, 1, perf.StepShape{Decodes: 10}, 1500*time.Microsecond + 10*ms + 400*time.Microsecond, false},
 		{vllm.OverlapEngineCore, 1, decodes, 16 * ms, false},
 		// Four prompts finish: API work 4·40 µs + 4·5 ms outlasts the engine.
 		{vllm.OverlapEngineCore, 1, perf.StepShape{Prefills: 4, PrefillsDone: 4, PrefillTokens: 400}, 20*ms + 160*time.Microsecond + 80*time.Microsecond, true},
@@ -218,6 +221,7 @@ func TestOutputLoopTime(t *testing.T) {
 		{vllm.OverlapNone, 0, 0},
 		{vllm.OverlapAsyncOutput, 10320 * us, 10080 * us},
 		{vllm.OverlapSeparateAPI, 10320 * us, 10080 * us},
+		{vllm.OverlapAsyncOutputSharedAPI, 0, 0},
 		{vllm.OverlapEngineCore, 10480 * us, 10120 * us},
 		{vllm.OverlapAsyncScheduling, 10480 * us, 10120 * us},
 	} {

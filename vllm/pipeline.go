@@ -24,7 +24,7 @@ func (m *HostStepModel) StageTime(s perf.StepShape) time.Duration {
 	p := m.Parts(s)
 	var host time.Duration
 	switch m.Host.Overlap {
-	case OverlapNone:
+	case OverlapNone, OverlapAsyncOutputSharedAPI:
 		host = p.Schedule + p.Output + p.API
 	case OverlapSeparateAPI, OverlapAsyncOutput:
 		host = max(p.Schedule+p.Output, p.API)

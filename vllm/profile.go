@@ -31,8 +31,10 @@ type Overlap string
 
 const (
 	// OverlapNone: one Python process schedules, runs the model, processes
-	// outputs and serves HTTP between forward passes (0.5.x). A step lasts
-	// GPU + scheduling + output processing + API-server work.
+	// outputs and serves HTTP between forward passes (0.4–0.5.3, and V0
+	// from 0.5.4 with --disable-frontend-multiprocessing where outputs are
+	// processed in line). A step lasts GPU + scheduling + output
+	// processing + API-server work.
 	OverlapNone Overlap = "serial"
 	// OverlapAsyncOutput: output processing of step i runs while step i+1
 	// is on the GPU (PR #7049), the OpenAI server is its own process
@@ -40,11 +42,18 @@ const (
 	// num_scheduler_steps steps (0.6–0.10 V0). A step lasts
 	// max(GPU + scheduling/num_scheduler_steps, output processing, API work).
 	OverlapAsyncOutput Overlap = "async-output"
-	// OverlapSeparateAPI: 0.6–0.10 V0 with --disable-async-output-proc:
-	// output processing is back on the engine's critical path, the API
-	// server still its own process. A step lasts
+	// OverlapSeparateAPI: the OpenAI server in its own process (PR
+	// #6883), output processing on the engine's critical path: 0.5.4 and
+	// 0.5.5, and 0.6–0.10 V0 with --disable-async-output-proc. A step lasts
 	// max(GPU + scheduling/num_scheduler_steps + output processing, API work).
 	OverlapSeparateAPI Overlap = "separate-api"
+	// OverlapAsyncOutputSharedAPI: 0.6–0.10 V0 with
+	// --disable-frontend-multiprocessing: output processing still
+	// overlaps the next step, but the OpenAI server runs in the engine's
+	// process again, its work between steps as in 0.5.0–0.5.3. A step
+	// lasts scheduling/num_scheduler_steps + max(GPU, output processing)
+	// + API work.
+	OverlapAsyncOutputSharedAPI Overlap = "async-output-shared-api"
 	// OverlapEngineCore: the V1 engine core (scheduler + model runner) is
 	// its own process; detokenization and HTTP run in the front-end
 	// process. A step lasts max(GPU + scheduling, output processing + API
@@ -56,6 +65,25 @@ const (
 	// processing + API work).
 	OverlapAsyncScheduling Overlap = "async-scheduling"
 )
+
+// sharesEngineProcess reports whether the OpenAI server runs in the
+// engine's process, so its work lengthens the engine's steps rather than
+// running on a loop of its own.
+func (o Overlap) sharesEngineProcess() bool {
+	return o == OverlapNone || o == OverlapAsyncOutputSharedAPI
+}
+
+// inEngineProcess is o with the OpenAI server moved into the engine's
+// process (--disable-frontend-multiprocessing, V0 from 0.5.4).
+func (o Overlap) inEngineProcess() Overlap {
+	switch o {
+	case OverlapSeparateAPI:
+		return OverlapNone
+	case OverlapAsyncOutput:
+		return OverlapAsyncOutputSharedAPI
+	}
+	return o
+}
 
 // HostOverhead is the CPU work per engine step, in the release's process
 // layout (doc.go, "Host overhead", cites where each number comes from).

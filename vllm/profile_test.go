@@ -64,8 +64,9 @@ func TestReleaseSwitches(t *testing.T) {
 		prefixCachingDef bool
 	}{
 		{"0.5.3", false, false, false, OverlapNone, false},
-		{"0.5.4", true, false, false, OverlapNone, false},
-		{"0.5.5", true, false, true, OverlapNone, false},
+		// The OpenAI server in its own process from 0.5.4 (PR #6883).
+		{"0.5.4", true, false, false, OverlapSeparateAPI, false},
+		{"0.5.5", true, false, true, OverlapSeparateAPI, false},
 		{"0.6.0", false, true, true, OverlapAsyncOutput, false},
 		{"0.8.5", false, false, false, OverlapEngineCore, true},
 	}
@@ -81,7 +82,7 @@ func TestReleaseSwitches(t *testing.T) {
 		}
 	}
 	// The 0.5 table entry must not change through the patch switches.
-	if v05.Scheduler.MultiStep || v05.Scheduler.LegacyRequeueOrder {
+	if v05.Scheduler.MultiStep || v05.Scheduler.LegacyRequeueOrder || v05.Host.Overlap != OverlapNone {
 		t.Error("Lookup modified the shared 0.5 profile")
 	}
 }

@@ -119,6 +119,12 @@ var (
 // Switches that changed within a line, by patch release:
 //   - multiStepSince: --num-scheduler-steps arrived with PR #7000 (merged
 //     August 2024, released in 0.5.5).
+//   - frontendProcessSince: PR #6883 ("[ Frontend ] Multiprocessing for
+//     OpenAI Server with `zeromq`") moved the OpenAI server into a process
+//     of its own, with --disable-frontend-multiprocessing to keep it in
+//     the engine's: "We introduced `multiprocessing` into the frontend in
+//     v0.5.4" (its author, vLLM issue #7653). 0.5.0–0.5.3 serve HTTP from
+//     the engine's process.
 //   - legacyRequeue: PR #6867 ("[core][scheduler] simplify and improve
 //     scheduler", 0.5.4) re-queued new prefills ahead of running decodes
 //     under chunked prefill (issue #7592 bisected the slowdown to it);
@@ -148,6 +154,7 @@ var (
 //     from 512 to 2048.
 var (
 	multiStepSince              = Release{0, 5, 5}
+	frontendProcessSince        = Release{0, 5, 4}
 	legacyRequeueSince          = Release{0, 5, 4}
 	legacyRequeueBefore         = Release{0, 6, 0}
 	largeDefaultsSkipA100Since  = Release{0, 9, 0}
@@ -171,6 +178,9 @@ func patchSwitches(rel Release, ep *EngineProfile) {
 	}
 	if !rel.less(multiStepSince) {
 		ep.Scheduler.MultiStep = true
+	}
+	if ep.Host.Overlap == OverlapNone && !rel.less(frontendProcessSince) {
+		ep.Host.Overlap = OverlapSeparateAPI
 	}
 	ep.Scheduler.MultiStepStream = !rel.less(multiStepStreamSince)
 	ep.Scheduler.MultiStepStreamDefault = !rel.less(multiStepStreamDefaultSince)

@@ -40,6 +40,10 @@ type Options struct {
 	NumSchedulerSteps  int
 	// DisableAsyncOutputProc is --disable-async-output-proc (0.6+ V0).
 	DisableAsyncOutputProc bool
+	// DisableFrontendMultiprocessing is
+	// --disable-frontend-multiprocessing (V0 from 0.5.4): the OpenAI
+	// server runs in the engine's process. V1 ignores it, as vLLM does.
+	DisableFrontendMultiprocessing bool
 	// MultiStepStreamOutputs is --multi-step-stream-outputs (V0 from
 	// 0.6.2); nil keeps the release's default (on from 0.6.3).
 	MultiStepStreamOutputs *bool
@@ -342,6 +346,9 @@ func hostStep(p Profile, o Options, roof *perf.Roofline, executor ExecutorBacken
 		if o.DisableAsyncOutputProc {
 			host.Overlap = OverlapSeparateAPI
 		}
+		if o.DisableFrontendMultiprocessing && p.Engine == engine.V0 {
+			host.Overlap = host.Overlap.inEngineProcess()
+		}
 		if asyncScheduling(p, o) {
 			host.Overlap = OverlapAsyncScheduling
 		}
@@ -436,6 +443,9 @@ func checkChoices(p Profile, o Options) error {
 	}
 	if o.AsyncScheduling != nil && *o.AsyncScheduling && max(o.PipelineParallel, 1) > 1 {
 		return optionError("async_scheduling", "async scheduling does not support pipeline parallelism (pipeline_parallel_size %d); drop it or run one stage", o.PipelineParallel)
+	}
+	if o.DisableFrontendMultiprocessing && p.Engine == engine.V0 && p.Release.less(frontendProcessSince) {
+		return optionError("disable_frontend_multiprocessing", "disable_frontend_multiprocessing: vLLM %s has no such flag, its OpenAI server always runs in the engine's process; the flag arrived in %s (PR #6883)", p.Release, frontendProcessSince)
 	}
 	if o.DisableAsyncOutputProc && !p.Scheduler.AsyncOutputProc {
 		if p.Engine == engine.V1 {

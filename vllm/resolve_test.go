@@ -88,6 +88,8 @@ func TestResolveErrors(t *testing.T) {
 		{"V1 swap", "0.8.5", "", vllm.Options{PreemptionMode: "swap"}, "preemption_mode=swap requires engine v0", ""},
 		{"V1 multi-step", "0.9.0", engine.V1, vllm.Options{NumSchedulerSteps: 8}, "num_scheduler_steps (8) needs the V0 engine", "num_scheduler_steps"},
 		{"negative graph length", "0.6.4", "", vllm.Options{MaxSeqLenToCapture: -1}, "max_seq_len_to_capture (-1) must be at least 1", "max_seq_len_to_capture"},
+		{"frontend multiprocessing before 0.5.4", "0.5.3", "", vllm.Options{DisableFrontendMultiprocessing: true},
+			"vLLM 0.5.3 has no such flag, its OpenAI server always runs in the engine's process; the flag arrived in 0.5.4 (PR #6883)", "disable_frontend_multiprocessing"},
 		{"async output before 0.6", "0.5.4", "", vllm.Options{DisableAsyncOutputProc: true}, "vLLM 0.5.4 has no async output processing; it arrived in 0.6.0 (PR #7049)", "disable_async_output_proc"},
 		{"multi-step streaming before 0.6.2", "0.6.1", "", vllm.Options{NumSchedulerSteps: 8, MultiStepStreamOutputs: new(true)},
 			"vLLM 0.6.1 has no multi-step output streaming; it arrived in 0.6.2 (PR #8335)", "multi_step_stream_outputs"},
@@ -115,6 +117,35 @@ func TestResolveErrors(t *testing.T) {
 				t.Errorf("error %T names no option, want %q", err, c.wantOption)
 			}
 		})
+	}
+}
+
+// The OpenAI server runs in its own process from 0.5.4 (PR #6883) unless
+// --disable-frontend-multiprocessing keeps it in the engine's; V1 ignores
+// the flag, as vLLM does.
+func TestFrontendProcessByRelease(t *testing.T) {
+	for _, c := range []struct {
+		version string
+		eng     engine.Version
+		o       vllm.Options
+		want    vllm.Overlap
+	}{
+		{"0.5.3", "", vllm.Options{}, vllm.OverlapNone},
+		{"0.5.4", "", vllm.Options{}, vllm.OverlapSeparateAPI},
+		{"0.5.4", "", vllm.Options{DisableFrontendMultiprocessing: true}, vllm.OverlapNone},
+		{"0.6.2", "", vllm.Options{}, vllm.OverlapAsyncOutput},
+		{"0.6.2", "", vllm.Options{DisableFrontendMultiprocessing: true}, vllm.OverlapAsyncOutputSharedAPI},
+		{"0.6.2", "", vllm.Options{DisableFrontendMultiprocessing: true, DisableAsyncOutputProc: true}, vllm.OverlapNone},
+		{"0.8.5", engine.V0, vllm.Options{DisableFrontendMultiprocessing: true}, vllm.OverlapAsyncOutputSharedAPI},
+		{"0.8.5", engine.V1, vllm.Options{DisableFrontendMultiprocessing: true}, vllm.OverlapEngineCore},
+	} {
+		r, err := resolve(t, c.version, c.eng, "Qwen2-7B", "H100", c.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.StepModel.(*vllm.HostStepModel).Host.Overlap; got != c.want {
+			t.Errorf("%s %s %+v: overlap %s, want %s", c.version, c.eng, c.o, got, c.want)
+		}
 	}
 }
 
