@@ -96,7 +96,7 @@ func (e *Engine) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&e.VLLMVersion, "vllm-version", "", "vLLM release X.Y[.Z] to emulate: its defaults, flags, validation, scheduler switches and host overhead (lines "+vllm.KnownLines()+"; default: from --engine)")
 	fs.IntVar(&e.NumSchedulerSteps, "num-scheduler-steps", 0, "multi-step scheduling: schedule once per this many steps (V0, vLLM ≥ 0.5.5; default 1)")
 	fs.BoolVar(&e.DisableAsyncOutputProc, "disable-async-output-proc", false, "V0, vLLM ≥ 0.6: process outputs on the engine's critical path instead of overlapping them with the next step")
-	fs.BoolVar(&e.DisableFrontendMultiprocessing, "disable-frontend-multiprocessing", false, "V0, vLLM ≥ 0.5.4: run the OpenAI server in the engine's process, its work between the engine's steps as in 0.5.0-0.5.3 (V1 ignores it, as vLLM does)")
+	fs.BoolVar(&e.DisableFrontendMultiprocessing, "disable-frontend-multiprocessing", false, "V0, vLLM ≥ 0.5.4: run the OpenAI server in the engine's process, its work between the engine's steps as in 0.5.0-0.5.3 (V1 ignores it with a warning, as vLLM does)")
 	fs.BoolVar(&e.MultiStepStreamOutputs, "multi-step-stream-outputs", false, "V0, vLLM ≥ 0.6.2, with --num-scheduler-steps: hand every step's tokens to the client as it is processed (=false: each group's tokens together at its end) (default: on from 0.6.3)")
 	fs.BoolVar(&e.AsyncScheduling, "async-scheduling", false, "V1, vLLM ≥ 0.10: schedule the next step while the GPU runs this one (default: on from 0.14 without pipeline parallelism)")
 	fs.BoolVar(&e.NoAsyncScheduling, "no-async-scheduling", false, "V1, vLLM ≥ 0.10: schedule each step after the previous one ends (turns off 0.14's default)")

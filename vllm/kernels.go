@@ -220,10 +220,16 @@ func QuantizationLines(r *Resolved) []LogLine {
 }
 
 // StartupLines are every startup line sim and serve print before the
-// memory profile's: the quantized kernel's, the distributed setup's, then
-// servebench's own cold-start line.
+// memory profile's: the ignored frontend flag's, the quantized kernel's,
+// the distributed setup's, then servebench's own cold-start line.
 func StartupLines(r *Resolved) []LogLine {
-	return append(append(QuantizationLines(r), DistributedLines(r)...), ColdStartLines(r)...)
+	var out []LogLine
+	if r.FrontendFlagIgnored {
+		// vLLM's own wording changed between releases; this says what it
+		// means for the run.
+		out = append(out, LogLine{Warning: true, Text: "V1 is enabled, but got --disable-frontend-multiprocessing: ignored, the API server and the engine core stay separate processes"})
+	}
+	return append(append(append(out, QuantizationLines(r)...), DistributedLines(r)...), ColdStartLines(r)...)
 }
 
 // ColdStartLines says, with --cold-start on a model that runs Triton's

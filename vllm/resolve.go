@@ -142,6 +142,9 @@ type Resolved struct {
 	// says vLLM chose it (DistributedLines).
 	Executor          ExecutorBackend
 	ExecutorDefaulted bool
+	// FrontendFlagIgnored: --disable-frontend-multiprocessing on the V1
+	// engine, which vLLM warns about and ignores (StartupLines).
+	FrontendFlagIgnored bool
 }
 
 // Resolve turns (release profile, model, GPU, user flags) into the engine
@@ -210,7 +213,8 @@ func Resolve(ctx context.Context, p Profile, model perf.Model, gpu perf.GPU, o O
 		ChatPrepare: server.chat.prepare, ChatIngest: server.chat.ingest,
 		AsyncOutputLag:  p.Engine == engine.V0 && p.Scheduler.AsyncOutputProc && !o.DisableAsyncOutputProc,
 		MultiStepStream: multiStepStream(p, o),
-		Executor:        executor, ExecutorDefaulted: executorDefaulted}, nil
+		Executor:        executor, ExecutorDefaulted: executorDefaulted,
+		FrontendFlagIgnored: o.DisableFrontendMultiprocessing && p.Engine == engine.V1}, nil
 }
 
 // multiStepStream is whether multi-step groups stream every step: the

@@ -146,6 +146,12 @@ func TestFrontendProcessByRelease(t *testing.T) {
 		if got := r.StepModel.(*vllm.HostStepModel).Host.Overlap; got != c.want {
 			t.Errorf("%s %s %+v: overlap %s, want %s", c.version, c.eng, c.o, got, c.want)
 		}
+		// Only V1 ignores the flag, and says so first at startup.
+		lines := vllm.StartupLines(r)
+		warned := len(lines) > 0 && lines[0].Warning && strings.Contains(lines[0].Text, "--disable-frontend-multiprocessing: ignored")
+		if want := c.o.DisableFrontendMultiprocessing && r.Profile.Engine == engine.V1; warned != want {
+			t.Errorf("%s %s %+v: startup lines %+v, want the ignored-flag warning %v", c.version, c.eng, c.o, lines, want)
+		}
 	}
 }
 
