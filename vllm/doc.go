@@ -30,7 +30,11 @@
 //     OpenAI Server with zeromq", merged 2024-08, after 0.5.3; "We
 //     introduced `multiprocessing` into the frontend in v0.5.4", its
 //     author in issue #7653); --disable-frontend-multiprocessing keeps it
-//     in the engine's, as 0.5.0–0.5.3 always ran it.
+//     in the engine's, as 0.5.0–0.5.3 always ran it. On V1 vLLM's
+//     api_server logs "V1 is enabled, but got
+//     --disable-frontend-multiprocessing." and builds its AsyncLLM all the
+//     same (read in the code index, V1 releases with and without
+//     VLLM_USE_V1); sim and serve print that warning and change nothing.
 //   - 0.6: V0 only; asynchronous output processing on by default (PR
 //     #7049, RFC #6913), combined with multi-step in PR #7921 and #8050;
 //     the OpenAI server in its own process as from 0.5.4.
