@@ -23,10 +23,10 @@ func (m *HostStepModel) StageTime(s perf.StepShape) time.Duration {
 	}
 	p := m.Parts(s)
 	var host time.Duration
-	switch m.Host.Overlap {
-	case OverlapNone, OverlapAsyncOutputSharedAPI:
+	switch o := m.Host.Overlap; {
+	case o.sharesEngineProcess():
 		host = p.Schedule + p.Output + p.API
-	case OverlapSeparateAPI, OverlapAsyncOutput:
+	case o == OverlapSeparateAPI || o == OverlapAsyncOutput:
 		host = max(p.Schedule+p.Output, p.API)
 	default: // OverlapEngineCore
 		host = max(p.Schedule, p.Output+p.API)
