@@ -164,6 +164,11 @@ func observe(r report.LoadedResult, o LoadOptions, resolve Resolver) (*Observati
 	}
 	obs.Tags.GPU, obs.Tags.VLLMVersion = gpu.Name, profile.Release.String()
 	obs.Deployment = Deployment{Profile: profile, Model: model, GPU: gpu, Options: fileOptions(r, o.Options)}
+	if obs.Deployment.Options.ModelID == "" {
+		// The run's own name for its model picks the chat template vLLM
+		// 0.11.0 parses per request.
+		obs.Deployment.Options.ModelID = tags.Model
+	}
 	obs.Chat = runspec.FirstChatBackend(text(r, "backend"), text(r, "endpoint_type")) != ""
 	if obs.Observed, err = observedFigures(r); err != nil {
 		return fail(err)

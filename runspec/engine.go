@@ -200,6 +200,7 @@ func (e *Engine) check(changed func(string) bool) (vllm.Profile, error) {
 // options is what the flags say to vLLM's resolver, links parsed.
 func (e *Engine) options(changed func(string) bool, allowLong bool) (vllm.Options, error) {
 	o := vllm.Options{
+		ModelID:        e.Model,
 		TensorParallel: e.TensorParallel, PipelineParallel: e.PipelineParallel,
 		MaxModelLen: e.MaxModelLen, MaxNumSeqs: e.MaxNumSeqs, MaxNumBatchedTokens: e.MaxNumBatchedTokens,
 		BlockSize: e.BlockSize, GPUMemoryUtilization: e.GPUMemoryUtilization,

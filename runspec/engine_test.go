@@ -475,3 +475,42 @@ func TestQuantizationFlagPicksKernel(t *testing.T) {
 		})
 	}
 }
+
+// TestModelIDPicksChatTemplate: --model as typed reaches the resolver, so
+// vLLM 0.11.0's per-request template parse is the checkpoint's own: the
+// catalog serves DeepSeek-R1-0528 and DeepSeek-V3 from one architecture,
+// but only R1-0528's template was measured; Qwen3's 2507 Instruct
+// template, shorter than Qwen3's, costs less.
+func TestModelIDPicksChatTemplate(t *testing.T) {
+	home := isolateEnv(t)
+	// The 2507 Instruct checkpoint is not in the catalog: its config sits in
+	// the hub cache, as a download leaves it.
+	config, err := os.ReadFile("../validate/corpus/models/Qwen--Qwen3-235B-A22B-Instruct-2507/config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snapshot := filepath.Join(home, ".cache", "huggingface", "hub", "models--Qwen--Qwen3-235B-A22B-Instruct-2507", "snapshots", "0d0f7c1")
+	if err := os.MkdirAll(snapshot, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(snapshot, "config.json"), config, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prepare := func(model string) float64 {
+		t.Helper()
+		_, r, err := resolveInEnv(t, "--model", model, "--gpu", "H200", "-tp", "8", "--vllm-version", "0.11.0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.ChatPrepare.Seconds()
+	}
+	r1, v3 := prepare("deepseek-ai/DeepSeek-R1-0528"), prepare("deepseek-ai/DeepSeek-V3")
+	if r1 != v3 {
+		// V3's template is not measured, so it costs the reference's: R1-0528's.
+		t.Errorf("DeepSeek-R1-0528 %v s, DeepSeek-V3 %v s: an unmeasured template costs the reference's", r1, v3)
+	}
+	qwen3, instruct := prepare("Qwen/Qwen3-235B-A22B"), prepare("Qwen/Qwen3-235B-A22B-Instruct-2507")
+	if !(instruct < qwen3 && qwen3 < r1) {
+		t.Errorf("chat preparation Qwen3-2507 Instruct %v s, Qwen3 %v s, DeepSeek-R1-0528 %v s: want increasing", instruct, qwen3, r1)
+	}
+}

@@ -100,7 +100,7 @@ func newPlan(r *Run, c *Corpus, o Options) (*plan, error) {
 	}
 
 	// The engine options start from sim's flag defaults.
-	p.options = vllm.Options{TensorParallel: tp, PipelineParallel: pp, BlockSize: 16, GPUMemoryUtilization: 0.9,
+	p.options = vllm.Options{ModelID: r.Model, TensorParallel: tp, PipelineParallel: pp, BlockSize: 16, GPUMemoryUtilization: 0.9,
 		KVCacheDType: kvDType, Nodes: 1}
 	p.args = []string{"--model", modelArg, "--gpu", gpu.Name, "--vllm-version", release}
 	if r.Engine != "" {

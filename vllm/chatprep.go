@@ -1,13 +1,17 @@
 package vllm
 
-import "time"
+import (
+	"path/filepath"
+	"strings"
+	"time"
+)
 
 // Chat preparation: the OpenAI server's event-loop time per chat request
 // before it hands the request on (doc.go, "Chat preparation"), on the
 // default host.
 const (
 	// chatPrepareBase is the chat path's preparation in the releases with
-	// content-format detection cached, other than the 0.11 ones [fitted: the
+	// content-format detection cached (0.11.0 adds its template parse) [fitted: the
 	// TTFT of gpustack-quantization-impact/h100-bf16-kv-fp8, vLLM 0.9.2,
 	// 1,000 ShareGPT chat requests at once]; earlier releases are assumed
 	// to pay it too.
@@ -18,11 +22,15 @@ const (
 	// actually are started to process" for 1,000 chat requests sent at
 	// once (meta-llama's template), 7 ms a request.
 	chatContentFormatDetect = 7 * time.Millisecond
-	// chatPrepare011 is the 0.11 line's preparation [fitted: the TTFT of
-	// gpustack-deepseek-r1-h200/random-128-4, vLLM 0.11.0, 1,000 chat
-	// requests at once, together with chatIngest011; what the release
-	// does per request to cost it is not identified].
-	chatPrepare011 = 16680 * us
+	// chatTemplateParseFitted is what vLLM 0.11.0's per-request parse of
+	// the chat template (templateParseFor) costs for the reference
+	// template, DeepSeek-R1-0528's, on the default host [fitted: 16.68 ms
+	// of preparation put the mean TTFT of gpustack-deepseek-r1-h200/
+	// random-128-4 (vLLM 0.11.0, 1,000 chat requests of 128 tokens at
+	// once) on the published one, together with chatIngest011; this is
+	// that less chatPrepareBase]. Other templates take their measured
+	// share of it.
+	chatTemplateParseFitted = 16680*us - chatPrepareBase
 	// chatIngest011 is the 0.11 line's chat latency off the event loop:
 	// time a chat request spends before the engine's queue, beyond
 	// Ingest, that holds no other request back [fitted: the mean TTFT of
@@ -43,27 +51,37 @@ type chatCost struct{ prepare, ingest time.Duration }
 //   - contentFormatCachedSince: PR #20065 ("Cached resolution for
 //     resolving chat templates", opened 2025-06-25) [approximate
 //     release];
-//   - chatPrepare011Since to chatCosts011Until: the 0.11 releases, whose
-//     fitted preparation and ingest are charged there only. Published
-//     0.18.0 chat runs rule both out (doc.go, "Chat preparation"), so
-//     later releases take the base preparation and no extra ingest
-//     [assumption for 0.12–0.17: nothing published either way].
+//   - templateParseSince to chatCosts011Until: the 0.11 releases, whose
+//     fitted ingest is charged there only. Published 0.18.0 chat runs
+//     rule it out (doc.go, "Chat preparation"), so later releases take
+//     no extra ingest [assumption: nothing published covers 0.12–0.17;
+//     0.11.1 and 0.11.2 keep 0.11.0's, as nothing identifies its cause].
+//   - templateParseSince to templateParseCachedSince: the chat-template
+//     kwargs filter (PR #25794, the fix for advisory GHSA-6fvq-23cw-5628,
+//     fixed in 0.11.0) parsed the template on every chat request until
+//     PR #26227 ("[Frontend] Cache chat template kwargs resolution",
+//     merged 2025-10-04, after the 0.11.0 tag) cached the parse by
+//     template: 0.11.0 alone pays it.
 var (
 	contentFormatDetectSince = Release{0, 6, 5}
 	contentFormatCachedSince = Release{0, 9, 2}
-	chatPrepare011Since      = Release{0, 11, 0}
+	templateParseSince       = Release{0, 11, 0}
+	templateParseCachedSince = Release{0, 11, 1}
 	chatCosts011Until        = Release{0, 12, 0}
 )
 
-// chatCosts is what the release's OpenAI server charges a chat request on
-// the default host: its event-loop preparation, and on the 0.11 releases
-// the ingest latency off the loop.
-func chatCosts(r Release) chatCost {
+// chatCosts is what the release's OpenAI server charges a chat request
+// for the model the user named (modelID: its chat template) on the
+// default host: its event-loop preparation, and on the 0.11 releases the
+// ingest latency off the loop.
+func chatCosts(r Release, modelID string) chatCost {
 	switch {
 	case !r.less(chatCosts011Until):
 		return chatCost{prepare: chatPrepareBase}
-	case !r.less(chatPrepare011Since):
-		return chatCost{prepare: chatPrepare011, ingest: chatIngest011}
+	case !r.less(templateParseCachedSince):
+		return chatCost{prepare: chatPrepareBase, ingest: chatIngest011}
+	case !r.less(templateParseSince):
+		return chatCost{prepare: chatPrepareBase + templateParseFor(modelID), ingest: chatIngest011}
 	case !r.less(contentFormatCachedSince):
 		return chatCost{prepare: chatPrepareBase}
 	case !r.less(contentFormatDetectSince):
@@ -75,4 +93,76 @@ func chatCosts(r Release) chatCost {
 // onHost is c on host h (its --host-speed).
 func (c chatCost) onHost(h HostOverhead) chatCost {
 	return chatCost{prepare: h.scaled(c.prepare), ingest: h.scaled(c.ingest)}
+}
+
+// templateParse is one chat template's cost in vLLM 0.11.0's per-request
+// kwargs resolution (tools/vllm-chattemplate): building a sandboxed Jinja
+// environment, parsing the template and walking it for the variables it
+// reads, timed on templateParseCPU.
+type templateParse struct {
+	Name        string
+	Chars       int
+	LexerTokens int
+	SHA256      string
+	Parse       time.Duration
+	// Models are the Hugging Face ids whose checkpoints carry the
+	// template.
+	Models []string
+}
+
+// templateParseReference is the template chatTemplateParseFitted was
+// fitted on.
+const templateParseReference = "deepseek-r1-0528"
+
+// templateParseFor is what vLLM 0.11.0's per-request template parse costs
+// a chat request for model id on the default host: the fitted reference
+// cost scaled by the template's measured time over the reference's (the
+// measuring CPU cancels), or the reference cost for a model whose
+// template was not measured [assumption].
+func templateParseFor(id string) time.Duration {
+	reference, ok := measuredTemplate(func(t templateParse) bool { return t.Name == templateParseReference })
+	if !ok {
+		panic("vllm: chattemplate_measured.go has no " + templateParseReference + " template")
+	}
+	key := templateModelKey(id)
+	t, ok := measuredTemplate(func(t templateParse) bool {
+		for _, m := range t.Models {
+			if templateModelKey(m) == key {
+				return true
+			}
+		}
+		return false
+	})
+	if key == "" || !ok {
+		return chatTemplateParseFitted
+	}
+	return time.Duration(float64(chatTemplateParseFitted) * float64(t.Parse) / float64(reference.Parse))
+}
+
+func measuredTemplate(match func(templateParse) bool) (templateParse, bool) {
+	for _, t := range measuredTemplateParse {
+		if match(t) {
+			return t, true
+		}
+	}
+	return templateParse{}, false
+}
+
+// templateModelKey reduces the ways a user names a model to its repository
+// name, lower case: a Hugging Face id ("Qwen/Qwen3-14B"), a directory or
+// its config.json named after the repository ("Qwen--Qwen3-14B",
+// "models--Qwen--Qwen3-14B/snapshots/<revision>", as the hub cache lays
+// them out). A name it cannot reduce is kept whole.
+func templateModelKey(id string) string {
+	p := strings.TrimRight(filepath.ToSlash(strings.TrimSpace(id)), "/")
+	p = strings.TrimSuffix(p, "/config.json")
+	parts := strings.Split(p, "/")
+	if n := len(parts); n >= 3 && parts[n-2] == "snapshots" {
+		parts = parts[:n-2]
+	}
+	name := parts[len(parts)-1]
+	if i := strings.LastIndex(name, "--"); i >= 0 {
+		name = name[i+2:]
+	}
+	return strings.ToLower(name)
 }

@@ -16,6 +16,11 @@ import (
 // Options are `vllm serve`'s engine flags as the user gave them. Zero
 // values and nil pointers mean "the release's default".
 type Options struct {
+	// ModelID is the model as the user named it (a Hugging Face id, or a
+	// path to its config.json or directory): the catalog may serve many
+	// ids from one architecture, but the chat template vLLM 0.11.0 parses
+	// on every chat request is the checkpoint's own (chatprep.go).
+	ModelID                          string
 	TensorParallel, PipelineParallel int
 	Link                             perf.Link // zero: NVLink when the GPU has it, else PCIe
 	MaxModelLen                      int
@@ -365,7 +370,7 @@ func hostStep(p Profile, o Options, roof *perf.Roofline, executor ExecutorBacken
 		server.ingest, server.delivery = host.scaled(host.Ingest), host.scaled(host.Delivery)
 		if !o.Offline {
 			server.spacing = host.scaled(host.APIPerRequest)
-			server.chat = chatCosts(p.Release).onHost(host)
+			server.chat = chatCosts(p.Release, o.ModelID).onHost(host)
 		}
 	}
 	return step, server
