@@ -17,9 +17,9 @@ const templateParseCPU = "AMD EPYC (family 25, model 1)"
 // the record only.
 var measuredTemplateParse = []templateParse{
 	{Name: "qwen3", Chars: 4116, LexerTokens: 991, SHA256: "87a2728cb8dc9fe424d624542f6060ec05a1d285ebbec578bb078900e33396b5", Parse: 17921 * time.Microsecond,
-		Models: []string{"Qwen/Qwen3-0.6B", "Qwen/Qwen3-1.7B", "Qwen/Qwen3-4B", "Qwen/Qwen3-8B", "Qwen/Qwen3-14B", "Qwen/Qwen3-32B", "Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-235B-A22B"}},
+		Models: []string{"Qwen/Qwen3-0.6B", "Qwen/Qwen3-0.6B-FP8", "Qwen/Qwen3-0.6B-GPTQ-Int8", "Qwen/Qwen3-1.7B", "Qwen/Qwen3-1.7B-FP8", "Qwen/Qwen3-1.7B-GPTQ-Int8", "Qwen/Qwen3-4B", "Qwen/Qwen3-4B-AWQ", "Qwen/Qwen3-4B-FP8", "Qwen/Qwen3-8B", "Qwen/Qwen3-8B-AWQ", "Qwen/Qwen3-8B-FP8", "Qwen/Qwen3-14B", "Qwen/Qwen3-14B-AWQ", "Qwen/Qwen3-14B-FP8", "Qwen/Qwen3-32B", "Qwen/Qwen3-32B-AWQ", "Qwen/Qwen3-32B-FP8", "Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-30B-A3B-FP8", "Qwen/Qwen3-30B-A3B-GPTQ-Int4", "Qwen/Qwen3-235B-A22B", "Qwen/Qwen3-235B-A22B-FP8", "Qwen/Qwen3-235B-A22B-GPTQ-Int4"}},
 	{Name: "qwen3-instruct-2507", Chars: 2630, LexerTokens: 585, SHA256: "64f85b198065d0fba2a81f37e10ed68161ce2c19a754c7100e67e0ca2ee9c326", Parse: 9828 * time.Microsecond,
-		Models: []string{"Qwen/Qwen3-235B-A22B-Instruct-2507", "Qwen/Qwen3-30B-A3B-Instruct-2507", "Qwen/Qwen3-4B-Instruct-2507", "Qwen/Qwen3-Next-80B-A3B-Instruct"}},
+		Models: []string{"Qwen/Qwen3-235B-A22B-Instruct-2507", "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8", "Qwen/Qwen3-30B-A3B-Instruct-2507", "Qwen/Qwen3-30B-A3B-Instruct-2507-FP8", "Qwen/Qwen3-4B-Instruct-2507", "Qwen/Qwen3-4B-Instruct-2507-FP8", "Qwen/Qwen3-Next-80B-A3B-Instruct", "Qwen/Qwen3-Next-80B-A3B-Instruct-FP8"}},
 	{Name: "qwen3-instruct-2507-release", Chars: 4040, LexerTokens: 984, SHA256: "40c21f34cf67d8c760ef72f8ad3ae5afad514299d4b06e91dd9a8d705af7b541", Parse: 17633 * time.Microsecond,
 		Models: []string{}},
 	{Name: "deepseek-r1-0528", Chars: 2937, LexerTokens: 976, SHA256: "53671bac29bcb3e1f95f51b8c77d85a6011b66dc38bd23dce64eef04384a976b", Parse: 20462 * time.Microsecond,
