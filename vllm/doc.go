@@ -462,12 +462,12 @@
 //     of preparation, a parse of 12.6 ms against R1-0528's 13.78 (0.91),
 //     and the templates measure 0.88; sim now gives that holdout run's
 //     mean TTFT within 1.4% (was +8.0%); Qwen3-235B-A22B-Instruct-2507's
-//     boxes imply 6–10 ms of preparation, and its template gives 9.5. The fitted level is 0.67 of the
-//     measured time, where the default host runs vLLM's other host code
-//     1.28 times as long as the measuring machine (clientCPUSlowdown):
-//     GPUStack's hosts would be about 1.9 times as fast as the default
-//     host at this parse, or part of the measured time does not occur in
-//     the server [open]. The models' templates: Qwen3's and R1-0528's as
+//     boxes imply 6–10 ms of preparation, and its template gives 9.5.
+//     The fitted level is 0.67 of the measured time, where the default
+//     host ran vLLM's other host code 1.28 times as long as a 2-vCPU VM
+//     of this kind (clientCPUSlowdown): GPUStack's hosts would be about
+//     1.9 times as fast as the default host at this parse, or part of the
+//     measured time does not occur in the server [open]. The models' templates: Qwen3's and R1-0528's as
 //     two independent copies agree (templates.tsv names them; R1-0528's is
 //     its Qwen3-8B distillation's, which shares R1-0528's tokenizer
 //     configuration); for Qwen3-235B-A22B-Instruct-2507 the template its
