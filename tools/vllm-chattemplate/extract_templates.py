@@ -35,8 +35,11 @@ def main():
     ap.add_argument("--llm-family", required=True)
     ap.add_argument("--out-dir", required=True)
     args = ap.parse_args()
-    with open(args.llm_family, encoding="utf-8") as f:
-        families = {fam.get("model_name"): fam for fam in json.load(f)}
+    try:
+        with open(args.llm_family, encoding="utf-8") as f:
+            families = {fam.get("model_name"): fam for fam in json.load(f)}
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"--llm-family {args.llm_family}: {e}; give xinference's llm_family.json at the commit templates.tsv names")
     os.makedirs(args.out_dir, exist_ok=True)
     for row in manifest():
         fam = families.get(row["family"])

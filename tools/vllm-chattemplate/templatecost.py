@@ -49,10 +49,17 @@ import jinja2.parser
 import jinja2.sandbox
 
 
+def read_text(path, what):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError as e:
+        raise SystemExit(f"{path}: {e.strerror}; give the path of {what}")
+
+
 def definitions(path, names):
     """The source of the top-level definitions called names in path."""
-    with open(path, encoding="utf-8") as f:
-        source = f.read()
+    source = read_text(path, "a vLLM source file")
     tree = ast.parse(source)
     found = {}
     for node in tree.body:
@@ -155,8 +162,7 @@ def main():
         name, sep, path = spec.partition("=")
         if not sep or not name or not path:
             raise SystemExit(f"--template {spec!r}: give NAME=PATH")
-        with open(path, encoding="utf-8") as f:
-            templates.append((name, f.read()))
+        templates.append((name, read_text(path, "a chat template (extract_templates.py writes them)")))
     samples = {name: [] for name, _ in templates}
     for _ in range(args.passes):
         for name, template in templates:
