@@ -64,7 +64,7 @@ func TestMeasuredTemplateTable(t *testing.T) {
 		if tp.Name == templateParseReference {
 			reference = len(tp.Models) > 0
 		}
-		if !hex64.MatchString(tp.SHA256) || tp.Chars <= 0 || tp.LexerTokens <= 0 || tp.Parse <= 0 || tp.Parse > time.Second {
+		if !hex64.MatchString(tp.SHA256) || tp.Chars <= 0 || tp.LexerTokens <= 0 || tp.Parse <= 0 || tp.Parse > time.Second || tp.Calls < 100 {
 			t.Errorf("template %q: incomplete or implausible row %+v", tp.Name, tp)
 		}
 		for _, m := range tp.Models {
