@@ -57,7 +57,7 @@ func RunSpec(ctx context.Context, spec *runspec.Spec, logw io.Writer) error {
 		r.Profile.Release, cfg.Engine.Version, r.Deployment.Model.Name, r.Deployment.GPU.Name,
 		r.Deployment.TensorParallel, r.Deployment.PipelineParallel, describeEngineConfig(cfg.Engine, r.Capacity.MaxNumSeqs),
 		ingest, delivery, chatPrepare, chatIngest))
-	for _, l := range vllm.StartupLines(r.Resolved) {
+	for _, l := range append(vllm.StartupLines(r.Resolved), vllm.ChatTemplateLines(r.Resolved)...) {
 		if l.Warning {
 			logger.Warn(l.Text)
 		} else {

@@ -171,7 +171,11 @@ func (r *specRun) writeStartup() {
 	if r.spec.Simulation.LogStats {
 		memory = vllm.MemoryLines(r.eng.Resolved)
 	}
-	for _, l := range append(startupText(r.eng.Resolved), memory...) {
+	lines := startupText(r.eng.Resolved)
+	if r.spec.Simulation.Chat() {
+		lines = append(lines, logText(vllm.ChatTemplateLines(r.eng.Resolved))...)
+	}
+	for _, l := range append(lines, memory...) {
 		fmt.Fprintln(r.errw, l)
 	}
 }
@@ -403,8 +407,13 @@ func writeStatsLine(w io.Writer, ec engine.Config, instance string, s StatsSampl
 // startupText is vLLM's quantized-kernel, executor, placement and NCCL
 // transport lines as sim prints them, warnings marked.
 func startupText(r *vllm.Resolved) []string {
+	return logText(vllm.StartupLines(r))
+}
+
+// logText is lines as sim prints them, warnings marked.
+func logText(lines []vllm.LogLine) []string {
 	var out []string
-	for _, l := range vllm.StartupLines(r) {
+	for _, l := range lines {
 		if l.Warning {
 			out = append(out, "WARNING "+l.Text)
 		} else {

@@ -1,6 +1,7 @@
 package vllm
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"time"
@@ -41,8 +42,14 @@ const (
 	chatIngest011 = 22 * time.Millisecond
 )
 
-// chatCost is what the chat path costs a request on one host.
-type chatCost struct{ prepare, ingest time.Duration }
+// chatCost is what the chat path costs a request on one host: prepare
+// holds templateParse, 0.11.0's parse of template (a measured template's
+// name, "" when the model's was not measured and the reference's cost
+// stands in).
+type chatCost struct {
+	prepare, ingest, templateParse time.Duration
+	template                       string
+}
 
 // Releases where the chat path's cost changed:
 //   - contentFormatDetectSince: PR #9919 ("Automatic detection of chat
@@ -81,7 +88,8 @@ func chatCosts(r Release, modelID string) chatCost {
 	case !r.less(templateParseCachedSince):
 		return chatCost{prepare: chatPrepareBase, ingest: chatIngest011}
 	case !r.less(templateParseSince):
-		return chatCost{prepare: chatPrepareBase + templateParseFor(modelID), ingest: chatIngest011}
+		parse, template := templateParseFor(modelID)
+		return chatCost{prepare: chatPrepareBase + parse, ingest: chatIngest011, templateParse: parse, template: template}
 	case !r.less(contentFormatCachedSince):
 		return chatCost{prepare: chatPrepareBase}
 	case !r.less(contentFormatDetectSince):
@@ -92,7 +100,8 @@ func chatCosts(r Release, modelID string) chatCost {
 
 // onHost is c on host h (its --host-speed).
 func (c chatCost) onHost(h HostOverhead) chatCost {
-	return chatCost{prepare: h.scaled(c.prepare), ingest: h.scaled(c.ingest)}
+	return chatCost{prepare: h.scaled(c.prepare), ingest: h.scaled(c.ingest),
+		templateParse: h.scaled(c.templateParse), template: c.template}
 }
 
 // templateParse is one chat template's cost in vLLM 0.11.0's per-request
@@ -117,11 +126,12 @@ type templateParse struct {
 const templateParseReference = "deepseek-r1-0528"
 
 // templateParseFor is what vLLM 0.11.0's per-request template parse costs
-// a chat request for model id on the default host: the fitted reference
-// cost scaled by the template's measured time over the reference's (the
-// measuring CPU cancels), or the reference cost for a model whose
-// template was not measured [assumption].
-func templateParseFor(id string) time.Duration {
+// a chat request for model id on the default host, and the measured
+// template it charges: the fitted reference cost scaled by the template's
+// measured time over the reference's (the measuring CPU cancels), or, for
+// a model whose template was not measured, the reference cost and no
+// template [assumption].
+func templateParseFor(id string) (time.Duration, string) {
 	// TestMeasuredTemplateTable keeps the reference in the generated table.
 	reference, haveReference := measuredTemplate(func(t templateParse) bool { return t.Name == templateParseReference })
 	key := templateModelKey(id)
@@ -134,9 +144,25 @@ func templateParseFor(id string) time.Duration {
 		return false
 	})
 	if key == "" || !ok || !haveReference || reference.Parse <= 0 {
-		return chatTemplateParseFitted
+		return chatTemplateParseFitted, ""
 	}
-	return time.Duration(float64(chatTemplateParseFitted) * float64(t.Parse) / float64(reference.Parse))
+	return time.Duration(float64(chatTemplateParseFitted) * float64(t.Parse) / float64(reference.Parse)), t.Name
+}
+
+// ChatTemplateLines is servebench's startup line (vLLM logs none) for a
+// release that parses the chat template on every chat request (0.11.0):
+// which template it times and what a request pays for it on this host;
+// none for other releases, offline, or without host overhead.
+func ChatTemplateLines(r *Resolved) []LogLine {
+	if r.ChatTemplateParse <= 0 {
+		return nil
+	}
+	what := "the " + r.ChatTemplate + " chat template (measured)"
+	if r.ChatTemplate == "" {
+		what = "a chat template not measured here (" + templateParseReference + "'s cost assumed)"
+	}
+	return []LogLine{{Text: fmt.Sprintf("vLLM %s parses the chat template on every chat request: %s, %.2f ms of the server's event loop a request on this host (servebench)",
+		r.Profile.Release, what, r.ChatTemplateParse.Seconds()*1e3)}}
 }
 
 func measuredTemplate(match func(templateParse) bool) (templateParse, bool) {

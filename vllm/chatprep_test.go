@@ -30,17 +30,21 @@ func TestTemplateModelKey(t *testing.T) {
 // 2507 Instruct template, shorter, parses in about half Qwen3's time); a
 // model whose template was not measured costs the reference's.
 func TestTemplateParseFor(t *testing.T) {
-	ref := templateParseFor("deepseek-ai/DeepSeek-R1-0528")
-	if ref != chatTemplateParseFitted {
-		t.Fatalf("reference template: %v, want the fitted %v", ref, chatTemplateParseFitted)
+	parse := func(id string) time.Duration {
+		d, _ := templateParseFor(id)
+		return d
+	}
+	ref, name := templateParseFor("deepseek-ai/DeepSeek-R1-0528")
+	if ref != chatTemplateParseFitted || name != templateParseReference {
+		t.Fatalf("reference template: %v (%q), want the fitted %v (%q)", ref, name, chatTemplateParseFitted, templateParseReference)
 	}
 	for _, id := range []string{"", "meta-llama/Llama-3.1-8B-Instruct", "no-such-model"} {
-		if got := templateParseFor(id); got != chatTemplateParseFitted {
-			t.Errorf("%q (not measured): %v, want the reference's %v", id, got, chatTemplateParseFitted)
+		if got, name := templateParseFor(id); got != chatTemplateParseFitted || name != "" {
+			t.Errorf("%q (not measured): %v (%q), want the reference's %v and no template", id, got, name, chatTemplateParseFitted)
 		}
 	}
-	qwen3 := templateParseFor("Qwen/Qwen3-14B")
-	instruct := templateParseFor("Qwen/Qwen3-235B-A22B-Instruct-2507")
+	qwen3 := parse("Qwen/Qwen3-14B")
+	instruct := parse("Qwen/Qwen3-235B-A22B-Instruct-2507")
 	if !(instruct < qwen3 && qwen3 < ref) {
 		t.Errorf("Qwen3-2507 Instruct %v, Qwen3 %v, DeepSeek-R1-0528 %v: want them in that increasing order", instruct, qwen3, ref)
 	}
@@ -48,7 +52,7 @@ func TestTemplateParseFor(t *testing.T) {
 		t.Errorf("Qwen3-2507 Instruct / Qwen3 template = %.2f; the measured templates put it near 0.55", r)
 	}
 	for _, id := range []string{"Qwen/Qwen3-8B", "Qwen/Qwen3-32B", "validate/corpus/models/Qwen--Qwen3-14B/config.json"} {
-		if got := templateParseFor(id); got != qwen3 {
+		if got := parse(id); got != qwen3 {
 			t.Errorf("%s: %v, want Qwen3's template's %v", id, got, qwen3)
 		}
 	}
@@ -85,12 +89,13 @@ func TestMeasuredTemplateTable(t *testing.T) {
 // 0.11.2 keep the 0.11 ingest; 0.12 neither.
 func TestChatCostsTemplateParseRelease(t *testing.T) {
 	const model = "Qwen/Qwen3-235B-A22B-Instruct-2507"
+	instructParse, _ := templateParseFor(model)
 	for _, c := range []struct {
 		release Release
 		want    chatCost
 	}{
 		{Release{0, 10, 2}, chatCost{prepare: chatPrepareBase}},
-		{Release{0, 11, 0}, chatCost{prepare: chatPrepareBase + templateParseFor(model), ingest: chatIngest011}},
+		{Release{0, 11, 0}, chatCost{prepare: chatPrepareBase + instructParse, ingest: chatIngest011, templateParse: instructParse, template: "qwen3-instruct-2507"}},
 		{Release{0, 11, 1}, chatCost{prepare: chatPrepareBase, ingest: chatIngest011}},
 		{Release{0, 11, 2}, chatCost{prepare: chatPrepareBase, ingest: chatIngest011}},
 		{Release{0, 12, 0}, chatCost{prepare: chatPrepareBase}},

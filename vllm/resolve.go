@@ -130,6 +130,12 @@ type Resolved struct {
 	// no other request back (chatCosts, on this host; zero offline or
 	// without host overhead), for sim.Config.ChatIngest.
 	ChatIngest time.Duration
+	// ChatTemplateParse is the part of ChatPrepare that vLLM 0.11.0 spends
+	// parsing the chat template (zero on other releases), and ChatTemplate
+	// the measured template it charges ("" where the model's was not
+	// measured; chatprep.go), for ChatTemplateLines.
+	ChatTemplateParse time.Duration
+	ChatTemplate      string
 	// AsyncOutputLag: V0's async output processing (0.6–0.10, unless
 	// --disable-async-output-proc) hands a step's outputs to the client
 	// one step late (sim.Config.AsyncOutputLag, serve.Config.AsyncOutputLag).
@@ -216,6 +222,7 @@ func Resolve(ctx context.Context, p Profile, model perf.Model, gpu perf.GPU, o O
 		StepModel: step, StatsInterval: p.Defaults.StatsInterval, SchedulerSteps: max(o.NumSchedulerSteps, 1),
 		Ingest: server.ingest, Delivery: server.delivery, IngestSpacing: server.spacing,
 		ChatPrepare: server.chat.prepare, ChatIngest: server.chat.ingest,
+		ChatTemplateParse: server.chat.templateParse, ChatTemplate: server.chat.template,
 		AsyncOutputLag:  p.Engine == engine.V0 && p.Scheduler.AsyncOutputProc && !o.DisableAsyncOutputProc,
 		MultiStepStream: multiStepStream(p, o),
 		Executor:        executor, ExecutorDefaulted: executorDefaulted,

@@ -351,3 +351,32 @@ func TestV1GraphsByMaxSeqsRelease(t *testing.T) {
 		}
 	}
 }
+
+// ChatTemplateLines says, on 0.11.0 only, which chat template the
+// per-request parse times and what it costs a request on this host.
+func TestChatTemplateLines(t *testing.T) {
+	for _, c := range []struct {
+		version string
+		o       vllm.Options
+		want    string // "" for no line
+	}{
+		{"0.11.0", vllm.Options{ModelID: "Qwen/Qwen3-8B"}, "vLLM 0.11.0 parses the chat template on every chat request: the qwen3 chat template (measured), 12.06 ms"},
+		{"0.11.0", vllm.Options{ModelID: "Qwen/Qwen3-8B", HostSpeed: 2}, "the qwen3 chat template (measured), 6.03 ms"},
+		{"0.11.0", vllm.Options{ModelID: "meta-llama/Llama-3.1-8B-Instruct"}, "a chat template not measured here (deepseek-r1-0528's cost assumed), 13.78 ms"},
+		{"0.11.0", vllm.Options{ModelID: "Qwen/Qwen3-8B", Offline: true}, ""},
+		{"0.11.1", vllm.Options{ModelID: "Qwen/Qwen3-8B"}, ""},
+		{"0.10.2", vllm.Options{ModelID: "Qwen/Qwen3-8B"}, ""},
+	} {
+		r, err := resolve(t, c.version, "", "Qwen3-8B", "H100", c.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := vllm.ChatTemplateLines(r)
+		switch {
+		case c.want == "" && len(lines) != 0:
+			t.Errorf("%s %+v: lines %v, want none", c.version, c.o, lines)
+		case c.want != "" && (len(lines) != 1 || !strings.Contains(lines[0].Text, c.want) || lines[0].Warning):
+			t.Errorf("%s %+v: lines %v, want one info line containing %q", c.version, c.o, lines, c.want)
+		}
+	}
+}
