@@ -460,6 +460,36 @@
 // column follows from the 4-head one that way within 0.7–3.1% (median;
 // scaling the time by the heads instead misses by 19–31%, because it
 // multiplies the small-batch latency floor: TestDecodeTablesFoldHeadsIntoBatch).
+// Decodes beside prompt tokens (KernelPolicy.V1UnifiedAttention,
+// unpackedDecodeGroups): the decode tables time decode-only calls, in
+// which FlashAttention 2 packs a KV head's query heads into one unit: its
+// mha_varlen_fwd swaps them into the sequence axis only when max_seqlen_q
+// is 1 (vllm-project/flash-attention at ee4d25bd, the commit vLLM 0.11.0
+// builds; the same at the March–April 2025 pins and at its 2026 head).
+// vLLM V1's FlashAttention backend runs a step's prompt tokens and decodes
+// in one varlen call, so in a step that holds prompt tokens nothing is
+// swapped: each (decode, query head) is a thread block of the split-KV
+// kernel (grid: query blocks of 64 rows × sequences × query heads)
+// streaming its KV head's cache alone, and the next query head of the
+// group comes a whole sweep of the batch later, too late to find those
+// bytes in L2 [inferred from the launch order]. sim times such a step's
+// decodes as the decode table at g times as many, g the query heads per
+// KV head on one GPU (Qwen2-7B 7, Qwen3-14B 5, Qwen3-235B-A22B at TP 8
+// 8): the cache read g times, each block's 64-row tile of compute as in
+// the packed call. Only where FlashAttention 2 runs: the A100's and
+// L40S's tables and every part derived from them, and Hopper before
+// FlashAttention 3 (FlashAttention 3 packs the heads of variable-length
+// queries too: its should_pack_gqa returns true for them); V0 calls its
+// decodes apart from its prompts. Not modelled: the tail of a long
+// decode that no split shortens, models with a sliding window or ALiBi
+// (FlashAttention 2 packs their decodes in no call), Blackwell (vLLM's
+// backend there is not established; the B200 table is FlashInfer's).
+// validate's A100 runs on V1 (17, all on the A100-80GB or -40GB) moved
+// most: the A100 cell's TPOT/ITL median from 11.4% to 6.9%, throughput
+// from 9.8% to 8.3%, TTFT from 15.3% to 13.7% (docs/fidelity.md);
+// vLLM issue #20469's Qwen3-14B-AWQ at 25 streams of 16,000-token
+// prompts, mean TPOT 323 ms published, from −28% to −8%
+// (vllm-issue-20469/a100-qwen3-14b-awq-random16000-200-c25).
 // The small kernels around them (RMSNorms, rotary embedding, SiLU-and-
 // mul) come from Vidur's measurements (Per-layer kernels, below); the new
 // tokens' KV writes keep the roofline's bandwidth term. Weight-only

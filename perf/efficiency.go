@@ -167,6 +167,11 @@ type KernelPolicy struct {
 	// blockFP8CUTLASSSlowdown times the per-tensor FP8 table's time; off,
 	// they are timed as per-tensor FP8 (DeepGEMM's rate, later releases).
 	BlockFP8CUTLASS bool
+	// V1UnifiedAttention: a step's prompt tokens and decodes go to one
+	// FlashAttention varlen call, as vLLM V1's FlashAttention backend
+	// makes them (V0 calls prefill and decode apart); on FlashAttention
+	// 2 the decodes then run unpacked (unpackedDecodeGroups).
+	V1UnifiedAttention bool
 }
 
 // hipBLASLtWeightRate is the fraction of the MI300X's peak bandwidth (5.3

@@ -37,6 +37,10 @@ type KernelSource struct {
 	// compute is scaled by ("L4 70.89, L40S 269.15 TFLOP/s"); empty where
 	// the data sheets' peaks are used (measuredComputeRatio).
 	MatmulRates string
+	// UnpackedDecodes says how a step's decodes run beside its prompt
+	// tokens when FlashAttention 2 runs them unpacked ("5× KV reads,
+	// FlashAttention 2"); empty where they run as the decode table's.
+	UnpackedDecodes string
 }
 
 // String is what sim's engine section prints: "measured: H100-SXM",
@@ -51,6 +55,9 @@ func (s KernelSource) String() string {
 	}
 	if s.BlockFP8 != "" {
 		tables += "; block-FP8 linears: " + s.BlockFP8
+	}
+	if s.UnpackedDecodes != "" {
+		tables += "; decodes beside prompt tokens: " + s.UnpackedDecodes
 	}
 	switch s.Mode {
 	case "measured":
@@ -286,6 +293,11 @@ type stepKernels struct {
 	// without a table for the deployment (mla.go).
 	mlaDecode  *mlaExcess
 	mlaContext *curve
+	// unpackedDecodeGroups is how many times a decode's KV cache is read
+	// in a step that also holds prompt tokens, where the decodes run
+	// unpacked (unpackedDecodeGroups); 0 where they run as the decode
+	// table's.
+	unpackedDecodeGroups float64
 }
 
 // kernelPlan finds the tables for a deployment; nil (and the reason) when
@@ -358,6 +370,10 @@ func kernelPlan(d Deployment, r *Roofline) (*stepKernels, KernelSource) {
 	}
 
 	k.setAttention(d, prefillT, decodeT, attnSrc)
+	if k.unpackedDecodeGroups = unpackedDecodeGroups(d, origin.attention); k.unpackedDecodeGroups > 0 {
+		src.UnpackedDecodes = fmt.Sprintf("%g× KV reads, FlashAttention 2", k.unpackedDecodeGroups)
+		k.source = src
+	}
 	// The MLA decode block was measured under vLLM 0.24, whose block-FP8
 	// linears run DeepGEMM at the per-tensor table's rate (doc.go,
 	// "Kernel tables"), so its excess stays over the per-tensor parts and
@@ -757,7 +773,13 @@ func (k *stepKernels) layerSeconds(s StepShape, prefill, decode, tokens, rows, l
 	}
 	if decode > 0 {
 		ctx := math.Max((decodeCtx-math.Min(l2Served, decodeCtx))/decode, 1)
-		t += k.layers * k.decode.at2(ctx, decode)
+		units := decode
+		if prefill > 0 && k.unpackedDecodeGroups > 1 {
+			// Each query head is its own unit, reading its KV head's
+			// cache (doc.go, "Decodes beside prompt tokens").
+			units *= k.unpackedDecodeGroups
+		}
+		t += k.layers * k.decode.at2(ctx, units)
 		if k.mlaDecode != nil {
 			t += k.layers * k.mlaDecode.at2(ctx, decode)
 		}
@@ -830,3 +852,35 @@ func tableCollectives(d Deployment) (allReduce, allGather *curve) {
 	allGather = newCurve(grid(perRow), func(rows float64) float64 { return ag.at(ranks, rows*perRow) }).densify(d.MaxNumSeqs)
 	return allReduce, allGather
 }
+
+// unpackedDecodeGroups is the query heads per KV head on one GPU when
+// the deployment's decodes share a step's attention call with prompt
+// tokens and the kernel then runs them unpacked, each query head reading
+// its KV head's cache by itself: vLLM V1's FlashAttention backend, one
+// varlen call a step, on FlashAttention 2, which packs a KV head's query
+// heads into one unit only when every sequence of the call has one query
+// token (doc.go, "Decodes beside prompt tokens"). 0 otherwise: V0 and
+// FlashAttention 3 (the Hopper tables, from vLLM 0.7), MLA, an FP8 KV
+// cache (which FlashAttention 2 does not take, so V1 picks another
+// backend), and parts whose tables are not FlashAttention 2's.
+func unpackedDecodeGroups(d Deployment, attentionOrigin string) float64 {
+	fa2 := fa2AttentionTables[attentionOrigin] || d.Kernels.HopperFA2 && hopperTables[attentionOrigin]
+	if !d.Kernels.V1UnifiedAttention || !fa2 || isFP8KVCache(d.KVCacheDType) ||
+		d.Model.IsMLA() && !d.Model.MLA.Expanded || d.Model.KVHeads <= 0 {
+		return 0
+	}
+	t := max(d.TensorParallel, 1)
+	queryHeads := float64(d.Model.Heads) / float64(t)
+	// KV heads replicate when the TP size exceeds them: one a GPU.
+	kvHeads := float64(max(1, d.Model.KVHeads/t))
+	if g := queryHeads / kvHeads; g > 1 {
+		return g
+	}
+	return 0
+}
+
+// fa2AttentionTables are the attention tables measured on parts where
+// vLLM runs FlashAttention 2 (get_flash_attn_version: FA3 only on compute
+// capability 9.0): the A100's (Ampere) and the L40S's (Ada), and so every
+// part derived from them.
+var fa2AttentionTables = map[string]bool{"A100-80GB": true, "L40S": true}

@@ -1,6 +1,7 @@
 package perf
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -698,5 +699,79 @@ func TestMLAContextUpProjection(t *testing.T) {
 	expanded := build("DeepSeek-V2-Lite", func(d *Deployment) { d.Model.MLA.Expanded = true })
 	if expanded.kern.mlaContext != nil {
 		t.Error("MLA run expanded (whole K and V cached) has a context up-projection")
+	}
+}
+
+// TestUnpackedDecodeGroups: where FlashAttention 2 runs a V1 step's
+// prompt tokens and decodes in one call, each decode's cache is read once
+// per query head of its KV head's group (doc.go, "Decodes beside prompt
+// tokens"); nowhere else.
+func TestUnpackedDecodeGroups(t *testing.T) {
+	v1 := func(edit func(*Deployment)) func(*Deployment) {
+		return func(d *Deployment) {
+			d.Kernels.V1UnifiedAttention = true
+			if edit != nil {
+				edit(d)
+			}
+		}
+	}
+	tp := func(n int) func(*Deployment) { return func(d *Deployment) { d.TensorParallel = n } }
+	for _, c := range []struct {
+		name, model, gpu string
+		edit             func(*Deployment)
+		want             float64
+	}{
+		{"Qwen3-14B on an A100", "Qwen3-14B", "A100-80GB", v1(nil), 5},
+		{"TP keeps the group", "Qwen3-14B", "A100-80GB", v1(tp(2)), 5},
+		{"KV heads replicated past the TP size", "Qwen3-235B-A22B", "A100-80GB", v1(tp(8)), 8},
+		{"Qwen2-7B", "Qwen2-7B", "A100-80GB", v1(nil), 7},
+		{"derived from the A100's tables", "Qwen3-14B", "A10G", v1(nil), 5},
+		{"derived from the L40S's tables", "Qwen3-14B", "L4", v1(nil), 5},
+		{"Hopper before FlashAttention 3", "Qwen3-14B", "H100", v1(func(d *Deployment) { d.Kernels.HopperFA2 = true }), 5},
+		{"V0 calls decodes apart", "Qwen3-14B", "A100-80GB", nil, 0},
+		{"FlashAttention 3 packs varlen queries", "Qwen3-14B", "H100", v1(nil), 0},
+		{"FP8 KV cache takes another backend", "Qwen3-14B", "A100-80GB", v1(func(d *Deployment) { d.KVCacheDType = "fp8" }), 0},
+		{"no GQA", "Llama-3-8B", "A100-80GB", v1(func(d *Deployment) { d.Model.KVHeads = d.Model.Heads }), 0},
+		{"MLA", "DeepSeek-V2-Lite", "A100-80GB", v1(nil), 0},
+		{"Blackwell", "Qwen3-14B", "B200", v1(nil), 0},
+	} {
+		r := tabled(t, c.model, c.gpu, c.edit)
+		if r.kern == nil {
+			t.Fatalf("%s: no kernel tables", c.name)
+		}
+		if got := r.kern.unpackedDecodeGroups; got != c.want {
+			t.Errorf("%s: each decode's cache read %v times beside prompt tokens, want %v", c.name, got, c.want)
+		}
+		// sim's engine section says so.
+		src, note := r.KernelSource().String(), fmt.Sprintf("decodes beside prompt tokens: %g× KV reads, FlashAttention 2", c.want)
+		if (c.want > 0) != strings.Contains(src, note) || c.want == 0 && strings.Contains(src, "decodes beside") {
+			t.Errorf("%s: kernel source %q, want %q in it only for unpacked decodes", c.name, src, note)
+		}
+	}
+}
+
+// TestUnpackedDecodesOnlyBesidePromptTokens: the unpacked decodes cost the
+// decode table at g times the decodes, in a step with prompt tokens only;
+// a decode-only step and everything else in the step stay as they were.
+func TestUnpackedDecodesOnlyBesidePromptTokens(t *testing.T) {
+	packed := tabled(t, "Qwen3-14B", "A100-80GB", nil).kern
+	unpacked := tabled(t, "Qwen3-14B", "A100-80GB", func(d *Deployment) { d.Kernels.V1UnifiedAttention = true }).kern
+	const prompt, decodes, ctx = 2048, 24, 16000.0
+	mixed := StepShape{PrefillTokens: prompt, Prefills: 1, Decodes: decodes, DecodeContext: decodes * ctx,
+		AttnPairs: int64(prompt*(prompt+1)/2 + decodes*ctx), KVTokens: int64(prompt + decodes*ctx + decodes)}
+	decodeOnly := StepShape{Decodes: decodes, DecodeContext: decodes * ctx, AttnPairs: decodes * ctx, KVTokens: decodes*ctx + decodes}
+	tokens := float64(prompt + decodes)
+	extra := unpacked.layerSeconds(mixed, prompt, decodes, tokens, tokens, 0) - packed.layerSeconds(mixed, prompt, decodes, tokens, tokens, 0)
+	want := packed.layers * (packed.decode.at2(ctx, 5*decodes) - packed.decode.at2(ctx, decodes))
+	if !within(extra, want, 1e-9) || extra <= 0 {
+		t.Errorf("unpacked decodes add %.2f ms to the mixed step's layers, want %.2f", extra*1e3, want*1e3)
+	}
+	if a, b := unpacked.layerSeconds(decodeOnly, 0, decodes, decodes, decodes, 0), packed.layerSeconds(decodeOnly, 0, decodes, decodes, decodes, 0); a != b {
+		t.Errorf("a decode-only step moved: %v → %v", b, a)
+	}
+	// Memory-bound at this context: the g-fold read costs about g times
+	// the packed decodes' attention.
+	if r := unpacked.decode.at2(ctx, 5*decodes) / packed.decode.at2(ctx, decodes); r < 4 || r > 5.5 {
+		t.Errorf("unpacked / packed decode attention = %.2f at %v tokens of context, want about 5", r, ctx)
 	}
 }

@@ -20,6 +20,12 @@ import (
 //     weight-only FP8 Marlin (W8A16) on Ampere (perf.QuantKernelFor).
 //   - Attention on Hopper: FlashAttention 3 from 0.7.0 (fa3Since),
 //     FlashAttention 2 before (perf.KernelPolicy.HopperFA2).
+//   - Attention calls per step: V1's FlashAttention backend runs a
+//     step's prompt tokens and decodes in one flash_attn_varlen_func call
+//     (FlashAttentionImpl.forward in the v0.11.0 tree, commit b8b302cd;
+//     its metadata builder's comment names FlashAttention 2's "special
+//     max_query_len=1 packed-GQA handling"); V0's backend calls prefill
+//     and decode apart (perf.KernelPolicy.V1UnifiedAttention).
 //   - Dense GEMMs on ROCm: vLLM's own skinny GEMMs for steps of one or
 //     two rows from 0.8.5 (rocmSkinnySince), hipBLASLt otherwise
 //     (perf.KernelPolicy.ROCmSkinnyRows).
@@ -133,15 +139,15 @@ func expandsMLA(rel Release, v1 bool) bool {
 }
 
 // kernelPolicy is rel's choice of kernels (quantized GEMMs, Hopper's
-// prefill attention) under --quantization quantization and --deep-gemm
-// deepGEMM. Naming "gptq" or
+// prefill attention, V1's one attention call a step) under
+// --quantization quantization and --deep-gemm deepGEMM. Naming "gptq" or
 // "awq" explicitly keeps a checkpoint vLLM would convert to Marlin on the
 // older kernel: PR #3922's description gives LLM(..., quantization="gptq")
 // as the way to "use old gptq kernels", and GPTQMarlinConfig and
 // AWQMarlinConfig's override_quantization_method convert only when the
 // flag is unset, "marlin" or their own name, logging "you specified
 // quantization=gptq explicitly, so forcing gptq" (likewise awq) otherwise.
-func kernelPolicy(rel Release, quantization, deepGEMM string) perf.KernelPolicy {
+func kernelPolicy(rel Release, v1 bool, quantization, deepGEMM string) perf.KernelPolicy {
 	flag := strings.ToLower(strings.TrimSpace(quantization))
 	cutlass := !rel.less(blockFP8CUTLASSSince) && rel.less(blockFP8CUTLASSBefore)
 	switch deepGEMMSetting(deepGEMM) {
@@ -155,7 +161,8 @@ func kernelPolicy(rel Release, quantization, deepGEMM string) perf.KernelPolicy 
 		AWQGEMM:     rel.less(awqMarlinSince) || flag == "awq",
 		HopperFA2:   rel.less(fa3Since),
 
-		BlockFP8CUTLASS: cutlass,
+		BlockFP8CUTLASS:    cutlass,
+		V1UnifiedAttention: v1,
 	}
 	if !rel.less(rocmSkinnySince) {
 		p.ROCmSkinnyRows = rocmSkinnyRows

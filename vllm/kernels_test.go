@@ -222,19 +222,22 @@ func TestQuantizationLines(t *testing.T) {
 	}
 }
 
-// TestFA3ByRelease: Hopper's prefill runs FlashAttention 2 before 0.7.0
-// (PR #12093), on either engine.
-func TestFA3ByRelease(t *testing.T) {
+// TestAttentionByRelease: Hopper's prefill runs FlashAttention 2 before
+// 0.7.0 (PR #12093), on either engine; V1's FlashAttention backend runs a
+// step's prompt tokens and decodes in one call in every release, V0's
+// calls them apart.
+func TestAttentionByRelease(t *testing.T) {
 	for _, c := range []struct {
-		version string
-		eng     engine.Version
-		wantFA2 bool
+		version              string
+		eng                  engine.Version
+		wantFA2, wantUnified bool
 	}{
-		{"0.5.4", engine.V0, true},
-		{"0.6.6", engine.V0, true},
-		{"0.7.0", engine.V0, false},
-		{"0.7.3", engine.V1, false},
-		{"0.11.0", engine.V1, false},
+		{"0.5.4", engine.V0, true, false},
+		{"0.6.6", engine.V0, true, false},
+		{"0.7.0", engine.V0, false, false},
+		{"0.10.1", engine.V0, false, false},
+		{"0.7.3", engine.V1, false, true},
+		{"0.11.0", engine.V1, false, true},
 	} {
 		r, err := resolve(t, c.version, c.eng, "Llama-3-8B", "H100", vllm.Options{MaxModelLen: 4096})
 		if err != nil {
@@ -242,6 +245,9 @@ func TestFA3ByRelease(t *testing.T) {
 		}
 		if got := r.Deployment.Kernels.HopperFA2; got != c.wantFA2 {
 			t.Errorf("%s %s: HopperFA2 %v, want %v", c.version, c.eng, got, c.wantFA2)
+		}
+		if got := r.Deployment.Kernels.V1UnifiedAttention; got != c.wantUnified {
+			t.Errorf("%s %s: one attention call a step %v, want %v", c.version, c.eng, got, c.wantUnified)
 		}
 	}
 }

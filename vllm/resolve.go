@@ -255,7 +255,7 @@ func deploymentFor(p Profile, model perf.Model, gpu perf.GPU, o Options) perf.De
 		BlockSize: o.BlockSize, MaxNumSeqs: o.MaxNumSeqs, MaxModelLen: o.MaxModelLen,
 		EngineVersion:  string(p.Engine),
 		ExpertParallel: o.ExpertParallel, AllowLongMaxModelLen: o.AllowLongMaxModelLen,
-		Kernels: kernelPolicy(p.Release, o.Quantization, o.DeepGEMM), NoKernelTables: o.NoKernelTables,
+		Kernels: kernelPolicy(p.Release, p.Engine == engine.V1, o.Quantization, o.DeepGEMM), NoKernelTables: o.NoKernelTables,
 	}
 	if d.BlockSize == 0 {
 		d.BlockSize = p.Defaults.BlockSize
