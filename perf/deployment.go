@@ -90,6 +90,12 @@ type Deployment struct {
 	// by sampled rows and vocabulary (package vllm sets it from vLLM's own
 	// sampler, timed on a GPU). The zero value counts no sampler time.
 	SamplerKernels SamplerKernels
+	// StepInputBroadcasts is how many GPU tensors the engine's driver
+	// broadcasts to the rest of its TP group before every step, one NCCL
+	// broadcast each (vLLM V0's broadcast_tensor_dict of the model input;
+	// package vllm sets it). 0 counts none, as in V1, whose workers build
+	// their own inputs from the scheduler output.
+	StepInputBroadcasts int
 }
 
 // SamplerPeak is a sampler's memory peak in bytes per logits cell by the

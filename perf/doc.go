@@ -352,6 +352,22 @@
 // intra-node link. All-gather (and vLLM's logits gather) is a ring of n−1
 // steps; a pipeline send is one message.
 //
+// Input broadcasts (Deployment.StepInputBroadcasts): vLLM V0's driver
+// broadcasts each step's model input to the rest of its TP group, one NCCL
+// broadcast per GPU tensor (package vllm counts nine), before the forward
+// pass can start, on every step. Each costs one collective of a few
+// hundred bytes: the all-gather table's smallest message (512 B) at the
+// group's ranks where the tables cover the link, 5.4 / 7.2 / 10.4 µs on
+// 2 / 4 / 8 H100s and 9.0 / 10.8 / 14.6 µs on A100s, else the collective
+// model's n−1 latencies [assumption: aiconfigurator's nccl-tests sweeps
+// hold no broadcast, and NCCL's ring broadcast of a small message takes
+// as many hops as its all-gather]. It is GPU time in the step's
+// communication share, on every pipeline stage. Not modelled: the
+// workers' wait for the metadata through the shared-memory queue and
+// its unpickling before they join the broadcast. validate: Lambda's
+// TP 2–8 runs of vLLM 0.6.0 move most (H100 Llama-3-8B at TP 8, median
+// ITL −20.0% → −17.0%); holdout medians in docs/fidelity.md.
+//
 // Placement (Placement): --nodes N puts TP·PP/N ranks on each node,
 // global rank = PP stage·TP + TP rank, as vLLM fills Ray's placement group
 // or --nnodes does. TP groups that fit in a node stay on it and only the

@@ -806,9 +806,11 @@ const customAllReduceMaxBytes = 8 << 20
 // origin's) NCCL tables and, up to 8 MiB on 2, 4, 6 or 8 ranks, vLLM's
 // custom all-reduce; over PCIe through host memory the L40S node's NCCL
 // tables. nil when the link is neither or a user changed its numbers.
-func tableCollectives(d Deployment) (allReduce, allGather *curve) {
+// smallest is NCCL's all-gather of the tables' smallest message (512 B)
+// on the group: the latency of one collective too small to be carried.
+func tableCollectives(d Deployment) (allReduce, allGather *curve, smallest float64) {
 	if d.Nodes > 1 || d.TensorParallel < 2 || d.NoKernelTables {
-		return nil, nil
+		return nil, nil, 0
 	}
 	cat := kernelTables()
 	var src string
@@ -817,18 +819,18 @@ func tableCollectives(d Deployment) (allReduce, allGather *curve) {
 	case "nvlink":
 		origin, ok := kernelOrigin[d.GPU.Name]
 		if !ok || !isCatalogGPU(d.GPU) {
-			return nil, nil
+			return nil, nil, 0
 		}
 		src, custom = origin.gemm, d.TensorParallel%2 == 0 && d.TensorParallel <= 8
 	case "pcie-host":
 		src = "L40S"
 	default:
-		return nil, nil
+		return nil, nil, 0
 	}
 	ar, ag := cat.find("nccl-all_reduce", src, ""), cat.find("nccl-all_gather", src, "")
 	ca := cat.find("custom-allreduce", src, "")
 	if ar == nil || ag == nil || (custom && ca == nil) {
-		return nil, nil
+		return nil, nil, 0
 	}
 	// By tokens (one all-reduce of tokens × hidden 16-bit values) and by
 	// sampled rows (a gather of rows × vocab logits), on the byte grid.
@@ -850,7 +852,7 @@ func tableCollectives(d Deployment) (allReduce, allGather *curve) {
 		}
 	}).densify(d.MaxNumBatchedTokens + d.MaxNumSeqs)
 	allGather = newCurve(grid(perRow), func(rows float64) float64 { return ag.at(ranks, rows*perRow) }).densify(d.MaxNumSeqs)
-	return allReduce, allGather
+	return allReduce, allGather, ag.at(ranks, ag.axes[1].values[0])
 }
 
 // unpackedDecodeGroups is the query heads per KV head on one GPU when

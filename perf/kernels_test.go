@@ -263,7 +263,7 @@ func TestCollectivesMatchVidur(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ar, _ := tableCollectives(rd)
+			ar, _, _ := tableCollectives(rd)
 			got = ar.at(bytes / (float64(rd.Model.Hidden) * activationBytes)) // by tokens
 			if bytes <= customAllReduceMaxBytes {
 				t.Fatalf("%v B would take vLLM's custom all-reduce, not NCCL", bytes)
@@ -773,5 +773,44 @@ func TestUnpackedDecodesOnlyBesidePromptTokens(t *testing.T) {
 	// the packed decodes' attention.
 	if r := unpacked.decode.at2(ctx, 5*decodes) / packed.decode.at2(ctx, decodes); r < 4 || r > 5.5 {
 		t.Errorf("unpacked / packed decode attention = %.2f at %v tokens of context, want about 5", r, ctx)
+	}
+}
+
+// TestStepInputBroadcasts: V0's per-step input broadcasts cost one small
+// NCCL collective each on a TP group (the all-gather table's 512-byte
+// latency over NVLink, the link model's elsewhere), on every step, and
+// nothing on one GPU.
+func TestStepInputBroadcasts(t *testing.T) {
+	decode := StepShape{Decodes: 8, DecodeContext: 8 * 512, AttnPairs: 8 * 512, KVTokens: 8*512 + 8}
+	prompt := StepShape{PrefillTokens: 512, Prefills: 1, AttnPairs: 512 * 513 / 2, KVTokens: 512}
+	tableLatency := func(µs float64) func(*Roofline) float64 { return func(*Roofline) float64 { return µs * 1e-6 } }
+	for _, c := range []struct {
+		name, gpu string
+		tp        int
+		noTables  bool
+		each      func(*Roofline) float64
+	}{
+		{"H100 TP 8: the table's 10.39 µs each", "H100", 8, false, tableLatency(10.39)},
+		{"A100 TP 2: 8.98 µs each", "A100-80GB", 2, false, tableLatency(8.98)},
+		{"one GPU: no group", "H100", 1, false, tableLatency(0)},
+		{"no tables: the link model's latency", "H100", 4, true,
+			func(r *Roofline) float64 { return r.d.TPCollective().allGatherSeconds(0) }},
+	} {
+		for _, s := range []StepShape{decode, prompt} {
+			build := func(broadcasts int) *Roofline {
+				return tabled(t, "Llama-3-8B", c.gpu, func(d *Deployment) {
+					d.TensorParallel, d.StepInputBroadcasts, d.NoKernelTables = c.tp, broadcasts, c.noTables
+				})
+			}
+			with, without := build(9), build(0)
+			got := with.Breakdown(s).Communication - without.Breakdown(s).Communication
+			want := toDuration(9 * c.each(with))
+			if (want > 0) != (c.tp > 1) {
+				t.Fatalf("%s: want %v a step", c.name, want)
+			}
+			if d := got - want; d < -time.Nanosecond || d > time.Nanosecond {
+				t.Errorf("%s, %d prompt tokens: broadcasts add %v a step, want %v", c.name, s.PrefillTokens, got, want)
+			}
+		}
 	}
 }

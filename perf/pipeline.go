@@ -50,7 +50,7 @@ func (r *Roofline) StageSplit(s StepShape) StageSplit {
 	if r.stages == 1 {
 		commFixed, commPerToken = r.commFixed, r.commPerToken
 	}
-	comm := commFixed + w.tokens*commPerToken + r.tpCommSeconds(w.tokens)/r.stages
+	comm := commFixed + w.tokens*commPerToken + r.tpCommSeconds(w.tokens)/r.stages + r.inputBroadcast
 	// Launch gaps idle the GPU between a stage's kernels, and graph gaps
 	// between its graphs, so they belong to the stages, not to the host.
 	gaps := (p.gaps + p.pieces) / r.stages

@@ -86,6 +86,10 @@ type Roofline struct {
 	commFixed, commPerToken float64
 	// TP gather of vocab-parallel logits, when any sequence samples.
 	gatherLatency, gatherPerSample float64
+	// inputBroadcast is the NCCL broadcasts of a step's inputs to the TP
+	// group (Deployment.StepInputBroadcasts), each one collective's
+	// latency.
+	inputBroadcast float64
 	// crossNodeTP is a TP group spanning nodes: its all-reduces are timed
 	// per step from the message size, because NCCL switches between tree
 	// (small messages) and ring (large) there; nil within one node.
@@ -279,12 +283,16 @@ func (r *Roofline) setTPCollectives() {
 	// Two all-reduces per layer (attention output, MLP output) plus one
 	// for the vocab-parallel embedding.
 	allReduces := 2*float64(m.Layers) + 1
+	// A broadcast of a few hundred bytes costs what NCCL's smallest
+	// all-gather does [assumption: the measured sweeps hold no broadcast].
+	broadcast := d.TPCollective().allGatherSeconds(0)
 	if c := d.TPCollective(); c.multiNode() {
 		r.crossNodeTP, r.allReduces, r.hiddenBytes = &c, allReduces, hidden*activationBytes
 		r.gatherLatency = c.allGatherSeconds(0)
 		r.gatherPerSample = c.allGatherSeconds(float64(m.Vocab)*activationBytes) - r.gatherLatency
-	} else if ar, ag := tableCollectives(d); ar != nil {
+	} else if ar, ag, smallest := tableCollectives(d); ar != nil {
 		r.allReduces, r.tpAllReduce, r.tpGather = allReduces, ar, ag
+		broadcast = smallest
 	} else {
 		latency := d.Link.allReduceTime(tp, 0)
 		r.commFixed += allReduces * latency
@@ -292,6 +300,7 @@ func (r *Roofline) setTPCollectives() {
 		r.gatherLatency = d.Link.Latency.Seconds()
 		r.gatherPerSample = (t - 1) / t * float64(m.Vocab) * activationBytes / d.Link.Bandwidth
 	}
+	r.inputBroadcast = float64(max(d.StepInputBroadcasts, 0)) * broadcast
 }
 
 // setPipelineSends splits the TP communication across PP>1 stages and
@@ -490,7 +499,7 @@ func (r *Roofline) seconds(s StepShape) stepSeconds {
 	w := r.work(s)
 	tokens, sampled := w.tokens, w.sampled
 	layerCompute, layerMemory, headCompute, headMemory := w.layerCompute, w.layerMemory, w.headCompute, w.headMemory
-	out.comm = r.commFixed + tokens*r.commPerToken + r.tpCommSeconds(tokens)
+	out.comm = r.commFixed + tokens*r.commPerToken + r.tpCommSeconds(tokens) + r.stages*r.inputBroadcast
 	if sampled > 0 {
 		out.comm += r.gatherSeconds(sampled)
 	}

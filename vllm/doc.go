@@ -548,7 +548,10 @@
 // Per-step host cost on the engine's critical path (added to SchedFixed):
 //   - mp: none beyond the fitted profiles, whose multi-GPU runs used mp;
 //     its shared-memory MessageQueue (shm_broadcast, PR #5399) costs
-//     microseconds per step.
+//     microseconds per step. The tensors V0's broadcast_tensor_dict then
+//     sends with NCCL, nine a step whatever the backend
+//     (v0StepInputTensors), are GPU time, which perf charges
+//     (perf.Deployment.StepInputBroadcasts).
 //   - ray, V0: 1 ms. Ray's compiled-graph docs (ray PR #49115) put a
 //     classic remote call at ~1 ms against < 50 µs for a compiled graph;
 //     vLLM PR #2201 measured Llama-2-7B at TP4 on 4×A10 at 2.00 s vs

@@ -39,6 +39,21 @@ const (
 	rayCompiledGraphStep = 270 * time.Microsecond
 )
 
+// v0StepInputTensors: before every step V0's driver worker broadcasts the
+// model input to the rest of its TP group with broadcast_tensor_dict,
+// which sends the metadata through the shared-memory queue and each
+// non-empty GPU tensor with its own torch.distributed.broadcast (NCCL)
+// (GroupCoordinator.broadcast_tensor_dict at v0.6.1.post2, commit
+// 9ba0817f; LocalOrDistributedWorkerBase.execute_model calls it on every
+// step, and MultiStepWorker on every step of a group too). The GPU tensors
+// of ModelInputForGPUWithSamplingMetadata there: input_tokens,
+// input_positions, selected_token_indices and FlashAttentionMetadata's
+// slot_mapping, seq_lens_tensor, query_start_loc, seq_start_loc,
+// context_lens_tensor and block_tables [assumption: the same nine in
+// every V0 release; a multi-step group's later steps add
+// last_sampled_token_ids, not counted]. perf.Deployment.StepInputBroadcasts.
+const v0StepInputTensors = 9
+
 // mpMultiNodeSince: the mp backend spans nodes (--nnodes, --node-rank)
 // from the 0.11 line; before, vLLM needs Ray for more than one node.
 var mpMultiNodeSince = Release{0, 11, 0}

@@ -83,6 +83,24 @@ func TestRayStepCost(t *testing.T) {
 	}
 }
 
+// TestStepInputBroadcastsByEngine: V0's driver broadcasts nine input
+// tensors to its TP group before every step; V1's workers build their own
+// inputs.
+func TestStepInputBroadcastsByEngine(t *testing.T) {
+	for _, c := range []struct {
+		version string
+		want    int
+	}{{"0.5.4", 9}, {"0.6.6", 9}, {"0.8.5", 0}, {"0.11.0", 0}} {
+		r, err := resolve(t, c.version, "", "Qwen2-7B", "A10", vllm.Options{TensorParallel: 2, MaxModelLen: 4096})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Deployment.StepInputBroadcasts; got != c.want {
+			t.Errorf("%s: %d input broadcasts a step, want %d", c.version, got, c.want)
+		}
+	}
+}
+
 // TestDistributedLines: the placement, transport and warning lines.
 func TestDistributedLines(t *testing.T) {
 	socket, _ := perf.LookupLink("socket-25g")

@@ -269,6 +269,9 @@ func deploymentFor(p Profile, model perf.Model, gpu perf.GPU, o Options) perf.De
 		d.SamplerPeak = flashInferSamplerPeak
 	}
 	d.SamplerKernels = p.SamplerKernels
+	if p.Engine == engine.V0 {
+		d.StepInputBroadcasts = v0StepInputTensors
+	}
 	if o.SwapSpaceGiB != nil && p.Engine == engine.V0 {
 		d.SwapSpaceGiB = *o.SwapSpaceGiB
 	}
