@@ -488,7 +488,10 @@
 // kernel (grid: query blocks of 64 rows × sequences × query heads)
 // streaming its KV head's cache alone, and the next query head of the
 // group comes a whole sweep of the batch later, too late to find those
-// bytes in L2 [inferred from the launch order]. sim times such a step's
+// bytes in L2 [inferred from the launch order]. The same cost is why
+// vLLM's V1 FlashInfer backend splits decodes from prompts (PR #16684:
+// "performance issues ... due to using BatchPrefillWithPagedKVCacheWrapper
+// for all prefill and decode tokens"). sim times such a step's
 // decodes as the decode table at g times as many, g the query heads per
 // KV head on one GPU (Qwen2-7B 7, Qwen3-14B 5, Qwen3-235B-A22B at TP 8
 // 8): the cache read g times, each block's 64-row tile of compute as in
