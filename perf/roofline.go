@@ -283,10 +283,11 @@ func (r *Roofline) setTPCollectives() {
 	// Two all-reduces per layer (attention output, MLP output) plus one
 	// for the vocab-parallel embedding.
 	allReduces := 2*float64(m.Layers) + 1
+	c := d.TPCollective()
 	// A broadcast of a few hundred bytes costs what NCCL's smallest
 	// all-gather does [assumption: the measured sweeps hold no broadcast].
-	broadcast := d.TPCollective().allGatherSeconds(0)
-	if c := d.TPCollective(); c.multiNode() {
+	broadcast := c.allGatherSeconds(0)
+	if c.multiNode() {
 		r.crossNodeTP, r.allReduces, r.hiddenBytes = &c, allReduces, hidden*activationBytes
 		r.gatherLatency = c.allGatherSeconds(0)
 		r.gatherPerSample = c.allGatherSeconds(float64(m.Vocab)*activationBytes) - r.gatherLatency
