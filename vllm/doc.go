@@ -551,7 +551,10 @@
 //     microseconds per step. The tensors V0's broadcast_tensor_dict then
 //     sends with NCCL, nine a step whatever the backend
 //     (v0StepInputTensors), are GPU time, which perf charges
-//     (perf.Deployment.StepInputBroadcasts).
+//     (perf.Deployment.StepInputBroadcasts). From 0.5.1 to 0.6.3 the
+//     queue's readers slept between polls, so a step also waits for the
+//     slowest worker to see its metadata: 59 µs·(tp−1)/tp on average
+//     (shmReaderWait), any backend.
 //   - ray, V0: 1 ms. Ray's compiled-graph docs (ray PR #49115) put a
 //     classic remote call at ~1 ms against < 50 µs for a compiled graph;
 //     vLLM PR #2201 measured Llama-2-7B at TP4 on 4×A10 at 2.00 s vs

@@ -92,15 +92,52 @@ func resolveExecutor(p Profile, backend string, world, nodes int) (ExecutorBacke
 	return b, false, nil
 }
 
-// executorStepCost is the backend's extra host time per engine step.
-func executorStepCost(p Profile, b ExecutorBackend) time.Duration {
+// executorStepCost is the backend's extra host time per engine step on a
+// TP group of tp ranks: Ray's calls, and the wait for the workers to see
+// the step's metadata in the releases whose queue readers sleep.
+func executorStepCost(p Profile, b ExecutorBackend, tp int) time.Duration {
+	wait := shmReaderWait(p.Release, tp)
 	if b != ExecutorRay {
-		return 0
+		return wait
 	}
 	if p.Engine == engine.V1 {
-		return rayCompiledGraphStep
+		return wait + rayCompiledGraphStep
 	}
-	return rayRemoteCallStep
+	return wait + rayRemoteCallStep
+}
+
+// The shared-memory queue (shm_broadcast's MessageQueue, PR #5399) that
+// carries each step's metadata from the driver to its TP group's other
+// workers: from PR #5754 (2024-06-22, before 0.5.1's version bump of
+// 07-05) a reader that finds no new block calls time.sleep(1e-7) and
+// polls again, until PR #9994 (2024-11-04, so 0.6.4) replaced the sleep
+// with os.sched_yield. Linux rounds such a sleep up to the thread's timer
+// slack (50 µs by default): time.sleep(1e-7) took shmReaderPoll on this
+// project's measuring machine (Python 3.11, timerslack_ns 50000:
+// python3 -c 'import time; t=time.perf_counter(); [time.sleep(1e-7) for _
+// in range(2000)]; print((time.perf_counter()-t)/2000)'). A block written
+// at a random point of the readers' polls is seen after a wait uniform
+// over the poll, and the step cannot start before the last of the tp−1
+// workers joins the input broadcast: the expected longest of tp−1 such
+// waits is shmReaderPoll·(tp−1)/tp. V0 ran every step so; a multi-step
+// group pays it once, when the driver stops running ahead of the GPU
+// (sim's per-step schedule terms are spread over the group).
+var (
+	shmReaderSleepSince = Release{0, 5, 1}
+	shmReaderYieldSince = Release{0, 6, 4}
+)
+
+const shmReaderPoll = 59 * time.Microsecond
+
+// shmReaderWait is the expected wait for the slowest of tp−1 sleeping
+// queue readers; 0 outside the releases whose readers sleep, and on one
+// GPU [approximation: it is the kernel's timer slack, yet --host-speed
+// scales it with the other per-step terms].
+func shmReaderWait(rel Release, tp int) time.Duration {
+	if tp < 2 || rel.less(shmReaderSleepSince) || !rel.less(shmReaderYieldSince) {
+		return 0
+	}
+	return shmReaderPoll * time.Duration(tp-1) / time.Duration(tp)
 }
 
 // LogLine is one startup line and whether vLLM logs it as a warning.

@@ -371,7 +371,7 @@ func hostStep(p Profile, o Options, roof *perf.Roofline, executor ExecutorBacken
 		if asyncScheduling(p, o) {
 			host.Overlap = OverlapAsyncScheduling
 		}
-		host.SchedFixed += executorStepCost(p, executor)
+		host.SchedFixed += executorStepCost(p, executor, max(o.TensorParallel, 1))
 		host.Speed = o.HostSpeed
 		if o.Offline {
 			host = host.offline()
