@@ -362,9 +362,11 @@
 // model's n−1 latencies [assumption: aiconfigurator's nccl-tests sweeps
 // hold no broadcast, and NCCL's ring broadcast of a small message takes
 // as many hops as its all-gather]. It is GPU time in the step's
-// communication share, on every pipeline stage. Not modelled: the
-// workers' wait for the metadata through the shared-memory queue and
-// its unpickling before they join the broadcast. validate: Lambda's
+// communication share, on every pipeline stage. The workers' wait for
+// the metadata through the shared-memory queue is host time, package
+// vllm's (shmReaderWait, where the queue's readers slept: 0.5.1–0.6.3);
+// not modelled: their unpickling of it and their tensor allocations
+// before they join the broadcast. validate: Lambda's
 // TP 2–8 runs of vLLM 0.6.0 move most (H100 Llama-3-8B at TP 8, median
 // ITL −20.0% → −17.0%); holdout medians in docs/fidelity.md.
 //
