@@ -110,8 +110,9 @@ func executorStepCost(p Profile, b ExecutorBackend, tp int) time.Duration {
 // carries each step's metadata from the driver to its TP group's other
 // workers: from PR #5754 (2024-06-22, before 0.5.1's version bump of
 // 07-05) a reader that finds no new block calls time.sleep(1e-7) and
-// polls again, until PR #9994 (2024-11-04, so 0.6.4) replaced the sleep
-// with os.sched_yield. Linux rounds such a sleep up to the thread's timer
+// polls again, until PR #9994 (merged 2024-11-04, so 0.6.4 [inferred from
+// the dates: 0.6.3.post1 came out in October, 0.6.4 in mid-November])
+// replaced the sleep with os.sched_yield. Linux rounds such a sleep up to the thread's timer
 // slack (50 µs by default): time.sleep(1e-7) took shmReaderPoll on this
 // project's measuring machine (Python 3.11, timerslack_ns 50000:
 // python3 -c 'import time; t=time.perf_counter(); [time.sleep(1e-7) for _
