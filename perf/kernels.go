@@ -332,7 +332,7 @@ func kernelPlan(d Deployment, r *Roofline) (*stepKernels, KernelSource) {
 
 	t := float64(d.TensorParallel)
 	hidden := float64(m.Hidden)
-	k := &stepKernels{source: src, layers: float64(d.stageLayers()), expertParallelDivs: 1}
+	k := &stepKernels{layers: float64(d.stageLayers()), expertParallelDivs: 1}
 	layers := k.layers
 	moeLayers := float64(m.moeLayers()) * d.stageFraction()
 	k.smallKernels = newElementwiseCurve(d, cat, layers, moeLayers)
@@ -355,7 +355,6 @@ func kernelPlan(d Deployment, r *Roofline) (*stepKernels, KernelSource) {
 	if slow := blockFP8Slowdown(d, gemmSrc, kernel); slow != 1 {
 		linear = gemm.slowed(slow)
 		src.BlockFP8 = fmt.Sprintf("vLLM CUTLASS blockwise, %.2f× per-tensor", slow)
-		k.source = src
 	}
 	k.setLinear(d, linear, unquantized, moeLayers)
 	k.setMLAContext(d, linear)
@@ -363,7 +362,6 @@ func kernelPlan(d Deployment, r *Roofline) (*stepKernels, KernelSource) {
 	k.head = newCurve(kernelGridM, func(rows float64) float64 { return unquantized.at(rows, vocab, hidden) }).densify(d.MaxNumSeqs)
 	if m.IsMoE() {
 		k.moe, src.MoE = newMoECurve(d, cat, moeLayers)
-		k.source = src
 	}
 	if m.IsMoE() && k.moe == nil {
 		k.setExpertGEMMs(d, gemm, moeLayers)
@@ -372,16 +370,14 @@ func kernelPlan(d Deployment, r *Roofline) (*stepKernels, KernelSource) {
 	k.setAttention(d, prefillT, decodeT, attnSrc)
 	if k.unpackedDecodeGroups = unpackedDecodeGroups(d, origin.attention); k.unpackedDecodeGroups > 0 {
 		src.UnpackedDecodes = fmt.Sprintf("%g× KV reads, FlashAttention 2", k.unpackedDecodeGroups)
-		k.source = src
 	}
 	// The MLA decode block was measured under vLLM 0.24, whose block-FP8
 	// linears run DeepGEMM at the per-tensor table's rate (doc.go,
 	// "Kernel tables"), so its excess stays over the per-tensor parts and
 	// a CUTLASS release's projections add their extra time through
 	// k.linear.
-	if src.MLA = k.setMLADecode(d, cat, gemm); src.MLA != "" {
-		k.source = src
-	}
+	src.MLA = k.setMLADecode(d, cat, gemm)
+	k.source = src
 	return k, src
 }
 
