@@ -134,7 +134,11 @@
 // Detokenizer (the measured path is the slow one, the same Python as
 // V0's), the model runner's input tensors, the ZMQ/msgspec transport
 // between V1's processes, the OpenAI server's per-chunk response objects
-// and SSE.
+// and SSE. Not charged: Python's cyclic garbage collector, which the
+// measurement turns off. tools/vllm-gc counts what it does on the same
+// path; charged as host time it made the offline V0 runs worse and the
+// holdout no better, so it stays out (docs/fidelity.md, "Python's
+// garbage collector").
 //
 // # Host speed
 //

@@ -51,6 +51,9 @@ MEASURED_STEPS = 24   # decode steps timed per size
 WARMUP_STEPS = 4
 BLOCK_SIZE = 16
 VOCAB = 32000
+# STEP_HOOK, when set, is called after every step with whether the step was
+# a pure decode; tools/vllm-gc counts the collector's work through it.
+STEP_HOOK = None
 
 
 def load_oracle():
@@ -201,6 +204,8 @@ def measure_v0(n):
         if decode and i >= 1 + WARMUP_STEPS and len(sched_us) < MEASURED_STEPS:
             sched_us.append(t_s)
             out_us.append(t_o)
+        if STEP_HOOK:
+            STEP_HOOK(decode)
     return {"schedule": min(sched_us), "output": min(out_us)}
 
 
@@ -295,6 +300,8 @@ def measure_v1(n):
             sched_us.append(t_s)
             upd_us.append(t_u)
             front_us.append(t_f)
+        if STEP_HOOK:
+            STEP_HOOK(decode)
     return {"schedule": min(sched_us), "update": min(upd_us),
             "frontend": min(front_us)}
 
