@@ -27,7 +27,6 @@ Usage: gcwork.py --vllm-src /tmp/vllm-v0.6.1.post2 --release v0.6.1.post2 \\
 """
 import argparse
 import gc
-import importlib.util
 import json
 import os
 import platform
@@ -43,12 +42,11 @@ def decode_steps(n):
 
 
 def load_hosttime():
+    """tools/vllm-hosttime's harness, whose loop this counts."""
     here = os.path.dirname(os.path.abspath(__file__))
-    path = os.path.join(here, "..", "vllm-hosttime", "hosttime.py")
-    spec = importlib.util.spec_from_file_location("vllm_hosttime", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    sys.path.insert(0, os.path.join(here, "..", "vllm-hosttime"))
+    import hosttime
+    return hosttime
 
 
 class Collector:
@@ -90,28 +88,11 @@ def full_collection_ns_per_object(passes=5):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--vllm-src", required=True)
-    ap.add_argument("--release", required=True)
-    ap.add_argument("--commit", default="")
-    ap.add_argument("--engine", choices=["v0", "v1"], required=True)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
-    args = ap.parse_args()
     host = load_hosttime()
-    oracle = host.load_oracle()
-    if args.engine == "v0":
-        real = ["vllm.engine.output_processor", "vllm.outputs",
-                "vllm.transformers_utils.detokenizer"]
-    else:
-        real = ["vllm.v1.engine", "vllm.v1.metrics", "vllm.outputs",
-                "vllm.transformers_utils.detokenizer",
-                "vllm.transformers_utils.detokenizer_utils",
-                "vllm.engine.output_processor.stop_checker"]
-    import torch.library
-    torch.library.Library = oracle._Inert
-    oracle.load_vllm(args.vllm_src, v1=args.engine == "v1", real=real)
-    measure = host.measure_v0 if args.engine == "v0" else host.measure_v1
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    host.tree_args(ap, SIZES)
+    args = ap.parse_args()
+    measure = host.load_tree(args.vllm_src, args.engine)
     heap_objects, full_ns = full_collection_ns_per_object()
 
     watch = Collector()

@@ -324,19 +324,11 @@ def cpu_model():
             f"{info.get('cpu family', '?')}, model {info.get('model', '?')})")
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--vllm-src", required=True)
-    ap.add_argument("--release", required=True)
-    ap.add_argument("--commit", default="")
-    ap.add_argument("--engine", choices=["v0", "v1"], required=True)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
-    ap.add_argument("--passes", type=int, default=5,
-                    help="measure every size this many times, keep the least")
-    args = ap.parse_args()
+def load_tree(vllm_src, engine):
+    """Imports the extracted tree's host path for engine ("v0" or "v1")
+    and returns the function that measures it at n running sequences."""
     oracle = load_oracle()
-    if args.engine == "v0":
+    if engine == "v0":
         real = ["vllm.engine.output_processor", "vllm.outputs",
                 "vllm.transformers_utils.detokenizer"]
     else:
@@ -348,8 +340,28 @@ def main():
     # Later trees register custom ops in a torch "FRAGMENT" library at
     # import, which Debian's torch 1.13 predates; none is called here.
     torch.library.Library = oracle._Inert
-    oracle.load_vllm(args.vllm_src, v1=args.engine == "v1", real=real)
-    measure = measure_v0 if args.engine == "v0" else measure_v1
+    oracle.load_vllm(vllm_src, v1=engine == "v1", real=real)
+    return measure_v0 if engine == "v0" else measure_v1
+
+
+def tree_args(ap, sizes):
+    """The flags that name a tree and its run: source, release, commit,
+    engine, output file and the running-sequence sizes."""
+    ap.add_argument("--vllm-src", required=True)
+    ap.add_argument("--release", required=True)
+    ap.add_argument("--commit", default="")
+    ap.add_argument("--engine", choices=["v0", "v1"], required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--sizes", default=",".join(map(str, sizes)))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    tree_args(ap, SIZES)
+    ap.add_argument("--passes", type=int, default=5,
+                    help="measure every size this many times, keep the least")
+    args = ap.parse_args()
+    measure = load_tree(args.vllm_src, args.engine)
     sizes = [int(s) for s in args.sizes.split(",")]
     best = {n: {} for n in sizes}
     gc.disable()  # vLLM's own servers run with gc on; collections are noise
