@@ -434,7 +434,9 @@
 //     is the all-reduces in a real step, where every rank waits for the
 //     slowest; the custom all-reduce table is replayed from a CUDA graph
 //     with the ranks in step [open: TP>1 H100 runs decode 12–30% slower
-//     than sim, TP 1 within ±6%].
+//     than sim, TP 1 within ±6%; vLLM 0.15.1's TP 2 and TP 4 runs finish
+//     10–24% sooner than sim (docs/fidelity.md, "vLLM 0.15.1's
+//     tensor-parallel decode runs at the weights' floor")].
 //
 // Cleaning: a monotone envelope. A kernel given at least as much work in
 // every dimension never finishes sooner, so a cell slower than a larger
