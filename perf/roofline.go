@@ -289,7 +289,7 @@ func (r *Roofline) setTPCollectives() {
 	broadcast := c.allGatherSeconds(0)
 	if c.multiNode() {
 		r.crossNodeTP, r.allReduces, r.hiddenBytes = &c, allReduces, hidden*activationBytes
-		r.gatherLatency = c.allGatherSeconds(0)
+		r.gatherLatency = broadcast
 		r.gatherPerSample = c.allGatherSeconds(float64(m.Vocab)*activationBytes) - r.gatherLatency
 	} else if ar, ag, smallest := tableCollectives(d); ar != nil {
 		r.allReduces, r.tpAllReduce, r.tpGather = allReduces, ar, ag

@@ -171,7 +171,7 @@ func (r *specRun) writeStartup() {
 	if r.spec.Simulation.LogStats {
 		memory = vllm.MemoryLines(r.eng.Resolved)
 	}
-	lines := startupText(r.eng.Resolved)
+	lines := logText(vllm.StartupLines(r.eng.Resolved))
 	if r.spec.Simulation.Chat() {
 		lines = append(lines, logText(vllm.ChatTemplateLines(r.eng.Resolved))...)
 	}
@@ -404,13 +404,9 @@ func writeStatsLine(w io.Writer, ec engine.Config, instance string, s StatsSampl
 	}
 }
 
-// startupText is vLLM's quantized-kernel, executor, placement and NCCL
-// transport lines as sim prints them, warnings marked.
-func startupText(r *vllm.Resolved) []string {
-	return logText(vllm.StartupLines(r))
-}
-
-// logText is lines as sim prints them, warnings marked.
+// logText is vLLM's startup lines (quantized kernels, executor,
+// placement, NCCL transport; servebench's chat-template line) as sim
+// prints them, warnings marked.
 func logText(lines []vllm.LogLine) []string {
 	var out []string
 	for _, l := range lines {
