@@ -53,7 +53,9 @@
 // itself above 32K context; no prefix caching; 5 s stats) and 0.8.5's for
 // V1 (1024 sequences and 8192 tokens on GPUs with ≥ 70 GiB, else 256 and
 // 2048; prefix caching on; 10 s stats), as reference A.3/A.6/A.9 read them
-// in the source. V1 sets the LLM class's token budget apart
+// in the source. Earlier V1 releases chose the large values by the GPU's
+// name, not its memory: H100s and H200s only (0.7.0–0.8.4), and took 1024
+// sequences on every GPU before 0.8.4 (profiles.go). V1 sets the LLM class's token budget apart
 // (UsageContext.LLM_CLASS in _set_default_args_v1, read in the 0.8.5-era
 // tree and in later releases' test_defaults_with_usage_context): 16384
 // on GPUs with ≥ 70 GiB, else 8192, so offline runs (Options.Offline: the

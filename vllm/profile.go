@@ -175,7 +175,14 @@ type Defaults struct {
 	// LargeGPUExcludesA100: the large-GPU values skip A100s whatever their
 	// memory (vLLM 0.9.0+, PR #17885).
 	LargeGPUExcludesA100 bool
-	ChunkedBudget        int
+	// LargeGPUByName: the large-GPU values go to GPUs whose name has
+	// "h100" or "h200", whatever their memory (V1 from 0.7.0, PR #12369,
+	// until PR #17073 in 0.8.5).
+	LargeGPUByName bool
+	// LargeSeqsOnEveryGPU: the sequence limit is MaxNumSeqsLargeGPU on every
+	// GPU, large or not (V1 before PR #16158 in 0.8.4).
+	LargeSeqsOnEveryGPU bool
+	ChunkedBudget       int
 	// AutoChunkAbove: V0 turns chunked prefill on by itself when
 	// max_model_len exceeds this (0: never); V1 always chunks.
 	AutoChunkAbove int

@@ -129,6 +129,17 @@ var (
 //     scheduler", 0.5.4) re-queued new prefills ahead of running decodes
 //     under chunked prefill (issue #7592 bisected the slowdown to it);
 //     PR #7874 (0.6.0) sorted decodes first again.
+//   - largeDefaultsByMemorySince: V1's large-GPU defaults went to GPUs
+//     named H100 or H200 from PR #12369 ("[V1] Increase default batch
+//     size for H100/H200", merged 2025-01-23, so from 0.7.0: the test is
+//     `"h100" in device_name or "h200" in device_name`) until PR #17073
+//     ("[Minor] Use larger batch sizes for A100/B100/B200/MI300x", merged
+//     2025-04-23, after 0.8.4 of 2025-04-14, so from 0.8.5) made it
+//     `get_device_total_memory() >= 70 GiB`.
+//   - seqsByGPUSince: V1 took 1024 sequences on every GPU until PR #16158
+//     ("[V1] Revert the default `max_num_seqs` to V0 values for most
+//     hardware", merged 2025-04-07, after 0.8.3 of 2025-04-06, so from
+//     0.8.4) kept 1024 for the large GPUs only.
 //   - largeDefaultsSkipA100Since: PR #17885 ("[Perf] Use small
 //     max_num_batched_tokens for A100", merged 2025-05-09, after
 //     0.8.5.post1, so from 0.9.0) keeps A100s at the small V1 defaults
@@ -158,6 +169,8 @@ var (
 	legacyRequeueSince          = Release{0, 5, 4}
 	legacyRequeueBefore         = Release{0, 6, 0}
 	largeDefaultsSkipA100Since  = Release{0, 9, 0}
+	largeDefaultsByMemorySince  = Release{0, 8, 5}
+	seqsByGPUSince              = Release{0, 8, 4}
 	chunkedBudget2048Since      = Release{0, 6, 5}
 	multiStepStreamSince        = Release{0, 6, 2}
 	multiStepStreamDefaultSince = Release{0, 6, 3}
@@ -169,6 +182,8 @@ var (
 func patchSwitches(rel Release, ep *EngineProfile) {
 	if ep.Engine == engine.V1 {
 		ep.Defaults.LargeGPUExcludesA100 = !rel.less(largeDefaultsSkipA100Since)
+		ep.Defaults.LargeGPUByName = rel.less(largeDefaultsByMemorySince)
+		ep.Defaults.LargeSeqsOnEveryGPU = rel.less(seqsByGPUSince)
 		ep.Scheduler.AsyncScheduling = !rel.less(asyncSchedulingSince)
 		ep.Scheduler.AsyncSchedulingDefault = !rel.less(asyncSchedulingDefaultSince)
 		return

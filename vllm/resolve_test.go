@@ -48,6 +48,16 @@ func TestResolveDefaults(t *testing.T) {
 		// PR #10544 (0.6.5): V0's chunked-prefill budget 512 -> 2048.
 		{"0.6.5 128K context: 2048", "0.6.5", "Llama-3.1-8B", "H100", vllm.Options{}, true, false, 256, 2048, false},
 		{"0.8.5 V1 on a large GPU", "0.8.5", "Qwen2-7B", "H100", vllm.Options{}, true, true, 1024, 8192, false},
+		// PR #12369 until PR #17073 (0.8.5): the large values go by name, to
+		// H100s and H200s only; before PR #16158 (0.8.4) every GPU takes
+		// 1024 sequences.
+		{"0.8.3 V1 on an 80 GB A100", "0.8.3", "Qwen2-7B", "A100-80GB", vllm.Options{}, true, true, 1024, 2048, false},
+		{"0.8.4 V1 on an 80 GB A100", "0.8.4", "Qwen2-7B", "A100-80GB", vllm.Options{}, true, true, 256, 2048, false},
+		{"0.8.4 V1 on an MI300X", "0.8.4", "Qwen2-7B", "MI300X", vllm.Options{}, true, true, 256, 2048, false},
+		{"0.8.4 V1 on an H100 PCIe", "0.8.4", "Qwen2-7B", "H100-PCIe", vllm.Options{}, true, true, 1024, 8192, false},
+		{"0.8.1 V1 on an H200", "0.8.1", "Qwen2-7B", "H200", vllm.Options{}, true, true, 1024, 8192, false},
+		{"0.8.1 V1 on an L4", "0.8.1", "Qwen2-0.5B", "L4", vllm.Options{}, true, true, 1024, 2048, false},
+		{"0.8.5 V1 on an MI300X", "0.8.5", "Qwen2-7B", "MI300X", vllm.Options{}, true, true, 1024, 8192, false},
 		{"0.8.5 V1 on a 24 GiB GPU", "0.8.5", "Qwen2-0.5B", "RTX-4090", vllm.Options{}, true, true, 256, 2048, false},
 		// PR #17885 (0.9.0): A100s keep the small values whatever their memory.
 		{"0.8.5 V1 on an 80 GB A100", "0.8.5", "Qwen2-7B", "A100-80GB", vllm.Options{}, true, true, 1024, 8192, false},
