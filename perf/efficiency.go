@@ -172,6 +172,10 @@ type KernelPolicy struct {
 	// makes them (V0 calls prefill and decode apart); on FlashAttention
 	// 2 the decodes then run unpacked (unpackedDecodeGroups).
 	V1UnifiedAttention bool
+	// MLAPadVOnFA3: MLA's prefill attention pads V to the query/key head
+	// width on FlashAttention 3 too, as vLLM did everywhere before PR
+	// #13111 (Deployment.mlaPadsV).
+	MLAPadVOnFA3 bool
 }
 
 // hipBLASLtWeightRate is the fraction of the MI300X's peak bandwidth (5.3

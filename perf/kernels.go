@@ -478,7 +478,7 @@ func (k *stepKernels) setExpertGEMMs(d Deployment, gemm *gemmTimer, moeLayers fl
 // the bandwidth ratio.
 func (k *stepKernels) setAttention(d Deployment, prefillT, decodeT *kernelTable, attnSrc GPU) {
 	m, g, t := d.Model, d.GPU, float64(d.TensorParallel)
-	headsEq := m.attentionFLOPsPerPair() / t / (4 * 128)
+	headsEq := m.attentionFLOPsPerPair(d.mlaPadsV()) / t / (4 * 128)
 	kvEq := float64(m.kvElementsPerTokenLayer(d.TensorParallel)) / (2 * 128)
 	prefillScale, decodeScale := 1.0, 1.0
 	if isFP8KVCache(d.KVCacheDType) {
@@ -506,6 +506,31 @@ func (k *stepKernels) setAttention(d Deployment, prefillT, decodeT *kernelTable,
 		t := aboveFloor(decodeAt(decodeT, ctx, batch, kvEq), decodeFloor, deriveScale(attnSrc, g, false, flops, bytes))
 		return t * decodeScale * calibrated(g, false, flops, bytes)
 	})
+}
+
+// mlaPadsV reports whether the deployment's MLA prefill attention pads V
+// (v_head_dim) with zeros to the query/key width (qk_nope + qk_rope, 128 →
+// 192 on DeepSeek-V3) and cuts the output back, doing 1.2× the attention
+// FLOPs: vLLM's MLA backends (MLACommonImpl) pad for every FlashAttention
+// that cannot take different head dims; PR #13111 ("[Attention] Update to
+// lastest FA3 code", merged 2025-04-17, so from 0.8.5) stopped padding for
+// FlashAttention 3 on compute capability 9.0, the only case the v0.11.0
+// tree's _pad_v skips besides the FlashInfer and cuDNN prefill paths
+// [not modelled: those run on Blackwell only, where FlashAttention 2 is
+// assumed]. ROCm's upstream flash_attn pads too.
+func (d Deployment) mlaPadsV() bool {
+	if !d.Model.IsMLA() || d.Model.MLA.Expanded {
+		return false
+	}
+	return !d.runsFA3() || d.Kernels.MLAPadVOnFA3
+}
+
+// runsFA3 reports whether the deployment's prefill attention runs
+// FlashAttention 3: on a Hopper part (its tables measured on Hopper) from
+// the release vLLM made it the default there.
+func (d Deployment) runsFA3() bool {
+	origin, ok := kernelOrigin[d.GPU.Name]
+	return ok && hopperTables[origin.attention] && !d.Kernels.HopperFA2
 }
 
 // hopperTables are the GPUs whose kernel tables were measured on Hopper:

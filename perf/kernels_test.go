@@ -814,3 +814,44 @@ func TestStepInputBroadcasts(t *testing.T) {
 		}
 	}
 }
+
+// TestMLAPrefillPadsV: vLLM pads MLA's V (128) to the query/key width
+// (192) for any FlashAttention that takes one head dim, 1.2× the
+// attention FLOPs on DeepSeek-V3; Hopper's FlashAttention 3 takes the two
+// widths from 0.8.5 (PR #13111). Models that are not MLA, or MLA served
+// expanded, have nothing to pad; the prefill table's time follows the
+// FLOPs above its launch floor.
+func TestMLAPrefillPadsV(t *testing.T) {
+	before085 := func(d *Deployment) { d.Kernels.MLAPadVOnFA3 = true }
+	expanded := func(d *Deployment) { d.Model.MLA.Expanded = true }
+	for _, c := range []struct {
+		name, model, gpu string
+		edit             func(*Deployment)
+		want             bool
+	}{
+		{"H200 on FlashAttention 3, 0.8.5 on", "DeepSeek-R1", "H200", nil, false},
+		{"H200 on FlashAttention 3 before 0.8.5", "DeepSeek-R1", "H200", before085, true},
+		{"H100 on FlashAttention 2 (before 0.7.0)", "DeepSeek-R1", "H100", func(d *Deployment) { d.Kernels.HopperFA2 = true }, true},
+		{"H20, Hopper: FlashAttention 3", "DeepSeek-R1", "H20", nil, false},
+		{"A100: FlashAttention 2", "DeepSeek-R1", "A100-80GB", nil, true},
+		{"MI300X: upstream flash_attn", "DeepSeek-R1", "MI300X", nil, true},
+		{"expanded MLA has its own padding", "DeepSeek-V2-Lite", "A100-80GB", expanded, false},
+		{"not MLA", "Llama-3-8B", "A100-80GB", nil, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := deployment(t, c.model, c.gpu, c.edit).mlaPadsV(); got != c.want {
+				t.Errorf("mlaPadsV = %v, want %v", got, c.want)
+			}
+		})
+	}
+
+	m := mustModel(t, "DeepSeek-R1")
+	if got := m.attentionFLOPsPerPair(true) / m.attentionFLOPsPerPair(false); math.Abs(got-1.2) > 1e-12 {
+		t.Errorf("padded / unpadded FLOPs a pair = %v, want 1.2 ((192+192)/(192+128))", got)
+	}
+	unpadded, padded := tabled(t, "DeepSeek-R1", "H200", nil), tabled(t, "DeepSeek-R1", "H200", before085)
+	long := padded.kern.prefill.at2(8192, 1) / unpadded.kern.prefill.at2(8192, 1)
+	if long < 1.15 || long > 1.2+1e-9 {
+		t.Errorf("8192-token prefill attention, padded / unpadded = %.3f, want 1.15–1.20", long)
+	}
+}

@@ -229,35 +229,46 @@ func (m Model) kvElementsPerTokenLayer(t int) int64 {
 
 // attentionFLOPsPerPair is the attention FLOPs of one (query, key) pair in
 // one layer over all heads: QK^T and PV. MLA prefill runs as ordinary
-// attention over decompressed heads of qk_nope+qk_rope and v_head_dim.
-func (m Model) attentionFLOPsPerPair() float64 {
+// attention over decompressed heads of qk_nope+qk_rope and v_head_dim, or,
+// with padV, with V padded to the query/key width (Deployment.mlaPadsV).
+func (m Model) attentionFLOPsPerPair(padV bool) float64 {
 	if m.IsMLA() && m.MLA.Expanded {
 		return 4 * float64(m.Heads) * expandedMLAHeadDim
 	}
 	if m.IsMLA() {
-		return 2 * float64(m.Heads) * float64(m.MLA.QKNopeHeadDim+m.MLA.QKRopeHeadDim+m.MLA.VHeadDim)
+		return 2 * float64(m.Heads) * float64(m.MLA.QKNopeHeadDim+m.MLA.QKRopeHeadDim+m.mlaPrefillVWidth(padV))
 	}
 	return 4 * float64(m.Heads) * float64(m.HeadDim)
+}
+
+// mlaPrefillVWidth is the width of V and of the attention output in MLA's
+// prefill attention: v_head_dim, or qk_nope+qk_rope when V is padded.
+func (m Model) mlaPrefillVWidth(padV bool) int {
+	if padV {
+		return m.MLA.QKNopeHeadDim + m.MLA.QKRopeHeadDim
+	}
+	return m.MLA.VHeadDim
 }
 
 // attentionActivationWidth is the per-token width of the attention
 // projections' outputs (Q, K, V and the attention output), summed over
 // all heads; the caller splits it across tensor-parallel ranks. MLA adds
 // its latent (kv_lora_rank + qk_rope_head_dim) to the decompressed heads:
-// q and k at qk_nope + qk_rope, v and the output at v_head_dim. Expanded
+// q and k at qk_nope + qk_rope, v and the output at v_head_dim (at qk_nope
+// + qk_rope with padV, as the padded kernel reads and writes them). Expanded
 // MLA ran as ordinary multi-head attention whose kernel took q, k and v
 // padded to expandedMLAHeadDim and wrote its output at that size too (cut
 // back to v_head_dim only for o_proj), so all four are H·256 wide:
 // DeepSeek-V2-Lite's 16 heads write 16,960 elements a token and layer
 // instead of MLA's 10,816.
-func (m Model) attentionActivationWidth() float64 {
+func (m Model) attentionActivationWidth(padV bool) float64 {
 	if m.IsMLA() {
 		a := m.MLA
 		latent := float64(a.KVLoraRank + a.QKRopeHeadDim)
 		if a.Expanded {
 			return 4*float64(m.Heads)*expandedMLAHeadDim + latent
 		}
-		return float64(m.Heads)*float64(2*(a.QKNopeHeadDim+a.QKRopeHeadDim)+2*a.VHeadDim) + latent
+		return float64(m.Heads)*float64(2*(a.QKNopeHeadDim+a.QKRopeHeadDim)+2*m.mlaPrefillVWidth(padV)) + latent
 	}
 	return float64(2*m.Heads+2*m.KVHeads) * float64(m.HeadDim)
 }

@@ -29,6 +29,8 @@ import (
 //   - Dense GEMMs on ROCm: vLLM's own skinny GEMMs for steps of one or
 //     two rows from 0.8.5 (rocmSkinnySince), hipBLASLt otherwise
 //     (perf.KernelPolicy.ROCmSkinnyRows).
+//   - MLA prefill attention on Hopper: V padded to the query/key head dim
+//     before 0.8.5 (mlaUnpaddedFA3Since), as on every other GPU.
 //   - Block-wise FP8 linears on Hopper: vLLM's CUTLASS blockwise kernel
 //     from 0.7.1 to 0.10.x (blockFP8CUTLASSSince/Before,
 //     perf.KernelPolicy.BlockFP8CUTLASS).
@@ -47,6 +49,13 @@ var (
 // V1's FlashAttention backends alike; first in 0.7.0 (2025-01-27)
 // [inferred from the dates]. Before, vllm-flash-attn was FlashAttention 2.
 var fa3Since = Release{0, 7, 0}
+
+// mlaUnpaddedFA3Since: PR #13111 ("[Attention] Update to lastest FA3
+// code", merged 2025-04-17, after 0.8.4 of 2025-04-14) lets MLA's prefill
+// hand V to FlashAttention 3 on Hopper at its own head dim; before, V0's
+// and V1's MLA backends padded it to the query/key width there too
+// (perf.KernelPolicy.MLAPadVOnFA3).
+var mlaUnpaddedFA3Since = Release{0, 8, 5}
 
 // rocmSkinnySince: PR #15830 ("[Performance][ROCm] Add skinny gemms for
 // unquantized linear on ROCm", opened 2025-03-31, approved 2025-04-09,
@@ -163,6 +172,7 @@ func kernelPolicy(rel Release, v1 bool, quantization, deepGEMM string) perf.Kern
 
 		BlockFP8CUTLASS:    cutlass,
 		V1UnifiedAttention: v1,
+		MLAPadVOnFA3:       rel.less(mlaUnpaddedFA3Since),
 	}
 	if !rel.less(rocmSkinnySince) {
 		p.ROCmSkinnyRows = rocmSkinnyRows

@@ -225,19 +225,22 @@ func TestQuantizationLines(t *testing.T) {
 // TestAttentionByRelease: Hopper's prefill runs FlashAttention 2 before
 // 0.7.0 (PR #12093), on either engine; V1's FlashAttention backend runs a
 // step's prompt tokens and decodes in one call in every release, V0's
-// calls them apart.
+// calls them apart; MLA's prefill pads V on FlashAttention 3 too before
+// 0.8.5 (PR #13111).
 func TestAttentionByRelease(t *testing.T) {
 	for _, c := range []struct {
-		version              string
-		eng                  engine.Version
-		wantFA2, wantUnified bool
+		version                        string
+		eng                            engine.Version
+		wantFA2, wantUnified, wantPadV bool
 	}{
-		{"0.5.4", engine.V0, true, false},
-		{"0.6.6", engine.V0, true, false},
-		{"0.7.0", engine.V0, false, false},
-		{"0.10.1", engine.V0, false, false},
-		{"0.7.3", engine.V1, false, true},
-		{"0.11.0", engine.V1, false, true},
+		{"0.5.4", engine.V0, true, false, true},
+		{"0.6.6", engine.V0, true, false, true},
+		{"0.7.0", engine.V0, false, false, true},
+		{"0.10.1", engine.V0, false, false, false},
+		{"0.7.3", engine.V1, false, true, true},
+		{"0.8.4", engine.V1, false, true, true},
+		{"0.8.5", engine.V1, false, true, false},
+		{"0.11.0", engine.V1, false, true, false},
 	} {
 		r, err := resolve(t, c.version, c.eng, "Llama-3-8B", "H100", vllm.Options{MaxModelLen: 4096})
 		if err != nil {
@@ -248,6 +251,9 @@ func TestAttentionByRelease(t *testing.T) {
 		}
 		if got := r.Deployment.Kernels.V1UnifiedAttention; got != c.wantUnified {
 			t.Errorf("%s %s: one attention call a step %v, want %v", c.version, c.eng, got, c.wantUnified)
+		}
+		if got := r.Deployment.Kernels.MLAPadVOnFA3; got != c.wantPadV {
+			t.Errorf("%s %s: MLA pads V on FlashAttention 3 %v, want %v", c.version, c.eng, got, c.wantPadV)
 		}
 	}
 }
