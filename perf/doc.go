@@ -937,9 +937,11 @@
 // 30.4 KiB); attention FLOPs per pair use the decompressed heads
 // (2·H·(qk_nope + qk_rope + v_head)), or 4·H·(qk_nope + qk_rope) where
 // vLLM pads V to the query/key width for a FlashAttention that takes one
-// head dim: every GPU but Hopper on FlashAttention 3, and Hopper too
-// before 0.8.5 (PR #13111; Deployment.mlaPadsV, KernelPolicy.MLAPadVOnFA3),
-// 1.2× the FLOPs on DeepSeek-V3's 192/128. Releases before vLLM supported MLA
+// head dim: every GPU but Hopper on FlashAttention 3 and Blackwell on
+// V1's FlashInfer prefill, Hopper too before 0.8.5 (PR #13111) and
+// Blackwell before 0.10.0 (PR #20034; Deployment.mlaPadsV,
+// KernelPolicy.MLAPadVOnFA3 and MLAFlashInferPrefill), 1.2× the FLOPs on
+// DeepSeek-V3's 192/128. Releases before vLLM supported MLA
 // (package vllm sets MLA.Expanded: V0 before 0.7.1, V1 before 0.8.0) ran
 // the layer as ordinary attention over the decompressed heads, with q, k
 // and v padded to 256: the cache holds K and V of H/t heads at 256 per

@@ -176,6 +176,10 @@ type KernelPolicy struct {
 	// width on FlashAttention 3 too, as vLLM did everywhere before PR
 	// #13111 (Deployment.mlaPadsV).
 	MLAPadVOnFA3 bool
+	// MLAFlashInferPrefill: on Blackwell, MLA's prefill attention runs
+	// FlashInfer's ragged kernel, which takes V at its own width (vLLM
+	// V1 from PR #20034); otherwise FlashAttention 2 with V padded.
+	MLAFlashInferPrefill bool
 }
 
 // hipBLASLtWeightRate is the fraction of the MI300X's peak bandwidth (5.3

@@ -512,17 +512,29 @@ func (k *stepKernels) setAttention(d Deployment, prefillT, decodeT *kernelTable,
 // (v_head_dim) with zeros to the query/key width (qk_nope + qk_rope, 128 →
 // 192 on DeepSeek-V3) and cuts the output back, doing 1.2× the attention
 // FLOPs: vLLM's MLA backends (MLACommonImpl) pad for every FlashAttention
-// that cannot take different head dims; PR #13111 ("[Attention] Update to
+// that cannot take different head dims. PR #13111 ("[Attention] Update to
 // lastest FA3 code", merged 2025-04-17, so from 0.8.5) stopped padding for
-// FlashAttention 3 on compute capability 9.0, the only case the v0.11.0
-// tree's _pad_v skips besides the FlashInfer and cuDNN prefill paths
-// [not modelled: those run on Blackwell only, where FlashAttention 2 is
-// assumed]. ROCm's upstream flash_attn pads too.
+// FlashAttention 3 on compute capability 9.0; PR #20034 ("[Attention] MLA
+// - Flashinfer Ragged Prefill", merged 2025-07-10, so from 0.10.0) runs
+// Blackwell's (compute capability 10.0) prefill on FlashInfer, which takes
+// the two widths, where FlashInfer is installed [assumed, as in vLLM's
+// images]. The v0.11.0 tree's _pad_v skips nothing else; ROCm's upstream
+// flash_attn pads too.
 func (d Deployment) mlaPadsV() bool {
 	if !d.Model.IsMLA() || d.Model.MLA.Expanded {
 		return false
 	}
+	if d.runsBlackwellTables() {
+		return !d.Kernels.MLAFlashInferPrefill
+	}
 	return !d.runsFA3() || d.Kernels.MLAPadVOnFA3
+}
+
+// runsBlackwellTables reports whether the deployment's attention tables
+// were measured on a Blackwell part.
+func (d Deployment) runsBlackwellTables() bool {
+	origin, ok := kernelOrigin[d.GPU.Name]
+	return ok && origin.attention == "B200"
 }
 
 // runsFA3 reports whether the deployment's prefill attention runs

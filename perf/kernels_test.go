@@ -818,7 +818,8 @@ func TestStepInputBroadcasts(t *testing.T) {
 // TestMLAPrefillPadsV: vLLM pads MLA's V (128) to the query/key width
 // (192) for any FlashAttention that takes one head dim, 1.2× the
 // attention FLOPs on DeepSeek-V3; Hopper's FlashAttention 3 takes the two
-// widths from 0.8.5 (PR #13111). Models that are not MLA, or MLA served
+// widths from 0.8.5 (PR #13111), Blackwell's FlashInfer prefill from
+// 0.10.0 (PR #20034). Models that are not MLA, or MLA served
 // expanded, have nothing to pad; the prefill table's time follows the
 // FLOPs above its launch floor.
 func TestMLAPrefillPadsV(t *testing.T) {
@@ -835,6 +836,8 @@ func TestMLAPrefillPadsV(t *testing.T) {
 		{"H20, Hopper: FlashAttention 3", "DeepSeek-R1", "H20", nil, false},
 		{"A100: FlashAttention 2", "DeepSeek-R1", "A100-80GB", nil, true},
 		{"MI300X: upstream flash_attn", "DeepSeek-R1", "MI300X", nil, true},
+		{"B200 on FlashAttention 2 (before 0.10.0)", "DeepSeek-R1", "B200", nil, true},
+		{"B200 on FlashInfer's ragged prefill", "DeepSeek-R1", "B200", func(d *Deployment) { d.Kernels.MLAFlashInferPrefill = true }, false},
 		{"expanded MLA has its own padding", "DeepSeek-V2-Lite", "A100-80GB", expanded, false},
 		{"not MLA", "Llama-3-8B", "A100-80GB", nil, false},
 	} {

@@ -29,8 +29,9 @@ import (
 //   - Dense GEMMs on ROCm: vLLM's own skinny GEMMs for steps of one or
 //     two rows from 0.8.5 (rocmSkinnySince), hipBLASLt otherwise
 //     (perf.KernelPolicy.ROCmSkinnyRows).
-//   - MLA prefill attention on Hopper: V padded to the query/key head dim
-//     before 0.8.5 (mlaUnpaddedFA3Since), as on every other GPU.
+//   - MLA prefill attention: V padded to the query/key head dim on
+//     Hopper before 0.8.5 (mlaUnpaddedFA3Since) and on Blackwell before
+//     0.10.0 (mlaFlashInferPrefillSince), always elsewhere.
 //   - Block-wise FP8 linears on Hopper: vLLM's CUTLASS blockwise kernel
 //     from 0.7.1 to 0.10.x (blockFP8CUTLASSSince/Before,
 //     perf.KernelPolicy.BlockFP8CUTLASS).
@@ -56,6 +57,14 @@ var fa3Since = Release{0, 7, 0}
 // and V1's MLA backends padded it to the query/key width there too
 // (perf.KernelPolicy.MLAPadVOnFA3).
 var mlaUnpaddedFA3Since = Release{0, 8, 5}
+
+// mlaFlashInferPrefillSince: PR #20034 ("[Attention] MLA - Flashinfer
+// Ragged Prefill", merged 2025-07-10, after 0.9.2 of 2025-07-08, so from
+// 0.10.0) runs V1's MLA prefill on FlashInfer on Blackwell when
+// FlashInfer is installed ("default to flashinfer prefill if its available
+// since its faster than FA2"), which takes V at its own width; V0's MLA
+// backend kept FlashAttention (perf.KernelPolicy.MLAFlashInferPrefill).
+var mlaFlashInferPrefillSince = Release{0, 10, 0}
 
 // rocmSkinnySince: PR #15830 ("[Performance][ROCm] Add skinny gemms for
 // unquantized linear on ROCm", opened 2025-03-31, approved 2025-04-09,
@@ -170,9 +179,10 @@ func kernelPolicy(rel Release, v1 bool, quantization, deepGEMM string) perf.Kern
 		AWQGEMM:     rel.less(awqMarlinSince) || flag == "awq",
 		HopperFA2:   rel.less(fa3Since),
 
-		BlockFP8CUTLASS:    cutlass,
-		V1UnifiedAttention: v1,
-		MLAPadVOnFA3:       rel.less(mlaUnpaddedFA3Since),
+		BlockFP8CUTLASS:      cutlass,
+		V1UnifiedAttention:   v1,
+		MLAPadVOnFA3:         rel.less(mlaUnpaddedFA3Since),
+		MLAFlashInferPrefill: v1 && !rel.less(mlaFlashInferPrefillSince),
 	}
 	if !rel.less(rocmSkinnySince) {
 		p.ROCmSkinnyRows = rocmSkinnyRows

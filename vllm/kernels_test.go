@@ -226,21 +226,24 @@ func TestQuantizationLines(t *testing.T) {
 // 0.7.0 (PR #12093), on either engine; V1's FlashAttention backend runs a
 // step's prompt tokens and decodes in one call in every release, V0's
 // calls them apart; MLA's prefill pads V on FlashAttention 3 too before
-// 0.8.5 (PR #13111).
+// 0.8.5 (PR #13111), and runs FlashInfer on Blackwell from 0.10.0 (PR
+// #20034).
 func TestAttentionByRelease(t *testing.T) {
 	for _, c := range []struct {
-		version                        string
-		eng                            engine.Version
-		wantFA2, wantUnified, wantPadV bool
+		version                                        string
+		eng                                            engine.Version
+		wantFA2, wantUnified, wantPadV, wantFlashInfer bool
 	}{
-		{"0.5.4", engine.V0, true, false, true},
-		{"0.6.6", engine.V0, true, false, true},
-		{"0.7.0", engine.V0, false, false, true},
-		{"0.10.1", engine.V0, false, false, false},
-		{"0.7.3", engine.V1, false, true, true},
-		{"0.8.4", engine.V1, false, true, true},
-		{"0.8.5", engine.V1, false, true, false},
-		{"0.11.0", engine.V1, false, true, false},
+		{"0.5.4", engine.V0, true, false, true, false},
+		{"0.6.6", engine.V0, true, false, true, false},
+		{"0.7.0", engine.V0, false, false, true, false},
+		{"0.10.1", engine.V0, false, false, false, false},
+		{"0.10.1", engine.V1, false, true, false, true},
+		{"0.7.3", engine.V1, false, true, true, false},
+		{"0.8.4", engine.V1, false, true, true, false},
+		{"0.8.5", engine.V1, false, true, false, false},
+		{"0.9.2", engine.V1, false, true, false, false},
+		{"0.11.0", engine.V1, false, true, false, true},
 	} {
 		r, err := resolve(t, c.version, c.eng, "Llama-3-8B", "H100", vllm.Options{MaxModelLen: 4096})
 		if err != nil {
@@ -254,6 +257,9 @@ func TestAttentionByRelease(t *testing.T) {
 		}
 		if got := r.Deployment.Kernels.MLAPadVOnFA3; got != c.wantPadV {
 			t.Errorf("%s %s: MLA pads V on FlashAttention 3 %v, want %v", c.version, c.eng, got, c.wantPadV)
+		}
+		if got := r.Deployment.Kernels.MLAFlashInferPrefill; got != c.wantFlashInfer {
+			t.Errorf("%s %s: MLA prefill on FlashInfer (Blackwell) %v, want %v", c.version, c.eng, got, c.wantFlashInfer)
 		}
 	}
 }
