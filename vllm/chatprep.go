@@ -53,11 +53,12 @@ type chatCost struct {
 
 // Releases where the chat path's cost changed:
 //   - contentFormatDetectSince: PR #9919 ("Automatic detection of chat
-//     content format from AST", merged November 2024) [approximate
-//     release: 0.6.4 shipped days before it];
+//     content format from AST", merged 2024-11-16 as commit 32e46e0, a
+//     day after 0.6.4) [approximate release: 0.6.4.post1 may not carry
+//     it];
 //   - contentFormatCachedSince: PR #20065 ("Cached resolution for
-//     resolving chat templates", opened 2025-06-25) [approximate
-//     release];
+//     resolving chat templates", merged 2025-06-27 as commit aa0dc77,
+//     before 0.9.2 of 2025-07-08);
 //   - templateParseSince to chatCosts011Until: the 0.11 releases, whose
 //     fitted ingest is charged there only. Published 0.18.0 chat runs
 //     rule it out (doc.go, "Chat preparation"), so later releases take

@@ -434,9 +434,10 @@
 //     #9919, November 2024), which "results in 6-8 seconds delay before
 //     prompts actually are started to process" for 1,000 requests sent
 //     at once (Llama 3 template): 7 ms a request, charged from 0.6.5 to
-//     0.9.1 [approximate releases] on top of the fitted 2.9 ms below
-//     (9.9 ms). PR #19735 saw the same detection cost a small model's
-//     chat server two thirds of its request rate.
+//     0.9.1 (the two PRs merged 2024-11-16 and 2025-06-27) on top of
+//     the fitted 2.9 ms below (9.9 ms). PR #19735 saw the same
+//     detection cost a small model's chat server two thirds of its
+//     request rate.
 //   - Fitted, on the corpus' fit runs, on top of the measured terms:
 //     2.9 ms from 0.9.2 (gpustack-quantization-impact/h100-bf16-kv-fp8:
 //     Qwen3-8B, 1,000 ShareGPT chat requests at once; also charged before

@@ -70,10 +70,10 @@ var mlaFlashInferPrefillSince = Release{0, 10, 0}
 // unquantized linear on ROCm", opened 2025-03-31, approved 2025-04-09,
 // on by default as in AMD's fork) reads the bf16/fp16 weights of steps of
 // up to rocmSkinnyRows rows with vLLM's own wvSplitK kernels instead of
-// hipBLASLt; its follow-up PR #17011 (2025-04-22) extended them to the
-// vocabulary embedding. 0.8.5 (2025-04-28) is the first release certain to
-// carry both [inferred from the dates; 0.8.4, 2025-04-14, may have the
-// first]. utils.py's rocm_unquantized_gemm_impl of 2026 takes up to 5
+// hipBLASLt; its follow-up PR #17011 extended them to the vocabulary
+// embedding. vLLM's history has them merged on 2025-04-21 (commit
+// 188b7f9) and 2025-04-25 (54271bb), after 0.8.4 (2025-04-14), so 0.8.5
+// (2025-04-28) is the first release with either. utils.py's rocm_unquantized_gemm_impl of 2026 takes up to 5
 // rows on the MI300X (gfx942) [not modelled: the release of that
 // extension is not established].
 var rocmSkinnySince = Release{0, 8, 5}

@@ -146,16 +146,17 @@ var (
 //     (256 sequences, 2048 tokens): "a100" not in the device name is part
 //     of the large-GPU test in EngineArgs.
 //   - asyncSchedulingSince: PR #19970 ("Implement Async Scheduling",
-//     opened 2025-06-23) added --async-scheduling to V1 as an
-//     experimental flag [approximate: released in 0.10.0];
+//     opened 2025-06-23, merged 2025-07-14 as commit d4d3094, after
+//     0.9.2 of 2025-07-08, so from 0.10.0) added --async-scheduling to V1
+//     as an experimental flag;
 //     asyncSchedulingDefaultSince: PR #27614 turned it on by default, in
 //     0.14.0 ("Async scheduling is now enabled by default", its release
 //     notes, which name --no-async-scheduling and pipeline parallelism
 //     among the configurations it excludes).
 //   - multiStepStreamSince: PR #8335 ("Add output streaming support to
 //     multi-step + async", opened 2024-09-10, built on the MQLLMEngine of
-//     0.6.2) added --multi-step-stream-outputs, off [approximate: released
-//     in 0.6.2]; multiStepStreamDefaultSince: PR #9047 ("Enable
+//     0.6.2, merged 2024-09-23 as commit 1a2aef3, days before 0.6.2)
+//     added --multi-step-stream-outputs, off; multiStepStreamDefaultSince: PR #9047 ("Enable
 //     multi-step output streaming by default", merged 2024-10-03, so from
 //     0.6.3) turned it on.
 //   - chunkedBudget2048Since: PR #10544 ("Update default
