@@ -47,8 +47,9 @@ var (
 // 2025-01-25: "As of #12093 Flash Attention 3 is now supported in vLLM for
 // Hopper GPUs (SM 9.0)", the default there as get_flash_attn_version
 // reads: "if hopper default to FA3, otherwise stick to FA2"), for V0's and
-// V1's FlashAttention backends alike; first in 0.7.0 (2025-01-27)
-// [inferred from the dates]. Before, vllm-flash-attn was FlashAttention 2.
+// V1's FlashAttention backends alike; merged 2025-01-23 as commit
+// 978b45f, so first in 0.7.0 (2025-01-27). Before, vllm-flash-attn was
+// FlashAttention 2.
 var fa3Since = Release{0, 7, 0}
 
 // mlaUnpaddedFA3Since: PR #13111 ("[Attention] Update to lastest FA3

@@ -239,10 +239,10 @@ var memoryRules = []MemoryAccounting{
 }
 
 // fusedMoESharedCacheSince: PR #13625 ("[Kernel] Optimize moe
-// intermediate_cache usage", opened 2025-02-20) lets the fused MoE's first
-// and last intermediate caches share one buffer; earlier releases hold
-// both through the profile run's MoE layers (perf.Deployment.
-// FusedMoESeparateCaches) [approximate release: 0.8.0, the first after].
+// intermediate_cache usage", merged 2025-03-03 as commit 19d98e0, so first
+// in 0.8.0 of 2025-03-18) lets the fused MoE's first and last intermediate
+// caches share one buffer; earlier releases hold both through the profile
+// run's MoE layers (perf.Deployment.FusedMoESeparateCaches).
 var fusedMoESharedCacheSince = Release{0, 8, 0}
 
 // flashInferSamplerPeak: V1's sampler on FlashInfer's top-k/top-p kernel
