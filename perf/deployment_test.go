@@ -207,11 +207,6 @@ func TestResolveErrors(t *testing.T) {
 	}
 }
 
-func nanValue() float64 {
-	var zero float64
-	return zero / zero
-}
-
 func TestResolveDefaults(t *testing.T) {
 	tests := []struct {
 		name                      string

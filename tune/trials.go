@@ -27,9 +27,6 @@ func (p *prepared) trialDir(t Trial) string {
 	return filepath.Join(p.st.Dir, fmt.Sprintf("trial-%04d", t.Number))
 }
 
-// loadTest runs one load test of a trial, its result at resultPath.
-type loadTest func(ctx context.Context, resultPath string) error
-
 // run is the Runner: bring up the target for the point, run the load
 // test (or the SLA search), bring it down.
 func (p *prepared) run(ctx context.Context, t Trial) (*Outcome, error) {

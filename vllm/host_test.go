@@ -39,7 +39,6 @@ type runStats struct {
 	outputThroughput float64 // tokens/s
 	meanTPOT         time.Duration
 	hostBound        float64 // fraction of steps
-	concurrency      int
 }
 
 func simulate(t *testing.T, version, model, gpu string, o vllm.Options, reqs []workload.Request, maxConcurrency int) runStats {

@@ -65,8 +65,9 @@ func k8sPassThrough(cmd *cobra.Command, args []string) ([]string, error) {
 }
 
 // secretFlags say where a run's credentials live: a Secret the user
-// has, or one servebench writes to a file only its owner reads.
-type secretFlags struct{ name, file string }
+// has (its name goes to the flag's setName), or one servebench writes to
+// a file only its owner reads.
+type secretFlags struct{ file string }
 
 func (f *secretFlags) register(fs *pflag.FlagSet, setName *string) {
 	fs.StringVar(setName, "secret", "", "existing Secret holding the credentials under the keys listed above (header-<name>, base-url, pgpassword, openai-api-key); nothing secret is then printed or written")
