@@ -543,8 +543,8 @@
 // uni for one GPU, ray when the world spans nodes (world size above the
 // node's GPUs), mp otherwise ("Defaulting to use mp for distributed
 // inference", as 0.5.0 logs it). The 0.4 line defaults to ray on one node
-// too: mp became the single-node default with PR #5230 (opened
-// 2024-06-03, so 0.5.0); PR #4539 (0.4.3) added mp but kept Ray wherever
+// too: mp became the single-node default with PR #5230 (merged
+// 2024-06-11, so 0.5.0.post1 at the latest); PR #4539 (0.4.3) added mp but kept Ray wherever
 // it was installed, which vLLM's CUDA requirements (ray >= 2.9) saw to,
 // and before it Ray was the only multi-GPU backend. nm-vllm's March 2024
 // A10G × 4 runs (validate) move 0.3–3.4 points toward their figures with

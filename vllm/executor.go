@@ -59,8 +59,10 @@ const v0StepInputTensors = 9
 var mpMultiNodeSince = Release{0, 11, 0}
 
 // mpDefaultSince: PR #5230 ("Default to multiprocessing for single-node
-// distributed case", opened 2024-06-03, so from 0.5.0) made mp the
-// single-node default. Before, several GPUs ran on Ray: the only backend
+// distributed case", merged 2024-06-11 as commit 99dac09, the day after
+// the "Bump version to v0.5.0" commit; v0.5.0.post1's distributed-serving
+// docs describe the mp default) made mp the single-node default
+// [approximate release: 0.5.0 itself may predate it]. Before, several GPUs ran on Ray: the only backend
 // until PR #4539 added mp in 0.4.3, whose default stayed Ray wherever Ray
 // was installed, and vLLM's CUDA requirements pulled in ray >= 2.9.
 var mpDefaultSince = Release{0, 5, 0}
