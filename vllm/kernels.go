@@ -85,14 +85,14 @@ var rocmSkinnySince = Release{0, 8, 5}
 // cutlass_scaled_mm to support 2d group (blockwise) scaling") added it;
 // CUTLASS issue #2087 (2025-02-07) points at its collective in vLLM
 // v0.7.1's tree, and PR #13996 (2025-02-27, DeepSeek-R1 on 8×H200) calls
-// it "our existing CUTLASS Block FP8", the default [inferred: first in
-// 0.7.1]. Before it, 0.6.6 and 0.7.0 ran a Triton kernel that vLLM's
+// it "our existing CUTLASS Block FP8", the default; PR #11868 was merged
+// on 2025-01-30 (commit 9798b2f), so first in 0.7.1 (2025-02-01). Before it, 0.6.6 and 0.7.0 ran a Triton kernel that vLLM's
 // benchmark README times 1.6–2.5× the per-tensor table where it had tuned
 // configurations; sim times those releases as per-tensor FP8 [open]. PR
 // #19085 (2025-06) let these layers run DeepGEMM under VLLM_USE_DEEP_GEMM,
-// and PR #24462 ("[Kernels] Enable DeepGEMM by default", merged
-// 2025-09-09) turned it on [inferred: first in 0.11.0, after 0.10.2's
-// branch; vLLM issue #25915's 0.10.2 FP8 figures match the CUTLASS rate].
+// and PR #24462 ("[Kernels] Enable DeepGEMM by default", commit 4ac510f
+// of 2025-09-17, after 0.10.2 of 2025-09-13) turned it on from 0.11.0;
+// vLLM issue #25915's 0.10.2 FP8 figures match the CUTLASS rate.
 // aiconfigurator's 0.24 sweep on an H200 times DeepGEMM at the per-tensor
 // kernel's rate at large M (460 against 464 µs at 8192×4096×7168), so from
 // 0.11.0 sim keeps the per-tensor table [assumption: DeepGEMM installed;
@@ -103,8 +103,8 @@ var rocmSkinnySince = Release{0, 8, 5}
 // (PR #21533, 2025-07), its wheels do not (PR #25592, which tried, was
 // closed). Options.DeepGEMM (sim --deep-gemm) overrides the default:
 // "off" runs the CUTLASS rate from 0.7.1 on, "on" the per-tensor rate
-// from deepGEMMLinearSince, PR #19085's release [inferred: merged in June
-// 2025, after 0.9.1].
+// from deepGEMMLinearSince, PR #19085's release (commit b8e809a of
+// 2025-06-11, the day after 0.9.1, so 0.9.2).
 var (
 	blockFP8CUTLASSSince  = Release{0, 7, 1}
 	blockFP8CUTLASSBefore = Release{0, 11, 0}
