@@ -41,6 +41,10 @@ type KernelSource struct {
 	// tokens when FlashAttention 2 runs them unpacked ("5× KV reads,
 	// FlashAttention 2"); empty where they run as the decode table's.
 	UnpackedDecodes string
+	// MLAPrefill says how MLA's prefill attention is shaped when vLLM pads
+	// V to the query/key width ("V padded to 192, 1.2× the FLOPs");
+	// empty otherwise (Deployment.mlaPadsV).
+	MLAPrefill string
 }
 
 // String is what sim's engine section prints: "measured: H100-SXM",
@@ -55,6 +59,9 @@ func (s KernelSource) String() string {
 	}
 	if s.BlockFP8 != "" {
 		tables += "; block-FP8 linears: " + s.BlockFP8
+	}
+	if s.MLAPrefill != "" {
+		tables += "; MLA prefill: " + s.MLAPrefill
 	}
 	if s.UnpackedDecodes != "" {
 		tables += "; decodes beside prompt tokens: " + s.UnpackedDecodes
@@ -368,6 +375,11 @@ func kernelPlan(d Deployment, r *Roofline) (*stepKernels, KernelSource) {
 	}
 
 	k.setAttention(d, prefillT, decodeT, attnSrc)
+	if d.mlaPadsV() {
+		a := m.MLA
+		src.MLAPrefill = fmt.Sprintf("V padded to %d, %.2g× the FLOPs", a.QKNopeHeadDim+a.QKRopeHeadDim,
+			m.attentionFLOPsPerPair(true)/m.attentionFLOPsPerPair(false))
+	}
 	if k.unpackedDecodeGroups = unpackedDecodeGroups(d, origin.attention); k.unpackedDecodeGroups > 0 {
 		src.UnpackedDecodes = fmt.Sprintf("%g× KV reads, FlashAttention 2", k.unpackedDecodeGroups)
 	}

@@ -857,4 +857,11 @@ func TestMLAPrefillPadsV(t *testing.T) {
 	if long < 1.15 || long > 1.2+1e-9 {
 		t.Errorf("8192-token prefill attention, padded / unpadded = %.3f, want 1.15–1.20", long)
 	}
+	// sim's engine section names the padding where it applies, only there.
+	if got := padded.KernelSource().String(); !strings.Contains(got, "MLA prefill: V padded to 192, 1.2× the FLOPs") {
+		t.Errorf("padded kernel source %q does not name the padding", got)
+	}
+	if got := unpadded.KernelSource().String(); strings.Contains(got, "MLA prefill") {
+		t.Errorf("unpadded kernel source %q names a padding", got)
+	}
 }
