@@ -375,11 +375,7 @@ func kernelPlan(d Deployment, r *Roofline) (*stepKernels, KernelSource) {
 	}
 
 	k.setAttention(d, prefillT, decodeT, attnSrc)
-	if d.mlaPadsV() {
-		a := m.MLA
-		src.MLAPrefill = fmt.Sprintf("V padded to %d, %.2g× the FLOPs", a.QKNopeHeadDim+a.QKRopeHeadDim,
-			m.attentionFLOPsPerPair(true)/m.attentionFLOPsPerPair(false))
-	}
+	src.MLAPrefill = d.mlaPrefillNote()
 	if k.unpackedDecodeGroups = unpackedDecodeGroups(d, origin.attention); k.unpackedDecodeGroups > 0 {
 		src.UnpackedDecodes = fmt.Sprintf("%g× KV reads, FlashAttention 2", k.unpackedDecodeGroups)
 	}
@@ -531,30 +527,30 @@ func (k *stepKernels) setAttention(d Deployment, prefillT, decodeT *kernelTable,
 // Blackwell's (compute capability 10.0) prefill on FlashInfer, which takes
 // the two widths, where FlashInfer is installed [assumed, as in vLLM's
 // images]. The v0.11.0 tree's _pad_v skips nothing else; ROCm's upstream
-// flash_attn pads too.
+// flash_attn pads too. The GPU's architecture is its attention tables'
+// (kernelOrigin); a part without tables runs FlashAttention 2 or ROCm's.
 func (d Deployment) mlaPadsV() bool {
 	if !d.Model.IsMLA() || d.Model.MLA.Expanded {
 		return false
 	}
-	if d.runsBlackwellTables() {
+	switch attention := kernelOrigin[d.GPU.Name].attention; {
+	case attention == "B200":
 		return !d.Kernels.MLAFlashInferPrefill
+	case hopperTables[attention] && !d.Kernels.HopperFA2: // FlashAttention 3
+		return d.Kernels.MLAPadVOnFA3
 	}
-	return !d.runsFA3() || d.Kernels.MLAPadVOnFA3
+	return true
 }
 
-// runsBlackwellTables reports whether the deployment's attention tables
-// were measured on a Blackwell part.
-func (d Deployment) runsBlackwellTables() bool {
-	origin, ok := kernelOrigin[d.GPU.Name]
-	return ok && origin.attention == "B200"
-}
-
-// runsFA3 reports whether the deployment's prefill attention runs
-// FlashAttention 3: on a Hopper part (its tables measured on Hopper) from
-// the release vLLM made it the default there.
-func (d Deployment) runsFA3() bool {
-	origin, ok := kernelOrigin[d.GPU.Name]
-	return ok && hopperTables[origin.attention] && !d.Kernels.HopperFA2
+// mlaPrefillNote is what sim's engine section says of MLA's prefill
+// attention: the padding where vLLM pads V, nothing otherwise.
+func (d Deployment) mlaPrefillNote() string {
+	if !d.mlaPadsV() {
+		return ""
+	}
+	m := d.Model
+	return fmt.Sprintf("V padded to %d, %.2g× the FLOPs", m.mlaPrefillVWidth(true),
+		m.attentionFLOPsPerPair(true)/m.attentionFLOPsPerPair(false))
 }
 
 // hopperTables are the GPUs whose kernel tables were measured on Hopper:

@@ -348,15 +348,16 @@ func TestAttentionActivationWidth(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		model Model
+		padV  bool
 		want  float64
 	}{
-		{"MLA: decompressed q, k, v, output and latent", lite, 16*(192+192+128+128) + 576},
-		{"MLA with V padded: v and output at 192", lite, 16*(192+192+192+192) + 576},
-		{"expanded MLA: q, k, v and output padded to 256", expanded, 4*16*256 + 576},
-		{"GQA unchanged: 32 query and 8 KV heads of 128", mustModel(t, "Llama-3-8B"), (2*32 + 2*8) * 128},
+		{"MLA: decompressed q, k, v, output and latent", lite, false, 16*(192+192+128+128) + 576},
+		{"MLA with V padded: v and output at 192", lite, true, 16*(192+192+192+192) + 576},
+		{"expanded MLA: q, k, v and output padded to 256", expanded, false, 4*16*256 + 576},
+		{"GQA unchanged: 32 query and 8 KV heads of 128", mustModel(t, "Llama-3-8B"), false, (2*32 + 2*8) * 128},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := tc.model.attentionActivationWidth(strings.Contains(tc.name, "padded:")); got != tc.want {
+			if got := tc.model.attentionActivationWidth(tc.padV); got != tc.want {
 				t.Errorf("width %v elements a token and layer, want %v", got, tc.want)
 			}
 		})

@@ -198,6 +198,7 @@ func newRooflineWork(d Deployment) *Roofline {
 	vocabRow := float64(m.Vocab) * hidden / t
 	stage := d.stageFraction()
 	bpp := m.linearBytesPerParam()
+	padV := d.mlaPadsV()
 
 	gemmFlops := 2 * float64(m.ActiveLinearParams()) * stage / t
 	// Modules a checkpoint leaves unquantized run at the BF16 rate; zero
@@ -210,7 +211,7 @@ func newRooflineWork(d Deployment) *Roofline {
 		eff:                 eff,
 		prefillTokenCompute: gemmFlops/(gemmPeak*eff.prefill*compute) + skippedSlowdown/(eff.prefill*compute),
 		decodeTokenCompute:  gemmFlops/(gemmPeak*eff.decode*compute) + skippedSlowdown/(eff.decode*compute),
-		attnPairCompute:     layers * m.attentionFLOPsPerPair(d.mlaPadsV()) / t / (g.BF16FLOPS * eff.attention * compute),
+		attnPairCompute:     layers * m.attentionFLOPsPerPair(padV) / t / (g.BF16FLOPS * eff.attention * compute),
 		sampleCompute:       2 * vocabRow / (g.BF16FLOPS * g.MFUDecode * compute),
 		layerWeightMemory:   m.sharedLinearBytes(stage, t) / bandwidth,
 		headMemory:          vocabRow * activationBytes / bandwidth,
@@ -218,7 +219,7 @@ func newRooflineWork(d Deployment) *Roofline {
 		l2Bytes:             float64(g.L2Bytes),
 		kvLayerTokenBytes:   float64(d.kvBytesPerTokenPerGPU()) / max(layers, 1),
 		actTokenMemory: layers * activationBytes *
-			(6*hidden + m.attentionActivationWidth(d.mlaPadsV())/t + 3*m.mlpActiveWidth()/t) / bandwidth,
+			(6*hidden + m.attentionActivationWidth(padV)/t + 3*m.mlpActiveWidth()/t) / bandwidth,
 		layerWeightSlowdown: 1,
 		headWeightSlowdown:  1,
 	}

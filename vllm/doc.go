@@ -49,18 +49,19 @@
 //
 // Defaults are vLLM 0.5.4's for V0 (256 sequences; max(max_model_len,
 // 2048) batched tokens, 512 with chunked prefill, 2048 from 0.6.5 (PR
-// #10544, profiles.go); chunked prefill on by
-// itself above 32K context; no prefix caching; 5 s stats) and 0.8.5's for
-// V1 (1024 sequences and 8192 tokens on GPUs with ≥ 70 GiB, else 256 and
-// 2048; prefix caching on; 10 s stats), as reference A.3/A.6/A.9 read them
-// in the source. Earlier V1 releases chose the large values by the GPU's
-// name, not its memory: H100s and H200s only (0.7.0–0.8.4), and took 1024
-// sequences on every GPU before 0.8.4 (profiles.go). V1 sets the LLM class's token budget apart
+// #10544, profiles.go); chunked prefill on by itself above 32K context; no
+// prefix caching; 5 s stats) and 0.8.5's for V1 (1024 sequences and 8192
+// tokens on GPUs with ≥ 70 GiB, else 256 and 2048; prefix caching on; 10 s
+// stats), as reference A.3/A.6/A.9 read them in the source. Earlier V1
+// releases chose the large values by the GPU's name, not its memory: H100s
+// and H200s only (0.7.0–0.8.4), and took 1024 sequences on every GPU
+// before 0.8.4 (profiles.go). V1 sets the LLM class's token budget apart
 // (UsageContext.LLM_CLASS in _set_default_args_v1, read in the 0.8.5-era
-// tree and in later releases' test_defaults_with_usage_context): 16384
-// on GPUs with ≥ 70 GiB, else 8192, so offline runs (Options.Offline: the
-// throughput and latency benchmarks, sim --throughput) take those. Metric names: serve holds V0's and V1's families; a
-// profile names which set applies (EngineProfile.Metrics).
+// tree and in later releases' test_defaults_with_usage_context): 16384 on
+// GPUs with ≥ 70 GiB, else 8192, so offline runs (Options.Offline: the
+// throughput and latency benchmarks, sim --throughput) take those. Metric
+// names: serve holds V0's and V1's families; a profile names which set
+// applies (EngineProfile.Metrics).
 //
 // # Host overhead
 //
@@ -543,14 +544,14 @@
 // uni for one GPU, ray when the world spans nodes (world size above the
 // node's GPUs), mp otherwise ("Defaulting to use mp for distributed
 // inference", as 0.5.0 logs it). The 0.4 line defaults to ray on one node
-// too: mp became the single-node default with PR #5230 (merged
-// 2024-06-11, so 0.5.0.post1 at the latest); PR #4539 (0.4.3) added mp but kept Ray wherever
-// it was installed, which vLLM's CUDA requirements (ray >= 2.9) saw to,
-// and before it Ray was the only multi-GPU backend. nm-vllm's March 2024
-// A10G × 4 runs (validate) move 0.3–3.4 points toward their figures with
-// it. uni with more than one GPU is refused,
-// and mp across nodes before the 0.11 line (multi-node mp with
-// --nnodes/--node-rank is newer [approximate release]).
+// too: mp became the single-node default with PR #5230 (merged 2024-06-11,
+// so 0.5.0.post1 at the latest); PR #4539 (0.4.3) added mp but kept Ray
+// wherever it was installed, which vLLM's CUDA requirements (ray >= 2.9)
+// saw to, and before it Ray was the only multi-GPU backend. nm-vllm's
+// March 2024 A10G × 4 runs (validate) move 0.3–3.4 points toward their
+// figures with it. uni with more than one GPU is refused, and mp across
+// nodes before the 0.11 line (multi-node mp with --nnodes/--node-rank is
+// newer [approximate release]).
 //
 // Per-step host cost on the engine's critical path (added to SchedFixed):
 //   - mp: none beyond the fitted profiles, whose multi-GPU runs used mp;

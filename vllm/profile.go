@@ -172,13 +172,8 @@ type Defaults struct {
 	// (UsageContext.LLM_CLASS: the throughput and latency benchmarks),
 	// which vLLM sets apart from the API server's; 0 takes the server's.
 	OfflineMaxNumBatchedTokens, OfflineMaxNumBatchedTokensLargeGPU int
-	// LargeGPUExcludesA100: the large-GPU values skip A100s whatever their
-	// memory (vLLM 0.9.0+, PR #17885).
-	LargeGPUExcludesA100 bool
-	// LargeGPUByName: the large-GPU values go to GPUs whose name has
-	// "h100" or "h200", whatever their memory (V1 from 0.7.0, PR #12369,
-	// until PR #17073 in 0.8.5).
-	LargeGPUByName bool
+	// LargeGPU is the release's test for the large-GPU values.
+	LargeGPU LargeGPURule
 	// LargeSeqsOnEveryGPU: the sequence limit is MaxNumSeqsLargeGPU on every
 	// GPU, large or not (V1 before PR #16158 in 0.8.4).
 	LargeSeqsOnEveryGPU bool
@@ -192,6 +187,33 @@ type Defaults struct {
 	BlockSize     int
 	Watermark     float64
 	SwapSpaceGiB  float64
+}
+
+// LargeGPURule is how a release decides that a GPU takes the large-GPU
+// defaults.
+type LargeGPURule int
+
+const (
+	// LargeGPUByMemory: 70 GiB or more (vLLM 0.8.5, PR #17073).
+	LargeGPUByMemory LargeGPURule = iota
+	// LargeGPUByName: a name with "h100" or "h200", whatever the memory
+	// (V1 from 0.7.0, PR #12369, until PR #17073).
+	LargeGPUByName
+	// LargeGPUByMemoryNotA100: 70 GiB or more, A100s excepted (vLLM 0.9.0+,
+	// PR #17885).
+	LargeGPUByMemoryNotA100
+)
+
+// large reports whether gpu takes the large-GPU defaults under the rule.
+func (r LargeGPURule) large(gpu perf.GPU) bool {
+	name := strings.ToLower(gpu.Name)
+	switch r {
+	case LargeGPUByName:
+		return strings.Contains(name, "h100") || strings.Contains(name, "h200")
+	case LargeGPUByMemoryNotA100:
+		return gpu.MemoryBytes >= 70<<30 && !strings.Contains(name, "a100")
+	}
+	return gpu.MemoryBytes >= 70<<30
 }
 
 // v1TokenBudget is V1's default max_num_batched_tokens on a large (≥ 70

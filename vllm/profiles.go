@@ -182,8 +182,12 @@ var (
 // patchSwitches applies the within-line switches to a profile.
 func patchSwitches(rel Release, ep *EngineProfile) {
 	if ep.Engine == engine.V1 {
-		ep.Defaults.LargeGPUExcludesA100 = !rel.less(largeDefaultsSkipA100Since)
-		ep.Defaults.LargeGPUByName = rel.less(largeDefaultsByMemorySince)
+		switch {
+		case rel.less(largeDefaultsByMemorySince):
+			ep.Defaults.LargeGPU = LargeGPUByName
+		case !rel.less(largeDefaultsSkipA100Since):
+			ep.Defaults.LargeGPU = LargeGPUByMemoryNotA100
+		}
 		ep.Defaults.LargeSeqsOnEveryGPU = rel.less(seqsByGPUSince)
 		ep.Scheduler.AsyncScheduling = !rel.less(asyncSchedulingSince)
 		ep.Scheduler.AsyncSchedulingDefault = !rel.less(asyncSchedulingDefaultSince)

@@ -282,12 +282,7 @@ func deploymentFor(p Profile, model perf.Model, gpu perf.GPU, o Options) perf.De
 // sequence limit the flags left at vLLM's defaults, which depend on the
 // engine, the GPU's memory and (V0) max_model_len.
 func budgetDefaults(d *perf.Deployment, p Profile, gpu perf.GPU, o Options, maxModelLen int) (chunked bool) {
-	name := strings.ToLower(gpu.Name)
-	large := gpu.MemoryBytes >= 70<<30 &&
-		!(p.Defaults.LargeGPUExcludesA100 && strings.Contains(name, "a100"))
-	if p.Defaults.LargeGPUByName {
-		large = strings.Contains(name, "h100") || strings.Contains(name, "h200")
-	}
+	large := p.Defaults.LargeGPU.large(gpu)
 	chunked = true // V1 always chunks, whatever the flag says
 	if p.Engine == engine.V0 {
 		chunked = p.Defaults.AutoChunkAbove > 0 && maxModelLen > p.Defaults.AutoChunkAbove
